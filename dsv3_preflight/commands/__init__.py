@@ -1,0 +1,1 @@
+"""One module per `dsv3-preflight` subcommand (NAME, HELP, add_arguments, run). Keep imports light."""

@@ -1,0 +1,50 @@
+"""`dsv3-preflight list`: the registered checks and probes."""
+from __future__ import annotations
+
+import json
+
+NAME = "list"
+HELP = "list the checks (and with --probes the probes) and where each comes from"
+
+
+def add_arguments(parser) -> None:
+    from ..options import add_selection_options
+
+    add_selection_options(parser)
+    parser.add_argument("--probes", action="store_true", help="also list the probes (facts)")
+    parser.add_argument("--json", dest="as_json", action="store_true", help="print JSON")
+    parser.add_argument("--no-color", action="store_true")
+
+
+def run(args) -> int:
+    from rich.markup import escape
+    from rich.table import Table
+
+    from ..console import make_console
+    from ..options import split_commas
+    from ..registry import load_registry
+
+    registry = load_registry(args.checks_dir)
+    selected, deselected = registry.select(split_commas(args.only), split_commas(args.skip), split_commas(args.tags))
+    rows = [{"name": c.name, "scope": c.scope, "tags": list(c.tags), "needs": list(c.needs), "timeout_s": c.timeout,
+             "origin": c.origin, "description": c.description} for c in selected]
+    probes = [{"fact": p.fact, "needs": list(p.needs), "timeout_s": p.timeout, "origin": p.origin, "description": p.description}
+              for p in sorted(registry.probes.values(), key=lambda p: p.fact)]
+    if args.as_json:
+        print(json.dumps({"checks": rows, "deselected": deselected, **({"probes": probes} if args.probes else {})}, indent=2))
+        return 0 if rows else 5
+    console = make_console(args.no_color)
+    table = Table(title="checks")
+    for col in ("check", "scope", "tags", "needs", "description"):
+        table.add_column(col)
+    for r in rows:
+        table.add_row(escape(r["name"]), r["scope"], escape(",".join(r["tags"])), escape(", ".join(r["needs"])), escape(r["description"]))
+    console.print(table)
+    if args.probes:
+        table = Table(title="probes")
+        for col in ("fact", "needs", "timeout", "origin", "description"):
+            table.add_column(col)
+        for p in probes:
+            table.add_row(escape(p["fact"]), escape(", ".join(p["needs"])), f"{p['timeout_s']:g}s", escape(p["origin"]), escape(p["description"]))
+        console.print(table)
+    return 0 if rows else 5

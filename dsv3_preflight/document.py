@@ -1,0 +1,102 @@
+"""The versioned result document: what `run --json` writes and the report and cluster mode read.
+
+Secrets are masked when the document is built, so neither the JSON nor anything rendered from it
+can show them.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from . import __version__
+from .result import Result, Status, worst
+from .secrets import mask
+
+FORMAT = "dsv3-preflight/result"
+SCHEMA_VERSION = 1
+SCHEMA_PATH = Path(__file__).with_name("schema") / "result.schema.json"
+
+
+class DocumentError(Exception):
+    """A result document cannot be read."""
+
+
+def verdict(results: Iterable[Result], strict: bool = False) -> str:
+    results = list(results)
+    red = any(r.status.is_red for r in results) or (strict and any(r.status is Status.WARN for r in results))
+    return "NO-GO" if red or not results else "GO"
+
+
+def build_document(
+    *,
+    mode: str,
+    profile: Mapping[str, Any],
+    nodes: list[Mapping[str, Any]],
+    results: Iterable[Result],
+    deselected: Mapping[str, str] | None = None,
+    command: list[str] | None = None,
+    exit_code: int,
+    strict: bool = False,
+    started: _dt.datetime | None = None,
+    extra: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Assemble the document; every string in it passes through secret masking."""
+    results = list(results)
+    counts = Counter(r.status.value for r in results)
+    now = _dt.datetime.now(_dt.timezone.utc)
+    doc = {
+        "format": FORMAT,
+        "schema_version": SCHEMA_VERSION,
+        "tool": {"name": "dsv3-preflight", "version": __version__},
+        "created": (started or now).isoformat(timespec="seconds"),
+        "finished": now.isoformat(timespec="seconds"),
+        "command": list(command or []),
+        "mode": mode,
+        "verdict": verdict(results, strict),
+        "exit_code": exit_code,
+        "strict": strict,
+        "counts": {s.value: counts.get(s.value, 0) for s in Status},
+        "worst": (worst(r.status for r in results) or Status.SKIP).value,
+        "profile": dict(profile),
+        "nodes": [dict(n) for n in nodes],
+        "results": [r.to_dict() for r in sort_results(results)],
+        "deselected": dict(deselected or {}),
+    }
+    if extra:
+        doc.update(extra)
+    return mask(doc)
+
+
+def sort_results(results: Iterable[Result]) -> list[Result]:
+    """Failures first (by severity), then by node and name."""
+    return sorted(results, key=lambda r: (-r.status.severity, r.node, r.name))
+
+
+def write_document(doc: Mapping[str, Any], path: str | Path) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(doc, indent=2, sort_keys=False) + "\n")
+    tmp.replace(path)
+    return path
+
+
+def read_document(path: str | Path) -> dict[str, Any]:
+    try:
+        doc = json.loads(Path(path).read_text())
+    except FileNotFoundError:
+        raise DocumentError(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise DocumentError(f"{path}: not a readable JSON document: {exc}") from None
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        raise DocumentError(f"{path}: not a dsv3-preflight result document (format is not {FORMAT!r})")
+    if doc.get("schema_version") != SCHEMA_VERSION:
+        raise DocumentError(f"{path}: schema_version {doc.get('schema_version')!r}; this tool reads {SCHEMA_VERSION}")
+    return doc
+
+
+def load_schema() -> dict[str, Any]:
+    return json.loads(SCHEMA_PATH.read_text())

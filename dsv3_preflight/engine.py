@@ -1,0 +1,160 @@
+"""Running checks: facts in, results out. The engine knows nothing of what a check means.
+
+Every check runs under its timeout and the run's deadline; an exception or a timeout in a probe or
+a judge becomes an ERROR result for that check alone, and the run goes on.
+"""
+from __future__ import annotations
+
+import threading
+import time
+import traceback
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Mapping
+
+from .facts import FactError, FactStore
+from .profile import Profile
+from .registry import CheckSpec, Registry
+from .result import Result, Status
+
+OnResult = Callable[[Result], None]
+
+
+@dataclass
+class NodeRun:
+    """The outcome of running node checks on one node."""
+
+    node: str
+    results: list[Result]
+    facts: dict[str, Any] = field(default_factory=dict)
+
+
+def _call_with_timeout(func: Callable[[], Any], timeout: float) -> tuple[bool, Any, BaseException | None]:
+    """Run func in a daemon thread; (finished, value, exception)."""
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = func()
+        except BaseException as exc:  # noqa: BLE001 - reported as ERROR
+            box["exc"] = exc
+
+    thread = threading.Thread(target=target, daemon=True, name="judge")
+    thread.start()
+    thread.join(max(timeout, 0.0))
+    if thread.is_alive():
+        return False, None, None
+    return True, box.get("value"), box.get("exc")
+
+
+def judge(spec: CheckSpec, kwargs: Mapping[str, Any], timeout: float) -> Result:
+    """Call a check's judge; anything but a proper non-ERROR Result becomes an ERROR."""
+    finished, value, exc = _call_with_timeout(lambda: spec.judge(**kwargs), timeout)
+    if not finished:
+        return Result._engine_error(f"check did not finish within its timeout of {timeout:g} s")
+    if exc is not None:
+        tb = traceback.extract_tb(exc.__traceback__)
+        where = f" at {tb[-1].filename}:{tb[-1].lineno}" if tb else ""
+        return Result._engine_error(
+            f"check raised {type(exc).__name__}: {exc}",
+            {"exception": type(exc).__name__, "message": str(exc), "where": where.strip(" at")},
+        )
+    if not isinstance(value, Result):
+        return Result._engine_error(f"check returned {type(value).__name__}, not a Result")
+    if value.status is Status.ERROR:
+        return Result._engine_error(f"check returned ERROR itself (only the engine reports ERROR): {value.summary}")
+    try:
+        value.to_dict()
+    except (TypeError, ValueError) as exc:
+        return Result._engine_error(f"check returned evidence that is not JSON-serialisable: {exc}")
+    return value
+
+
+def run_node_checks(
+    registry: Registry,
+    checks: Iterable[CheckSpec],
+    store: FactStore,
+    node: str,
+    deadline: float | None = None,
+    on_result: OnResult | None = None,
+) -> list[Result]:
+    """Judge every node-scope check on this node's facts, in order; probes run in parallel."""
+    checks = [c for c in checks if c.scope == "node"]
+    store.start({need for c in checks for need in c.needs})
+    results = []
+    for spec in checks:
+        started = time.monotonic()
+        check_deadline = started + spec.timeout
+        if deadline is not None:
+            check_deadline = min(check_deadline, deadline)
+        if deadline is not None and started >= deadline:
+            result = Result._engine_error("the run's overall timeout was reached before this check ran")
+        else:
+            result = _run_one(spec, store, check_deadline)
+        result = result.stamped(name=spec.name, node=node, duration_s=time.monotonic() - started)
+        results.append(result)
+        if on_result:
+            on_result(result)
+    return results
+
+
+def _run_one(spec: CheckSpec, store: FactStore, check_deadline: float) -> Result:
+    kwargs = {}
+    for need in spec.needs:
+        try:
+            kwargs[need] = store.get(need, deadline=check_deadline)
+        except FactError as exc:
+            return Result._engine_error(f"cannot judge: fact {need!r} unavailable: {exc}", {"fact": need, "error": str(exc)})
+    return judge(spec, kwargs, max(check_deadline - time.monotonic(), 0.05))
+
+
+def run_cluster_checks(
+    checks: Iterable[CheckSpec],
+    profile: Profile,
+    node_facts: Mapping[str, Mapping[str, Any]],
+    node_ranks: Mapping[str, int],
+    cluster_name: str = "cluster",
+    on_result: OnResult | None = None,
+) -> list[Result]:
+    """Judge every cluster-scope check on the facts of all nodes.
+
+    Each fact argument is ``{node: value}`` ordered by node rank, holding the nodes that gathered it.
+    A fact that no node could gather makes the check ERROR with the nodes' errors.
+    """
+    ordered = sorted(node_facts, key=lambda n: (node_ranks.get(n, 1 << 30), n))
+    results = []
+    for spec in checks:
+        if spec.scope != "cluster":
+            continue
+        started = time.monotonic()
+        kwargs: dict[str, Any] = {}
+        error = None
+        for need in spec.needs:
+            if need == "profile":
+                kwargs[need] = profile
+            elif need == "node_ranks":
+                kwargs[need] = {n: node_ranks[n] for n in ordered if n in node_ranks}
+            else:
+                have = {n: node_facts[n]["facts"][need] for n in ordered if need in node_facts[n].get("facts", {})}
+                if not have:
+                    errs = {n: node_facts[n].get("fact_errors", {}).get(need, "not gathered") for n in ordered}
+                    error = Result._engine_error(f"cannot judge: no node has the fact {need!r}", {"fact": need, "errors": errs})
+                    break
+                kwargs[need] = have
+        result = error or judge(spec, kwargs, spec.timeout)
+        result = result.stamped(name=spec.name, node=cluster_name, duration_s=time.monotonic() - started)
+        results.append(result)
+        if on_result:
+            on_result(result)
+    return results
+
+
+def exit_code(results: Iterable[Result], strict: bool = False) -> int:
+    """pytest's codes: 0 no FAIL/ERROR (WARN fails only with strict), 1 otherwise, 5 nothing ran."""
+    results = list(results)
+    if not results:
+        return 5
+    if any(r.status.is_red for r in results):
+        return 1
+    if strict and any(r.status is Status.WARN for r in results):
+        return 1
+    return 0

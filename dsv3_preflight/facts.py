@@ -1,0 +1,165 @@
+"""Gathering facts: each probe runs once per run, in its own daemon thread, under its timeout.
+
+A probe that raises or outlives its timeout leaves an error for that fact; the checks that need it
+become ERROR results while everything else goes on. Facts can be saved and replayed: replay never
+touches the system, and a fact missing from the recording is an error, not a guess.
+"""
+from __future__ import annotations
+
+import json
+import threading
+import time
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from .registry import ENGINE_FACTS, Registry
+
+FACTS_FORMAT = "dsv3-preflight/facts"
+FACTS_VERSION = 1
+
+
+class FactError(Exception):
+    """A fact could not be gathered: the probe raised, timed out, or the replay lacks it."""
+
+
+@dataclass
+class _Slot:
+    done: threading.Event
+    value: Any = None
+    error: str | None = None
+    started: float = 0.0
+    duration_s: float | None = None
+    timeout: float = 0.0
+
+
+class FactStore:
+    """The facts of one node for one run."""
+
+    def __init__(
+        self,
+        registry: Registry,
+        engine_facts: Mapping[str, Any],
+        recorded: Mapping[str, Any] | None = None,
+        recorded_errors: Mapping[str, str] | None = None,
+        replay_source: str | None = None,
+    ) -> None:
+        self._registry = registry
+        self._engine = dict(engine_facts)
+        self._slots: dict[str, _Slot] = {}
+        self._lock = threading.Lock()
+        self._replay_source = replay_source
+        self._recorded = dict(recorded or {})
+        self._recorded_errors = dict(recorded_errors or {})
+
+    @property
+    def replaying(self) -> bool:
+        return self._replay_source is not None
+
+    def start(self, facts: Iterable[str]) -> None:
+        """Start gathering every fact in ``facts`` and what they depend on, in parallel."""
+        for fact in self._registry.fact_closure([f for f in facts if f not in ENGINE_FACTS]):
+            self._start_one(fact)
+
+    def _start_one(self, fact: str) -> None:
+        with self._lock:
+            if fact in self._slots:
+                return
+            spec = self._registry.probes[fact]
+            slot = _Slot(done=threading.Event(), started=time.monotonic(), timeout=spec.timeout)
+            self._slots[fact] = slot
+        if self.replaying:
+            if fact in self._recorded:
+                slot.value = self._recorded[fact]
+            elif fact in self._recorded_errors:
+                slot.error = self._recorded_errors[fact]
+            else:
+                slot.error = f"fact {fact!r} is not in the replayed facts ({self._replay_source})"
+            slot.duration_s = 0.0
+            slot.done.set()
+            return
+        thread = threading.Thread(target=self._run_probe, args=(fact, slot), name=f"probe:{fact}", daemon=True)
+        thread.start()
+
+    def _run_probe(self, fact: str, slot: _Slot) -> None:
+        spec = self._registry.probes[fact]
+        try:
+            kwargs = {}
+            for need in spec.needs:
+                kwargs[need] = self.get(need)
+            slot.started = time.monotonic()  # the probe's own timeout starts once its inputs are there
+            slot.value = spec.gather(**kwargs)
+            json.dumps(slot.value, allow_nan=False)  # facts are plain JSON data
+        except FactError as exc:
+            slot.error = f"needs a fact that could not be gathered: {exc}"
+        except Exception as exc:  # a probe that raises is an error for this fact only
+            tb = traceback.extract_tb(exc.__traceback__)
+            where = f" (at {tb[-1].filename}:{tb[-1].lineno})" if tb else ""
+            slot.error = f"probe {fact!r} raised {type(exc).__name__}: {exc}{where}"
+        finally:
+            slot.duration_s = time.monotonic() - slot.started
+            slot.done.set()
+
+    def get(self, fact: str, deadline: float | None = None) -> Any:
+        """The value of ``fact``, waiting at most until its probe's timeout or ``deadline`` (monotonic)."""
+        if fact in self._engine:
+            return self._engine[fact]
+        self._start_one(fact)
+        slot = self._slots[fact]
+        while not slot.done.is_set():
+            now = time.monotonic()
+            limits = [slot.started + slot.timeout + self._dependency_allowance(fact)]
+            if deadline is not None:
+                limits.append(deadline)
+            limit = min(limits)
+            if now >= limit:
+                if deadline is not None and limit == deadline:
+                    raise FactError(f"{fact}: not gathered before the check's own timeout")
+                raise FactError(f"probe {fact!r} timed out after {slot.timeout:g} s")
+            slot.done.wait(min(limit - now, 0.5))
+        if slot.error is not None:
+            raise FactError(slot.error)
+        return slot.value
+
+    def _dependency_allowance(self, fact: str) -> float:
+        """While a probe still waits for its inputs, their timeouts count on top of its own."""
+        spec = self._registry.probes[fact]
+        return sum(self._registry.probes[n].timeout for n in spec.needs if n in self._registry.probes)
+
+    def snapshot(self) -> dict[str, Any]:
+        """Everything gathered so far, as a facts document (JSON types)."""
+        facts, errors, timings = {}, {}, {}
+        for name, slot in sorted(self._slots.items()):
+            if not slot.done.is_set():
+                errors[name] = f"probe {name!r} still running when the run ended (timeout {slot.timeout:g} s)"
+                continue
+            if slot.error is not None:
+                errors[name] = slot.error
+            else:
+                facts[name] = slot.value
+            timings[name] = round(slot.duration_s or 0.0, 6)
+        return {"facts": facts, "fact_errors": errors, "fact_timings_s": timings}
+
+
+def save_facts(path: str | Path, node: str, profile: Mapping[str, Any], snapshot: Mapping[str, Any]) -> None:
+    doc = {"format": FACTS_FORMAT, "version": FACTS_VERSION, "node": node, "profile": profile, **snapshot}
+    Path(path).write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")
+
+
+def load_facts(path: str | Path) -> dict[str, Any]:
+    """Read a facts document (as written by ``--facts-out`` or found in a result document's nodes)."""
+    try:
+        doc = json.loads(Path(path).read_text())
+    except FileNotFoundError:
+        raise FactError(f"{path}: no such file") from None
+    except (OSError, ValueError) as exc:
+        raise FactError(f"{path}: not a readable JSON facts file: {exc}") from None
+    if isinstance(doc, dict) and doc.get("format") == "dsv3-preflight/result":
+        nodes = doc.get("nodes") or []
+        if len(nodes) != 1:
+            raise FactError(f"{path}: a result document with {len(nodes)} nodes; replay takes one node's facts")
+        doc = {"format": FACTS_FORMAT, "version": FACTS_VERSION, **nodes[0]}
+    if not isinstance(doc, dict) or doc.get("format") != FACTS_FORMAT or not isinstance(doc.get("facts"), dict):
+        raise FactError(f"{path}: not a dsv3-preflight facts document (missing format/facts)")
+    return doc

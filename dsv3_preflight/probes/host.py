@@ -1,0 +1,58 @@
+"""Facts about this host and its environment: identity, environment variables, name resolution."""
+from __future__ import annotations
+
+import os
+import platform
+import socket
+from pathlib import Path
+from typing import Any
+
+from ..registry import probe
+
+
+def _read(path: str) -> str | None:
+    try:
+        return Path(path).read_text().strip() or None
+    except OSError:
+        return None
+
+
+@probe("host", timeout=5)
+def host() -> dict[str, Any]:
+    """Who this node is: host name, machine id, boot id, kernel, Python, CPUs, addresses."""
+    import psutil
+
+    addrs = {}
+    for ifname, entries in psutil.net_if_addrs().items():
+        addrs[ifname] = [e.address for e in entries if e.family in (socket.AF_INET, socket.AF_INET6)]
+    return {
+        "hostname": socket.gethostname(),
+        "node_name": os.environ.get("DSV3_PREFLIGHT_NODE_NAME") or socket.gethostname(),
+        "machine_id": _read("/etc/machine-id"),
+        "boot_id": _read("/proc/sys/kernel/random/boot_id"),
+        "kernel": platform.release(),
+        "python": platform.python_version(),
+        "cpu_count": os.cpu_count(),
+        "memory_bytes": psutil.virtual_memory().total,
+        "addresses": addrs,
+    }
+
+
+@probe("env", timeout=2)
+def env() -> dict[str, str]:
+    """The process environment as the launch will inherit it (secrets are masked in every document)."""
+    return dict(os.environ)
+
+
+@probe("resolve_master", needs=["profile"], timeout=5)
+def resolve_master(profile) -> dict[str, Any]:
+    """MASTER_ADDR resolved with the system resolver, as torch's TCPStore would."""
+    name = profile.master_addr
+    try:
+        infos = socket.getaddrinfo(name, profile.master_port, type=socket.SOCK_STREAM)
+    except socket.gaierror as exc:
+        return {"name": name, "ok": False, "error": f"{exc.strerror or exc} (errno {exc.errno})", "addresses": []}
+    except (UnicodeError, ValueError) as exc:
+        return {"name": name, "ok": False, "error": str(exc), "addresses": []}
+    addresses = sorted({info[4][0] for info in infos})
+    return {"name": name, "ok": True, "error": None, "addresses": addresses}

@@ -1,0 +1,156 @@
+"""Facts about local resources: /dev/shm, the checkpoint directory's filesystem, and processes
+holding the rendezvous port or GPU device files."""
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from ..registry import probe
+
+NETWORK_FS = {"nfs", "nfs4", "cifs", "smb3", "smbfs", "lustre", "glusterfs", "fuse.glusterfs", "ceph", "fuse.ceph",
+              "beegfs", "gpfs", "fuse.sshfs", "9p", "fuse.s3fs", "fuse.gcsfuse", "wekafs", "fuse.juicefs"}
+
+
+def process_info(pid: int) -> dict[str, Any]:
+    """pid, user, command line and start time of a process (fields it cannot read are None)."""
+    import psutil
+
+    info: dict[str, Any] = {"pid": pid, "user": None, "cmdline": None, "name": None, "started": None}
+    try:
+        proc = psutil.Process(pid)
+        with proc.oneshot():
+            info["name"] = proc.name()
+            info["user"] = proc.username()
+            info["cmdline"] = " ".join(proc.cmdline()) or proc.name()
+            info["started"] = time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(proc.create_time()))
+    except (psutil.Error, OSError):
+        pass
+    return info
+
+
+def _mount_of(path: Path) -> dict[str, Any] | None:
+    """The mount entry (device, mountpoint, fstype) holding path, by longest mountpoint prefix."""
+    import psutil
+
+    best = None
+    target = str(path)
+    for part in psutil.disk_partitions(all=True):
+        mp = part.mountpoint
+        if target == mp or target.startswith(mp.rstrip("/") + "/") or mp == "/":
+            if best is None or len(mp) > len(best.mountpoint):
+                best = part
+    if best is None:
+        return None
+    return {"device": best.device, "mountpoint": best.mountpoint, "fstype": best.fstype}
+
+
+@probe("shm", timeout=3)
+def shm() -> dict[str, Any]:
+    """Size and free space of /dev/shm, where NCCL keeps its shared-memory segments."""
+    path = "/dev/shm"
+    if not os.path.isdir(path):
+        return {"path": path, "exists": False}
+    st = os.statvfs(path)
+    return {"path": path, "exists": True, "total_bytes": st.f_blocks * st.f_frsize, "free_bytes": st.f_bavail * st.f_frsize}
+
+
+@probe("checkpoint_dir", needs=["profile"], timeout=10)
+def checkpoint_dir(profile) -> dict[str, Any]:
+    """The checkpoint directory (profile checkpoint_dir, else output_dir): filesystem, free space, writability."""
+    raw = profile.checkpoint_dir or profile.output_dir
+    if not raw:
+        return {"configured": False}
+    path = Path(raw).expanduser()
+    facts: dict[str, Any] = {"configured": True, "path": str(path), "exists": path.is_dir()}
+    probe_dir = path
+    while not probe_dir.exists() and probe_dir != probe_dir.parent:
+        probe_dir = probe_dir.parent
+    facts["nearest_existing"] = str(probe_dir)
+    facts["mount"] = _mount_of(probe_dir.resolve())
+    try:
+        st = os.statvfs(probe_dir)
+        facts["free_bytes"] = st.f_bavail * st.f_frsize
+        facts["total_bytes"] = st.f_blocks * st.f_frsize
+    except OSError as exc:
+        facts["statvfs_error"] = str(exc)
+    if path.is_dir():
+        try:
+            with tempfile.NamedTemporaryFile(dir=path, prefix=".dsv3-preflight-write-test-", delete=True) as fh:
+                fh.write(b"ok")
+                fh.flush()
+            facts["writable"] = True
+        except OSError as exc:
+            facts["writable"] = False
+            facts["write_error"] = f"{exc.strerror or exc}"
+    else:
+        facts["writable"] = os.access(probe_dir, os.W_OK)
+    return facts
+
+
+def _port_range(text: str | None) -> tuple[int, int] | None:
+    if not text:
+        return None
+    m = re.fullmatch(r"\s*(\d+)\s*-\s*(\d+)\s*", text)
+    if not m:
+        return None
+    lo, hi = int(m.group(1)), int(m.group(2))
+    return (lo, hi) if 0 < lo <= hi <= 65535 else None
+
+
+@probe("port_holders", needs=["profile", "env"], timeout=10)
+def port_holders(profile, env) -> dict[str, Any]:
+    """Sockets of this host bound to the rendezvous port or inside NCCL_PORT_RANGE, with their processes."""
+    import psutil
+
+    port = profile.master_port
+    nccl_range = _port_range(env.get("NCCL_PORT_RANGE"))
+    holders = []
+    for conn in psutil.net_connections(kind="inet"):
+        if not conn.laddr:
+            continue
+        lport = conn.laddr.port
+        in_range = nccl_range is not None and nccl_range[0] <= lport <= nccl_range[1]
+        if lport != port and not in_range:
+            continue
+        if conn.status not in (psutil.CONN_LISTEN, psutil.CONN_NONE) and not (lport == port and conn.status == psutil.CONN_ESTABLISHED):
+            continue  # outgoing connections that merely use a local port do not hold it for binding
+        entry = {
+            "port": lport,
+            "address": conn.laddr.ip,
+            "status": conn.status,
+            "type": "tcp" if conn.type == 1 else "udp",
+            "process": process_info(conn.pid) if conn.pid else None,
+        }
+        holders.append(entry)
+    return {"port": port, "nccl_port_range": list(nccl_range) if nccl_range else None,
+            "nccl_port_range_raw": env.get("NCCL_PORT_RANGE"), "holders": holders}
+
+
+@probe("gpu_holders", timeout=10)
+def gpu_holders() -> dict[str, Any]:
+    """Processes with an NVIDIA device file (/dev/nvidia0…) open, found through /proc (no NVML needed)."""
+    devices = sorted(p.name for p in Path("/dev").glob("nvidia[0-9]*"))
+    holders: dict[int, set[str]] = {}
+    if devices:
+        me = os.getpid()
+        for proc_dir in Path("/proc").iterdir():
+            if not proc_dir.name.isdigit() or int(proc_dir.name) == me:
+                continue
+            try:
+                for fd in (proc_dir / "fd").iterdir():
+                    try:
+                        target = os.readlink(fd)
+                    except OSError:
+                        continue
+                    if re.fullmatch(r"/dev/nvidia\d+", target):
+                        holders.setdefault(int(proc_dir.name), set()).add(target)
+            except OSError:
+                continue
+    return {
+        "device_files": devices,
+        "holders": [dict(process_info(pid), devices=sorted(devs)) for pid, devs in sorted(holders.items())],
+    }

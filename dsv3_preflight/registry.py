@@ -1,0 +1,288 @@
+"""Declaring checks and probes, and finding them: built-ins, entry points, a site's own directory.
+
+A check module declares its checks with :func:`check` and may declare probes with :func:`probe`.
+The registry collects the declared objects from the modules it loads (it does not rely on import
+side effects), validates every declared need against the known facts, and refuses duplicates.
+"""
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import inspect
+import pkgutil
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Callable, Iterable
+
+SCOPES = ("node", "cluster")
+ENTRY_POINT_GROUP = "dsv3_preflight.checks"
+#: facts the engine provides itself, not a probe: the resolved profile; in cluster scope the node ranks.
+ENGINE_FACTS = {"profile": "node and cluster", "node_ranks": "cluster"}
+
+
+class RegistryError(Exception):
+    """A plugin cannot be loaded or is inconsistent (duplicate name, unknown fact, bad declaration)."""
+
+
+@dataclass(frozen=True)
+class CheckSpec:
+    """A declared check: its identity, what it needs, and its pure judge."""
+
+    name: str
+    scope: str
+    needs: tuple[str, ...]
+    tags: tuple[str, ...]
+    timeout: float
+    judge: Callable[..., Any]
+    description: str = ""
+    origin: str = ""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.judge(*args, **kwargs)
+
+    @property
+    def module(self) -> str:
+        return getattr(self.judge, "__module__", "")
+
+
+@dataclass(frozen=True)
+class ProbeSpec:
+    """A declared probe: the one fact it gathers, what it needs, and its timeout."""
+
+    fact: str
+    needs: tuple[str, ...]
+    timeout: float
+    gather: Callable[..., Any]
+    description: str = ""
+    origin: str = ""
+
+
+def _check_needs(func: Callable[..., Any], needs: Iterable[str], what: str) -> tuple[str, ...]:
+    needs = tuple(needs)
+    params = inspect.signature(func).parameters
+    takes_kwargs = any(p.kind is p.VAR_KEYWORD for p in params.values())
+    missing = [n for n in needs if n not in params and not takes_kwargs]
+    if missing:
+        raise RegistryError(f"{what}: declares needs {missing} but the function takes no such argument")
+    required = [p for p, v in params.items() if v.default is v.empty and v.kind in (v.POSITIONAL_OR_KEYWORD, v.KEYWORD_ONLY)]
+    undeclared = [p for p in required if p not in needs]
+    if undeclared:
+        raise RegistryError(f"{what}: the function requires {undeclared}, which are not in needs")
+    return needs
+
+
+def check(
+    name: str,
+    *,
+    scope: str = "node",
+    needs: Iterable[str] = (),
+    tags: Iterable[str] = (),
+    timeout: float = 30.0,
+) -> Callable[[Callable[..., Any]], CheckSpec]:
+    """Declare a check: ``@check("gpu.fabric_manager", needs=["fabric_manager", "profile"])``.
+
+    The decorated function is a pure judge: it receives the needed facts as keyword arguments and
+    returns a :class:`~dsv3_preflight.result.Result`. In cluster scope every fact argument is a
+    mapping ``{node: value}`` ordered by node rank (``profile`` stays one value).
+    """
+    if scope not in SCOPES:
+        raise RegistryError(f"check {name!r}: scope must be one of {SCOPES}, not {scope!r}")
+    if not name or "." not in name or " " in name:
+        raise RegistryError(f"check {name!r}: the name must be dotted, like 'net.port_free'")
+
+    def decorate(func: Callable[..., Any]) -> CheckSpec:
+        need_tuple = _check_needs(func, needs, f"check {name!r}")
+        doc = inspect.getdoc(func) or ""
+        return CheckSpec(name, scope, need_tuple, tuple(tags), float(timeout), func, doc.split("\n\n")[0])
+
+    return decorate
+
+
+def probe(fact: str, *, needs: Iterable[str] = (), timeout: float = 10.0) -> Callable[[Callable[..., Any]], ProbeSpec]:
+    """Declare a probe that gathers the fact ``fact`` (plain JSON data) from this machine."""
+
+    def decorate(func: Callable[..., Any]) -> ProbeSpec:
+        need_tuple = _check_needs(func, needs, f"probe {fact!r}")
+        doc = inspect.getdoc(func) or ""
+        return ProbeSpec(fact, need_tuple, float(timeout), func, doc.split("\n\n")[0])
+
+    return decorate
+
+
+@dataclass
+class Registry:
+    checks: dict[str, CheckSpec] = field(default_factory=dict)
+    probes: dict[str, ProbeSpec] = field(default_factory=dict)
+
+    def add_module(self, module: ModuleType, origin: str) -> None:
+        """Collect every CheckSpec and ProbeSpec a module declares."""
+        for value in vars(module).values():
+            if isinstance(value, CheckSpec):
+                self.add_check(value, origin)
+            elif isinstance(value, ProbeSpec):
+                self.add_probe(value, origin)
+
+    def add_check(self, spec: CheckSpec, origin: str) -> None:
+        known = self.checks.get(spec.name)
+        if known is not None:
+            if known.judge is spec.judge:
+                return
+            raise RegistryError(f"two checks are named {spec.name!r}: one in {known.origin}, one in {origin}")
+        self.checks[spec.name] = _with_origin(spec, origin)
+
+    def add_probe(self, spec: ProbeSpec, origin: str) -> None:
+        known = self.probes.get(spec.fact)
+        if known is not None:
+            if known.gather is spec.gather:
+                return
+            raise RegistryError(f"two probes gather the fact {spec.fact!r}: one in {known.origin}, one in {origin}")
+        if spec.fact in ENGINE_FACTS:
+            raise RegistryError(f"probe in {origin}: {spec.fact!r} is provided by the engine and cannot be probed")
+        self.probes[spec.fact] = _with_origin(spec, origin)
+
+    def validate(self) -> None:
+        """Every need is a known fact, and probes do not depend on each other in a cycle."""
+        known = set(self.probes) | set(ENGINE_FACTS)
+        for spec in self.checks.values():
+            for need in spec.needs:
+                if need not in known:
+                    raise RegistryError(
+                        f"check {spec.name!r} ({spec.origin}) needs the fact {need!r}, which no probe provides; "
+                        f"known facts: {', '.join(sorted(known))}"
+                    )
+                if need == "node_ranks" and spec.scope != "cluster":
+                    raise RegistryError(f"check {spec.name!r}: 'node_ranks' exists only in cluster scope")
+        for spec in self.probes.values():
+            for need in spec.needs:
+                if need not in known or need == "node_ranks":
+                    raise RegistryError(f"probe {spec.fact!r} ({spec.origin}) needs the unknown fact {need!r}")
+        for fact in self.probes:
+            self.fact_closure([fact])  # raises on a cycle
+
+    def fact_closure(self, facts: Iterable[str]) -> list[str]:
+        """The probe facts needed to gather ``facts``, dependencies first."""
+        order: list[str] = []
+        state: dict[str, str] = {}
+
+        def visit(fact: str, chain: tuple[str, ...]) -> None:
+            if fact in ENGINE_FACTS or state.get(fact) == "done":
+                return
+            if state.get(fact) == "visiting":
+                raise RegistryError(f"probes depend on each other in a cycle: {' -> '.join(chain + (fact,))}")
+            state[fact] = "visiting"
+            for need in self.probes[fact].needs:
+                visit(need, chain + (fact,))
+            state[fact] = "done"
+            order.append(fact)
+
+        for fact in facts:
+            visit(fact, ())
+        return order
+
+    def select(
+        self,
+        only: Iterable[str] = (),
+        skip: Iterable[str] = (),
+        tags: Iterable[str] = (),
+    ) -> tuple[list[CheckSpec], dict[str, str]]:
+        """The selected checks (sorted by name), and the deselected ones with why.
+
+        ``only`` and ``skip`` take names or prefixes ending in '.' or '*' (``net.*``); unknown names are an error.
+        """
+        only, skip, tags = list(only), list(skip), set(tags)
+        for pattern in only + skip:
+            if not any(_matches(pattern, name) for name in self.checks):
+                raise RegistryError(f"no check matches {pattern!r}; `dsv3-preflight list` shows the names")
+        selected, deselected = [], {}
+        for name in sorted(self.checks):
+            spec = self.checks[name]
+            if only and not any(_matches(p, name) for p in only):
+                continue
+            if tags and not tags & set(spec.tags):
+                continue
+            if any(_matches(p, name) for p in skip):
+                deselected[name] = "skipped on request (--skip)"
+                continue
+            selected.append(spec)
+        return selected, deselected
+
+
+def _matches(pattern: str, name: str) -> bool:
+    if pattern.endswith("*"):
+        return name.startswith(pattern[:-1])
+    if pattern.endswith("."):
+        return name.startswith(pattern)
+    return name == pattern
+
+
+def _with_origin(spec: Any, origin: str) -> Any:
+    from dataclasses import replace
+
+    return replace(spec, origin=origin)
+
+
+def _import_package_modules(package: str) -> Iterable[ModuleType]:
+    pkg = importlib.import_module(package)
+    for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda i: i.name):
+        if info.name.startswith("_") or info.name in ("conftest",) or info.name.startswith("test_"):
+            continue
+        yield importlib.import_module(f"{package}.{info.name}")
+
+
+def _load_entry_points(registry: Registry) -> None:
+    from importlib.metadata import entry_points
+
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        origin = f"entry point {ep.name} = {ep.value}"
+        try:
+            obj = ep.load()
+        except Exception as exc:  # a broken third-party plugin is a load error with its name
+            raise RegistryError(f"cannot load {origin}: {type(exc).__name__}: {exc}") from exc
+        if isinstance(obj, ModuleType):
+            registry.add_module(obj, origin)
+        elif isinstance(obj, CheckSpec):
+            registry.add_check(obj, origin)
+        elif isinstance(obj, ProbeSpec):
+            registry.add_probe(obj, origin)
+        else:
+            raise RegistryError(f"{origin} is neither a module nor a check nor a probe")
+
+
+def load_checks_dir(registry: Registry, directory: str | Path) -> None:
+    """Import every ``*.py`` of a site's own checks directory (not ``_*``, ``test_*``, ``conftest``)."""
+    path = Path(directory)
+    if not path.is_dir():
+        raise RegistryError(f"--checks-dir {directory}: not a directory")
+    for file in sorted(path.glob("*.py")):
+        if file.name.startswith(("_", "test_")) or file.stem == "conftest":
+            continue
+        mod_name = f"dsv3_preflight_site.{abs(hash(str(file.resolve())))}_{file.stem}"
+        module = sys.modules.get(mod_name)
+        if module is None:
+            spec = importlib.util.spec_from_file_location(mod_name, file)
+            if spec is None or spec.loader is None:
+                raise RegistryError(f"cannot import {file}")
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[mod_name] = module
+            try:
+                spec.loader.exec_module(module)
+            except Exception as exc:
+                del sys.modules[mod_name]
+                raise RegistryError(f"cannot import {file}: {type(exc).__name__}: {exc}") from exc
+        registry.add_module(module, str(file))
+
+
+def load_registry(checks_dirs: Iterable[str | Path] = (), entry_points: bool = True) -> Registry:
+    """Built-in probes and checks, then entry-point plugins, then each ``--checks-dir``; validated."""
+    registry = Registry()
+    for package in ("dsv3_preflight.probes", "dsv3_preflight.checks"):
+        for module in _import_package_modules(package):
+            registry.add_module(module, module.__name__)
+    if entry_points:
+        _load_entry_points(registry)
+    for directory in checks_dirs:
+        load_checks_dir(registry, directory)
+    registry.validate()
+    return registry

@@ -1,0 +1,1 @@
+"""The gated torchrun launcher. Installed as ``dsv3_preflight.launch``."""
