@@ -1,0 +1,31 @@
+"""Shared test configuration. Fixture modules live beside the tests (tests/*_lab.py) and are imported by the tests that use them."""
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+DATA = Path(__file__).resolve().parent / "data"
+
+
+@pytest.fixture
+def data_dir() -> Path:
+    return DATA
+
+
+@pytest.fixture
+def clean_env(monkeypatch):
+    """An environment without the launch variables a developer's shell may carry."""
+    for var in list(os.environ):
+        if var.startswith(("MASTER_", "NCCL_", "GLOO_", "TORCH_NCCL", "CUDA_", "DSV3_PREFLIGHT")) or var in (
+            "NNODES", "NPROC_PER_NODE", "NODE_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "RANK", "LOCAL_RANK",
+            "OMP_NUM_THREADS", "RAY_ADDRESS", "MODEL_PATH", "OUTPUT_DIR", "DEEPSPEED_CONFIG",
+        ):
+            monkeypatch.delenv(var, raising=False)
+    return monkeypatch
+
+
+def python_cli(*args: str) -> list[str]:
+    """argv running the CLI with this interpreter (as a user's `dsv3-preflight ...`)."""
+    return [sys.executable, "-m", "dsv3_preflight", *args]
