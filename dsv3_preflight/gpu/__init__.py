@@ -1,0 +1,1 @@
+"""Helpers of the GPU stack checks: CUDA error decoding, Fabric Manager log reading, NVML replay."""
