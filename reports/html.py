@@ -1,0 +1,323 @@
+"""The HTML report: one self-contained file rendered from a result document.
+
+Contract: ``render_html(doc) -> str`` reads only the result document (schema_version 1, possibly a
+merged one) and returns a complete HTML page with inline CSS, JS and SVG and no network references.
+Every string from the document is escaped by jinja2's autoescape; secrets are masked again here, so a
+hand-edited or foreign document cannot leak them into the page either.
+"""
+from __future__ import annotations
+
+import base64
+import hashlib
+import math
+import shlex
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Mapping
+
+import jinja2
+
+from dsv3_preflight.secrets import mask
+
+TEMPLATES = Path(__file__).with_name("templates")
+STATUS_ORDER = ["error", "fail", "warn", "skip", "pass"]
+SEVERITY = {"pass": 0, "skip": 1, "warn": 2, "fail": 3, "error": 4}
+SYMBOL = {"pass": "✔", "skip": "–", "warn": "!", "fail": "✘", "error": "‼"}
+NODE_STATE_SYMBOL = {"ok": "✔", "replayed": "↺", "error": "‼", "missing": "?"}
+DASH = "—"
+
+# Where the cluster summary looks for each version; facts from other probes may be absent.
+_VERSION_KEYS = {
+    "driver": ("driver", "driver_version", "nvidia_driver"),
+    "fabricmanager": ("fabricmanager", "fabric_manager", "fm", "nvidia_fabricmanager", "fabricmanager_version"),
+    "cuda": ("cuda", "cuda_version", "cuda_runtime", "torch_cuda", "cuda_driver"),
+    "torch": ("torch", "pytorch", "torch_version"),
+    "nccl": ("nccl", "nccl_version", "torch_nccl"),
+}
+
+
+@lru_cache(maxsize=1)
+def _environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(TEMPLATES)),
+        autoescape=True,  # every template, whatever its extension
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        extensions=["jinja2.ext.do"],
+    )
+    env.tests["is_scalar_t"] = _is_scalar
+    env.globals.update(symbol=SYMBOL, dash=DASH, sweep_chart=sweep_chart, is_scalar=_is_scalar,
+                       uniform_rows=_uniform_rows, duplicate_values=_duplicate_values, fmt=_fmt)
+    return env
+
+
+def render_html(doc: Mapping[str, Any]) -> str:
+    """The whole page for a result document (any mode: node, cluster, replay, pytest, merged)."""
+    env = _environment()
+    script = (TEMPLATES / "report.js").read_text(encoding="utf-8")
+    style = (TEMPLATES / "report.css").read_text(encoding="utf-8")
+    # The CSP allows exactly our script by its hash and nothing from the network.
+    digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode("ascii")
+    view = build_view(mask(dict(doc)))
+    return env.get_template("report.html.j2").render(view=view, script=script, style=style, script_hash=digest)
+
+
+# ----------------------------------------------------------------------------------------------
+# The view: plain data the template lays out.
+
+def build_view(doc: Mapping[str, Any]) -> dict[str, Any]:
+    results = [dict(r, id=f"r{i}") for i, r in enumerate(doc.get("results") or [])]
+    nodes = sorted((dict(n) for n in doc.get("nodes") or []),
+                   key=lambda n: (n.get("node_rank") is None, n.get("node_rank") or 0, str(n.get("node"))))
+    selected = [r for r in results if r.get("node") != "-"]
+    deselected = [r for r in results if r.get("node") == "-"]
+
+    node_names = [str(n["node"]) for n in nodes]
+    for r in selected:
+        if r["node"] not in node_names:
+            node_names.append(r["node"])
+    by_cell: dict[tuple[str, str], dict[str, Any]] = {}
+    for r in selected:
+        key = (r["name"], r["node"])
+        if key not in by_cell or SEVERITY[r["status"]] > SEVERITY[by_cell[key]["status"]]:
+            by_cell[key] = r
+    checks = sorted({r["name"] for r in selected},
+                    key=lambda c: (-max(SEVERITY[by_cell[(c, n)]["status"]] for n in node_names if (c, n) in by_cell), c))
+    rows = [{"check": c, "cells": [by_cell.get((c, n)) for n in node_names]} for c in checks]
+
+    node_state = {str(n["node"]): n for n in nodes}
+    dead = [n for n in nodes if n.get("state") not in ("ok", "replayed")]
+    red = [r for r in selected if r["status"] in ("fail", "error")]
+    warn = [r for r in selected if r["status"] == "warn"]
+    summaries = [node_summary(n) for n in nodes]
+    profile = doc.get("profile") or {}
+    values = profile.get("values") or {}
+    return {
+        "doc": doc,
+        "verdict": doc.get("verdict", "NO-GO"),
+        "why": _why(doc, red, warn, dead, selected),
+        "counts": {s: (doc.get("counts") or {}).get(s, 0) for s in STATUS_ORDER},
+        "results": selected,
+        "deselected": deselected,
+        "attention": red + warn,
+        "node_names": node_names,
+        "node_state": node_state,
+        "dead_nodes": dead,
+        "rows": rows,
+        "summaries": summaries,
+        "columns": _summary_columns(summaries),
+        "rendezvous": _rendezvous(values),
+        "nic": _chosen_nic(nodes),
+        "gpus_per_node": _gpus_per_node(summaries, values),
+        "profile_rows": [{"key": k, "value": v, "source": (profile.get("sources") or {}).get(k, DASH)}
+                         for k, v in values.items()],
+        "profile_name": profile.get("name", DASH),
+        "command": " ".join(shlex.quote(a) for a in doc.get("command") or []) or DASH,
+        "doctor": doc.get("doctor") if isinstance(doc.get("doctor"), Mapping) else None,
+        "merged_from": doc.get("merged_from") or [],
+        "title_node": node_names[0] if len(node_names) == 1 else f"{len(nodes)} nodes",
+    }
+
+
+def _why(doc, red, warn, dead, selected) -> list[str]:
+    """One line per reason for the verdict, most severe first."""
+    lines = []
+    for n in dead:
+        lines.append(f"node {n.get('node')} is {n.get('state')}: {n.get('error') or 'no result from it'}")
+    for r in red:
+        lines.append(f"{SYMBOL[r['status']]} {r['status'].upper()} {r['name']} on {r['node']}: {r['summary']}")
+    if doc.get("strict") and warn:
+        lines.append(f"--strict: {len(warn)} warning(s) count as failures")
+    if not selected:
+        lines.append("no check ran")
+    if not lines:
+        lines.append(f"all {len(selected)} checks passed or were skipped with a reason")
+    return lines
+
+
+def node_summary(node: Mapping[str, Any]) -> dict[str, Any]:
+    """Versions, GPUs and NIC of one node from its facts; missing values are None (shown as a dash)."""
+    facts = node.get("facts") or {}
+    versions = facts.get("versions") if isinstance(facts.get("versions"), Mapping) else {}
+    nvml = facts.get("nvml") if isinstance(facts.get("nvml"), Mapping) else {}
+    out: dict[str, Any] = {"node": node.get("node"), "rank": node.get("node_rank"),
+                           "state": node.get("state", DASH), "error": node.get("error")}
+    for field, keys in _VERSION_KEYS.items():
+        out[field] = _version(_first(versions, keys)) or _version(_first(nvml, keys))
+    devices = _first(nvml, ("devices", "gpus"))
+    count = _first(nvml, ("device_count", "count", "gpu_count"))
+    if count is None and isinstance(devices, list):
+        count = len(devices)
+    out["gpus"] = count
+    models = sorted({str(_first(d, ("name", "model")) or "") for d in devices or [] if isinstance(d, Mapping)} - {""})
+    out["gpu_model"] = ", ".join(models) or None
+    route = facts.get("nic_route") if isinstance(facts.get("nic_route"), Mapping) else {}
+    out["nic"] = _first(route, ("interface", "ifname", "dev", "nic"))
+    out["source"] = _first(route, ("source", "src", "source_address"))
+    return out
+
+
+def _summary_columns(summaries: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    cols = [("gpus", "GPUs"), ("gpu_model", "model"), ("driver", "driver"), ("fabricmanager", "Fabric Manager"),
+            ("cuda", "CUDA"), ("torch", "torch"), ("nccl", "NCCL"), ("nic", "NIC"), ("source", "source IP")]
+    return cols
+
+
+def _first(mapping: Any, keys) -> Any:
+    if not isinstance(mapping, Mapping):
+        return None
+    for k in keys:
+        if mapping.get(k) not in (None, ""):
+            return mapping[k]
+    return None
+
+
+def _version(value: Any) -> str | None:
+    if isinstance(value, Mapping):
+        value = _first(value, ("version", "value", "running"))
+    return None if value in (None, "") else str(value)
+
+
+def _rendezvous(values: Mapping[str, Any]) -> str:
+    addr, port = values.get("master_addr"), values.get("master_port")
+    if not addr:
+        return DASH
+    return f"{addr}:{port}" if port else str(addr)
+
+
+def _chosen_nic(nodes: list[Mapping[str, Any]]) -> str:
+    """The NIC the rendezvous route leaves by (first node that has the fact), with its env override."""
+    for n in nodes:
+        facts = n.get("facts") or {}
+        route = facts.get("nic_route")
+        if isinstance(route, Mapping):
+            parts = [str(route[k]) for k in ("interface",) if route.get(k)]
+            extra = [f"{k} {route[k]}" for k in ("source", "gateway", "mtu") if route.get(k) not in (None, "")]
+            if parts or extra:
+                return " · ".join(parts + extra)
+        env = facts.get("env") if isinstance(facts.get("env"), Mapping) else {}
+        if env.get("NCCL_SOCKET_IFNAME"):
+            return f"NCCL_SOCKET_IFNAME={env['NCCL_SOCKET_IFNAME']}"
+    return DASH
+
+
+def _gpus_per_node(summaries: list[dict[str, Any]], values: Mapping[str, Any]) -> str:
+    seen = sorted({str(s["gpus"]) for s in summaries if s.get("gpus") is not None})
+    expected = values.get("gpus_per_node")
+    text = " / ".join(seen) if seen else DASH
+    if expected is not None:
+        text += f" (expected {expected})"
+    return text
+
+
+# ----------------------------------------------------------------------------------------------
+# Helpers the evidence macros call.
+
+def _is_scalar(value: Any) -> bool:
+    return value is None or isinstance(value, (str, int, float, bool))
+
+
+def _fmt(value: Any) -> str:
+    """A scalar as text: null as a dash, booleans as yes/no, floats without noise."""
+    if value is None:
+        return DASH
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    return str(value)
+
+
+def _uniform_rows(value: Any) -> list[str] | None:
+    """Column names when value is a non-empty list of dicts whose cells are mostly scalars, else None."""
+    if not isinstance(value, list) or not value or not all(isinstance(v, Mapping) for v in value):
+        return None
+    columns: list[str] = []
+    for row in value:
+        for k in row:
+            if k not in columns:
+                columns.append(k)
+    return columns if len(columns) <= 16 else None
+
+
+def _duplicate_values(rows: list[Mapping[str, Any]], columns: list[str]) -> dict[str, set]:
+    """For rank-like columns, the values that occur in more than one row (a duplicate rank)."""
+    dupes: dict[str, set] = {}
+    for col in columns:
+        if col in ("rank", "global_rank", "local_rank", "node_rank", "cuda_device", "device", "gpu", "bus_id",
+                   "pci_bus_id", "uuid"):
+            seen: dict[Any, int] = {}
+            for row in rows:
+                v = row.get(col)
+                if _is_scalar(v) and v is not None:
+                    seen[v] = seen.get(v, 0) + 1
+            if col in ("local_rank", "cuda_device", "device", "gpu", "bus_id", "pci_bus_id", "uuid"):
+                # per node these repeat legitimately across nodes; only flag them within one node
+                per_node: dict[tuple, int] = {}
+                for row in rows:
+                    k = (row.get("node") or row.get("host") or row.get("hostname"), row.get(col))
+                    per_node[k] = per_node.get(k, 0) + 1
+                dupes[col] = {k[1] for k, c in per_node.items() if c > 1 and k[1] is not None}
+            else:
+                dupes[col] = {v for v, c in seen.items() if c > 1}
+    return dupes
+
+
+def _human_bytes(n: float) -> str:
+    for unit in ("B", "K", "M", "G", "T"):
+        if abs(n) < 1024 or unit == "T":
+            return f"{n:.0f}{unit}" if float(n).is_integer() else f"{n:.1f}{unit}"
+        n /= 1024
+    return f"{n}"
+
+
+def sweep_chart(rows: Any, width: int = 560, height: int = 240) -> dict[str, Any] | None:
+    """Geometry of the bandwidth chart (bus and algorithm bandwidth over message size, log2 x axis).
+
+    Returns None when rows are not a sweep (a list of dicts with numeric ``bytes``)."""
+    if not isinstance(rows, list):
+        return None
+    pts = [r for r in rows if isinstance(r, Mapping) and isinstance(r.get("bytes"), (int, float)) and r["bytes"] > 0]
+    if not pts:
+        return None
+    pts.sort(key=lambda r: r["bytes"])
+    left, right, top, bottom = 56, 16, 14, 40
+    pw, ph = width - left - right, height - top - bottom
+    xs = [math.log2(r["bytes"]) for r in pts]
+    x0, x1 = min(xs), max(xs)
+    span = (x1 - x0) or 1.0
+    series_keys = [k for k in ("busbw_gbps", "algbw_gbps") if any(isinstance(r.get(k), (int, float)) for r in pts)]
+    ymax = max([float(r.get(k) or 0) for r in pts for k in series_keys] + [0.0])
+    ymax = _nice_ceiling(ymax)
+
+    def sx(b: float) -> float:
+        return round(left + (math.log2(b) - x0) / span * pw, 1)
+
+    def sy(v: float) -> float:
+        return round(top + ph - (v / ymax) * ph, 1)
+
+    series = []
+    for k, label, cls in (("busbw_gbps", "bus bandwidth", "bus"), ("algbw_gbps", "algorithm bandwidth", "alg")):
+        if k not in series_keys:
+            continue
+        p = [(sx(r["bytes"]), sy(float(r[k])), r["bytes"], r[k]) for r in pts if isinstance(r.get(k), (int, float))]
+        series.append({"label": label, "cls": cls, "points": " ".join(f"{x},{y}" for x, y, _, _ in p),
+                       "dots": [{"x": x, "y": y, "title": f"{_human_bytes(b)}: {v:.1f} GB/s {label}"} for x, y, b, v in p]})
+    step = max(1, math.ceil(len(pts) / 8))
+    xticks = [{"x": sx(r["bytes"]), "label": _human_bytes(r["bytes"])} for r in pts[::step]]
+    yticks = [{"y": sy(ymax * i / 4), "label": f"{ymax * i / 4:g}"} for i in range(5)]
+    peak = max(pts, key=lambda r: float(r.get("busbw_gbps") or 0))
+    return {"width": width, "height": height, "left": left, "top": top, "pw": pw, "ph": ph, "series": series,
+            "xticks": xticks, "yticks": yticks, "bottom_y": top + ph,
+            "peak": f"peak bus bandwidth {float(peak.get('busbw_gbps') or 0):.1f} GB/s at {_human_bytes(peak['bytes'])}"}
+
+
+def _nice_ceiling(v: float) -> float:
+    if v <= 0:
+        return 1.0
+    exp = 10 ** math.floor(math.log10(v))
+    for m in (1, 2, 2.5, 5, 10):
+        if v <= m * exp:
+            return m * exp
+    return 10 * exp
