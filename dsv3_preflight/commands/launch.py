@@ -1,0 +1,87 @@
+"""`dsv3-preflight launch`: run the preflight, then exec torchrun only when every check is green."""
+from __future__ import annotations
+
+import os
+import shlex
+import sys
+
+NAME = "launch"
+HELP = "run the preflight, then start torchrun only when no check is FAIL/ERROR (-- SCRIPT ARGS...)"
+
+
+def add_arguments(parser) -> None:
+    from .run import add_run_options
+
+    add_run_options(parser)
+    group = parser.add_argument_group("launch")
+    group.add_argument("--dry-run", action="store_true",
+                       help="run the preflight, then print the exact command and the environment it adds (shell-quoted) instead of starting it")
+    group.add_argument("--torchrun", default=None, metavar="CMD",
+                       help="how to start torchrun (shell-split; default: this interpreter's `-m torch.distributed.run`)")
+    group.add_argument("--launch-log", default=None, metavar="PATH",
+                       help="the launch log (default REPORTS_DIR/launch-<time>-<node>.log; none with --no-report)")
+    group.add_argument("--stop-grace", type=float, default=10.0, metavar="S",
+                       help="with --all-nodes: seconds the other nodes get to stop after one node's torchrun fails")
+    parser.add_argument("training", nargs="*", metavar="-- SCRIPT ARGS",
+                        help="the training script and its arguments, after `--`")
+
+
+def _torchrun(args) -> list[str]:
+    from ..launch.command import default_torchrun
+
+    return shlex.split(args.torchrun) if args.torchrun else default_torchrun(sys.executable)
+
+
+def run(args) -> int:
+    from ..cli import UsageError
+    from ..console import make_console, render_document
+    from ..launch.command import build_command, derive_env, shell_text
+    from ..launch.gate import is_go, launch_log_path, launch_log_text, red_line, write_launch_log
+    from ..options import resolve_from_options
+    from .run import execute
+
+    if not args.training:
+        raise UsageError("name the training script after `--`: dsv3-preflight launch [options] -- src/train.py ARGS...")
+    if args.facts_in and not args.dry_run:
+        raise UsageError("--facts-in replays another run's facts: a launch needs this node's own preflight (use it with --dry-run)")
+    doc, code, written = execute(args)
+    err = make_console(args.no_color, stderr=True)
+    render_document(doc, err, quiet=args.quiet)
+    for path in written:
+        err.print(f"wrote {path}")
+    node = doc["nodes"][0]["node"] if len(doc["nodes"]) == 1 else "cluster"
+    log = args.launch_log or (None if args.no_report else launch_log_path(args.reports_dir, node))
+
+    if not is_go(doc, code):
+        print(red_line(doc, code, written), file=sys.stderr, flush=True)
+        if log:
+            write_launch_log(log, launch_log_text(doc, code, written, None, "NO-GO: torchrun not started"))
+        return code or 1
+
+    if args.all_nodes:
+        from ..launch.ray_launch import launch_all_nodes
+
+        return launch_all_nodes(doc, args, torchrun=_torchrun(args), written=written, err=err)
+
+    # The same resolution as the preflight's: a replay resolves against the recorded environment.
+    environ = dict(doc["nodes"][0]["facts"].get("env") or {}) if args.facts_in else dict(os.environ)
+    profile = resolve_from_options(lambda k: getattr(args, k), environ)
+    derived, notes = derive_env(profile, doc["nodes"][0].get("facts") or {})
+    command = build_command(profile, args.training, environ=environ, derived=derived, torchrun=_torchrun(args), notes=notes)
+    for warning in command.warnings:
+        err.print(f"warning: {warning}", markup=False)
+    if args.dry_run:
+        if log:
+            write_launch_log(log, launch_log_text(doc, code, written, command, "dry run: not started"))
+        sys.stdout.write(shell_text(command))
+        return 0
+    if log:
+        write_launch_log(log, launch_log_text(doc, code, written, command, f"GO: exec {command.argv[0]} (pid {os.getpid()})"))
+        err.print(f"launch log {log}")
+    sys.stdout.flush()
+    sys.stderr.flush()
+    try:
+        os.execvpe(command.argv[0], list(command.argv), dict(command.env))
+    except OSError as exc:
+        raise UsageError(f"cannot start torchrun {command.argv[0]!r}: {exc.strerror or exc}") from None
+    return 3  # pragma: no cover - exec does not return

@@ -1,0 +1,61 @@
+"""The gate: the preflight's result document decides whether torchrun starts; the launch log says why."""
+from __future__ import annotations
+
+import datetime as _dt
+import re
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from .command import LaunchCommand, shell_text
+
+
+def is_go(doc: Mapping[str, Any], code: int) -> bool:
+    """Green: exit code 0 (no FAIL/ERROR, no WARN under --strict, something was selected)."""
+    return code == 0 and doc.get("verdict") == "GO"
+
+
+def red_line(doc: Mapping[str, Any], code: int, written: Sequence[Path]) -> str:
+    """The one line printed when the gate stays closed."""
+    counts = doc.get("counts", {})
+    red = ", ".join(f"{counts.get(s, 0)} {s.upper()}" for s in ("fail", "error") if counts.get(s))
+    why = red or ("WARN under --strict" if doc.get("strict") and counts.get("warn") else "nothing selected" if code == 5 else "not green")
+    where = f"report: {written[0]}" if written else "report: not written (--no-report); the results are above"
+    return f"dsv3-preflight launch: NO-GO ({why}): torchrun not started; {where}"
+
+
+def skipped_by_request(doc: Mapping[str, Any]) -> dict[str, str]:
+    """Checks the user deselected (--skip/--only/--tags), with the reason recorded in the report."""
+    return dict(doc.get("deselected") or {})
+
+
+def launch_log_path(directory: str | Path, node: str) -> Path:
+    stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", node)[:60] or "node"
+    return Path(directory) / f"launch-{stamp}-{safe}.log"
+
+
+def launch_log_text(doc: Mapping[str, Any], code: int, written: Sequence[Path], command: LaunchCommand | None,
+                    decision: str) -> str:
+    """The launch log's header: verdict, report, skipped checks, warnings, the exact command."""
+    counts = doc.get("counts", {})
+    lines = [
+        f"# dsv3-preflight launch {_dt.datetime.now(_dt.timezone.utc).isoformat(timespec='seconds')}",
+        f"# preflight: {doc.get('verdict')} (exit {code}; " + ", ".join(f"{v} {k}" for k, v in counts.items() if v) + ")",
+        f"# report: {', '.join(str(p) for p in written) or 'not written (--no-report)'}",
+    ]
+    for name, reason in skipped_by_request(doc).items():
+        lines.append(f"# skipped by request: {name}: {reason}")
+    if command is not None:
+        lines += [f"# warning: {w}" for w in command.warnings]
+        lines += [f"# note: {n}" for n in command.notes]
+        lines += shell_text(command).rstrip("\n").splitlines()
+    lines.append(f"# {decision}")
+    return "\n".join(lines) + "\n"
+
+
+def write_launch_log(path: str | Path, text: str) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as fh:
+        fh.write(text)
+    return path
