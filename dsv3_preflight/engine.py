@@ -50,7 +50,9 @@ def judge(spec: CheckSpec, kwargs: Mapping[str, Any], timeout: float) -> Result:
     """Call a check's judge; anything but a proper non-ERROR Result becomes an ERROR."""
     finished, value, exc = _call_with_timeout(lambda: spec.judge(**kwargs), timeout)
     if not finished:
-        return Result._engine_error(f"check did not finish within its timeout of {timeout:g} s")
+        if timeout < spec.timeout - 0.01:
+            return Result._engine_error(f"check did not finish before the run's deadline ({timeout:.1f} s were left)")
+        return Result._engine_error(f"check did not finish within its timeout of {spec.timeout:g} s")
     if exc is not None:
         tb = traceback.extract_tb(exc.__traceback__)
         where = f" at {tb[-1].filename}:{tb[-1].lineno}" if tb else ""
@@ -104,7 +106,9 @@ def _run_one(spec: CheckSpec, store: FactStore, check_deadline: float) -> Result
             kwargs[need] = store.get(need, deadline=check_deadline)
         except FactError as exc:
             return Result._engine_error(f"cannot judge: fact {need!r} unavailable: {exc}", {"fact": need, "error": str(exc)})
-    return judge(spec, kwargs, max(check_deadline - time.monotonic(), 0.05))
+    remaining = check_deadline - time.monotonic()
+    # the judge gets the check's whole timeout when the facts came quickly (a judge is pure and fast)
+    return judge(spec, kwargs, max(min(spec.timeout, remaining + 0.01), 0.05))
 
 
 def run_cluster_checks(

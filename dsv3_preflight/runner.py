@@ -66,7 +66,8 @@ def run_this_node(
     cluster = [c for c in selected if c.scope == "cluster"]
     if cluster_checks_here is None:
         cluster_checks_here = profile.nnodes == 1
-    store.start({n for c in cluster for n in c.needs})  # gathered beside the node checks' facts
+    identity = ["host"] if "host" in registry.probes else []  # who this node is, in every document
+    store.start({n for c in cluster for n in c.needs} | set(identity))  # gathered beside the node checks' facts
     results = run_node_checks(registry, selected, store, node, deadline=deadline, on_result=on_result)
     if cluster and cluster_checks_here:
         for spec in cluster:  # wait (bounded) for what they need
@@ -83,6 +84,11 @@ def run_this_node(
             results.append(result)
             if on_result:
                 on_result(result)
+    for fact in identity:
+        try:
+            store.get(fact, deadline=deadline)
+        except Exception:  # noqa: BLE001 - recorded in fact_errors
+            pass
     snapshot = store.snapshot()
     entry = {
         "node": node,

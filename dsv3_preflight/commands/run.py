@@ -91,6 +91,16 @@ def execute(args) -> tuple[dict[str, Any], int, list[Path]]:
     code = exit_code([r for r in results if r.name not in deselected] or ([] if not selected else results), args.strict)
     doc = build_document(mode=mode, profile=profile.to_dict(), nodes=nodes, results=results, deselected=deselected,
                          command=list(args.argv), exit_code=code, strict=args.strict, started=started, extra=extra)
+    try:
+        written = _write_outputs(args, doc, nodes)
+    except OSError as exc:
+        raise UsageError(f"cannot write the report: {exc}") from None
+    return doc, code, written
+
+
+def _write_outputs(args, doc, nodes) -> list[Path]:
+    from ..document import write_document
+
     written: list[Path] = []
     node_label = nodes[0]["node"] if len(nodes) == 1 else "cluster"
     json_path = args.json_path or (None if args.no_report else _timestamped(args.reports_dir, node_label, "json"))
@@ -101,7 +111,7 @@ def execute(args) -> tuple[dict[str, Any], int, list[Path]]:
         from ..reports import write_html
 
         written.append(write_html(doc, html_path))
-    return doc, code, written
+    return written
 
 
 def run(args) -> int:

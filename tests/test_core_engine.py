@@ -1,0 +1,220 @@
+"""The engine: exceptions and timeouts become ERROR results, the run goes on and stays bounded."""
+import json
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from conftest import python_cli
+from dsv3_preflight import Result, Status, check, probe
+from dsv3_preflight.engine import exit_code, run_cluster_checks, run_node_checks
+from dsv3_preflight.facts import FactStore
+from dsv3_preflight.profile import resolve_profile
+from dsv3_preflight.registry import Registry
+
+
+def _registry(*specs):
+    registry = Registry()
+    for spec in specs:
+        if hasattr(spec, "fact"):
+            registry.add_probe(spec, "test")
+        else:
+            registry.add_check(spec, "test")
+    registry.validate()
+    return registry
+
+
+@probe("number", timeout=2)
+def number_probe():
+    return 41
+
+
+@probe("slow", timeout=0.3)
+def slow_probe():
+    time.sleep(30)
+    return 0
+
+
+@probe("broken", timeout=2)
+def broken_probe():
+    raise RuntimeError("device went away")
+
+
+@probe("plus_one", needs=["number"], timeout=2)
+def plus_one(number):
+    return number + 1
+
+
+@check("t.answer", needs=["plus_one"])
+def answer(plus_one):
+    """answer"""
+    return Result.passed(f"answer {plus_one}") if plus_one == 42 else Result.failed("wrong", remediation="fix it")
+
+
+@check("t.raises", needs=["number"])
+def raises(number):
+    """raises"""
+    raise ValueError("bad judge")
+
+
+@check("t.waits_slow", needs=["slow"])
+def waits_slow(slow):
+    """slow"""
+    return Result.passed("never")
+
+
+@check("t.needs_broken", needs=["broken"])
+def needs_broken(broken):
+    """broken"""
+    return Result.passed("never")
+
+
+@check("t.returns_junk", needs=[])
+def returns_junk():
+    """junk"""
+    return "ok"
+
+
+@check("t.unserialisable", needs=[])
+def unserialisable():
+    """bad evidence"""
+    return Result.passed("x", evidence={"obj": object()})
+
+
+@check("t.spins", needs=[], timeout=0.3)
+def spins():
+    """spins"""
+    time.sleep(30)
+
+
+def _run(*specs, profile=None):
+    registry = _registry(number_probe, slow_probe, broken_probe, plus_one, *specs)
+    profile = profile or resolve_profile(profile_name="cpu")
+    store = FactStore(registry, {"profile": profile})
+    return {r.name: r for r in run_node_checks(registry, list(specs), store, "n1")}, store
+
+
+def test_probe_dependencies_are_gathered_first_and_the_result_is_stamped():
+    results, store = _run(answer)
+    r = results["t.answer"]
+    assert r.status is Status.PASS and r.summary == "answer 42"
+    assert r.name == "t.answer" and r.node == "n1" and r.duration_s >= 0
+    assert store.snapshot()["facts"] == {"number": 41, "plus_one": 42}
+
+
+def test_a_check_that_raises_is_an_error_and_the_others_still_run():
+    results, _ = _run(raises, answer)
+    assert results["t.raises"].status is Status.ERROR
+    assert "ValueError: bad judge" in results["t.raises"].summary
+    assert results["t.answer"].status is Status.PASS
+
+
+def test_a_probe_past_its_timeout_makes_an_error_within_the_timeout():
+    started = time.monotonic()
+    results, store = _run(waits_slow, answer)
+    assert time.monotonic() - started < 1.5
+    assert results["t.waits_slow"].status is Status.ERROR
+    assert "timed out after 0.3 s" in results["t.waits_slow"].summary
+    assert results["t.answer"].status is Status.PASS
+    assert "slow" in store.snapshot()["fact_errors"]
+
+
+def test_a_probe_that_raises_is_an_error_for_its_checks_only():
+    results, store = _run(needs_broken, answer)
+    assert results["t.needs_broken"].status is Status.ERROR
+    assert "RuntimeError: device went away" in results["t.needs_broken"].summary
+    assert "device went away" in store.snapshot()["fact_errors"]["broken"]
+
+
+@pytest.mark.parametrize("spec, text", [
+    (returns_junk, "returned str, not a Result"),
+    (unserialisable, "not JSON-serialisable"),
+    (spins, "did not finish within its timeout of 0.3 s"),
+])
+def test_bad_judges_become_errors(spec, text):
+    results, _ = _run(spec)
+    assert results[spec.name].status is Status.ERROR
+    assert text in results[spec.name].summary
+
+
+def test_a_check_cannot_report_error_itself():
+    @check("t.self_error", needs=[])
+    def self_error():
+        """x"""
+        return Result(Status.ERROR, "I am broken")
+
+    results, _ = _run(self_error)
+    assert results["t.self_error"].status is Status.ERROR
+    assert "only the engine reports ERROR" in results["t.self_error"].summary
+
+
+def test_skip_needs_a_reason():
+    with pytest.raises(ValueError):
+        Result.skipped("  ")
+
+
+def test_cluster_checks_see_each_fact_per_node_in_rank_order():
+    seen = {}
+
+    @check("t.cluster", scope="cluster", needs=["number", "profile", "node_ranks"])
+    def cluster(number, profile, node_ranks):
+        """c"""
+        seen.update(number=number, ranks=node_ranks)
+        return Result.passed("ok")
+
+    facts = {"b": {"facts": {"number": 2}}, "a": {"facts": {"number": 1}}, "c": {"facts": {}, "fact_errors": {"number": "x"}}}
+    [result] = run_cluster_checks([cluster], resolve_profile(profile_name="cpu"), facts, {"b": 0, "a": 1, "c": 2})
+    assert result.status is Status.PASS and result.node == "cluster"
+    assert list(seen["number"].items()) == [("b", 2), ("a", 1)]
+    assert seen["ranks"] == {"b": 0, "a": 1, "c": 2}
+
+
+def test_exit_codes_follow_pytest():
+    ok, warn, fail, skip = (Result.passed("p"), Result.warned("w"), Result.failed("f"), Result.skipped("s"))
+    assert exit_code([]) == 5
+    assert exit_code([ok, skip]) == 0
+    assert exit_code([ok, warn]) == 0
+    assert exit_code([ok, warn], strict=True) == 1
+    assert exit_code([ok, fail]) == 1
+    assert exit_code([Result._engine_error("e")]) == 1
+
+
+SITE = textwrap.dedent("""
+    import time
+    from dsv3_preflight import Result, check, probe
+
+    @probe("sleepy", timeout=1)
+    def sleepy():
+        time.sleep(60)
+
+    @check("site.sleepy", needs=["sleepy"], timeout=30)
+    def sleepy_check(sleepy):
+        "waits on a sleeping probe"
+        return Result.passed("never")
+
+    @check("site.raises", needs=[])
+    def raises():
+        "raises"
+        raise KeyError("boom")
+""")
+
+
+@pytest.mark.slow
+def test_cli_run_with_a_hanging_probe_and_a_raising_check_returns_within_the_timeout(tmp_path, clean_env):
+    (tmp_path / "site.py").write_text(SITE)
+    out = tmp_path / "r.json"
+    argv = python_cli("run", "--profile", "cpu", "--checks-dir", str(tmp_path), "--json", str(out), "--no-report",
+                      "--timeout", "3")
+    started = time.monotonic()
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    elapsed = time.monotonic() - started
+    doc = json.loads(out.read_text())
+    by_name = {r["name"]: r for r in doc["results"]}
+    assert proc.returncode == 1, proc.stderr
+    assert by_name["site.sleepy"]["status"] == "error"
+    assert by_name["site.raises"]["status"] == "error" and "KeyError" in by_name["site.raises"]["summary"]
+    assert by_name["env.launch_vars"]["status"] == "pass"
+    # the run's own work is bounded by the probe timeout (1 s) plus start-up; well under timeout + 1 s + interpreter start
+    assert elapsed < 3 + 1 + 4, f"took {elapsed:.1f}s"
