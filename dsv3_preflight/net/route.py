@@ -1,0 +1,191 @@
+"""The kernel's own routing decision for an address, and this host's interfaces — without iproute2.
+
+``route_get(ip)`` asks the kernel through an rtnetlink ``RTM_GETROUTE`` request (what ``ip route get``
+does) and returns the output interface, preferred source address, gateway and route type. Where
+netlink is unavailable it falls back to a connected UDP socket (no packet is sent): the source
+address the kernel picks, mapped to the interface holding it, with the gateway from
+``/proc/net/route`` (IPv4). ``interfaces()`` lists every interface with its addresses, flags, MTU,
+operstate and speed from sysfs.
+"""
+from __future__ import annotations
+
+import errno
+import ipaddress
+import os
+import socket
+import struct
+from pathlib import Path
+from typing import Any
+
+NETLINK_ROUTE = 0
+RTM_NEWROUTE, RTM_GETROUTE = 24, 26
+NLMSG_ERROR = 2
+NLM_F_REQUEST = 1
+RTA_DST, RTA_OIF, RTA_GATEWAY, RTA_PREFSRC, RTA_TABLE = 1, 4, 5, 7, 15
+RTN_TYPES = {1: "unicast", 2: "local", 3: "broadcast", 4: "anycast", 5: "multicast", 6: "blackhole",
+             7: "unreachable", 8: "prohibit", 9: "throw", 10: "nat"}
+IFF_UP, IFF_LOOPBACK, IFF_RUNNING = 0x1, 0x8, 0x40
+SYS_NET = Path("/sys/class/net")
+
+
+def _sysfs(name: str, attr: str) -> str | None:
+    try:
+        return (SYS_NET / name / attr).read_text().strip()
+    except OSError:  # EINVAL for speed of virtual links, ENOENT outside Linux
+        return None
+
+
+def _int_or_none(text: str | None, base: int = 10) -> int | None:
+    try:
+        return int(text, base) if text is not None else None
+    except ValueError:
+        return None
+
+
+def interfaces() -> list[dict[str, Any]]:
+    """Every interface, by index: name, index, IPv4/IPv6 addresses, up/running/loopback, MTU, operstate, speed."""
+    import netifaces
+
+    result = []
+    for index, name in sorted(socket.if_nameindex()):
+        try:
+            addrs = netifaces.ifaddresses(name)
+        except ValueError:
+            addrs = {}
+        ipv4 = [a["addr"] for a in addrs.get(netifaces.AF_INET, []) if a.get("addr")]
+        ipv6 = [a["addr"].split("%")[0] for a in addrs.get(netifaces.AF_INET6, []) if a.get("addr")]
+        prefixes = []
+        for a in addrs.get(netifaces.AF_INET, []):
+            try:
+                prefixes.append(str(ipaddress.ip_interface(f"{a['addr']}/{a.get('netmask') or '32'}")))
+            except ValueError:
+                pass
+        flags = _int_or_none(_sysfs(name, "flags"), 16)
+        speed = _int_or_none(_sysfs(name, "speed"))
+        result.append({
+            "name": name,
+            "index": index,
+            "ipv4": ipv4,
+            "ipv4_cidr": prefixes,
+            "ipv6": ipv6,
+            "flags": flags,
+            "up": bool(flags & IFF_UP) if flags is not None else None,
+            "running": bool(flags & IFF_RUNNING) if flags is not None else None,
+            "loopback": bool(flags & IFF_LOOPBACK) if flags is not None else name == "lo",
+            "mtu": _int_or_none(_sysfs(name, "mtu")),
+            "operstate": _sysfs(name, "operstate"),
+            "speed_mbps": speed if speed is not None and speed > 0 else None,
+        })
+    return result
+
+
+def _parse_attrs(data: bytes, offset: int, end: int) -> dict[int, bytes]:
+    attrs: dict[int, bytes] = {}
+    while offset + 4 <= end:
+        alen, atype = struct.unpack_from("=HH", data, offset)
+        if alen < 4:
+            break
+        attrs[atype] = data[offset + 4: offset + alen]
+        offset += (alen + 3) & ~3
+    return attrs
+
+
+def netlink_route_get(dst: str, timeout: float = 2.0) -> dict[str, Any]:
+    """RTM_GETROUTE for ``dst``; raises OSError (errno of the kernel's answer, e.g. ENETUNREACH)."""
+    ip = ipaddress.ip_address(dst)
+    family = socket.AF_INET6 if ip.version == 6 else socket.AF_INET
+    raw = ip.packed
+    rtmsg = struct.pack("=BBBBBBBBI", family, len(raw) * 8, 0, 0, 0, 0, 0, 0, 0)
+    rta = struct.pack("=HH", 4 + len(raw), RTA_DST) + raw
+    seq = os.getpid() & 0xFFFF
+    payload = rtmsg + rta
+    msg = struct.pack("=IHHII", 16 + len(payload), RTM_GETROUTE, NLM_F_REQUEST, seq, 0) + payload
+    with socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, NETLINK_ROUTE) as sock:
+        sock.settimeout(timeout)
+        sock.bind((0, 0))
+        sock.send(msg)
+        data = sock.recv(65536)
+    length, mtype, _flags, _seq, _pid = struct.unpack_from("=IHHII", data, 0)
+    if mtype == NLMSG_ERROR:
+        (err,) = struct.unpack_from("=i", data, 16)
+        code = -err
+        raise OSError(code, os.strerror(code))
+    if mtype != RTM_NEWROUTE:
+        raise OSError(errno.EPROTO, f"unexpected netlink answer type {mtype}")
+    rtm = struct.unpack_from("=BBBBBBBBI", data, 16)
+    attrs = _parse_attrs(data, 16 + 12, min(length, len(data)))
+    out: dict[str, Any] = {"route_type": RTN_TYPES.get(rtm[7], str(rtm[7])), "ifindex": None, "ifname": None,
+                           "src": None, "gateway": None}
+    if RTA_OIF in attrs:
+        (index,) = struct.unpack("=i", attrs[RTA_OIF][:4])
+        out["ifindex"] = index
+        try:
+            out["ifname"] = socket.if_indextoname(index)
+        except OSError:
+            pass
+    if RTA_PREFSRC in attrs:
+        out["src"] = socket.inet_ntop(family, attrs[RTA_PREFSRC])
+    if RTA_GATEWAY in attrs:
+        out["gateway"] = socket.inet_ntop(family, attrs[RTA_GATEWAY])
+    return out
+
+
+def _proc_route_gateway(dst: str, ifname: str | None) -> str | None:
+    """The IPv4 gateway of the longest /proc/net/route prefix containing dst (None when on-link)."""
+    try:
+        lines = Path("/proc/net/route").read_text().splitlines()[1:]
+    except OSError:
+        return None
+    target = int(ipaddress.IPv4Address(dst))
+    best: tuple[int, str | None] | None = None
+    for line in lines:
+        f = line.split()
+        if len(f) < 8 or (ifname and f[0] != ifname):
+            continue
+        net = int.from_bytes(bytes.fromhex(f[1]), "little")
+        mask = int.from_bytes(bytes.fromhex(f[7]), "little")
+        gw = int.from_bytes(bytes.fromhex(f[2]), "little")
+        if target & mask == net & mask:
+            plen = bin(mask).count("1")
+            if best is None or plen > best[0]:
+                best = (plen, str(ipaddress.IPv4Address(gw)) if gw else None)
+    return best[1] if best else None
+
+
+def udp_route_get(dst: str, ifaces: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """Fallback: the source address of a connected UDP socket (nothing is sent) mapped to its interface."""
+    ip = ipaddress.ip_address(dst)
+    family = socket.AF_INET6 if ip.version == 6 else socket.AF_INET
+    with socket.socket(family, socket.SOCK_DGRAM) as sock:
+        sock.connect((dst, 9))
+        src = sock.getsockname()[0]
+    ifaces = interfaces() if ifaces is None else ifaces
+    holder = next((i for i in ifaces if src in i["ipv4"] or src in i["ipv6"]), None)
+    local = any(dst in i["ipv4"] or dst in i["ipv6"] for i in ifaces)
+    ifname = holder["name"] if holder else None
+    return {"route_type": "local" if local else "unicast", "ifindex": holder["index"] if holder else None,
+            "ifname": ifname, "src": src,
+            "gateway": _proc_route_gateway(dst, ifname) if ip.version == 4 and not local else None}
+
+
+def route_get(dst: str, ifaces: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """The kernel's route to dst: ``{"method", "route_type", "ifname", "ifindex", "src", "gateway", "error", "errno"}``.
+
+    ``error`` is set (and the rest None) when the kernel has no route (ENETUNREACH, EHOSTUNREACH…).
+    """
+    try:
+        out = netlink_route_get(dst)
+        out["method"] = "netlink"
+    except OSError as exc:
+        if exc.errno in (errno.ENETUNREACH, errno.EHOSTUNREACH, errno.EINVAL, errno.EACCES):
+            return {"method": "netlink", "route_type": None, "ifname": None, "ifindex": None, "src": None,
+                    "gateway": None, "error": exc.strerror or str(exc), "errno": exc.errno}
+        try:
+            out = udp_route_get(dst, ifaces)
+            out["method"] = "udp_connect"
+        except OSError as exc2:
+            return {"method": "udp_connect", "route_type": None, "ifname": None, "ifindex": None, "src": None,
+                    "gateway": None, "error": exc2.strerror or str(exc2), "errno": exc2.errno}
+    out["error"] = None
+    out["errno"] = None
+    return out

@@ -1,0 +1,149 @@
+"""Network facts: the kernel's route to MASTER_ADDR (``nic_route``), whether the head can bind the
+rendezvous port (``port_bind``), and whether a worker reaches it over TCP (``port_reach``).
+
+Who is the head: a node that holds MASTER_ADDR; also a node whose NODE_RANK is explicitly 0 (then
+``rank0_without_master_addr`` tells when it does not hold MASTER_ADDR). With one node, it is the head.
+"""
+from __future__ import annotations
+
+import errno as _errno
+import ipaddress
+import os
+import socket
+import time
+from typing import Any
+
+from ..registry import probe
+
+IFNAME_VARS = ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "NCCL_SOCKET_FAMILY", "NCCL_COMM_ID")
+REACH_TIMEOUT_ENV = "DSV3_PREFLIGHT_REACH_TIMEOUT"
+DEFAULT_REACH_TIMEOUT_S = 3.0
+
+
+def _resolve(name: str) -> tuple[list[str], str | None]:
+    try:
+        infos = socket.getaddrinfo(name, None, type=socket.SOCK_STREAM)
+    except socket.gaierror as exc:
+        return [], f"{exc.strerror or exc} (errno {exc.errno})"
+    except (UnicodeError, ValueError) as exc:
+        return [], str(exc)
+    seen: list[str] = []
+    for info in infos:
+        addr = info[4][0].split("%")[0]
+        if addr not in seen:
+            seen.append(addr)
+    return seen, None
+
+
+def _role(profile, local: bool) -> tuple[str, str, bool]:
+    """(role, why, rank0_without_master_addr)."""
+    if profile.nnodes == 1:
+        return "head", "single-node profile (nnodes=1)", False
+    if local:
+        return "head", f"MASTER_ADDR {profile.master_addr} is an address of this node", False
+    explicit = profile.sources.get("node_rank", "default") != "default"
+    if profile.node_rank == 0 and explicit:
+        return "head", f"node_rank is 0 ({profile.sources.get('node_rank')})", True
+    return "worker", f"MASTER_ADDR {profile.master_addr} is not an address of this node (node_rank {profile.node_rank})", False
+
+
+@probe("nic_route", needs=["profile", "env"], timeout=10)
+def nic_route(profile, env) -> dict[str, Any]:
+    """The interface the kernel uses to reach MASTER_ADDR (the one holding it on the head), with its state."""
+    from ..net.route import interfaces, route_get
+
+    ifaces = interfaces()
+    fact: dict[str, Any] = {
+        "master_addr": profile.master_addr, "master_port": profile.master_port, "nnodes": profile.nnodes,
+        "env": {k: env.get(k) for k in IFNAME_VARS}, "interfaces": ifaces,
+        "resolved": False, "resolve_error": None, "addresses": [], "target": None, "family": None,
+        "local": False, "method": None, "route_type": None, "route_error": None, "route_errno": None,
+        "ifname": None, "ifindex": None, "src": None, "gateway": None,
+    }
+    addresses, error = _resolve(profile.master_addr)
+    fact["addresses"], fact["resolve_error"] = addresses, error
+    fact["hostname"] = socket.gethostname()
+    fact["hostname_addresses"], _ = _resolve(fact["hostname"])
+    if not addresses:
+        fact["role"], fact["role_reason"], fact["rank0_without_master_addr"] = (
+            ("head", "single-node profile (nnodes=1)", False) if profile.nnodes == 1 else
+            ("unknown", "MASTER_ADDR does not resolve", False))
+        return fact
+    fact["resolved"] = True
+    target = addresses[0]
+    fact["target"] = target
+    fact["family"] = ipaddress.ip_address(target).version
+    route = route_get(target, ifaces)
+    fact.update(method=route["method"], route_type=route["route_type"], route_error=route["error"],
+                route_errno=route["errno"], ifname=route["ifname"], ifindex=route["ifindex"], src=route["src"],
+                gateway=route["gateway"])
+    holder = next((i for i in ifaces if target in i["ipv4"] or target in i["ipv6"]), None)
+    local = route["route_type"] == "local" or holder is not None
+    fact["local"] = local
+    if local and holder is not None:
+        # The kernel routes a local address through lo; what the workers reach is the interface holding it.
+        fact["ifname"], fact["ifindex"], fact["src"], fact["gateway"] = holder["name"], holder["index"], target, None
+    fact["role"], fact["role_reason"], fact["rank0_without_master_addr"] = _role(profile, local)
+    iface = next((i for i in ifaces if i["name"] == fact["ifname"]), None)
+    for key in ("mtu", "operstate", "up", "loopback", "speed_mbps", "ipv4", "ipv6", "ipv4_cidr"):
+        fact[key] = iface.get(key) if iface else None
+    return fact
+
+
+def _try_bind(address: str, port: int) -> dict[str, Any]:
+    family = socket.AF_INET6 if ":" in address else socket.AF_INET
+    entry: dict[str, Any] = {"address": address, "ok": False, "errno": None, "error": None}
+    try:
+        with socket.socket(family, socket.SOCK_STREAM) as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as torch's TCPStore server does
+            sock.bind((address, port))
+            sock.listen(1)
+        entry["ok"] = True
+    except OSError as exc:
+        entry["errno"], entry["error"] = exc.errno, exc.strerror or str(exc)
+        entry["errno_name"] = _errno.errorcode.get(exc.errno or 0)
+    return entry
+
+
+@probe("port_bind", needs=["profile", "nic_route"], timeout=10)
+def port_bind(profile, nic_route) -> dict[str, Any]:
+    """On the head: whether MASTER_PORT can be bound (wildcard, as TCPStore does, and MASTER_ADDR itself)."""
+    port = profile.master_port
+    fact: dict[str, Any] = {"port": port, "role": nic_route.get("role"), "role_reason": nic_route.get("role_reason"),
+                            "rank0_without_master_addr": nic_route.get("rank0_without_master_addr", False),
+                            "attempted": False, "attempts": []}
+    if nic_route.get("role") != "head":
+        return fact
+    fact["attempted"] = True
+    family = nic_route.get("family") or 4
+    addresses = ["::" if family == 6 else "0.0.0.0"]
+    target = nic_route.get("target")
+    if target and nic_route.get("local"):
+        addresses.append(target)
+    fact["attempts"] = [_try_bind(a, port) for a in addresses]
+    return fact
+
+
+@probe("port_reach", needs=["profile", "nic_route", "env"], timeout=20)
+def port_reach(profile, nic_route, env) -> dict[str, Any]:
+    """On a worker: TCP connect to MASTER_ADDR:MASTER_PORT, classified, and whether our listener answered."""
+    from ..net.listener import TOKEN_ENV
+    from ..net.reach import tcp_reach
+
+    fact: dict[str, Any] = {"role": nic_route.get("role"), "role_reason": nic_route.get("role_reason"),
+                            "attempted": False, "host": profile.master_addr, "port": profile.master_port}
+    if nic_route.get("role") == "head":
+        return fact
+    try:
+        timeout = float(env.get(REACH_TIMEOUT_ENV) or DEFAULT_REACH_TIMEOUT_S)
+    except ValueError:
+        timeout = DEFAULT_REACH_TIMEOUT_S
+    timeout = min(max(timeout, 0.1), 15.0)
+    started = time.monotonic()
+    result = tcp_reach(profile.master_addr, profile.master_port, timeout=timeout,
+                       expected_token=env.get(TOKEN_ENV) or None)
+    fact.update(result)
+    fact["attempted"] = True
+    fact["total_s"] = round(time.monotonic() - started, 4)
+    fact["pid"] = os.getpid()
+    return fact
