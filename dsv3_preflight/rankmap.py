@@ -145,8 +145,7 @@ def resolve_visible(cuda_visible_devices: str | None, device_order: str | None,
         if key in seen:
             problems.append(
                 f"CUDA_VISIBLE_DEVICES lists GPU {gpu.get('index')} ({key}) twice (positions {seen[key]} and {pos})")
-            continue
-        seen[key] = pos
+        seen.setdefault(key, pos)
         devices.append(gpu)
     return Resolution(devices, problems, certain, enumerated)
 
