@@ -78,6 +78,7 @@
     if (shown) { shown.textContent = shownRows + " of " + totalRows + " checks shown"; }
   }
   if (form) {
+    form.addEventListener("submit", function (ev) { ev.preventDefault(); });
     form.addEventListener("change", applyFilters);
     form.addEventListener("input", applyFilters);
     applyFilters();
