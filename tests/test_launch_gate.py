@@ -1,0 +1,166 @@
+"""The gate, end to end: the real CLI runs the preflight, then a real torchrun (CPU, gloo, 2 processes) or nothing."""
+import json
+import os
+import shlex
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from dsv3_preflight.cli import main
+
+DATA = Path(__file__).resolve().parent / "data" / "launch"
+TRAIN = DATA / "train_allreduce.py"
+TORCHRUN_MARK = "torch.distributed.run"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def user_env(clean_env):
+    """The environment a user's shell would pass: this one without launch variables."""
+    env = dict(os.environ)
+    env["DSV3_PREFLIGHT_NODE_NAME"] = "launchnode"
+    return env
+
+
+def ours(tmp_path: Path) -> list[psutil.Process]:
+    """Processes still running whose command line names this test's directory."""
+    found = []
+    for proc in psutil.process_iter(["cmdline"]):
+        try:
+            if any(str(tmp_path) in part for part in proc.info["cmdline"] or []):
+                found.append(proc)
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            pass
+    return found
+
+
+def launch_watched(args: list[str], env: dict, tmp_path: Path, timeout: float = 150.0):
+    """Run `dsv3-preflight launch ARGS` as a user would, recording every command line seen in its process tree."""
+    argv = [sys.executable, "-m", "dsv3_preflight", "launch", *args]
+    seen: set[str] = set()
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    root = psutil.Process(proc.pid)
+    deadline = time.monotonic() + timeout
+    try:
+        while proc.poll() is None:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"launch still running after {timeout} s")
+            try:
+                for p in [root, *root.children(recursive=True)]:
+                    seen.add(" ".join(p.cmdline()))
+            except (psutil.NoSuchProcess, psutil.ZombieProcess, psutil.AccessDenied):
+                pass
+            time.sleep(0.02)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            for child in root.children(recursive=True):
+                child.kill()
+            proc.kill()
+            proc.communicate(timeout=30)
+    deadline = time.monotonic() + 20
+    while ours(tmp_path) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert ours(tmp_path) == [], "the launch left processes running"
+    return proc.returncode, out, err, seen
+
+
+def common(tmp_path: Path, port: int) -> list[str]:
+    return ["--profile", "cpu", "--master-port", str(port), "--no-report", "--json", str(tmp_path / "report.json"),
+            "--launch-log", str(tmp_path / "launch.log")]
+
+
+@pytest.mark.slow
+def test_green_preflight_starts_torchrun_and_the_allreduce_result_appears(tmp_path, user_env):
+    out = tmp_path / "result.json"
+    port = free_port()
+    code, stdout, stderr, seen = launch_watched(
+        [*common(tmp_path, port), "--", str(TRAIN), "--out", str(out), "--x", "1"], user_env, tmp_path)
+    assert code == 0, stderr
+    assert json.loads(out.read_text()) == {"world_size": 2, "sum": 3.0, "ifname": json.loads(out.read_text())["ifname"],
+                                          "args": ["--out", str(out), "--x", "1"]}
+    assert any(TORCHRUN_MARK in cmd for cmd in seen)  # the watcher does see a torchrun when there is one
+    assert "rank 1 all_reduce sum 3" in stdout
+    log = (tmp_path / "launch.log").read_text()
+    assert "# preflight: GO (exit 0" in log and f"--master_port={port}" in log and "# GO: exec" in log
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert report["verdict"] == "GO"
+
+
+@pytest.mark.slow
+def test_red_check_never_starts_torchrun(tmp_path, user_env):
+    out = tmp_path / "result.json"
+    # WORLD_SIZE=3 contradicts 1 node x 2 processes: env.launch_vars fails.
+    code, stdout, stderr, seen = launch_watched(
+        [*common(tmp_path, free_port()), "--world-size", "3", "--", str(TRAIN), "--out", str(out)], user_env, tmp_path)
+    assert code == 1
+    assert not out.exists()
+    assert not [cmd for cmd in seen if TORCHRUN_MARK in cmd or (str(TRAIN) in cmd and "dsv3_preflight" not in cmd)]
+    assert stdout == ""
+    assert stderr.strip().splitlines()[-1] == (
+        f"dsv3-preflight launch: NO-GO (1 FAIL): torchrun not started; report: {tmp_path / 'report.json'}")
+    assert "NO-GO: torchrun not started" in (tmp_path / "launch.log").read_text()
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert [r["name"] for r in report["results"] if r["status"] == "fail"] == ["env.launch_vars"]
+
+
+@pytest.mark.slow
+def test_a_held_master_port_keeps_the_gate_closed(tmp_path, user_env):
+    out = tmp_path / "result.json"
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        code, stdout, stderr, seen = launch_watched(
+            [*common(tmp_path, port), "--", str(TRAIN), "--out", str(out)], user_env, tmp_path)
+    assert code == 1 and not out.exists()
+    assert not any(TORCHRUN_MARK in cmd for cmd in seen)
+    assert "torchrun not started" in stderr.strip().splitlines()[-1]
+
+
+@pytest.mark.slow
+def test_dry_run_prints_exactly_the_command_and_starts_nothing(tmp_path, user_env):
+    port = free_port()
+    code, stdout, stderr, seen = launch_watched(
+        [*common(tmp_path, port), "--only", "env.launch_vars", "--dry-run", "--", "train.py", "--x", "1", "--name", "a b"],
+        user_env, tmp_path)
+    assert code == 0, stderr
+    assert stdout == (
+        f"{shlex.quote(sys.executable)} -m torch.distributed.run --nnodes=1 --nproc_per_node=2 --node_rank=0 "
+        f"--master_addr=127.0.0.1 --master_port={port} --max_restarts=0 train.py --x 1 --name 'a b'\n")
+    assert not any(TORCHRUN_MARK in cmd for cmd in seen)
+    assert "# dry run: not started" in (tmp_path / "launch.log").read_text()
+
+
+@pytest.mark.slow
+def test_skip_is_recorded_in_the_report_and_the_launch_log(tmp_path, user_env):
+    code, stdout, stderr, _ = launch_watched(
+        [*common(tmp_path, free_port()), "--skip", "host.resources", "--dry-run", "--", "train.py"], user_env, tmp_path)
+    assert code == 0, stderr
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert "host.resources" in report["deselected"]
+    assert any(r["name"] == "host.resources" and r["status"] == "skip" for r in report["results"])
+    log = (tmp_path / "launch.log").read_text()
+    assert f"# skipped by request: host.resources: {report['deselected']['host.resources']}" in log
+
+
+def test_launch_without_a_training_script_is_a_usage_error(capsys):
+    assert main(["launch", "--profile", "cpu", "--no-report"]) == 4
+    assert "name the training script after `--`" in capsys.readouterr().err
+
+
+def test_launch_refuses_replayed_facts_except_for_a_dry_run(tmp_path, capsys):
+    facts = tmp_path / "facts.json"
+    facts.write_text("{}")
+    assert main(["launch", "--profile", "cpu", "--no-report", "--facts-in", str(facts), "--", "train.py"]) == 4
+    assert "use it with --dry-run" in capsys.readouterr().err
