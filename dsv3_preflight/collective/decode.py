@@ -1,0 +1,135 @@
+"""Decoding what torch, Gloo and NCCL print when a rendezvous or a collective fails.
+
+Pure functions of text: :func:`decode` turns an exception message plus a log into findings (a kind,
+the one-line cause a person understands, the matched line, and what to change), and
+:func:`nccl_interfaces` parses the interface NCCL says it uses (``NET/Socket : Using [0]eth0:…``).
+The patterns are the messages the libraries really print (quoted in the tests' data).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Callable
+
+
+@dataclass(frozen=True)
+class Pattern:
+    kind: str
+    regex: re.Pattern
+    cause: Callable[[re.Match], str]
+    remediation: Callable[[re.Match], str]
+
+
+def _p(kind: str, regex: str, cause, remediation) -> Pattern:
+    return Pattern(kind, re.compile(regex, re.IGNORECASE), cause, remediation)
+
+
+PATTERNS: tuple[Pattern, ...] = (
+    _p("gloo_ifname_missing",
+       r"Unable to find address for:\s*(?P<ifname>\S+)",
+       lambda m: f"GLOO_SOCKET_IFNAME names {m['ifname']!r}, an interface with no IPv4/IPv6 address on this host "
+                 "(or no such interface)",
+       lambda m: "export GLOO_SOCKET_IFNAME=$(ip -4 route get \"$MASTER_ADDR\" | awk '{for(i=1;i<=NF;i++) if($i==\"dev\"){print $(i+1); exit}}')"
+                 "   # one concrete interface name, not a list, not an address"),
+    _p("nccl_ifname_missing",
+       r"(Bootstrap|NET/Socket)\s*:\s*no (usable listening )?(socket )?interface found",
+       lambda m: "NCCL found no interface matching NCCL_SOCKET_IFNAME on this host",
+       lambda m: "export NCCL_SOCKET_IFNAME=<the interface that routes to MASTER_ADDR>   # see `ip -4 route get $MASTER_ADDR`"),
+    _p("store_connect_timeout",
+       r"The client socket has timed out after (?P<ms>\d+)\s*m?s while trying to connect to \((?P<host>[^,]+),\s*(?P<port>\d+)\)",
+       lambda m: f"the rendezvous store at {m['host']}:{m['port']} did not answer within {int(m['ms']) / 1000:g} s: "
+                 "the master is not running yet, or the port is filtered on the way",
+       lambda m: f"start node 0 first; check the port: timeout 3 bash -c 'exec 3<>/dev/tcp/{m['host']}/{m['port']}' && echo open"),
+    _p("store_connect_refused",
+       r"(Connection refused|ECONNREFUSED).{0,200}?(\((?P<host>[^,()]+),\s*(?P<port>\d+)\))?",
+       lambda m: "the rendezvous store refused the connection: nothing listens on MASTER_ADDR:MASTER_PORT"
+                 + (f" ({m['host']}:{m['port']})" if m["host"] else ""),
+       lambda m: "start node 0 (it hosts the store) first, and check MASTER_ADDR/MASTER_PORT are the same on every node"),
+    _p("store_port_in_use",
+       r"(address already in use|EADDRINUSE)",
+       lambda m: "MASTER_PORT is already in use on the master: a leftover process holds it",
+       lambda m: "sudo fuser -v ${MASTER_PORT}/tcp   # then end the leftover process"),
+    _p("master_unresolvable",
+       r"(Name or service not known|nodename nor servname provided|Temporary failure in name resolution|getaddrinfo.*failed)",
+       lambda m: "MASTER_ADDR does not resolve on this host",
+       lambda m: "export MASTER_ADDR=<head node's IP on the training network>"),
+    _p("no_route",
+       r"(No route to host|Network is unreachable|EHOSTUNREACH|ENETUNREACH)",
+       lambda m: "no route from this host to a peer (wrong interface or subnet)",
+       lambda m: "ip -4 route get $MASTER_ADDR   # and set NCCL_SOCKET_IFNAME/GLOO_SOCKET_IFNAME to that interface"),
+    _p("gloo_full_mesh_connect",
+       r"(connectFullMesh|Connect timeout|gloo/transport/tcp/pair\.cc.*(timed out|Timed out|Connection reset|refused))",
+       lambda m: "Gloo's full-mesh connect between ranks failed: the store port is open but the ranks' own "
+                 "listening ports (ephemeral, chosen per run) are blocked or the addresses they advertise are unreachable",
+       lambda m: "open TCP between all nodes on the training interface (not only MASTER_PORT), "
+                 "and set GLOO_SOCKET_IFNAME to the interface that routes between nodes"),
+    _p("duplicate_gpu",
+       r"Duplicate GPU detected\s*:\s*rank (?P<a>\d+) and rank (?P<b>\d+) both on CUDA device (?P<dev>[0-9a-fA-F]+)",
+       lambda m: f"ranks {m['a']} and {m['b']} are both on CUDA device {m['dev']}: two processes share one GPU",
+       lambda m: "export CUDA_DEVICE_ORDER=PCI_BUS_ID   # on every node, and one local rank per GPU (LOCAL_RANK → cuda:LOCAL_RANK)"),
+    _p("ranks_missing",
+       r"ranks \[(?P<ranks>[\d, ]+)\] never joined",
+       lambda m: f"ranks {m['ranks']} never reached the rendezvous store",
+       lambda m: "start `dsv3-preflight probe` on every node (same MASTER_ADDR/MASTER_PORT); check the port is reachable from them"),
+    _p("store_wait_timeout",
+       r"(Wait timeout|Timed out (waiting|after).{0,80}for (key|keys)|Socket Timeout)",
+       lambda m: "a rank waited for the others in the rendezvous store until the timeout: some rank is missing or stuck",
+       lambda m: "see which ranks never joined; start the missing node or fix its network"),
+    _p("nccl_socket_connect",
+       r"socketStartConnect: Connect to (?P<addr>\S+) failed\s*:\s*(?P<why>[^\n]+)",
+       lambda m: f"NCCL could not connect to {m['addr']}: {m['why'].strip()}",
+       lambda m: "open the NCCL port range between nodes (NCCL_PORT_RANGE) and check NCCL_SOCKET_IFNAME"),
+    _p("nccl_system_error",
+       r"(unhandled system error|remote process exited or there was a network error)",
+       lambda m: "NCCL reported a system/network error (see the NCCL WARN lines in the log tail)",
+       lambda m: "rerun with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET and read the WARN lines"),
+    _p("collective_timeout",
+       r"(Watchdog caught collective operation timeout|ProcessGroupGloo.*timed out|Timed out waiting \d+ms for send operation)",
+       lambda m: "a collective started but did not complete before the timeout",
+       lambda m: "a rank is stuck or a link is blocked mid-collective; check the other ranks' last phase"),
+)
+
+_NCCL_IF_RE = re.compile(r"NET/Socket\s*:\s*Using\s+(?P<list>.+)$", re.MULTILINE)
+_NCCL_BOOT_RE = re.compile(r"Bootstrap\s*:\s*Using\s+(?P<list>.+)$", re.MULTILINE)
+_IF_ENTRY_RE = re.compile(r"(?:\[(?P<idx>\d+)\])?(?P<ifname>[A-Za-z0-9_.@-]+):(?P<addr>[0-9A-Fa-f:.%]+?)<\d+>")
+
+
+def decode(*texts: str | None) -> list[dict[str, Any]]:
+    """Findings in the given texts (exception message, log), most specific first, one per kind."""
+    text = "\n".join(t for t in texts if t)
+    findings: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for pattern in PATTERNS:
+        if pattern.kind in seen:
+            continue
+        match = pattern.regex.search(text)
+        if match is None:
+            continue
+        seen.add(pattern.kind)
+        line_start = text.rfind("\n", 0, match.start()) + 1
+        line_end = text.find("\n", match.end())
+        line = text[line_start: line_end if line_end != -1 else len(text)].strip()
+        findings.append({"kind": pattern.kind, "cause": pattern.cause(match), "remediation": pattern.remediation(match),
+                         "line": line[:400]})
+    # a precise cause makes the generic ones noise
+    kinds = {f["kind"] for f in findings}
+    if kinds & {"gloo_ifname_missing", "store_connect_timeout", "store_connect_refused", "duplicate_gpu",
+                "gloo_full_mesh_connect", "master_unresolvable", "nccl_ifname_missing"}:
+        findings = [f for f in findings if f["kind"] not in ("store_wait_timeout", "collective_timeout", "nccl_system_error")]
+    return findings
+
+
+def nccl_interfaces(log: str | None) -> list[dict[str, str]]:
+    """The interfaces NCCL says it uses for its socket transport (or, failing that, for bootstrap)."""
+    if not log:
+        return []
+    for regex, source in ((_NCCL_IF_RE, "NET/Socket"), (_NCCL_BOOT_RE, "Bootstrap")):
+        found = []
+        for m in regex.finditer(log):
+            for e in _IF_ENTRY_RE.finditer(m.group("list")):
+                entry = {"ifname": e["ifname"], "address": e["addr"], "source": source}
+                if entry not in found:
+                    found.append(entry)
+        if found:
+            return found
+    return []

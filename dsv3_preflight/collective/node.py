@@ -1,0 +1,278 @@
+"""Running this node's ranks of the collective probe as child processes the tool owns.
+
+:func:`probe_node` starts one ``python -m dsv3_preflight.collective.worker`` per local rank, each in
+its own session with its output in a log file, waits for them under a hard deadline, and ends
+exactly those processes (by PID, with any children they made) when the deadline passes or when a
+sibling rank has failed. It never raises for a failure of the probe: everything is data.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Mapping
+
+from .decode import decode, nccl_interfaces
+from .phases import PHASES
+
+LOG_TAIL_LINES = 40
+#: after a local rank failed, how long its siblings get to report their own error before being ended
+SIBLING_GRACE_S = 2.0
+#: default message sizes of the sweep (bytes): 4 KiB … 16 MiB, ×4
+DEFAULT_SWEEP_SIZES = tuple(4096 * 4 ** i for i in range(7))
+#: environment variables worth showing in evidence
+_ENV_SHOWN = ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "NCCL_IB_DISABLE", "NCCL_P2P_DISABLE", "NCCL_SHM_DISABLE",
+              "NCCL_SOCKET_FAMILY", "NCCL_PORT_RANGE", "NCCL_DEBUG", "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER")
+
+
+def _grace(timeout_s: float) -> float:
+    """How long before the hard deadline the workers give up on their own (so they can report why)."""
+    return min(max(0.15 * timeout_s, 1.0), 5.0)
+
+
+def route_interface(master_addr: str, master_port: int) -> dict[str, Any]:
+    """The interface the kernel would use to reach the master (a UDP connect sends nothing)."""
+    import psutil
+
+    try:
+        infos = socket.getaddrinfo(master_addr, master_port, type=socket.SOCK_DGRAM)
+        family, _, _, _, sockaddr = infos[0]
+        with socket.socket(family, socket.SOCK_DGRAM) as s:
+            s.connect(sockaddr)
+            source = s.getsockname()[0]
+    except (OSError, IndexError) as exc:
+        return {"ifname": None, "source": None, "error": str(exc)}
+    for ifname, addrs in psutil.net_if_addrs().items():
+        if any(a.address.split("%")[0] == source for a in addrs):
+            return {"ifname": ifname, "source": source, "error": None}
+    return {"ifname": None, "source": source, "error": "no interface holds the source address"}
+
+
+def _read_events(path: Path) -> list[dict[str, Any]]:
+    try:
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return []
+    events = []
+    for line in lines:
+        try:
+            events.append(json.loads(line))
+        except ValueError:
+            continue  # a line cut by a kill
+    return events
+
+
+def _tail(path: Path, n: int = LOG_TAIL_LINES) -> tuple[str, list[str]]:
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return "", []
+    return text, text.splitlines()[-n:]
+
+
+def _descendants(pid: int) -> list[int]:
+    try:
+        import psutil
+
+        return [c.pid for c in psutil.Process(pid).children(recursive=True)]
+    except Exception:  # noqa: BLE001 - already gone
+        return []
+
+
+def _kill(proc: subprocess.Popen) -> list[int]:
+    """SIGKILL the worker and whatever it started, by PID; returns the PIDs signalled."""
+    pids = [proc.pid, *_descendants(proc.pid)]
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+    try:
+        proc.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        pass
+    return pids
+
+
+def _rank_outcome(rank: int, local_rank: int, proc: subprocess.Popen, status: Path, log: Path,
+                  killed: str | None, backend: str, spawned: float) -> dict[str, Any]:
+    events = _read_events(status)
+    phases: dict[str, float] = {}
+    info: dict[str, Any] = {}
+    error = None
+    missing = None
+    started_wall = None
+    for ev in events:
+        if ev.get("event") == "phase" and ev.get("phase") == "started":
+            started_wall = ev.get("wall")
+        if ev.get("event") == "phase":
+            phases[ev["phase"]] = ev.get("t")
+            info.update({k: v for k, v in ev.items() if k not in ("event", "phase", "t", "wall")})
+        elif ev.get("event") == "error":
+            error = {k: ev.get(k) for k in ("exc_type", "message", "phase", "t")}
+        elif ev.get("event") == "rendezvous_missing":
+            missing = ev.get("missing")
+    last = max(phases, key=PHASES.index) if phases else None
+    text, tail = _tail(log)
+    findings = decode(error["message"] if error else None, text)
+    timings = {
+        "process_start_s": round(started_wall - spawned, 6) if started_wall else None,
+        "import_s": _delta(phases, "started", "imported"),
+        "store_connect_s": _delta(phases, "imported", "store_connected"),
+        "rendezvous_s": _delta(phases, "store_connected", "all_joined"),
+        "init_s": _delta(phases, "imported", "pg_up"),
+        "first_collective_s": info.get("first_collective_s"),
+        "steady_s": info.get("steady_s"),
+        "total_s": phases.get("done"),
+    }
+    return {
+        "rank": rank,
+        "local_rank": local_rank,
+        "pid": proc.pid,
+        "host": info.get("host"),
+        "exit_code": proc.returncode,
+        "killed": killed,
+        "last_phase": last,
+        "phases": phases,
+        "error": error,
+        "findings": findings,
+        "never_joined": missing,
+        "timings": timings,
+        "sum_ok": info.get("sum_ok") if "first_collective" in phases else None,
+        "expected_sum": info.get("expected_sum"),
+        "got_sum": info.get("got_sum"),
+        "got_range": [info.get("got_min"), info.get("got_max")] if "first_collective" in phases else None,
+        "device": info.get("device"),
+        "pci_bus_id": info.get("pci_bus_id"),
+        "nccl_interfaces": nccl_interfaces(text) if backend == "nccl" else [],
+        "rank_map": info.get("rank_map") or None,
+        "sweep": info.get("sweep"),
+        "log_tail": tail,
+    }
+
+
+def _delta(phases: Mapping[str, float], a: str, b: str) -> float | None:
+    if a in phases and b in phases:
+        return round(phases[b] - phases[a], 6)
+    return None
+
+
+def probe_node(
+    *,
+    master_addr: str,
+    master_port: int,
+    world_size: int,
+    node_rank: int,
+    nproc_per_node: int = 1,
+    rank_offset: int | None = None,
+    backend: str = "gloo",
+    timeout_s: float = 60.0,
+    sweep: bool = False,
+    env: Mapping[str, str] | None = None,
+    sweep_sizes: tuple[int, ...] | None = None,
+    log_dir: str | None = None,
+) -> dict[str, Any]:
+    """Run this node's ranks of the probe and return its outcome (JSON types); see the package docstring."""
+    if backend not in ("gloo", "nccl"):
+        raise ValueError(f"backend must be gloo or nccl, not {backend!r}")
+    if rank_offset is None:
+        rank_offset = node_rank * nproc_per_node
+    if rank_offset < 0 or rank_offset + nproc_per_node > world_size:
+        raise ValueError(f"ranks {rank_offset}..{rank_offset + nproc_per_node - 1} do not fit in world {world_size}")
+    started = time.time()
+    hard_deadline = started + float(timeout_s)
+    worker_deadline = hard_deadline - _grace(float(timeout_s))
+    workdir = Path(log_dir) if log_dir else Path(tempfile.mkdtemp(prefix="dsv3pf-collective-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    base_env = dict(os.environ)
+    base_env.update(env or {})
+    base_env["PYTHONUNBUFFERED"] = "1"
+    if backend == "nccl":
+        base_env.setdefault("NCCL_DEBUG", "INFO")
+        base_env.setdefault("NCCL_DEBUG_SUBSYS", "INIT,NET")
+    sizes = tuple(sweep_sizes or DEFAULT_SWEEP_SIZES) if sweep else ()
+
+    procs: list[tuple[int, int, subprocess.Popen, Path, Path]] = []
+    spawned: dict[int, float] = {}
+    try:
+        for local in range(nproc_per_node):
+            rank = rank_offset + local
+            status, log = workdir / f"rank{rank}.status.jsonl", workdir / f"rank{rank}.log"
+            status.write_text("")
+            argv = [sys.executable, "-m", "dsv3_preflight.collective.worker", "--rank", str(rank),
+                    "--local-rank", str(local), "--world-size", str(world_size), "--master-addr", master_addr,
+                    "--master-port", str(master_port), "--backend", backend, "--deadline", f"{worker_deadline:.3f}",
+                    "--status", str(status)]
+            if rank == 0:
+                argv.append("--host-store")
+            if sizes:
+                argv += ["--sweep-sizes", ",".join(str(s) for s in sizes)]
+            child_env = dict(base_env, RANK=str(rank), LOCAL_RANK=str(local), WORLD_SIZE=str(world_size),
+                             LOCAL_WORLD_SIZE=str(nproc_per_node), MASTER_ADDR=master_addr, MASTER_PORT=str(master_port),
+                             NODE_RANK=str(node_rank))
+            spawned[rank] = time.time()
+            with open(log, "wb") as fh:
+                proc = subprocess.Popen(argv, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                        env=child_env, start_new_session=True)
+            procs.append((rank, local, proc, status, log))
+
+        killed: dict[int, str] = {}
+        first_failure: float | None = None
+        while True:
+            running = [p for p in procs if p[2].poll() is None]
+            if not running:
+                break
+            now = time.time()
+            if first_failure is None and any(p[2].returncode not in (None, 0) for p in procs):
+                first_failure = now
+            if now >= hard_deadline:
+                for rank, _, proc, _, _ in running:
+                    _kill(proc)
+                    killed[rank] = f"killed at the hard deadline ({timeout_s:g} s)"
+                break
+            if first_failure is not None and now >= first_failure + SIBLING_GRACE_S:
+                failed = [p[0] for p in procs if p[2].returncode not in (None, 0)]
+                for rank, _, proc, _, _ in running:
+                    _kill(proc)
+                    killed[rank] = f"ended after local rank(s) {failed} failed"
+                break
+            time.sleep(0.05)
+    finally:
+        for _, _, proc, _, _ in procs:  # an exception or an interrupt here must not leave a rank behind
+            if proc.poll() is None:
+                _kill(proc)
+
+    ranks = [_rank_outcome(rank, local, proc, status, log, killed.get(rank), backend, spawned[rank])
+             for rank, local, proc, status, log in procs]
+    elapsed = time.time() - started
+    rank_map = next((r["rank_map"] for r in ranks if r["rank_map"]), None)
+    sweep_rows = next((r["sweep"] for r in ranks if r["sweep"]), None)
+    if not log_dir:
+        shutil.rmtree(workdir, ignore_errors=True)
+    return {
+        "node_rank": node_rank,
+        "host": socket.gethostname(),
+        "backend": backend,
+        "master_addr": master_addr,
+        "master_port": master_port,
+        "world_size": world_size,
+        "nproc_per_node": nproc_per_node,
+        "rank_offset": rank_offset,
+        "timeout_s": float(timeout_s),
+        "elapsed_s": round(elapsed, 3),
+        "deadline_hit": any("hard deadline" in why for why in killed.values()),
+        "ranks": ranks,
+        "rank_map": rank_map,
+        "sweep": sweep_rows,
+        "route_interface": route_interface(master_addr, master_port),
+        "env": {k: base_env[k] for k in _ENV_SHOWN if k in base_env},
+        "log_dir": str(workdir) if log_dir else None,
+        "ok": all(r["last_phase"] == "done" and r["sum_ok"] for r in ranks),
+    }

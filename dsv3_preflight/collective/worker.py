@@ -1,0 +1,202 @@
+"""One rank of the collective probe, run as a child process: ``python -m dsv3_preflight.collective.worker``.
+
+The parent (:func:`dsv3_preflight.collective.probe_node`) owns this process: it passes the rank and
+rendezvous on the command line, reads the JSON lines this process appends to ``--status`` (one per
+phase reached, then an ``error`` or a ``result``), and kills it by PID when the deadline passes.
+stdout/stderr (NCCL_DEBUG output included) go to a log file the parent keeps.
+
+Phases, in order: started → imported → store_connected → all_joined → pg_up → first_collective →
+steady_state → [sweep_done] → done. The sum check: rank r contributes r+1 in every element, so every
+element of the result is exactly world·(world+1)/2.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import sys
+import time
+
+KEY_PREFIX = "dsv3pf"
+STEADY_ITERS = 5
+SUM_ELEMENTS = 1024
+
+
+class _Status:
+    def __init__(self, path: str, t0: float) -> None:
+        self.path, self.t0 = path, t0
+        self.phase = None
+
+    def write(self, event: dict) -> None:
+        with open(self.path, "a", encoding="utf-8") as fh:
+            fh.write(json.dumps(event) + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+
+    def reached(self, phase: str, **extra) -> None:
+        self.phase = phase
+        self.write({"event": "phase", "phase": phase, "t": round(time.time() - self.t0, 6), "wall": time.time(), **extra})
+
+
+def _remaining(deadline: float, floor: float = 0.5) -> float:
+    return max(deadline - time.time(), floor)
+
+
+def _pci_bus_id(torch, device) -> str | None:
+    try:
+        props = torch.cuda.get_device_properties(device)
+        domain = getattr(props, "pci_domain_id", 0)
+        return f"{domain:08X}:{props.pci_bus_id:02X}:{props.pci_device_id:02X}.0"
+    except Exception:  # noqa: BLE001 - an older torch without the fields
+        return None
+
+
+def _wait_all_joined(store, world: int, rank: int, deadline: float, status: _Status) -> list[int]:
+    """Wait until every rank has registered in the store; return the ranks that never did (empty on success)."""
+    count_key = f"{KEY_PREFIX}/joined_count"
+    while True:
+        n = store.add(count_key, 0)
+        if n >= world:
+            return []
+        if time.time() >= deadline:
+            break
+        time.sleep(0.05)
+    missing = [r for r in range(world) if not store.check([f"{KEY_PREFIX}/joined/{r}"])]
+    return missing
+
+
+def _sweep(torch, dist, device, world: int, sizes: list[int], iters: int, warmup: int) -> list[dict]:
+    """nccl-tests' all_reduce_perf, in torch: time per op averaged over iterations then over ranks."""
+    rows = []
+    for nbytes in sizes:
+        count = max(nbytes // 4, 1)
+        buf = torch.ones(count, dtype=torch.float32, device=device)
+        for _ in range(warmup):
+            dist.all_reduce(buf)
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        dist.barrier()
+        start = time.perf_counter()
+        for _ in range(iters):
+            dist.all_reduce(buf)
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        elapsed = (time.perf_counter() - start) / iters
+        t = torch.tensor([elapsed], dtype=torch.float64, device=device)
+        dist.all_reduce(t)
+        avg = float(t.item()) / world
+        size = count * 4
+        algbw = size / avg / 1e9
+        busbw = algbw * (2 * (world - 1) / world)
+        rows.append({"size_bytes": size, "count": count, "time_us": round(avg * 1e6, 3),
+                     "algbw_gbps": round(algbw, 6), "busbw_gbps": round(busbw, 6)})
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    t0 = time.time()
+    parser = argparse.ArgumentParser(prog="dsv3_preflight.collective.worker")
+    parser.add_argument("--rank", type=int, required=True)
+    parser.add_argument("--local-rank", type=int, required=True)
+    parser.add_argument("--world-size", type=int, required=True)
+    parser.add_argument("--master-addr", required=True)
+    parser.add_argument("--master-port", type=int, required=True)
+    parser.add_argument("--backend", choices=("gloo", "nccl"), default="gloo")
+    parser.add_argument("--deadline", type=float, required=True, help="epoch seconds by which to give up")
+    parser.add_argument("--status", required=True)
+    parser.add_argument("--host-store", action="store_true", help="this rank hosts the TCPStore (rank 0)")
+    parser.add_argument("--sweep-sizes", default="", help="comma-separated message sizes in bytes (empty: no sweep)")
+    parser.add_argument("--sweep-iters", type=int, default=20)
+    parser.add_argument("--sweep-warmup", type=int, default=5)
+    parser.add_argument("--device-index", type=int, default=None, help="CUDA device (default: local rank)")
+    args = parser.parse_args(argv)
+    status = _Status(args.status, t0)
+    host = socket.gethostname()
+    status.reached("started", pid=os.getpid(), host=host)
+    try:
+        return _run(args, status, host)
+    except BaseException as exc:  # noqa: BLE001 - every failure is reported to the parent as data
+        status.write({"event": "error", "phase": status.phase, "exc_type": type(exc).__name__,
+                      "message": str(exc)[:4000], "t": round(time.time() - t0, 6)})
+        print(f"[dsv3-preflight worker rank {args.rank}] {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
+        return 1
+
+
+def _run(args, status: _Status, host: str) -> int:
+    from datetime import timedelta
+
+    import torch
+    import torch.distributed as dist
+
+    rank, world = args.rank, args.world_size
+    if args.backend == "nccl":
+        index = args.local_rank if args.device_index is None else args.device_index
+        torch.cuda.set_device(index)
+        device = torch.device("cuda", index)
+        pci = _pci_bus_id(torch, device)
+    else:
+        device, pci = torch.device("cpu"), None
+    status.reached("imported", torch=torch.__version__, device=str(device), pci_bus_id=pci)
+
+    store = dist.TCPStore(args.master_addr, args.master_port, world, args.host_store,
+                          timeout=timedelta(seconds=_remaining(args.deadline)), wait_for_workers=False)
+    me = {"rank": rank, "host": host, "pid": os.getpid(), "pci_bus_id": pci, "device": str(device)}
+    store.set(f"{KEY_PREFIX}/joined/{rank}", json.dumps(me))
+    store.add(f"{KEY_PREFIX}/joined_count", 1)
+    status.reached("store_connected")
+
+    missing = _wait_all_joined(store, world, rank, args.deadline, status)
+    if missing:
+        status.write({"event": "rendezvous_missing", "missing": missing})
+        raise TimeoutError(f"rendezvous: ranks {missing} never joined the store at {args.master_addr}:{args.master_port} "
+                           f"(world {world}) before the deadline")
+    rank_map = {}
+    if rank == 0:
+        for r in range(world):
+            rank_map[str(r)] = json.loads(store.get(f"{KEY_PREFIX}/joined/{r}"))
+    status.reached("all_joined", rank_map=rank_map)
+
+    pg_store = dist.PrefixStore(f"{KEY_PREFIX}/pg", store)
+    dist.init_process_group(args.backend, store=pg_store, rank=rank, world_size=world,
+                            timeout=timedelta(seconds=_remaining(args.deadline, 1.0)),
+                            **({"device_id": device} if args.backend == "nccl" else {}))
+    status.reached("pg_up")
+
+    expected = world * (world + 1) / 2
+    t = time.perf_counter()
+    x = torch.full((SUM_ELEMENTS,), float(rank + 1), dtype=torch.float32, device=device)
+    dist.all_reduce(x)
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    first_s = time.perf_counter() - t
+    got = x.cpu()
+    sum_ok = bool(torch.all(got == expected).item())
+    status.reached("first_collective", first_collective_s=round(first_s, 6), expected_sum=expected,
+                   got_sum=float(got[0].item()), got_min=float(got.min().item()), got_max=float(got.max().item()),
+                   sum_ok=sum_ok)
+
+    times = []
+    for _ in range(STEADY_ITERS):
+        x.fill_(float(rank + 1))
+        t = time.perf_counter()
+        dist.all_reduce(x)
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        times.append(time.perf_counter() - t)
+        sum_ok = sum_ok and bool(torch.all(x == expected).item())
+    status.reached("steady_state", steady_s=round(sorted(times)[len(times) // 2], 6), sum_ok=sum_ok)
+
+    if args.sweep_sizes:
+        sizes = [int(s) for s in args.sweep_sizes.split(",") if s.strip()]
+        rows = _sweep(torch, dist, device, world, sizes, args.sweep_iters, args.sweep_warmup)
+        status.reached("sweep_done", sweep=rows)
+
+    dist.barrier()
+    dist.destroy_process_group()
+    status.reached("done", sum_ok=sum_ok)
+    return 0 if sum_ok else 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

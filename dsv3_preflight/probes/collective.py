@@ -1,0 +1,77 @@
+"""The fact `collective`: the collective probe run on this node (full mode, when this node is the whole job)."""
+from __future__ import annotations
+
+import glob
+import socket
+from typing import Any
+
+from ..registry import probe
+
+#: the probe's own (engine) timeout; the real work is bounded by profile.collective_timeout inside, clamped below this
+PROBE_TIMEOUT_S = 3600.0
+#: seconds left between the collective bound and the probe's timeout, for start-up and reading the logs
+_MARGIN_S = 30.0
+
+
+def gpus_visible() -> int:
+    """NVIDIA GPUs the driver exposes on this host (no CUDA/torch import)."""
+    return len(glob.glob("/proc/driver/nvidia/gpus/*"))
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("0.0.0.0", port))
+            return True
+        except OSError:
+            return False
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def gang_commands(profile) -> list[str]:
+    """What to run instead when one node cannot run the gang alone."""
+    common = (f"--nnodes {profile.nnodes} --master-addr {profile.master_addr} --master-port {profile.master_port} "
+              f"--backend {profile.backend}")
+    return [f"dsv3-preflight probe --node-rank {n} {common}   # on node {n}" for n in range(profile.nnodes)] + [
+        "dsv3-preflight run --all-nodes --probe   # or: from the Ray head, all nodes as one gang"]
+
+
+def choose_backend(profile) -> tuple[str, str | None]:
+    """nccl when asked for and GPUs are present, else gloo (with the reason for a fallback)."""
+    if profile.backend == "nccl" and gpus_visible() == 0:
+        return "gloo", "the profile asks for nccl but this host shows no NVIDIA GPU (/proc/driver/nvidia/gpus): ran gloo"
+    return profile.backend, None
+
+
+@probe("collective", needs=["profile"], timeout=PROBE_TIMEOUT_S)
+def collective(profile) -> dict[str, Any]:
+    """torch.distributed init + all_reduce with a known sum across this node's ranks (child processes, hard timeout)."""
+    from ..collective import combine, probe_node
+
+    fact: dict[str, Any] = {"requested": False, "mode": None, "reason": None, "commands": [], "outcome": None,
+                            "combined": None}
+    if profile.nnodes > 1:
+        fact["reason"] = (f"the profile has {profile.nnodes} nodes: the probe needs all of them at once, "
+                          "which a single-node run cannot start")
+        fact["commands"] = gang_commands(profile)
+        return fact
+    backend, fallback = choose_backend(profile)
+    port, port_note = profile.master_port, None
+    if not _port_free(port):
+        port = _free_port()
+        port_note = (f"MASTER_PORT {profile.master_port} is in use on this host (net.port_free says by whom); "
+                     f"the local probe used port {port}")
+    timeout_s = min(float(profile.collective_timeout), PROBE_TIMEOUT_S - _MARGIN_S)
+    world = profile.nproc_per_node
+    outcome = probe_node(master_addr="127.0.0.1", master_port=port, world_size=world, node_rank=0,
+                         nproc_per_node=world, backend=backend, timeout_s=timeout_s,
+                         sweep=profile.min_busbw_gbps is not None)
+    fact.update(requested=True, mode="full", backend=backend, backend_note=fallback, port=port, port_note=port_note,
+                timeout_s=timeout_s, outcome=outcome, combined=combine([outcome], world))
+    return fact
