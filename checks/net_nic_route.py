@@ -1,10 +1,19 @@
 """net.nic_route: the interface toward MASTER_ADDR is up, usable, and the one NCCL and Gloo will select."""
 from __future__ import annotations
 
+import ipaddress
+
 from dsv3_preflight import Result, check
 from dsv3_preflight.net.ifselect import gloo_select, nccl_select, recommended_nccl_value
 
 _DOWN_STATES = {"down", "lowerlayerdown", "notpresent"}
+
+
+def _is_loopback(addr: str) -> bool:
+    try:
+        return ipaddress.ip_address(addr.split("%")[0]).is_loopback
+    except ValueError:
+        return False
 
 
 def _exports(ifname: str, interfaces, family_env) -> str:
@@ -105,8 +114,22 @@ def nic_route(nic_route, profile):
             fails.append(f"GLOO_SOCKET_IFNAME={gloo_value!r} uses {', '.join(gloo['selected'])}, not only {ifname} which reaches MASTER_ADDR {addr}")
     if (nccl_value is None or gloo_value is None) and multi:
         unset = [v for v, val in (("NCCL_SOCKET_IFNAME", nccl_value), ("GLOO_SOCKET_IFNAME", gloo_value)) if val is None]
-        guess = f"NCCL would pick {nccl['bootstrap']}" if nccl_value is None else "Gloo would use the host name's address"
-        warns.append(f"{' and '.join(unset)} unset: {guess}; pin {ifname}, the interface toward MASTER_ADDR {addr}")
+        guesses = []
+        if nccl_value is None:
+            picked = nccl["bootstrap"]
+            guesses.append(f"NCCL would pick {picked}" + ("" if picked == ifname else f", not {ifname}"))
+        if gloo_value is None:
+            host_addrs = f.get("hostname_addresses") or []
+            local = {a for i in interfaces for a in (i.get("ipv4") or []) + (i.get("ipv6") or [])}
+            usable = [a for a in host_addrs if a in local and not _is_loopback(a)]
+            if not usable:
+                hazard = (f"Gloo binds the address of the host name {f.get('hostname')!r}, which resolves to "
+                          f"{', '.join(host_addrs) or 'nothing'}: loopback, unreachable from other nodes")
+                (fails if profile.backend == "gloo" else guesses).append(hazard)
+            else:
+                guesses.append(f"Gloo would bind {usable[0]} (the host name's address)")
+        warns.append(f"{' and '.join(unset)} unset: {'; '.join(guesses) or 'the libraries pick by themselves'}; "
+                     f"pin {ifname}, the interface toward MASTER_ADDR {addr}")
     if fails or warns:
         if any("SOCKET_IFNAME" in m for m in fails + warns):
             fixes.append(export_fix)

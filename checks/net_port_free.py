@@ -4,6 +4,11 @@ from __future__ import annotations
 from dsv3_preflight import Result, check
 
 
+def _is_our_listener(proc: dict | None) -> bool:
+    cmd = (proc or {}).get("cmdline") or ""
+    return ("dsv3-preflight listen" in cmd or "dsv3_preflight listen" in cmd) if cmd else False
+
+
 def _who(proc: dict | None) -> str:
     if not proc:
         return "a process this user cannot see (run as root, or it lives in another network namespace)"
@@ -39,6 +44,11 @@ def port_free(port_bind, port_holders, profile):
         if first.get("errno_name") == "EADDRNOTAVAIL":
             return Result.failed(f"cannot bind {where}: the address is not on this node", evidence,
                                  "export MASTER_ADDR=<this node's IP on the training network>")
+        if on_port and all(_is_our_listener(h.get("process")) for h in on_port):
+            pids = ", ".join(str(h["process"]["pid"]) for h in on_port)
+            evidence["held_by_listener"] = True
+            return Result.passed(f"port {port} is held only by the dsv3-preflight listener (pid {pids}) serving the "
+                                 "workers' reach test; it exits at its deadline", evidence)
         if on_port:
             procs = [h.get("process") for h in on_port]
             who = _who(procs[0])
