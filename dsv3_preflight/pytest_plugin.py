@@ -83,7 +83,11 @@ class CheckItem(pytest.Item):
         super().__init__(**kwargs)
         self.spec = spec
         for tag in spec.tags:
-            self.add_marker(tag.replace("-", "_"))
+            marker = tag.replace("-", "_").replace(".", "_")
+            if marker not in self.config.getini("markers") and marker.isidentifier():
+                self.config.addinivalue_line("markers", f"{marker}: dsv3-preflight checks tagged {tag}")
+            if marker.isidentifier():
+                self.add_marker(marker)
 
     def runtest(self) -> None:
         from .result import Status
