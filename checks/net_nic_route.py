@@ -98,7 +98,7 @@ def nic_route(nic_route, profile):
             warns.append(f"NCCL_SOCKET_IFNAME={nccl_value!r} also selects {', '.join(others)}: NCCL's socket transport "
                          f"uses every selected interface, and peers may not reach them")
         if nccl.get("note"):
-            warns.append(nccl["note"])
+            warns.insert(0, nccl["note"])
     gloo_value = env.get("GLOO_SOCKET_IFNAME")
     gloo = gloo_select(gloo_value, interfaces)
     evidence["gloo_uses"] = gloo["selected"]
