@@ -1,0 +1,34 @@
+"""lora.output_dir: the adapter output dir is node-local and writable, and the adapters already in it are not empty."""
+from __future__ import annotations
+
+from dsv3_preflight import Result, check
+
+
+@check("lora.output_dir", needs=["lora_output_dir"], tags=["lora", "storage"], timeout=10)
+def output_dir(lora_output_dir):
+    """The adapter output dir exists, is writable, is not on a network filesystem; its saved adapters are sound."""
+    f = lora_output_dir
+    if not f.get("configured"):
+        return Result.skipped("the profile names no output_dir (--output-dir / OUTPUT_DIR)")
+    path, key = f["path"], f.get("key", "output_dir")
+    evidence = {k: f.get(k) for k in ("path", "key", "exists", "is_dir", "writable", "write_error", "mount", "network_fs")}
+    if not f.get("exists"):
+        return Result.failed(f"{key} {path} does not exist", evidence, f"mkdir -p {path}   # on a node-local disk")
+    if not f.get("is_dir"):
+        return Result.failed(f"{key} {path} is not a directory", evidence, f"# point {key} at a directory")
+    if not f.get("writable"):
+        return Result.failed(f"{key} {path} is not writable: {f.get('write_error')}", evidence,
+                             f"sudo chown -R $(id -u):$(id -g) {path}")
+    bad = [a for a in f.get("adapters", []) if a["status"] == "fail"]
+    evidence["adapters"] = f.get("adapters", [])
+    if bad:
+        return Result.failed(f"{len(bad)} adapters already in {path} are bad, first {bad[0]['path']}: {bad[0]['summary']}",
+                             evidence, f"dsv3-preflight lora scan {path}   # then fix the cause before resuming")
+    mount = f.get("mount") or {}
+    if f.get("network_fs"):
+        return Result.warned(f"{key} {path} is on {mount.get('fstype')} ({mount.get('device')}): saving adapters to a "
+                             "network filesystem during training stalled runs in the field", evidence,
+                             f"--output_dir /home/ubuntu/<run>/output   # node-local; copy to shared storage after the run")
+    n = len(f.get("adapters", []))
+    return Result.passed(f"{key} {path} is node-local ({mount.get('fstype', '?')}) and writable"
+                         + (f"; {n} saved adapters sound" if n else ""), evidence)

@@ -1,0 +1,116 @@
+"""Facts for the LoRA checks: the DeepSpeed config as parsed JSON, the model's targetable modules
+(from its local config.json, built on the meta device), and the adapter output directory."""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from ..registry import probe
+
+JSON_CAP = 4 * 1024 * 1024
+MAX_EXISTING_ADAPTERS = 20
+
+
+def _no_nan(token: str) -> Any:
+    raise ValueError(f"{token} is not valid JSON")
+
+
+@probe("lora_deepspeed_config", needs=["profile"], timeout=20)
+def lora_deepspeed_config(profile) -> dict[str, Any]:
+    """The DeepSpeed JSON config named by the profile, parsed (or why it cannot be)."""
+    raw = profile.deepspeed_config
+    if not raw:
+        return {"configured": False}
+    path = Path(raw).expanduser()
+    facts: dict[str, Any] = {"configured": True, "path": str(path)}
+    try:
+        size = path.stat().st_size
+        if not path.is_file():
+            return {**facts, "error": f"{path} is not a file"}
+        if size > JSON_CAP:
+            return {**facts, "error": f"{path} is {size} bytes: not a DeepSpeed config"}
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {**facts, "error": f"{path} does not exist"}
+    except (OSError, UnicodeDecodeError) as exc:
+        return {**facts, "error": f"{path} is unreadable: {getattr(exc, 'strerror', None) or exc}"}
+    try:
+        config = json.loads(text, parse_constant=_no_nan)
+    except ValueError as exc:
+        return {**facts, "error": f"{path} is not valid JSON: {exc}"}
+    if not isinstance(config, dict):
+        return {**facts, "error": f"{path} holds a JSON {type(config).__name__}, not an object"}
+    facts["config"] = config
+    facts["deepspeed_check"] = _deepspeed_model_check(config)
+    return facts
+
+
+def _deepspeed_model_check(config: dict[str, Any]) -> dict[str, Any]:
+    """Validate the zero_optimization section with DeepSpeed's own config model when DeepSpeed is installed."""
+    try:
+        from deepspeed.runtime.zero.config import DeepSpeedZeroConfig  # type: ignore
+    except Exception as exc:  # noqa: BLE001 - not installed here: the lint stands alone
+        return {"available": False, "reason": f"deepspeed not importable ({type(exc).__name__})"}
+    zero = {k: v for k, v in (config.get("zero_optimization") or {}).items() if v != "auto"}
+    try:
+        DeepSpeedZeroConfig(**zero)
+    except Exception as exc:  # noqa: BLE001 - the model's complaint is the fact
+        return {"available": True, "error": f"{type(exc).__name__}: {str(exc)[:500]}"}
+    return {"available": True, "error": None}
+
+
+@probe("lora_model_modules", needs=["profile"], timeout=240)
+def lora_model_modules(profile) -> dict[str, Any]:
+    """LoRA-targetable modules of the profile's model (config.json only, meta device) with full-size counts."""
+    if not profile.model_path:
+        return {"configured": False}
+    if not profile.lora_targets:
+        return {"configured": True, "skipped": "the profile names no lora_targets", "path": profile.model_path}
+    from ..lora.targets import model_modules
+
+    return {"configured": True, **model_modules(profile.model_path)}
+
+
+@probe("lora_output_dir", needs=["profile"], timeout=120)
+def lora_output_dir(profile) -> dict[str, Any]:
+    """The adapter output dir (profile output_dir, else checkpoint_dir): filesystem, writability, adapters already in it."""
+    from .resources import NETWORK_FS, _mount_of
+
+    raw = profile.output_dir or profile.checkpoint_dir
+    if not raw:
+        return {"configured": False}
+    path = Path(raw).expanduser()
+    facts: dict[str, Any] = {"configured": True, "path": str(path), "key": "output_dir" if profile.output_dir else "checkpoint_dir",
+                             "exists": path.exists(), "is_dir": path.is_dir()}
+    probe_dir = path
+    while not probe_dir.exists() and probe_dir != probe_dir.parent:
+        probe_dir = probe_dir.parent
+    mount = _mount_of(probe_dir.resolve())
+    facts["mount"] = mount
+    facts["network_fs"] = bool(mount and mount["fstype"] in NETWORK_FS)
+    if path.is_dir():
+        try:
+            with tempfile.NamedTemporaryFile(dir=path, prefix=".dsv3-preflight-lora-write-test-") as fh:
+                fh.write(b"ok")
+                fh.flush()
+                os.fsync(fh.fileno())
+            facts["writable"] = True
+        except OSError as exc:
+            facts["writable"], facts["write_error"] = False, f"{exc.strerror or exc}"
+        facts["adapters"] = _existing_adapters(path)
+    return facts
+
+
+def _existing_adapters(path: Path) -> list[dict[str, Any]]:
+    """Header-only verdicts on the newest adapters already in the output dir (a resumed run's saves)."""
+    from ..lora.scan import find_adapters, scan_adapter
+
+    found, _ = find_adapters([path])
+    out = []
+    for f in found[-MAX_EXISTING_ADAPTERS:]:
+        r = scan_adapter(f)
+        out.append({"path": r.path, "step": r.step, "status": r.status, "summary": r.summary})
+    return out
