@@ -16,8 +16,14 @@ LABEL = {s.value: f"{s.symbol} {s.value.upper()}" for s in Status}
 
 
 def make_console(no_color: bool = False, stderr: bool = False) -> Console:
+    """A console on stdout (or stderr); when it is not a terminal, lines are 140 columns (or $COLUMNS)."""
+    import os
+
     stream = sys.stderr if stderr else sys.stdout
-    return Console(file=stream, no_color=no_color, highlight=False, soft_wrap=not stream.isatty())
+    width = None
+    if not stream.isatty():
+        width = int(os.environ["COLUMNS"]) if os.environ.get("COLUMNS", "").isdigit() else 140
+    return Console(file=stream, no_color=no_color, highlight=False, width=width)
 
 
 @contextmanager
