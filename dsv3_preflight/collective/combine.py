@@ -35,7 +35,7 @@ def _ranges(ranks: Iterable[int]) -> str:
     return ",".join(parts)
 
 
-def combine(outcomes: list[Mapping[str, Any]], expected_world: int) -> dict[str, Any]:
+def combine(outcomes: list[Mapping[str, Any]], expected_world: int, *, assume_absent: bool = True) -> dict[str, Any]:
     """The verdict data of one probe from all nodes' outcomes (those that came back).
 
     Returns (JSON types): ``ok``; ``summary`` (one line); ``never_joined`` (ranks no node ran or that
@@ -43,6 +43,9 @@ def combine(outcomes: list[Mapping[str, Any]], expected_world: int) -> dict[str,
     ``stuck`` ({rank: last phase} for ranks that did not finish); ``sum_ok``; ``findings`` (decoded
     causes with the ranks that printed them); ``timings`` (max over ranks); ``rank_map`` rows
     (rank, host, pci_bus_id) as observed; ``nccl_interfaces`` by host; ``sweep`` (rank 0's).
+
+    ``assume_absent=False`` judges one node's view (``dsv3-preflight probe`` on one node): ranks that no
+    outcome covers count as never joined only when a rank saw them missing from the store.
     """
     ranks: dict[int, Mapping[str, Any]] = {}
     for outcome in outcomes:
@@ -53,7 +56,7 @@ def combine(outcomes: list[Mapping[str, Any]], expected_world: int) -> dict[str,
     reported_missing: set[int] = set()
     for r in ranks.values():
         reported_missing.update(int(x) for x in (r.get("never_joined") or []))
-    never_joined = sorted(set(not_run) | reported_missing |
+    never_joined = sorted((set(not_run) if assume_absent else set()) | reported_missing |
                           {k for k, r in ranks.items() if _phase_index(r.get("last_phase")) < _phase_index("store_connected")})
     stuck = {str(k): r.get("last_phase") for k, r in sorted(ranks.items()) if r.get("last_phase") != "done"}
     sums = [r.get("sum_ok") for r in ranks.values() if r.get("sum_ok") is not None]
@@ -102,9 +105,9 @@ def combine(outcomes: list[Mapping[str, Any]], expected_world: int) -> dict[str,
         worst = min(stuck.items(), key=lambda kv: _phase_index(kv[1]))
         summary = (f"rank(s) {_ranges(int(k) for k in stuck)} did not finish; rank {worst[0]} stopped after: "
                    f"{PHASE_LABEL.get(worst[1], worst[1])}")
-    if not ok and findings:
-        first = next(iter(findings.values()))
-        summary += f" — {first['cause']}"
+    telling = [f for f in findings.values() if f["kind"] not in ("ranks_missing", "store_wait_timeout", "peer_crashed")]
+    if not ok and telling:
+        summary += f" — {telling[0]['cause']}"
     return {
         "ok": ok,
         "summary": summary,

@@ -83,8 +83,12 @@ PATTERNS: tuple[Pattern, ...] = (
        r"(unhandled system error|remote process exited or there was a network error)",
        lambda m: "NCCL reported a system/network error (see the NCCL WARN lines in the log tail)",
        lambda m: "rerun with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET and read the WARN lines"),
+    _p("peer_crashed",
+       r"Connection closed by peer \[?(?P<peer>[^\]\s]+)\]?:(?P<port>\d+)",
+       lambda m: f"the peer at {m['peer']} closed the connection mid-collective: that rank crashed or was ended",
+       lambda m: "read the log of the rank on that host: its own error is the cause"),
     _p("collective_timeout",
-       r"(Watchdog caught collective operation timeout|ProcessGroupGloo.*timed out|Timed out waiting \d+ms for send operation)",
+       r"(Watchdog caught collective operation timeout|ProcessGroupGloo.*timed out|Timed out waiting \d+ms for (send|recv) operation)",
        lambda m: "a collective started but did not complete before the timeout",
        lambda m: "a rank is stuck or a link is blocked mid-collective; check the other ranks' last phase"),
 )
@@ -115,7 +119,7 @@ def decode(*texts: str | None) -> list[dict[str, Any]]:
     kinds = {f["kind"] for f in findings}
     if kinds & {"gloo_ifname_missing", "store_connect_timeout", "store_connect_refused", "duplicate_gpu",
                 "gloo_full_mesh_connect", "master_unresolvable", "nccl_ifname_missing"}:
-        findings = [f for f in findings if f["kind"] not in ("store_wait_timeout", "collective_timeout", "nccl_system_error")]
+        findings = [f for f in findings if f["kind"] not in ("store_wait_timeout", "collective_timeout", "nccl_system_error", "peer_crashed")]
     return findings
 
 

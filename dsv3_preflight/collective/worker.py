@@ -106,7 +106,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--deadline", type=float, required=True, help="epoch seconds by which to give up")
     parser.add_argument("--status", required=True)
     parser.add_argument("--host-store", action="store_true", help="this rank hosts the TCPStore (rank 0)")
-    parser.add_argument("--sweep-sizes", default="", help="comma-separated message sizes in bytes (empty: no sweep)")
+    parser.add_argument("--sweep-sizes", default="",
+                        help="comma-separated message sizes in bytes (empty: no sweep); rank 0's choice holds for all")
     parser.add_argument("--sweep-iters", type=int, default=20)
     parser.add_argument("--sweep-warmup", type=int, default=5)
     parser.add_argument("--device-index", type=int, default=None, help="CUDA device (default: local rank)")
@@ -141,6 +142,8 @@ def _run(args, status: _Status, host: str) -> int:
 
     store = dist.TCPStore(args.master_addr, args.master_port, world, args.host_store,
                           timeout=timedelta(seconds=_remaining(args.deadline)), wait_for_workers=False)
+    if args.host_store:  # rank 0 decides for everyone whether the sweep runs, and with which sizes
+        store.set(f"{KEY_PREFIX}/sweep_sizes", args.sweep_sizes or "-")
     me = {"rank": rank, "host": host, "pid": os.getpid(), "pci_bus_id": pci, "device": str(device)}
     store.set(f"{KEY_PREFIX}/joined/{rank}", json.dumps(me))
     store.add(f"{KEY_PREFIX}/joined_count", 1)
@@ -187,8 +190,9 @@ def _run(args, status: _Status, host: str) -> int:
         sum_ok = sum_ok and bool(torch.all(x == expected).item())
     status.reached("steady_state", steady_s=round(sorted(times)[len(times) // 2], 6), sum_ok=sum_ok)
 
-    if args.sweep_sizes:
-        sizes = [int(s) for s in args.sweep_sizes.split(",") if s.strip()]
+    agreed = store.get(f"{KEY_PREFIX}/sweep_sizes").decode()
+    if agreed != "-":
+        sizes = [int(s) for s in agreed.split(",") if s.strip()]
         rows = _sweep(torch, dist, device, world, sizes, args.sweep_iters, args.sweep_warmup)
         status.reached("sweep_done", sweep=rows)
 
