@@ -44,18 +44,6 @@ def fabric_manager(fabric_manager, nvml, profile):
     fixes: list[str] = []
     mismatch_lines = [f for f in evidence["log_findings"] if f.get("kind") == "version_mismatch"]
 
-    if service.get("active") is False:
-        if service.get("installed") is False:
-            fails.append(f"{what} but Fabric Manager is not installed")
-            fixes.append(fm_install_commands(driver) if driver else "install nvidia-fabricmanager of exactly the driver's version")
-        else:
-            fails.append(f"{what} but Fabric Manager is {service.get('state') or 'not running'}")
-            if not mismatch_lines:
-                fixes.append(f"systemctl enable --now {FM_UNIT}\njournalctl -u {FM_UNIT} -n 50 --no-pager   # if it stops again")
-    elif service.get("active") is None and not fabric_gpus:
-        warns.append(f"{what}: Fabric Manager's state cannot be seen from here ({service.get('state')}; no systemd — in a container?)")
-        fixes.append(f"systemctl status {FM_UNIT}   # on the host")
-
     if fm_version and driver and fm_version != driver:
         fails.append(f"Fabric Manager {fm_version} does not match driver {driver} (they must be identical)")
         fixes.append(fm_install_commands(driver))
@@ -65,6 +53,20 @@ def fabric_manager(fabric_manager, nvml, profile):
         fixes.append(fm_install_commands(line["driver"]))
     elif not fm_version:
         warns.append("Fabric Manager version unknown (no nv-fabricmanager --version, no package found)")
+    version_bad = bool(fails)
+
+    if service.get("active") is False:
+        if service.get("installed") is False:
+            fails.append(f"{what} but Fabric Manager is not installed")
+            fixes.append(fm_install_commands(driver) if driver else "install nvidia-fabricmanager of exactly the driver's version")
+        else:
+            because = " (it exits on the version mismatch)" if version_bad else ""
+            fails.append(f"{what} but Fabric Manager is {service.get('state') or 'not running'}{because}")
+            if not version_bad:
+                fixes.append(f"systemctl enable --now {FM_UNIT}\njournalctl -u {FM_UNIT} -n 50 --no-pager   # if it stops again")
+    elif service.get("active") is None and not fabric_gpus:
+        warns.append(f"{what}: Fabric Manager's state cannot be seen from here ({service.get('state')}; no systemd — in a container?)")
+        fixes.append(f"systemctl status {FM_UNIT}   # on the host")
 
     not_done = [g["index"] for g in fabric_gpus if g["fabric"].get("state") != 3]
     bad_status = [g for g in fabric_gpus if g["fabric"].get("state") == 3 and g["fabric"].get("status")]

@@ -293,6 +293,12 @@ def torch_runtime_init(timeout: float = TORCH_INIT_TIMEOUT, python: str | None =
     if out is None:
         return {"installed": None, "timed_out": False, "ok": False, "code": None,
                 "error": f"the child died (exit {proc.returncode}): {proc.stderr.strip()[-500:]}"}
+    return interpret_torch_child(out)
+
+
+def interpret_torch_child(out: dict[str, Any]) -> dict[str, Any]:
+    """Add ``code``/``decoded``/``ok`` to what the torch child printed (error code parsed from torch's text)."""
+    out = dict(out)
     out["timed_out"] = False
     parsed = None
     for text in [out.get("error")] + list(out.get("warnings") or []):

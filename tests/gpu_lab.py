@@ -1,0 +1,136 @@
+"""A recorded GPU machine, stood up at the hardware boundary only, for the real GPU probes to read.
+
+From a machine file under tests/data/gpu/machines/ it builds:
+- NVML: the recorded document, served by dsv3_preflight.gpu.nvml_replay ($DSV3_PREFLIGHT_NVML_REPLAY);
+- libcuda: a real shared library compiled with gcc, whose cuInit/cuDeviceGetCount return the recorded
+  codes ($DSV3_PREFLIGHT_LIBCUDA; its file name carries the recorded driver version as libcuda.so.X does);
+- a sysroot with sysfs PCI functions, /dev nodes, /proc/driver/nvidia/version and the FM log
+  ($DSV3_PREFLIGHT_SYSROOT);
+- PATH holding only the recorded commands (systemctl, nv-fabricmanager) as scripts printing their output.
+The probes then run unchanged: ctypes, the child process and its timeout, file reading, subprocesses.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+DATA = Path(__file__).resolve().parent / "data" / "gpu"
+MACHINES = DATA / "machines"
+
+FAKE_LIBCUDA_C = r"""
+#include <stdlib.h>
+#include <unistd.h>
+static int env_int(const char *name, int dflt) { const char *v = getenv(name); return v ? atoi(v) : dflt; }
+int cuDriverGetVersion(int *v) { *v = env_int("FAKE_CUDA_DRIVER_VERSION", 12020); return 0; }
+int cuInit(unsigned int flags) {
+    int hang = env_int("FAKE_CUINIT_SLEEP_S", 0);
+    if (hang) sleep(hang);
+    return env_int("FAKE_CUINIT_RC", 0);
+}
+int cuDeviceGetCount(int *count) { *count = env_int("FAKE_CUDA_DEVICE_COUNT", 0); return 0; }
+"""
+
+
+def compile_libcuda(directory: Path) -> Path:
+    """gcc -shared a libcuda whose answers come from FAKE_* environment variables (the child inherits them)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    src = directory / "fake_libcuda.c"
+    src.write_text(FAKE_LIBCUDA_C)
+    out = directory / "libcuda.so.1"
+    subprocess.run(["gcc", "-shared", "-fPIC", "-O0", "-o", str(out), str(src)], check=True, timeout=60,
+                   capture_output=True)
+    return out
+
+
+def load_machine(name: str) -> dict[str, Any]:
+    return json.loads((MACHINES / f"{name}.json").read_text())
+
+
+@dataclass
+class Machine:
+    name: str
+    doc: dict[str, Any]
+    root: Path
+    env: dict[str, str]
+
+
+def stand_up(name: str, tmp: Path, libcuda: Path) -> Machine:
+    """Build the recorded machine's boundary under tmp; returns the environment the probes need."""
+    doc = load_machine(name)
+    root = tmp / "root"
+    for dev in doc.get("sysfs_pci", []):
+        d = root / "sys/bus/pci/devices" / dev["address"]
+        d.mkdir(parents=True)
+        for key in ("vendor", "device", "class"):
+            (d / key).write_text(dev[key] + "\n")
+    (root / "dev").mkdir(parents=True, exist_ok=True)
+    for node in doc.get("dev_nodes", []):
+        (root / "dev" / node).write_text("")
+    if doc.get("proc_driver_version"):
+        p = root / "proc/driver/nvidia/version"
+        p.parent.mkdir(parents=True)
+        p.write_text(doc["proc_driver_version"])
+    if doc.get("fm_log"):
+        p = root / "var/log/fabricmanager.log"
+        p.parent.mkdir(parents=True)
+        p.write_text("\n".join(doc["fm_log"]) + "\n")
+    bindir = tmp / "bin"
+    bindir.mkdir()
+    for cmd, output in (doc.get("commands") or {}).items():
+        out = bindir / f"{cmd}.out"
+        out.write_text(output)
+        script = bindir / cmd
+        script.write_text(f"#!/bin/sh\n/bin/cat '{out}'\n")
+        script.chmod(script.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    replay = tmp / "nvml.json"
+    replay.write_text(json.dumps(doc["nvml"]))
+    env = {"DSV3_PREFLIGHT_NVML_REPLAY": str(replay), "DSV3_PREFLIGHT_SYSROOT": str(root), "PATH": str(bindir)}
+    lib = doc.get("libcuda")
+    if lib:
+        named = tmp / "lib" / f"libcuda.so.{lib['file_version']}"
+        named.parent.mkdir()
+        shutil.copy2(libcuda, named)
+        env.update(DSV3_PREFLIGHT_LIBCUDA=str(named), FAKE_CUINIT_RC=str(lib["cuInit"]),
+                   FAKE_CUDA_DEVICE_COUNT=str(lib["device_count"]), FAKE_CUDA_DRIVER_VERSION=str(lib["cuda_version"]))
+    else:
+        env["DSV3_PREFLIGHT_LIBCUDA"] = str(tmp / "lib" / "libcuda.so.1")  # absent, as on a host without the driver
+    return Machine(name, doc, root, env)
+
+
+def gather(machine: Machine, monkeypatch) -> dict[str, Any]:
+    """Run the real probes against the stood-up machine; the torch runtime answer is the recorded one
+    (this machine's torch is a CPU build), interpreted by the probe's own code."""
+    from dsv3_preflight.probes import gpu, gpu_fabric
+
+    for key, value in machine.env.items():
+        monkeypatch.setenv(key, value)
+    nvml = gpu.nvml.gather()
+    fm = gpu_fabric.fabric_manager.gather()
+    cuda_init = {
+        "driver": gpu.driver_api_init(timeout=15),
+        "runtime": gpu.interpret_torch_child(machine.doc["torch_child"]),
+        "kernel_module_version": gpu.kernel_module_version(),
+        "env": {"CUDA_VISIBLE_DEVICES": os.environ.get("CUDA_VISIBLE_DEVICES"), "CUDA_DEVICE_ORDER": os.environ.get("CUDA_DEVICE_ORDER"),
+                "LD_LIBRARY_PATH": os.environ.get("LD_LIBRARY_PATH")},
+    }
+    return {"nvml": nvml, "fabric_manager": fm, "cuda_init": cuda_init}
+
+
+def profile(**changes: Any):
+    """The job's default profile (3 × 8 GPUs), with changes."""
+    from dsv3_preflight.profile import resolve_profile
+
+    p = resolve_profile(environ={})
+    return p.with_values("test", **changes) if changes else p
+
+
+def cpu_profile():
+    from dsv3_preflight.profile import resolve_profile
+
+    return resolve_profile(environ={}, profile_name="cpu")

@@ -1,0 +1,197 @@
+"""The GPU stack checks on recorded machines: real probes read the machine's boundary, real judges decide."""
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+
+from dsv3_preflight.checks.gpu_cuda_init import cuda_init as cuda_init_check
+from dsv3_preflight.checks.gpu_fabric_manager import fabric_manager as fm_check
+from dsv3_preflight.checks.gpu_inventory import inventory as inventory_check
+from dsv3_preflight.result import Status
+
+from gpu_lab import compile_libcuda, cpu_profile, gather, profile, stand_up
+
+
+@pytest.fixture(scope="module")
+def libcuda(tmp_path_factory):
+    return compile_libcuda(tmp_path_factory.mktemp("libcuda"))
+
+
+@pytest.fixture
+def machine(tmp_path, libcuda, monkeypatch):
+    def build(name):
+        return gather(stand_up(name, tmp_path, libcuda), monkeypatch)
+    return build
+
+
+def judge_all(facts, prof=None):
+    prof = prof or profile()
+    return {
+        "cuda_init": cuda_init_check(cuda_init=facts["cuda_init"], nvml=facts["nvml"], fabric_manager=facts["fabric_manager"], profile=prof),
+        "fabric_manager": fm_check(fabric_manager=facts["fabric_manager"], nvml=facts["nvml"], profile=prof),
+        "inventory": inventory_check(nvml=facts["nvml"], profile=prof),
+    }
+
+
+# -- the probes read the recorded boundary as on the real machine ---------------------------------
+
+def test_nvml_probe_reads_driver_gpus_and_a100_fabric_not_supported(machine):
+    facts = machine("a100_nvswitch_fm_running")
+    nvml = facts["nvml"]
+    assert nvml["available"] and nvml["driver_version"] == "535.129.03" and nvml["cuda_driver_version_str"] == "12.2"
+    assert [g["pci_bus_id"] for g in nvml["gpus"]][:2] == ["00000000:07:00.0", "00000000:0F:00.0"]
+    assert nvml["gpus"][0]["fabric"]["supported"] is False and "Not Supported" in nvml["gpus"][0]["fabric"]["error"]
+    assert nvml["gpus"][0]["retired_pages_dbe"] is None and nvml["gpus"][0]["remapped_rows"]["pending"] is False
+
+
+def test_fabric_probe_finds_nvswitches_service_version_and_kernel_module(machine):
+    fm = machine("a100_nvswitch_fm_running")["fabric_manager"]
+    assert fm["nvswitch"]["detected"] and len(fm["nvswitch"]["pci"]) == 6
+    assert fm["service"]["source"] == "systemd" and fm["service"]["active"] is True
+    assert fm["version"] == "535.129.03" and fm["version_source"] == "nv-fabricmanager --version"
+    assert fm["kernel_module_version"] == "535.129.03"
+
+
+def test_driver_init_runs_cuinit_through_ctypes_in_a_child(machine):
+    driver = machine("a100_nvswitch_fm_stopped")["cuda_init"]["driver"]
+    assert driver["loaded"] and driver["cuInit"] == 802 and driver["code"] == 802
+    assert driver["decoded"]["name"] == "CUDA_ERROR_SYSTEM_NOT_READY"
+    assert driver["library_version"] == "535.129.03"  # read from the loaded file's name, like libcuda.so.535.129.03
+
+
+def test_torch_802_warning_is_decoded_to_its_code(machine):
+    runtime = machine("a100_nvswitch_fm_stopped")["cuda_init"]["runtime"]
+    assert runtime["code"] == 802 and runtime["ok"] is False
+
+
+# -- verdicts ---------------------------------------------------------------------------------
+
+def test_healthy_a100_nvswitch_node_passes_every_gpu_check(machine):
+    results = judge_all(machine("a100_nvswitch_fm_running"))
+    assert {k: r.status for k, r in results.items()} == {k: Status.PASS for k in results}
+    assert "Fabric Manager 535.129.03 active (running)" in results["fabric_manager"].summary
+    assert "8 × NVIDIA A100-SXM4-80GB" in results["inventory"].summary
+
+
+def test_802_with_fabric_manager_stopped_says_start_fabric_manager(machine):
+    results = judge_all(machine("a100_nvswitch_fm_stopped"))
+    r = results["cuda_init"]
+    assert r.status is Status.FAIL and r.evidence["cause"] == "fm_stopped"
+    assert "802 CUDA_ERROR_SYSTEM_NOT_READY" in r.summary and "Fabric Manager is inactive (dead)" in r.summary
+    assert "systemctl enable --now nvidia-fabricmanager" in r.remediation
+    assert results["fabric_manager"].status is Status.FAIL
+    assert "Fabric Manager is inactive (dead)" in results["fabric_manager"].summary
+
+
+def test_802_with_fabric_manager_one_patch_off_says_install_the_drivers_exact_version(machine):
+    results = judge_all(machine("a100_nvswitch_fm_version_off"))
+    r = results["cuda_init"]
+    assert r.status is Status.FAIL and r.evidence["cause"] == "fm_version_mismatch"
+    assert "Fabric Manager 535.183.01 does not match driver 535.183.06" in r.summary
+    assert "nvidia-fabricmanager-535=535.183.06-1" in r.remediation
+    fm = results["fabric_manager"]
+    assert fm.status is Status.FAIL and "535.183.01 does not match driver 535.183.06" in fm.summary
+    assert fm.evidence["log_findings"][0]["kind"] == "version_mismatch"
+    assert "systemctl enable --now" in fm.remediation and "nvidia-fabricmanager-535=535.183.06-1" in fm.remediation
+
+
+def test_803_names_kernel_module_and_libcuda_versions_and_says_reboot(machine):
+    r = judge_all(machine("a100_driver_mismatch_803"))["cuda_init"]
+    assert r.status is Status.FAIL and r.evidence["cause"] == "driver_mismatch"
+    assert "kernel module 535.129.03, user-space libcuda 535.154.05" in r.summary
+    assert r.remediation.startswith("reboot")
+
+
+def test_h100_fabric_completed_passes(machine):
+    results = judge_all(machine("h100_fabric_completed"))
+    assert results["fabric_manager"].status is Status.PASS
+    assert "fabric Completed/Success on 8 GPUs" in results["fabric_manager"].summary
+    assert results["cuda_init"].status is Status.PASS and results["inventory"].status is Status.PASS
+
+
+def test_h100_fabric_in_progress_fails_fabric_and_explains_802(machine):
+    results = judge_all(machine("h100_fabric_in_progress"))
+    fm = results["fabric_manager"]
+    assert fm.status is Status.FAIL and "not completed on GPUs 0–7 (state In Progress)" in fm.summary
+    assert results["cuda_init"].status is Status.FAIL and results["cuda_init"].evidence["cause"] == "fabric_not_ready"
+
+
+def test_h100_fabric_completed_with_error_status_names_the_gpu(machine):
+    fm = judge_all(machine("h100_fabric_completed_error"))["fabric_manager"]
+    assert fm.status is Status.FAIL
+    assert "completed with error status on GPUs 5" in fm.summary and "NVML return 999" in fm.summary
+
+
+def test_pcie_box_without_nvswitch_passes_fabric_manager_as_not_needed(machine):
+    results = judge_all(machine("pcie_a100_no_nvswitch"))
+    assert results["fabric_manager"].status is Status.PASS and "not needed" in results["fabric_manager"].summary
+    assert results["fabric_manager"].evidence["service"]["installed"] is False
+    assert results["inventory"].status is Status.PASS and results["cuda_init"].status is Status.PASS
+
+
+def test_no_driver_fails_honestly_under_the_job_profile(machine):
+    facts = machine("no_driver")
+    assert facts["nvml"]["error"] == "NVML Shared Library Not Found" and facts["nvml"]["error_code"] == 12
+    results = judge_all(facts)
+    assert all(r.status is Status.FAIL for r in results.values())
+    assert results["inventory"].summary == "no NVIDIA driver/NVML: NVML Shared Library Not Found"
+    assert results["cuda_init"].summary.startswith("no NVIDIA driver: cannot load")
+
+
+def test_no_driver_is_skipped_under_the_cpu_profile(machine):
+    results = judge_all(machine("no_driver"), cpu_profile())
+    assert all(r.status is Status.SKIP and r.summary.startswith("profile expects no GPUs") for r in results.values())
+
+
+# -- inventory variations on a recorded healthy node --------------------------------------------
+
+@pytest.fixture(scope="module")
+def healthy_nvml(tmp_path_factory, libcuda):
+    mp = pytest.MonkeyPatch()
+    try:
+        return gather(stand_up("a100_nvswitch_fm_running", tmp_path_factory.mktemp("m"), libcuda), mp)["nvml"]
+    finally:
+        mp.undo()
+
+
+def _variant(nvml, **per_gpu):
+    nvml = copy.deepcopy(nvml)
+    for index, changes in per_gpu.items():
+        nvml["gpus"][int(index[1:])].update(changes)
+    return nvml
+
+
+@pytest.mark.parametrize("changes, status, text", [
+    ({"g3": {"ecc_uncorrected_volatile": 2}}, Status.FAIL, "uncorrectable ECC errors since boot on GPU 3 (2)"),
+    ({"g6": {"ecc_uncorrected_aggregate": 1}}, Status.WARN, "uncorrectable ECC errors in the GPU's lifetime on GPU 6 (1)"),
+    ({"g0": {"persistence_mode": False}, "g1": {"persistence_mode": False}}, Status.WARN, "persistence mode is off on GPUs 0–1"),
+    ({"g2": {"processes": [{"pid": 4242, "used_memory_bytes": 1536 << 20}]}}, Status.FAIL, "pid 4242 on GPU 2 (1536 MiB)"),
+    ({"g4": {"remapped_rows": {"correctable": 0, "uncorrectable": 1, "pending": True, "failure": False}}}, Status.FAIL,
+     "GPU 4 (00000000:87:00.0): a row remapping is pending"),
+    ({"g5": {"name": "NVIDIA A10"}}, Status.FAIL, "GPUs 5 are NVIDIA A10, not one of"),
+])
+def test_inventory_flags_unhealthy_or_busy_gpus(healthy_nvml, changes, status, text):
+    r = inventory_check(nvml=_variant(healthy_nvml, **changes), profile=profile())
+    assert r.status is status and text in r.summary, r.summary
+
+
+def test_inventory_names_the_pid_to_kill(healthy_nvml):
+    r = inventory_check(nvml=_variant(healthy_nvml, g2={"processes": [{"pid": 4242, "used_memory_bytes": None}]}), profile=profile())
+    assert "kill 4242" in r.remediation
+
+
+def test_inventory_fails_when_a_gpu_is_missing(healthy_nvml):
+    nvml = copy.deepcopy(healthy_nvml)
+    del nvml["gpus"][7]
+    r = inventory_check(nvml=nvml, profile=profile())
+    assert r.status is Status.FAIL and r.summary.startswith("7 GPUs on this node, the profile expects 8")
+
+
+def test_recorded_machine_files_say_where_their_format_comes_from():
+    from gpu_lab import MACHINES, DATA
+    files = list(MACHINES.glob("*.json")) + list(DATA.glob("*.json"))
+    assert len(files) >= 10
+    for f in files:
+        assert "source" in json.loads(f.read_text()), f
