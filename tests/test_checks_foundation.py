@@ -1,0 +1,121 @@
+"""env.launch_vars and host.resources: judged on tables of facts, and on real processes and sockets."""
+import json
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import python_cli
+from dsv3_preflight import Status
+from dsv3_preflight.checks.env_launch_vars import launch_vars
+from dsv3_preflight.checks.host_resources import resources
+from dsv3_preflight.profile import resolve_profile
+
+GPU = resolve_profile(environ={"MASTER_ADDR": "10.0.0.1"})
+GPU_1NODE = resolve_profile(cli={"nnodes": 1})
+CPU = resolve_profile(profile_name="cpu")
+RESOLVED = {"name": "x", "ok": True, "error": None, "addresses": ["10.0.0.1"]}
+GOOD_ENV = {"CUDA_DEVICE_ORDER": "PCI_BUS_ID", "OMP_NUM_THREADS": "8", "TORCH_NCCL_BLOCKING_WAIT": "1",
+            "NCCL_TIMEOUT_MS": "5400000", "NCCL_IB_TIMEOUT": "22"}
+
+
+@pytest.mark.parametrize("env, profile, resolve, status, text, export", [
+    (GOOD_ENV, GPU, RESOLVED, Status.PASS, "world size 24", None),
+    ({**GOOD_ENV, "CUDA_DEVICE_ORDER": "FASTEST_FIRST"}, GPU, RESOLVED, Status.FAIL, "CUDA_DEVICE_ORDER is 'FASTEST_FIRST'", "export CUDA_DEVICE_ORDER=PCI_BUS_ID"),
+    ({k: v for k, v in GOOD_ENV.items() if k != "CUDA_DEVICE_ORDER"}, GPU, RESOLVED, Status.FAIL, "CUDA_DEVICE_ORDER is unset", "export CUDA_DEVICE_ORDER=PCI_BUS_ID"),
+    (GOOD_ENV, resolve_profile(environ={"MASTER_ADDR": "10.0.0.1", "WORLD_SIZE": "16"}), RESOLVED, Status.FAIL,
+     "WORLD_SIZE=16 (env WORLD_SIZE) but NNODES × NPROC_PER_NODE = 3 × 8 = 24", "export WORLD_SIZE=24"),
+    (GOOD_ENV, GPU, {"name": "head", "ok": False, "error": "Name or service not known (errno -2)", "addresses": []}, Status.FAIL,
+     "does not resolve: Name or service not known", None),
+    (GOOD_ENV, resolve_profile(), {**RESOLVED, "addresses": ["127.0.0.1"]}, Status.FAIL, "loopback address but the profile has 3 nodes", "export MASTER_ADDR="),
+    ({k: v for k, v in GOOD_ENV.items() if k != "OMP_NUM_THREADS"}, GPU, RESOLVED, Status.WARN, "OMP_NUM_THREADS is not set", "export OMP_NUM_THREADS=8"),
+    ({**GOOD_ENV, "OMP_NUM_THREADS": "eight"}, GPU, RESOLVED, Status.FAIL, "OMP_NUM_THREADS='eight' is not a positive integer", None),
+    ({**GOOD_ENV, "NCCL_TIMEOUT_MS": "90m"}, GPU, RESOLVED, Status.FAIL, "NCCL_TIMEOUT_MS='90m' is not a non-negative number", None),
+    ({**GOOD_ENV, "TORCH_NCCL_TIMEOUT_MS": "5000"}, GPU, RESOLVED, Status.WARN, "is 5 s: shorter than a first collective", None),
+    ({**GOOD_ENV, "TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC": "259200"}, GPU, RESOLVED, Status.WARN, "is 72 h", None),
+    ({**GOOD_ENV, "NCCL_IB_TIMEOUT": "600"}, GPU, RESOLVED, Status.FAIL, "NCCL_IB_TIMEOUT='600' must be an integer 1..31", None),
+    ({**GOOD_ENV, "TORCH_NCCL_BLOCKING_WAIT": "yes"}, GPU, RESOLVED, Status.FAIL, "TORCH_NCCL_BLOCKING_WAIT='yes' must be 0 or 1", None),
+    ({}, CPU, {**RESOLVED, "addresses": ["127.0.0.1"]}, Status.PASS, "world size 2, rendezvous 127.0.0.1:39500", None),
+])
+def test_launch_vars_verdicts(env, profile, resolve, status, text, export):
+    result = launch_vars(env=env, profile=profile, resolve_master=resolve)
+    assert result.status is status, result
+    assert text in result.summary or any(text in p for p in result.evidence["problems"] + result.evidence["warnings"])
+    if export:
+        assert export in result.remediation
+
+
+GIB = 1 << 30
+SHM_OK = {"path": "/dev/shm", "exists": True, "total_bytes": 16 * GIB, "free_bytes": 16 * GIB}
+NO_CKPT = {"configured": False}
+NO_HOLDERS = {"port": 39500, "holders": []}
+NO_GPU_HOLDERS = {"device_files": [], "holders": []}
+PROC = {"pid": 4242, "user": "ubuntu", "cmdline": "python src/train.py --deepspeed ds.json", "name": "python", "started": "2026-11-21T23:10:00+0000"}
+
+
+@pytest.mark.parametrize("facts, status, text, fix", [
+    ({}, Status.PASS, "/dev/shm 16.0 GiB", None),
+    ({"shm": {**SHM_OK, "total_bytes": 64 << 20}}, Status.FAIL, "/dev/shm is 0.1 GiB, below 16 GiB", "--shm-size=16g"),
+    ({"shm": {"path": "/dev/shm", "exists": False}}, Status.FAIL, "/dev/shm does not exist", "--shm-size=16g"),
+    ({"checkpoint_dir": {"configured": True, "path": "/nfs/ckpt", "exists": True, "writable": True, "free_bytes": 900 * GIB,
+                         "mount": {"device": "nas:/export", "mountpoint": "/nfs", "fstype": "nfs4"}}},
+     Status.WARN, "checkpoint dir /nfs/ckpt is on nfs4", "node-local path"),
+    ({"checkpoint_dir": {"configured": True, "path": "/ckpt", "exists": True, "writable": False, "write_error": "Read-only file system",
+                         "free_bytes": 900 * GIB, "mount": {"device": "/dev/sda", "mountpoint": "/", "fstype": "ext4"}}},
+     Status.FAIL, "not writable (Read-only file system)", "mkdir -p /ckpt"),
+    ({"port_holders": {"port": 39500, "holders": [{"port": 39500, "address": "0.0.0.0", "status": "LISTEN", "type": "tcp", "process": PROC}]}},
+     Status.FAIL, "port 39500 is held by pid 4242 (python src/train.py", "kill 4242"),
+    ({"gpu_holders": {"device_files": ["nvidia0"], "holders": [dict(PROC, devices=["/dev/nvidia0"])]}},
+     Status.FAIL, "/dev/nvidia0 held by pid 4242", "kill 4242"),
+    ({"gpu_holders": {"device_files": ["nvidia0"], "holders": [dict(PROC, pid=7, name="nvidia-persistenced", devices=["/dev/nvidia0"])]}},
+     Status.PASS, "not held", None),
+])
+def test_resources_verdicts(facts, status, text, fix):
+    args = {"shm": SHM_OK, "checkpoint_dir": NO_CKPT, "port_holders": NO_HOLDERS, "gpu_holders": NO_GPU_HOLDERS, "profile": GPU, **facts}
+    result = resources(**args)
+    assert result.status is status, result
+    assert text in result.summary
+    if fix:
+        assert fix in result.remediation
+        assert "pkill" not in result.remediation and "killall" not in result.remediation
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_resources_names_the_pid_of_a_real_process_holding_the_rendezvous_port(tmp_path, clean_env):
+    port = _free_port()
+    holder = subprocess.Popen([sys.executable, "-c",
+                               f"import socket,time; s=socket.socket(); s.bind(('0.0.0.0',{port})); s.listen(); print('up',flush=True); time.sleep(60)"],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "up"
+        out = tmp_path / "r.json"
+        proc = subprocess.run(python_cli("run", "--profile", "cpu", "--master-port", str(port), "--only", "host.resources",
+                                         "--json", str(out), "--no-report"), capture_output=True, text=True, timeout=120)
+        [result] = json.loads(out.read_text())["results"]
+        assert proc.returncode == 1
+        assert result["status"] == "fail"
+        assert f"port {port} is held by pid {holder.pid}" in result["summary"]
+        assert f"kill {holder.pid}" in result["remediation"]
+    finally:
+        holder.kill()
+        holder.wait(timeout=10)
+
+
+def test_resources_checks_a_real_checkpoint_dir(tmp_path, clean_env):
+    out = tmp_path / "r.json"
+    ckpt = tmp_path / "ckpt"
+    ckpt.mkdir()
+    proc = subprocess.run(python_cli("run", "--profile", "cpu", "--only", "host.resources", "--checkpoint-dir", str(ckpt),
+                                     "--json", str(out), "--no-report"), capture_output=True, text=True, timeout=120)
+    [result] = json.loads(out.read_text())["results"]
+    assert result["evidence"]["checkpoint_dir"]["writable"] is True
+    assert f"checkpoint dir {ckpt} writable" in result["summary"]
+    assert proc.returncode == 0, proc.stdout
+    assert result["status"] == "pass"
