@@ -64,6 +64,7 @@ def run_this_node(
         replay_source=replay_source,
     )
     cluster = [c for c in selected if c.scope == "cluster"]
+    judged_elsewhere = cluster_checks_here is False  # cluster mode: the driver judges them on the facts sent back
     if cluster_checks_here is None:
         cluster_checks_here = profile.nnodes == 1
     identity = ["host"] if "host" in registry.probes else []  # who this node is, in every document
@@ -79,6 +80,12 @@ def run_this_node(
         snapshot = store.snapshot()
         results += run_cluster_checks(cluster, profile, {node: snapshot}, {node: profile.node_rank}, on_result=on_result)
     elif cluster:
+        for spec in cluster if judged_elsewhere else ():  # so wait (bounded) for their facts to be in the snapshot
+            for need in spec.needs:
+                try:
+                    store.get(need, deadline=deadline)
+                except Exception:  # noqa: BLE001 - recorded in fact_errors
+                    pass
         for spec in cluster:
             result = Result.skipped(cluster_skip_reason(profile)).stamped(name=spec.name, node="cluster", duration_s=0.0)
             results.append(result)

@@ -1,0 +1,157 @@
+"""Connecting to the user's Ray cluster, or starting an embedded local one when there is none."""
+from __future__ import annotations
+
+import json
+import os
+import socket
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+#: Environment variables the cluster runner reads (documented in docs/readme/cluster.md).
+RUNTIME_ENV_VAR = "DSV3_PREFLIGHT_RAY_RUNTIME_ENV"   # a JSON runtime_env merged into the job's
+SHIP_PACKAGE_VAR = "DSV3_PREFLIGHT_SHIP_PACKAGE"    # "1": ship this dsv3_preflight to every node (py_modules)
+EMBEDDED_OBJECT_STORE_BYTES = 100 * 1024 * 1024
+#: Ray gives a task asking for no GPU CUDA_VISIBLE_DEVICES=""; the probes must see the node's own value.
+BASE_ENV_VARS = {"RAY_EXPERIMENTAL_NOSET_CUDA_VISIBLE_DEVICES": "1"}
+
+
+class ClusterError(Exception):
+    """The Ray cluster cannot be reached or used; the message says what to do."""
+
+
+@dataclass
+class ConnectInfo:
+    """How this process is connected to Ray."""
+
+    address: str                  # what was asked for: an address, "auto" or "local"
+    gcs_address: str | None       # the cluster's GCS address once connected
+    embedded: bool                # True: we started a local Ray for this machine (stopped by disconnect)
+    message: str                  # one line for the console
+    elapsed_s: float = 0.0
+    runtime_env: dict[str, Any] = field(default_factory=dict)
+    already_connected: bool = False
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"address": self.address, "gcs_address": self.gcs_address, "embedded": self.embedded,
+                "message": self.message, "connect_s": round(self.elapsed_s, 3),
+                "runtime_env": {k: v for k, v in self.runtime_env.items() if k != "env_vars"}}
+
+
+def job_runtime_env(environ: dict[str, str] | None = None) -> dict[str, Any]:
+    """The runtime_env of the preflight job: base env vars, the user's JSON, the package when shipped."""
+    environ = os.environ if environ is None else environ
+    env: dict[str, Any] = {}
+    raw = environ.get(RUNTIME_ENV_VAR, "").strip()
+    if raw:
+        try:
+            env = json.loads(raw)
+        except ValueError as exc:
+            raise ClusterError(f"${RUNTIME_ENV_VAR} is not valid JSON: {exc}") from None
+        if not isinstance(env, dict):
+            raise ClusterError(f"${RUNTIME_ENV_VAR} must be a JSON object (a Ray runtime_env)")
+    env["env_vars"] = {**BASE_ENV_VARS, **(env.get("env_vars") or {})}
+    if environ.get(SHIP_PACKAGE_VAR, "").strip() in ("1", "true", "yes"):
+        import dsv3_preflight
+
+        modules = list(env.get("py_modules") or [])
+        modules.append(os.path.dirname(os.path.abspath(dsv3_preflight.__file__)))
+        env["py_modules"] = modules
+    return env
+
+
+def _reachable(address: str, timeout: float) -> str | None:
+    """None when host:port accepts a TCP connection, else why not (avoids ray.init's long retries)."""
+    if address.startswith("ray://") or ":" not in address:
+        return None
+    host, _, port = address.rpartition(":")
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=max(timeout, 0.1)):
+            return None
+    except ValueError:
+        return None
+    except OSError as exc:
+        return f"{exc.strerror or exc}"
+
+
+def _init(timeout: float, starts_processes: bool = False, **kwargs: Any) -> None:
+    """ray.init under a deadline: a call that does not return in time is a ClusterError."""
+    import ray
+
+    box: dict[str, BaseException] = {}
+
+    def target() -> None:
+        try:
+            ray.init(**kwargs)
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller
+            box["exc"] = exc
+
+    if starts_processes:
+        # Ray ties the processes it starts to the creating *thread* (PR_SET_PDEATHSIG): starting the
+        # embedded Ray in a helper thread would kill it when that thread ends. Starting is local and bounded.
+        target()
+    else:
+        thread = threading.Thread(target=target, daemon=True, name="ray.init")
+        thread.start()
+        thread.join(timeout)
+        if thread.is_alive():
+            raise ClusterError(f"ray.init({kwargs.get('address') or ''}) did not return within {timeout:g} s")
+    if "exc" in box:
+        raise box["exc"]
+
+
+def connect(address: str | None = None, timeout: float = 60.0, *, runtime_env: dict[str, Any] | None = None,
+            embedded_ok: bool = True, num_cpus: int | None = None) -> ConnectInfo:
+    """Connect to Ray: ``address`` (or $RAY_ADDRESS, else ``auto``); start an embedded local Ray when none.
+
+    ``auto`` finds a cluster started on this machine with ``ray start``; when there is none and
+    ``embedded_ok``, a local single-node Ray is started (no dashboard, a 100 MiB object store) and
+    ``ConnectInfo.embedded`` says so. ``local`` always starts the embedded one. An explicit address
+    that cannot be reached raises :class:`ClusterError` within ``timeout`` seconds.
+    """
+    import ray
+
+    os.environ.setdefault("RAY_DISABLE_USAGE_STATS", "1")
+    started = time.monotonic()
+    asked = address or os.environ.get("RAY_ADDRESS") or "auto"
+    runtime_env = job_runtime_env() if runtime_env is None else runtime_env
+    if ray.is_initialized():
+        ctx = ray.get_runtime_context()
+        return ConnectInfo(asked, ctx.gcs_address, False, f"using the Ray connection already open ({ctx.gcs_address})",
+                           time.monotonic() - started, runtime_env, already_connected=True)
+    common = dict(include_dashboard=False, log_to_driver=False, logging_level="warning", runtime_env=runtime_env,
+                  namespace="dsv3-preflight")
+    remaining = lambda: max(timeout - (time.monotonic() - started), 1.0)  # noqa: E731
+    if asked != "local":
+        if asked != "auto":
+            why = _reachable(asked, min(remaining(), 10.0))
+            if why is not None:
+                raise ClusterError(f"cannot reach the Ray cluster at {asked}: {why}; check --ray-address / $RAY_ADDRESS "
+                                   "and that `ray start --head` runs there")
+        try:
+            _init(remaining(), address=asked, **common)
+            gcs = ray.get_runtime_context().gcs_address
+            return ConnectInfo(asked, gcs, False, f"connected to the Ray cluster at {gcs}", time.monotonic() - started, runtime_env)
+        except ConnectionError as exc:
+            if asked != "auto" or not embedded_ok:
+                raise ClusterError(f"cannot connect to the Ray cluster at {asked}: {exc}") from None
+        except ClusterError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - Ray raises various errors for bad addresses
+            raise ClusterError(f"cannot connect to the Ray cluster at {asked}: {type(exc).__name__}: {exc}") from None
+    _init(remaining(), starts_processes=True, num_cpus=num_cpus, object_store_memory=EMBEDDED_OBJECT_STORE_BYTES, **common)
+    gcs = ray.get_runtime_context().gcs_address
+    return ConnectInfo(asked, gcs, True,
+                       f"no Ray cluster found ({asked}); started an embedded local Ray for this machine only ({gcs})",
+                       time.monotonic() - started, runtime_env)
+
+
+def disconnect(info: ConnectInfo | None) -> None:
+    """Leave Ray; an embedded Ray is stopped with it. A connection we did not open stays open."""
+    import ray
+
+    if info is not None and info.already_connected:
+        return
+    if ray.is_initialized():
+        ray.shutdown()

@@ -1,0 +1,251 @@
+"""``run --all-nodes``: the node checks once on every Ray node, then the cluster checks on all facts."""
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+from ..profile import Profile
+from ..registry import CheckSpec, Registry
+from ..result import Result, Status
+from .connect import ClusterError, ConnectInfo, connect, disconnect
+from .dispatch import NodeReport, merge_entries, node_time_limit, run_pinned
+from .nodes import NodeInfo, alive_nodes, assign_node_ranks, unique_names
+
+NODE_RUN_CHECK = "cluster.node_run"        # the ERROR row of a node that died, hung or lacks the package
+CONNECT_CHECK = "cluster.connect"          # the ERROR row when Ray cannot be reached
+LISTENER_FACT = "port_reach"               # facts gathered while node 0 runs the temporary listener
+CLUSTER_RESERVE_S = 5.0                    # kept for the cluster checks after the node tasks
+
+
+@dataclass
+class ClusterOutcome:
+    results: list[Result]
+    nodes: list[dict[str, Any]]
+    extra: dict[str, Any]
+    ranked: list[NodeInfo] = field(default_factory=list)
+    connect: ConnectInfo | None = None
+
+
+class Progress:
+    """Live progress per node on stderr (one line per event, so it also reads well in a log)."""
+
+    def __init__(self, enabled: bool, no_color: bool = False) -> None:
+        self.enabled = enabled
+        self._console = None
+        if enabled:
+            from ..console import make_console
+
+            self._console = make_console(no_color, stderr=True)
+        self.t0 = time.monotonic()
+
+    def say(self, text: str) -> None:
+        if self._console is not None:
+            from rich.markup import escape
+
+            self._console.print(f"[dim]{time.monotonic() - self.t0:6.1f}s[/] {escape(text)}", soft_wrap=True)
+
+    def done(self, report: NodeReport, wave: str) -> None:
+        n = report.node
+        if report.value is not None:
+            counts: dict[str, int] = {}
+            for r in report.value.get("results", []):
+                counts[r["status"]] = counts.get(r["status"], 0) + 1
+            parts = ", ".join(f"{counts[s]} {s}" for s in ("fail", "error", "warn", "pass", "skip") if counts.get(s))
+            self.say(f"node {n.node_rank} {n.name}: {wave} done in {report.elapsed_s:.1f} s ({parts or 'no checks'})")
+        else:
+            self.say(f"node {n.node_rank} {n.name}: ERROR ({report.kind}) {report.error}")
+
+
+def _needs_listener(registry: Registry, spec: CheckSpec) -> bool:
+    facts = [n for n in spec.needs if n in registry.probes]
+    return LISTENER_FACT in registry.fact_closure(facts) if facts else False
+
+
+def _error_entry(node: NodeInfo, error: str, identity: dict[str, Any] | None = None, state: str = "error") -> dict[str, Any]:
+    return {"node": node.name, "node_rank": node.node_rank, "state": state, "error": error,
+            "identity": {"ray": node.as_dict(), **(identity or {})}, "facts": {}, "fact_errors": {}, "fact_timings_s": {}}
+
+
+def run_all_nodes(
+    registry: Registry,
+    selected: Iterable[CheckSpec],
+    profile: Profile,
+    *,
+    args: Any = None,
+    timeout: float | None = None,
+    address: str | None = None,
+    probe: bool | None = None,
+    checks_dirs: Iterable[str] | None = None,
+    progress: bool | None = None,
+) -> ClusterOutcome:
+    """Run the selected checks on every node of the Ray cluster and the cluster checks on all facts.
+
+    Never raises for a cluster problem and never runs past ``timeout`` (plus Ray's shutdown): a
+    node that dies, hangs or lacks the package is an ERROR row for that node; Ray unreachable is an
+    ERROR row ``cluster.connect``.
+    """
+    timeout = float(timeout or profile.run_timeout)
+    t0 = time.monotonic()
+    deadline = t0 + timeout
+    address = address if address is not None else getattr(args, "ray_address", None)
+    probe = probe if probe is not None else bool(getattr(args, "probe", False))
+    checks_dirs = list(checks_dirs if checks_dirs is not None else (getattr(args, "checks_dir", None) or []))
+    if progress is None:
+        progress = not getattr(args, "quiet", False)
+    say = Progress(progress, no_color=bool(getattr(args, "no_color", False)))
+    selected = list(selected)
+    node_checks = [c for c in selected if c.scope == "node"]
+    cluster_checks = [c for c in selected if c.scope == "cluster"]
+    extra: dict[str, Any] = {"cluster": {"expected_nodes": profile.nnodes, "timeout_s": timeout,
+                                         "master_addr": profile.master_addr}}
+
+    say.say(f"connecting to Ray ({address or 'RAY_ADDRESS or auto'}) ...")
+    try:
+        info = connect(address, timeout=min(max(timeout * 0.5, 5.0), 120.0))
+    except ClusterError as exc:
+        say.say(f"ERROR: {exc}")
+        result = Result._engine_error(str(exc), {"address": address}, "ray status   # on the head; then --ray-address <head>:6379")
+        extra["cluster"].update({"ray": {"address": address, "error": str(exc)}, "present_nodes": [], "node_ranks": {}})
+        return ClusterOutcome([result.stamped(name=CONNECT_CHECK, node="cluster", duration_s=time.monotonic() - t0)], [], extra)
+    say.say(info.message)
+    try:
+        return _run(registry, node_checks, cluster_checks, profile, info, deadline, say, extra, probe, checks_dirs)
+    finally:
+        disconnect(info)
+
+
+def _run(registry, node_checks, cluster_checks, profile, info, deadline, say, extra, probe, checks_dirs) -> ClusterOutcome:
+    ranked = assign_node_ranks(unique_names(alive_nodes()), profile.master_addr)
+    by_id = {n.node_id: n for n in ranked}
+    say.say(f"{len(ranked)} node(s) alive, {profile.nnodes} expected: "
+            + ", ".join(f"{n.name}=node {n.node_rank}" for n in ranked))
+    listener_checks = {c.name for c in node_checks + cluster_checks if _needs_listener(registry, c)}
+    two_waves = bool(listener_checks) and len(ranked) > 1
+    wave1 = [c.name for c in node_checks + cluster_checks]
+
+    def payload(node: NodeInfo, names: list[str], env: dict[str, str] | None = None, reserve: float = CLUSTER_RESERVE_S):
+        return {"profile": profile.with_values("cluster mode", node_rank=node.node_rank).to_dict(), "checks": names,
+                "checks_dirs": checks_dirs, "timeout": node_time_limit(deadline, reserve), "env": env or {}}
+
+    reserve1 = CLUSTER_RESERVE_S + (15.0 if two_waves else 0.0)
+    reports = run_pinned(
+        ranked,
+        lambda n: payload(n, [c for c in wave1 if not (two_waves and n.node_rank != 0 and c in listener_checks)], reserve=reserve1),
+        deadline - reserve1,
+        on_start=lambda n: say.say(f"node {n.node_rank} {n.name} ({n.ip}{', head' if n.is_head else ''}): running {len(wave1)} checks"),
+        on_done=lambda r: say.done(r, "checks"),
+    )
+    cluster_info = extra["cluster"]
+    if two_waves:
+        workers = [n for n in ranked[1:] if reports[n.node_id].value is not None]
+        cluster_info["listener"] = _listener_wave(registry, ranked[0], workers, reports, profile, deadline, say,
+                                                  sorted(listener_checks), payload)
+    results: list[Result] = []
+    entries: list[dict[str, Any]] = []
+    node_facts: dict[str, dict[str, Any]] = {}
+    reported = {nid: r.value.get("node_name") or "" for nid, r in reports.items() if r.value}
+    renamed = {n.node_id: n for n in unique_names(ranked, reported)}
+    ranked = [renamed[n.node_id] for n in ranked]
+    for node in ranked:
+        report = reports[node.node_id]
+        if report.value is None:
+            entries.append(_error_entry(node, report.error or "unknown", {"python": report.details.get("python")} if report.details.get("python") else None))
+            fix = ("pip install dsv3-preflight   # in the Python Ray uses on that node, or export "
+                   "DSV3_PREFLIGHT_SHIP_PACKAGE=1 to ship it with the job (runtime_env py_modules)"
+                   if report.kind == "package_missing" else
+                   f"ray status; ray logs raylet.out --node-ip {node.ip}   # then re-run; the other nodes' results are above")
+            results.append(Result._engine_error(f"{report.error}", {"kind": report.kind, "node_id": node.node_id, "ip": node.ip,
+                                                                      **report.details}, fix)
+                           .stamped(name=NODE_RUN_CHECK, node=node.name, duration_s=report.elapsed_s))
+            node_facts[node.name] = {"facts": {}, "fact_errors": {}}
+            continue
+        value = report.value
+        entry = dict(value["entry"])
+        entry.update({"node": node.name, "node_rank": node.node_rank, "state": "ok", "error": None})
+        entry["identity"] = {**(entry.get("identity") or {}), "ray": node.as_dict(), "python": value.get("python"),
+                             "dsv3_preflight": value.get("version")}
+        for d in value.get("results", []):
+            results.append(Result.from_dict({**d, "node": node.name}))
+        for name in value.get("unknown_checks", []):
+            results.append(Result._engine_error(
+                f"this node's dsv3-preflight {value.get('version')} does not know the check {name!r}", {"python": value.get("python")},
+                "pip install -U dsv3-preflight   # on that node, the same version as the driver's").stamped(name=name, node=node.name, duration_s=0.0))
+        entries.append(entry)
+        node_facts[node.name] = entry
+    present = [n.name for n in ranked]
+    for missing in range(len(ranked), profile.nnodes):
+        entries.append({"node": f"missing-{missing}", "node_rank": missing, "state": "missing",
+                        "error": f"the profile expects {profile.nnodes} nodes; Ray has {len(ranked)} alive",
+                        "identity": {}, "facts": {}, "fact_errors": {}, "fact_timings_s": {}})
+    node_ranks = {n.name: n.node_rank for n in ranked}
+    if probe:
+        results.append(_gang(ranked, profile, deadline, say, cluster_info))
+    from ..engine import run_cluster_checks
+
+    if cluster_checks:
+        say.say(f"cluster checks on the facts of {len(node_facts)} node(s): {len(cluster_checks)}")
+        results += run_cluster_checks(cluster_checks, profile, node_facts, node_ranks)
+    cluster_info.update({
+        "ray": info.as_dict(), "embedded": info.embedded, "node_ranks": node_ranks, "present_nodes": present,
+        "missing_nodes": max(profile.nnodes - len(ranked), 0), "nodes": [n.as_dict() for n in ranked],
+        "elapsed_s": round(time.monotonic() - say.t0, 3),
+        "failed_nodes": {n.name: reports[n.node_id].kind for n in ranked if reports[n.node_id].value is None},
+    })
+    red = sum(1 for r in results if r.status.is_red)
+    say.say(f"done: {len(results)} results, {red} red, in {time.monotonic() - say.t0:.1f} s")
+    return ClusterOutcome(results, entries, extra, ranked, info)
+
+
+def _listener_wave(registry, head, workers, reports, profile, deadline, say, names, payload) -> dict[str, Any]:
+    """Start the listener on node 0, run the port-reach checks on the workers, stop it."""
+    from .listener_host import listener_available, start_listener, stop_listener
+
+    info: dict[str, Any] = {"node": head.name, "port": profile.master_port, "checks": names}
+    if not workers:
+        return info
+    actor = None
+    if listener_available() and reports[head.node_id].value is not None:
+        actor, started = start_listener(head, profile.master_port, deadline, ipv6=":" in head.ip)
+        info.update(started)
+        say.say(f"listener on node 0 {head.name}:{profile.master_port}: "
+                + ("up" if actor is not None else f"not started ({started.get('error')})"))
+    else:
+        info["error"] = "the listener is not available (node 0 failed or dsv3_preflight.net is missing)"
+    env = {"DSV3_PREFLIGHT_LISTENER_TOKEN": info["token"]} if info.get("token") else {}
+    try:
+        second = run_pinned(workers, lambda n: payload(n, names, env), deadline - CLUSTER_RESERVE_S,
+                            on_done=lambda r: say.done(r, "port reach"), task_label="port reach")
+    finally:
+        info.update(stop_listener(actor))
+        info.pop("token", None)
+    for node_id, report in second.items():
+        first = reports[node_id]
+        if report.value is None:
+            first.value["results"].append(Result._engine_error(f"port-reach wave: {report.error}", {"kind": report.kind})
+                                          .stamped(name=NODE_RUN_CHECK, node=first.value["node_name"], duration_s=report.elapsed_s).to_dict())
+            continue
+        first.value["entry"] = merge_entries(first.value["entry"], report.value["entry"])
+        first.value["results"] += report.value["results"]
+    return info
+
+
+def _gang(ranked, profile, deadline, say, cluster_info) -> Result:
+    from .gang import CHECK_NAME, collective_available, run_gang
+
+    started = time.monotonic()
+    if not collective_available():
+        return Result.skipped("--probe: dsv3_preflight.collective is not installed here").stamped(
+            name=CHECK_NAME, node="cluster", duration_s=0.0)
+    say.say(f"--probe: collective gang over {len(ranked)} node(s), {profile.backend}, master {ranked[0].ip}:{profile.master_port}")
+    try:
+        result, details = run_gang(ranked, profile, deadline - 2.0)
+    except Exception as exc:  # noqa: BLE001 - the gang's failure is its ERROR, the rest of the run stands
+        result, details = Result._engine_error(f"the gang probe raised {type(exc).__name__}: {exc}"), {}
+    cluster_info["probe"] = {k: v for k, v in details.items() if k != "combined"}
+    say.say(f"--probe: {result.status.value} {result.summary}")
+    return result.stamped(name=CHECK_NAME, node="cluster", duration_s=time.monotonic() - started)
+
+
+_ = (sys, Status)
