@@ -3,12 +3,13 @@
 Contract: ``merge_documents([(label, doc), ...]) -> doc`` returns a schema_version 1 document with
 mode "merged": every node and result of the inputs, counts/verdict/worst recomputed from the
 results, and ``merged_from`` listing each input. A node name that occurs in more than one input (the
-same node run several times) is labelled ``NAME @ CREATED`` in every occurrence so the matrix keeps
-one column per run. Secrets are masked again (the inputs may come from anywhere).
+same node run several times) is labelled ``NAME @ CREATED`` (or ``NAME @ FILE`` when the start times
+are equal too) in every occurrence so the matrix keeps one column per run. Secrets are masked again (the inputs may come from anywhere).
 """
 from __future__ import annotations
 
 from collections import Counter
+from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from dsv3_preflight.document import FORMAT, SCHEMA_VERSION
@@ -27,6 +28,7 @@ def merge_documents(inputs: Iterable[tuple[str, Mapping[str, Any]]], command: li
         return inputs[0][1]
 
     name_count = Counter(str(n.get("node")) for _, doc in inputs for n in doc.get("nodes") or [])
+    stamp_count = Counter((str(n.get("node")), str(doc.get("created"))) for _, doc in inputs for n in doc.get("nodes") or [])
     nodes: list[dict[str, Any]] = []
     results: list[dict[str, Any]] = []
     deselected: dict[str, str] = {}
@@ -38,7 +40,12 @@ def merge_documents(inputs: Iterable[tuple[str, Mapping[str, Any]]], command: li
         rename = {}
         for n in doc.get("nodes") or []:
             name = str(n.get("node"))
-            rename[name] = f"{name} @ {created}" if name_count[name] > 1 else name
+            if name_count[name] == 1:
+                rename[name] = name
+            elif stamp_count[(name, created)] == 1:
+                rename[name] = f"{name} @ {created}"
+            else:  # same node, same start: only the file tells the runs apart
+                rename[name] = f"{name} @ {Path(label).name}"
             nodes.append(dict(n, node=rename[name]))
         for r in doc.get("results") or []:
             node = r.get("node", "-")
