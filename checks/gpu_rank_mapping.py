@@ -57,7 +57,7 @@ def rank_mapping(nvml, env, host, profile):
     fail, warn = _order_finding(order, resolution.order_certain)
     if fail:
         fails.insert(0, fail)
-    evidence.update(table=mapping_table(rows), rows=rows, duplicates=dups,
+    evidence.update(table=mapping_table(rows), rows=rows, duplicates=dups, problems=fails, warnings=[warn] if warn else [],
                     visible=[{"cuda_index": i, "nvml_index": g.get("index"), "pci_bus_id": g.get("pci_bus_id")}
                              for i, g in enumerate(resolution.devices)],
                     order_certain=resolution.order_certain)
@@ -116,7 +116,7 @@ def rank_mapping_cluster(nvml, env, host, profile, node_ranks):
     dups = find_duplicates(rows)
     for d in dups:
         fails.append(f"{d['message']} (host {d['host']}, PCI {d['pci_bus_id']})")
-    evidence.update(table=mapping_table(rows), duplicates=dups, orders=orders,
+    evidence.update(table=mapping_table(rows), duplicates=dups, orders=orders, problems=fails, warnings=warns,
                     hosts={n: {k: h.get(k) for k in ("hostname", "machine_id", "boot_id")} for n, h in hosts.items()})
     fixes = []
     if dups or any("share the" in f or "node rank" in f for f in fails):
