@@ -20,9 +20,7 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-#: The variables NCCL and Gloo read to choose the interface their sockets bind.
-IFNAME_VARS = ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME")
-
+from dsv3_preflight.net.ifselect import gloo_select, nccl_select, recommended_nccl_value
 
 def default_torchrun(python: str) -> list[str]:
     """torchrun as the module of the given interpreter: no PATH lookup, the same torch as the preflight's."""
@@ -35,6 +33,9 @@ class Derived:
 
     value: str
     reason: str
+    #: for the socket interface variables: the interface meant, and the node's interfaces (nic_route's records)
+    interface: str | None = None
+    interfaces: tuple[Mapping[str, Any], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -51,50 +52,38 @@ class LaunchCommand:
     notes: tuple[str, ...] = field(default=())
 
 
-def route_interface(nic_route: Any) -> str | None:
-    """The interface name in a ``nic_route`` fact (None when the fact has none)."""
-    if not isinstance(nic_route, Mapping):
-        return None
-    for key in ("interface", "ifname", "iface", "dev"):
-        value = nic_route.get(key)
-        if isinstance(value, str) and value:
-            return value
-    return None
-
-
 def derive_env(profile: Any, facts: Mapping[str, Any]) -> tuple[dict[str, Derived], list[str]]:
-    """The environment the preflight derives for this node from its facts; plus notes on what it could not."""
+    """The environment the preflight derives for this node from its facts; plus notes on what it could not.
+
+    From ``nic_route`` (the kernel's route to MASTER_ADDR): ``GLOO_SOCKET_IFNAME`` is that interface
+    (Gloo takes exact names) and ``NCCL_SOCKET_IFNAME`` the shortest value selecting exactly it with
+    NCCL's prefix rules (``eth0``, else ``=eth0``), as net.nic_route recommends.
+    """
     derived: dict[str, Derived] = {}
     notes: list[str] = []
-    iface = route_interface(facts.get("nic_route"))
+    route = facts.get("nic_route") if isinstance(facts.get("nic_route"), Mapping) else {}
+    iface = route.get("ifname")
     if iface:
-        target = (facts.get("nic_route") or {}).get("target") or profile.master_addr
-        for name in IFNAME_VARS:
-            derived[name] = Derived(iface, f"route to MASTER_ADDR {target} leaves through {iface} (nic_route)")
+        interfaces = tuple(route.get("interfaces") or ({"name": iface, "index": 0, "ipv4": [route.get("src") or "0.0.0.0"]},))
+        family = (route.get("env") or {}).get("NCCL_SOCKET_FAMILY")
+        reason = f"the route to MASTER_ADDR {route.get('target') or profile.master_addr} leaves through {iface} (nic_route)"
+        derived["NCCL_SOCKET_IFNAME"] = Derived(recommended_nccl_value(iface, interfaces, family), reason, iface, interfaces)
+        derived["GLOO_SOCKET_IFNAME"] = Derived(iface, reason, iface, interfaces)
     else:
-        notes.append("NCCL_SOCKET_IFNAME/GLOO_SOCKET_IFNAME not derived: the nic_route fact was not gathered")
+        notes.append("NCCL_SOCKET_IFNAME/GLOO_SOCKET_IFNAME not derived: the nic_route fact was not gathered "
+                     "or names no interface")
     if profile.expects_gpus:
         derived["CUDA_DEVICE_ORDER"] = Derived("PCI_BUS_ID", "the same GPU order on every node (env.launch_vars)")
     return derived, notes
 
 
-def ifname_selects(spec: str, iface: str) -> bool:
-    """Whether an NCCL/Gloo interface spec (``eth0``, ``eth``, ``=eth0``, ``^docker,lo``) selects ``iface``."""
-    spec = spec.strip()
-    if spec.startswith("^"):
-        items = [s.strip() for s in spec[1:].split(",") if s.strip()]
-        exact = items and items[0].startswith("=")
-        items = [s.lstrip("=") for s in items]
-        return not any(iface == s if exact else iface.startswith(s) for s in items)
-    exact = spec.startswith("=")
-    items = [s.strip() for s in spec.lstrip("=").split(",") if s.strip()]
-    return any(iface == s if exact else iface.startswith(s) for s in items)
-
-
-def _contradicts(name: str, yours: str, derived: str) -> bool:
-    if name in IFNAME_VARS:
-        return not ifname_selects(yours, derived)
-    return yours.strip() != derived
+def _contradicts(name: str, yours: str, item: Derived) -> bool:
+    """Whether the user's value makes the library use something else than the derived value would."""
+    if name == "NCCL_SOCKET_IFNAME" and item.interface:
+        return nccl_select(yours, item.interfaces)["bootstrap"] != item.interface
+    if name == "GLOO_SOCKET_IFNAME" and item.interface:
+        return gloo_select(yours, item.interfaces)["selected"] != [item.interface]
+    return yours.strip() != item.value
 
 
 def torchrun_argv(profile: Any, training: Sequence[str], *, torchrun: Sequence[str], node_rank: int | None = None) -> list[str]:
@@ -134,7 +123,7 @@ def build_command(
         if yours.strip():
             if yours != item.value:
                 kept.append((name, yours, item.value))
-            if _contradicts(name, yours, item.value):
+            if _contradicts(name, yours, item):
                 warnings.append(
                     f"{name}={yours} is yours and is kept, but the preflight derived {name}={item.value}: {item.reason}"
                 )

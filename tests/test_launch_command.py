@@ -8,13 +8,21 @@ from dsv3_preflight.launch.command import (
     build_command,
     default_torchrun,
     derive_env,
-    ifname_selects,
     shell_text,
     torchrun_argv,
 )
 from dsv3_preflight.profile import resolve_profile
 
 TORCHRUN = ["torchrun"]
+# nic_route's interface records (format: dsv3_preflight/probes/net.py, nic_route["interfaces"]).
+IFACES = [{"name": "lo", "index": 1, "ipv4": ["127.0.0.1"], "ipv6": []},
+          {"name": "eth0", "index": 2, "ipv4": ["10.0.0.5"], "ipv6": []},
+          {"name": "eth01", "index": 3, "ipv4": ["10.9.0.5"], "ipv6": []},
+          {"name": "ib0", "index": 4, "ipv4": ["10.1.0.5"], "ipv6": []}]
+
+
+def route(ifname="eth0", interfaces=IFACES):
+    return {"nic_route": {"ifname": ifname, "target": "10.0.0.1", "interfaces": interfaces, "env": {}}}
 TRAIN = ["src/train.py", "--stage", "sft", "--output_dir", "/nfs/out dir"]
 
 
@@ -48,9 +56,15 @@ def test_cpu_profile_runs_two_processes_on_one_node():
 
 
 def test_route_interface_derives_both_socket_ifnames():
-    derived, notes = derive_env(dsv3(), {"nic_route": {"interface": "eth0"}})
-    assert derived["NCCL_SOCKET_IFNAME"].value == "eth0" and derived["GLOO_SOCKET_IFNAME"].value == "eth0"
-    assert "eth0" in derived["NCCL_SOCKET_IFNAME"].reason and notes == []
+    derived, notes = derive_env(dsv3(), route("ib0"))
+    assert derived["NCCL_SOCKET_IFNAME"].value == "ib0" and derived["GLOO_SOCKET_IFNAME"].value == "ib0"
+    assert "10.0.0.1" in derived["NCCL_SOCKET_IFNAME"].reason and notes == []
+
+
+def test_nccl_value_is_exact_when_the_name_is_a_prefix_of_another_interface():
+    derived, _ = derive_env(dsv3(), route("eth0"))
+    assert derived["NCCL_SOCKET_IFNAME"].value == "=eth0"  # "eth0" would also select eth01
+    assert derived["GLOO_SOCKET_IFNAME"].value == "eth0"   # Gloo takes exact names
 
 
 def test_without_a_route_fact_nothing_is_derived_and_a_note_says_so():
@@ -65,36 +79,45 @@ def test_gpu_profile_derives_pci_bus_id_order_and_cpu_profile_does_not():
 
 
 def test_derived_values_fill_what_the_user_did_not_set():
-    derived = {"NCCL_SOCKET_IFNAME": Derived("eth0", "route"), "GLOO_SOCKET_IFNAME": Derived("eth0", "route")}
+    derived, _ = derive_env(dsv3(), route("ib0"))
     cmd = build_command(dsv3(), TRAIN, environ={"PATH": "/bin"}, derived=derived, torchrun=TORCHRUN)
-    assert cmd.env == {"PATH": "/bin", "NCCL_SOCKET_IFNAME": "eth0", "GLOO_SOCKET_IFNAME": "eth0"}
-    assert cmd.diff == (("NCCL_SOCKET_IFNAME", "eth0"), ("GLOO_SOCKET_IFNAME", "eth0"))
+    assert cmd.env == {"PATH": "/bin", "NCCL_SOCKET_IFNAME": "ib0", "GLOO_SOCKET_IFNAME": "ib0",
+                       "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
+    assert cmd.diff == (("NCCL_SOCKET_IFNAME", "ib0"), ("GLOO_SOCKET_IFNAME", "ib0"), ("CUDA_DEVICE_ORDER", "PCI_BUS_ID"))
     assert cmd.warnings == () and cmd.kept == ()
 
 
 def test_users_explicit_value_wins_and_a_contradiction_warns():
-    derived = {"NCCL_SOCKET_IFNAME": Derived("eth0", "route to MASTER_ADDR leaves through eth0")}
-    environ = {"NCCL_SOCKET_IFNAME": "ib0"}
+    derived, _ = derive_env(dsv3(), route("eth0"))
+    environ = {"NCCL_SOCKET_IFNAME": "ib0", "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
     cmd = build_command(dsv3(), TRAIN, environ=environ, derived=derived, torchrun=TORCHRUN)
     assert cmd.env["NCCL_SOCKET_IFNAME"] == "ib0"
-    assert cmd.diff == ()
-    assert cmd.kept == (("NCCL_SOCKET_IFNAME", "ib0", "eth0"),)
-    assert len(cmd.warnings) == 1 and "NCCL_SOCKET_IFNAME=ib0" in cmd.warnings[0] and "eth0" in cmd.warnings[0]
+    assert cmd.diff == (("GLOO_SOCKET_IFNAME", "eth0"),)
+    assert cmd.kept == (("NCCL_SOCKET_IFNAME", "ib0", "=eth0"),)
+    assert len(cmd.warnings) == 1
+    assert cmd.warnings[0].startswith("NCCL_SOCKET_IFNAME=ib0 is yours and is kept, but the preflight derived "
+                                      "NCCL_SOCKET_IFNAME==eth0: the route to MASTER_ADDR 10.0.0.1 leaves through eth0")
 
 
-@pytest.mark.parametrize("spec", ["eth", "eth0", "=eth0", "^docker,lo", "ib0,eth"])
-def test_users_interface_spec_that_selects_the_route_interface_does_not_warn(spec):
-    cmd = build_command(dsv3(), TRAIN, environ={"GLOO_SOCKET_IFNAME": spec},
-                        derived={"GLOO_SOCKET_IFNAME": Derived("eth0", "route")}, torchrun=TORCHRUN)
-    assert cmd.env["GLOO_SOCKET_IFNAME"] == spec and cmd.warnings == ()
-
-
-@pytest.mark.parametrize("spec, iface, selects", [
-    ("eth", "eth0", True), ("=eth", "eth0", False), ("^eth", "eth0", False), ("^=eth", "eth0", True),
-    ("^docker,lo", "docker0", False), ("ens", "eth0", False), ("ens,eth1", "eth1", True),
+@pytest.mark.parametrize("name, spec", [
+    ("NCCL_SOCKET_IFNAME", "eth0"), ("NCCL_SOCKET_IFNAME", "=eth0"), ("NCCL_SOCKET_IFNAME", "^lo,docker"),
+    ("NCCL_SOCKET_IFNAME", "eth"), ("GLOO_SOCKET_IFNAME", "eth0"),
 ])
-def test_interface_spec_follows_nccls_prefix_exact_and_exclusion_rules(spec, iface, selects):
-    assert ifname_selects(spec, iface) is selects
+def test_users_value_selecting_the_route_interface_is_kept_without_warning(name, spec):
+    derived, _ = derive_env(dsv3(), route("eth0"))
+    cmd = build_command(dsv3(), TRAIN, environ={name: spec}, derived=derived, torchrun=TORCHRUN)
+    assert cmd.env[name] == spec and cmd.warnings == ()
+
+
+@pytest.mark.parametrize("name, spec", [
+    ("NCCL_SOCKET_IFNAME", "ib"), ("NCCL_SOCKET_IFNAME", "^eth0"), ("NCCL_SOCKET_IFNAME", "ens"),
+    ("GLOO_SOCKET_IFNAME", "eth"), ("GLOO_SOCKET_IFNAME", "eth0,ib0"),
+])
+def test_users_value_selecting_another_interface_is_kept_with_a_warning(name, spec):
+    derived, _ = derive_env(dsv3(), route("eth0"))
+    cmd = build_command(dsv3(), TRAIN, environ={name: spec}, derived=derived, torchrun=TORCHRUN)
+    assert cmd.env[name] == spec
+    assert [w.split(" is yours")[0] for w in cmd.warnings] == [f"{name}={spec}"]
 
 
 def test_an_empty_user_value_counts_as_unset():
@@ -116,11 +139,10 @@ def test_no_training_script_is_refused():
 
 def test_shell_text_is_quoted_and_round_trips_through_a_shell_parser():
     cmd = build_command(dsv3(), [*TRAIN, "--note", "it's $HOME"], environ={"NCCL_SOCKET_IFNAME": "ib 0"},
-                        derived={"NCCL_SOCKET_IFNAME": Derived("eth0", "route"), "GLOO_SOCKET_IFNAME": Derived("eth0", "route")},
-                        torchrun=TORCHRUN)
+                        derived=derive_env(cpu(), route("ib0"))[0], torchrun=TORCHRUN)
     text = shell_text(cmd)
     lines = text.splitlines()
-    assert lines[0] == "export GLOO_SOCKET_IFNAME=eth0"
-    assert lines[1] == "# NCCL_SOCKET_IFNAME='ib 0' kept from your environment (derived: eth0)"
+    assert lines[0] == "export GLOO_SOCKET_IFNAME=ib0"
+    assert lines[1] == "# NCCL_SOCKET_IFNAME='ib 0' kept from your environment (derived: ib0)"
     assert shlex.split(lines[2]) == list(cmd.argv)
     assert text.endswith("\n") and len(lines) == 3

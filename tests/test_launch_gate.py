@@ -75,9 +75,10 @@ def launch_watched(args: list[str], env: dict, tmp_path: Path, timeout: float = 
     return proc.returncode, out, err, seen
 
 
-def common(tmp_path: Path, port: int) -> list[str]:
+def common(tmp_path: Path, port: int, quick: bool = True) -> list[str]:
+    """Options of every launch here; quick: without the collective probe (seconds of CPU each)."""
     return ["--profile", "cpu", "--master-port", str(port), "--no-report", "--json", str(tmp_path / "report.json"),
-            "--launch-log", str(tmp_path / "launch.log")]
+            "--launch-log", str(tmp_path / "launch.log"), *(["--skip", "dist.*"] if quick else [])]
 
 
 @pytest.mark.slow
@@ -85,16 +86,18 @@ def test_green_preflight_starts_torchrun_and_the_allreduce_result_appears(tmp_pa
     out = tmp_path / "result.json"
     port = free_port()
     code, stdout, stderr, seen = launch_watched(
-        [*common(tmp_path, port), "--", str(TRAIN), "--out", str(out), "--x", "1"], user_env, tmp_path)
+        [*common(tmp_path, port, quick=False), "--", str(TRAIN), "--out", str(out), "--x", "1"], user_env, tmp_path)
     assert code == 0, stderr
-    assert json.loads(out.read_text()) == {"world_size": 2, "sum": 3.0, "ifname": json.loads(out.read_text())["ifname"],
+    # GLOO_SOCKET_IFNAME reached the ranks: derived from the route to MASTER_ADDR 127.0.0.1.
+    assert json.loads(out.read_text()) == {"world_size": 2, "sum": 3.0, "ifname": "lo",
                                           "args": ["--out", str(out), "--x", "1"]}
     assert any(TORCHRUN_MARK in cmd for cmd in seen)  # the watcher does see a torchrun when there is one
     assert "rank 1 all_reduce sum 3" in stdout
     log = (tmp_path / "launch.log").read_text()
     assert "# preflight: GO (exit 0" in log and f"--master_port={port}" in log and "# GO: exec" in log
+    assert "export GLOO_SOCKET_IFNAME=lo" in log
     report = json.loads((tmp_path / "report.json").read_text())
-    assert report["verdict"] == "GO"
+    assert report["verdict"] == "GO" and report["deselected"] == {}
 
 
 @pytest.mark.slow
@@ -132,10 +135,12 @@ def test_a_held_master_port_keeps_the_gate_closed(tmp_path, user_env):
 def test_dry_run_prints_exactly_the_command_and_starts_nothing(tmp_path, user_env):
     port = free_port()
     code, stdout, stderr, seen = launch_watched(
-        [*common(tmp_path, port), "--only", "env.launch_vars", "--dry-run", "--", "train.py", "--x", "1", "--name", "a b"],
-        user_env, tmp_path)
+        [*common(tmp_path, port), "--only", "env.launch_vars,net.nic_route", "--dry-run",
+         "--", "train.py", "--x", "1", "--name", "a b"], user_env, tmp_path)
     assert code == 0, stderr
     assert stdout == (
+        "export NCCL_SOCKET_IFNAME=lo\n"
+        "export GLOO_SOCKET_IFNAME=lo\n"
         f"{shlex.quote(sys.executable)} -m torch.distributed.run --nnodes=1 --nproc_per_node=2 --node_rank=0 "
         f"--master_addr=127.0.0.1 --master_port={port} --max_restarts=0 train.py --x 1 --name 'a b'\n")
     assert not any(TORCHRUN_MARK in cmd for cmd in seen)
@@ -152,6 +157,36 @@ def test_skip_is_recorded_in_the_report_and_the_launch_log(tmp_path, user_env):
     assert any(r["name"] == "host.resources" and r["status"] == "skip" for r in report["results"])
     log = (tmp_path / "launch.log").read_text()
     assert f"# skipped by request: host.resources: {report['deselected']['host.resources']}" in log
+
+
+@pytest.mark.slow
+def test_users_own_interface_value_wins_over_the_derived_one_and_the_contradiction_warns(tmp_path, user_env):
+    # net.nic_route would fail bogus0; with it skipped, the launcher still knows the route (port_free needs it).
+    user_env.update(NCCL_SOCKET_IFNAME="bogus0", GLOO_SOCKET_IFNAME="lo")
+    port = free_port()
+    code, stdout, stderr, _ = launch_watched(
+        [*common(tmp_path, port), "--only", "net.port_free", "--dry-run", "--", "train.py"], user_env, tmp_path)
+    assert code == 0, stderr
+    assert stdout.splitlines()[:-1] == ["# NCCL_SOCKET_IFNAME=bogus0 kept from your environment (derived: lo)"]
+    warning = ("warning: NCCL_SOCKET_IFNAME=bogus0 is yours and is kept, but the preflight derived NCCL_SOCKET_IFNAME=lo: "
+               "the route to MASTER_ADDR 127.0.0.1 leaves through lo (nic_route)")
+    assert warning in stderr.splitlines()
+    assert f"# warning: {warning[len('warning: '):]}" in (tmp_path / "launch.log").read_text()
+
+
+@pytest.mark.slow
+def test_profile_values_from_the_environment_become_torchrun_flags(tmp_path, user_env):
+    port = free_port()
+    user_env.update(MASTER_PORT=str(port), NPROC_PER_NODE="1")
+    code, stdout, stderr, _ = launch_watched(
+        ["--profile", "cpu", "--no-report", "--only", "env.launch_vars", "--dry-run", "--", "t.py"], user_env, tmp_path)
+    assert code == 0, stderr
+    assert f"--nproc_per_node=1 --node_rank=0 --master_addr=127.0.0.1 --master_port={port} " in stdout
+    # a CLI flag beats the environment
+    code, stdout, _, _ = launch_watched(
+        ["--profile", "cpu", "--no-report", "--only", "env.launch_vars", "--nproc-per-node", "2", "--dry-run", "--", "t.py"],
+        user_env, tmp_path)
+    assert code == 0 and "--nproc_per_node=2 " in stdout
 
 
 def test_launch_without_a_training_script_is_a_usage_error(capsys):

@@ -69,7 +69,7 @@ def run(args) -> int:
     derived, notes = derive_env(profile, doc["nodes"][0].get("facts") or {})
     command = build_command(profile, args.training, environ=environ, derived=derived, torchrun=_torchrun(args), notes=notes)
     for warning in command.warnings:
-        err.print(f"warning: {warning}", markup=False)
+        print(f"warning: {warning}", file=sys.stderr)  # one line each, never wrapped
     if args.dry_run:
         if log:
             write_launch_log(log, launch_log_text(doc, code, written, command, "dry run: not started"))
