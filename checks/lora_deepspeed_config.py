@@ -5,7 +5,7 @@ from dsv3_preflight import Result, check
 from dsv3_preflight.lora.dsconfig import lint
 
 
-@check("lora.deepspeed_config", needs=["lora_deepspeed_config", "profile"], tags=["lora", "deepspeed"], timeout=10)
+@check("lora.deepspeed_config", needs=["lora_deepspeed_config", "profile"], tags=["lora", "deepspeed"], timeout=20)
 def deepspeed_config(lora_deepspeed_config, profile):
     """ZeRO-3 gathers 16-bit weights on save (else empty adapters); offload pinning, bf16/fp16, batch arithmetic."""
     facts = lora_deepspeed_config

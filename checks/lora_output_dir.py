@@ -4,7 +4,7 @@ from __future__ import annotations
 from dsv3_preflight import Result, check
 
 
-@check("lora.output_dir", needs=["lora_output_dir"], tags=["lora", "storage"], timeout=10)
+@check("lora.output_dir", needs=["lora_output_dir"], tags=["lora", "storage"], timeout=120)
 def output_dir(lora_output_dir):
     """The adapter output dir exists, is writable, is not on a network filesystem; its saved adapters are sound."""
     f = lora_output_dir

@@ -7,7 +7,7 @@ from dsv3_preflight.lora.targets import resolve
 DEFAULT_RANK = 8  # peft's and LLaMA-Factory's default r / lora_rank
 
 
-@check("lora.targets", needs=["lora_model_modules", "profile"], tags=["lora", "model"], timeout=10)
+@check("lora.targets", needs=["lora_model_modules", "profile"], tags=["lora", "model"], timeout=240)
 def targets(lora_model_modules, profile):
     """Each lora_target matches Linear modules of the model (from its config.json); trainable parameters for rank r."""
     facts = lora_model_modules

@@ -1,0 +1,233 @@
+"""lora.deepspeed_config, lora.targets and lora.output_dir: the lint on the field's configs, the module
+map of real transformers models built on the meta device, and the whole run through the CLI."""
+from __future__ import annotations
+
+import copy
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import test_lora_lab as lab
+from dsv3_preflight.lora.dsconfig import GATHER_KEY, lint
+from dsv3_preflight.lora.targets import model_modules, resolve
+
+REPO = Path(__file__).resolve().parent.parent
+DATA = Path(__file__).resolve().parent / "data" / "lora"
+
+
+def _cfg(name: str) -> dict:
+    return json.loads((DATA / name).read_text())
+
+
+# ------------------------------------------------------------------------------------ deepspeed lint
+def test_field_configs_with_gather_pass():
+    for name in ("ds_z3_offload.json", "ds_z3_no_offload.json"):
+        found = lint(_cfg(name), world_size=24)
+        assert not found.fails and not found.warns, (name, found)
+
+
+def test_zero3_without_gather_fails_with_the_exact_key_to_add():
+    found = lint(_cfg("ds_z3_no_gather.json"), world_size=24)
+    assert len(found.fails) == 1 and GATHER_KEY in found.fails[0] and "not set" in found.fails[0]
+    assert found.fixes == [f'"zero_optimization": {{ ..., "{GATHER_KEY}": true }}']
+
+
+@pytest.mark.parametrize("value, why", [(False, "False"), ("auto", "not filled in"), (None, "not set")])
+def test_gather_false_auto_or_missing_fails_saying_why(value, why):
+    cfg = _cfg("ds_z3_offload.json")
+    if value is None:
+        del cfg["zero_optimization"][GATHER_KEY]
+    else:
+        cfg["zero_optimization"][GATHER_KEY] = value
+    found = lint(cfg, world_size=24)
+    assert found.fails and why in found.fails[0]
+
+
+def test_gather_key_at_the_top_level_is_reported_as_misplaced():
+    cfg = _cfg("ds_z3_no_gather.json")
+    cfg[GATHER_KEY] = True
+    assert "belongs inside zero_optimization" in lint(cfg, world_size=24).fails[0]
+
+
+def test_legacy_fp16_gather_key_counts_and_zero2_needs_no_gather():
+    cfg = _cfg("ds_z3_no_gather.json")
+    cfg["zero_optimization"]["stage3_gather_fp16_weights_on_model_save"] = True
+    assert not lint(cfg, world_size=24).fails
+    cfg = _cfg("ds_z3_no_gather.json")
+    cfg["zero_optimization"]["stage"] = 2
+    assert not lint(cfg, world_size=24).fails
+
+
+def test_both_offloads_without_pinned_memory_warn():
+    cfg = _cfg("ds_z3_offload.json")
+    cfg["zero_optimization"]["offload_param"]["pin_memory"] = False
+    found = lint(cfg, world_size=24)
+    assert not found.fails and len(found.warns) == 1 and "offload_param has no pinned memory" in found.warns[0]
+    one = _cfg("ds_z3_offload.json")
+    one["zero_optimization"]["offload_param"] = {"device": "none"}
+    one["zero_optimization"]["offload_optimizer"]["pin_memory"] = False
+    assert not lint(one, world_size=24).warns  # only one offload: not this finding
+
+
+def test_bf16_and_fp16_both_enabled_fails():
+    cfg = _cfg("ds_z3_no_offload.json")
+    cfg["fp16"] = {"enabled": True}
+    assert any("both true" in f for f in lint(cfg, world_size=24).fails)
+    cfg["fp16"] = {"enabled": "auto"}
+    assert not lint(cfg, world_size=24).fails
+
+
+def test_batch_arithmetic_against_world_size_and_trainer_arguments():
+    cfg = _cfg("ds_z3_no_offload.json")  # micro 1 × accumulation 16
+    cfg["train_batch_size"] = 384
+    assert not lint(cfg, world_size=24).fails  # 1 × 16 × 24
+    cfg["train_batch_size"] = 24
+    assert "train_batch_size 24 ≠ micro batch 1 × gradient accumulation 16 × world size 24 = 384" in lint(cfg, world_size=24).fails[0]
+    # the field's launch passed --gradient_accumulation_steps 1 with this config's 16
+    del cfg["train_batch_size"]
+    found = lint(cfg, world_size=24, micro_batch=1, grad_accum=1)
+    assert found.fails == ["gradient_accumulation_steps is 16 in the DeepSpeed config but the trainer has "
+                           "--gradient_accumulation_steps 1"]
+    auto = _cfg("ds_z3_offload.json")
+    auto["train_batch_size"] = 50
+    assert lint(auto, world_size=24, micro_batch=1, grad_accum=1).fails == [
+        "train_batch_size 50 ≠ micro batch 1 × gradient accumulation 1 × world size 24 = 24"]
+    assert lint(auto, world_size=24).fails == []  # "auto" micro batch/accumulation and no trainer arguments: unknown
+
+
+# ------------------------------------------------------------------------------------ targets
+@pytest.fixture(scope="session")
+def model_dirs(tmp_path_factory):
+    from transformers import DeepseekV3Config, LlamaConfig
+
+    root = tmp_path_factory.mktemp("models")
+    DeepseekV3Config().save_pretrained(root / "dsv3")  # full-size DeepSeek-V3: only config.json, no weights
+    LlamaConfig(hidden_size=4096, intermediate_size=11008, num_hidden_layers=32, num_attention_heads=32,
+                num_key_value_heads=32, vocab_size=32000).save_pretrained(root / "llama7b")
+    return root
+
+
+@pytest.fixture(scope="session")
+def dsv3_modules(model_dirs):
+    return model_modules(model_dirs / "dsv3")
+
+
+MLA = ["q_a_proj", "q_b_proj", "kv_a_proj_with_mqa", "kv_b_proj", "o_proj"]
+
+
+def test_dsv3_mla_targets_imply_the_trainers_trainable_parameter_count(dsv3_modules):
+    """The field's trainer printed 'Number of trainable parameters = 97,006,592' for rank 16 on the MLA projections."""
+    res = resolve(MLA, dsv3_modules, 16)
+    assert not res["unmatched"] and res["adapted_modules"] == 61 * 5
+    assert res["trainable_params"] == 97_006_592
+    dotted = resolve([f"self_attn.{t}" for t in MLA], dsv3_modules, 16)  # seeds/000 spells them this way
+    assert dotted["trainable_params"] == 97_006_592
+
+
+def test_dsv3_qkvo_matches_only_o_proj(dsv3_modules):
+    res = resolve(["q_proj", "v_proj", "k_proj", "o_proj"], dsv3_modules, 16)
+    assert res["unmatched"] == ["q_proj", "v_proj", "k_proj"] and list(res["matched"]) == ["o_proj"]
+    assert res["trainable_params"] == 16 * (16384 + 7168) * 61
+    assert {"q_a_proj", "kv_b_proj", "o_proj"} <= set(res["candidates"])
+
+
+def test_dsv3_mlp_targets_account_for_fused_experts(dsv3_modules):
+    res = resolve(["gate_proj", "up_proj", "down_proj"], dsv3_modules, 8)
+    dense = 3 * 3 * 8 * (7168 + 18432)  # 3 dense layers
+    shared = 58 * 3 * 8 * (7168 + 2048)  # 58 MoE layers' shared expert
+    assert res["trainable_params"] == dense + shared
+    routed = 58 * 256 * 3 * 8 * (7168 + 2048)  # per-expert Linear modules in transformers < 5
+    assert res["trainable_params_unfused_experts"] == dense + shared + routed
+    assert "model.layers.*.mlp.experts.gate_up_proj" in dsv3_modules["fused_expert_params"]
+
+
+def test_llama_qkvo_all_match(model_dirs):
+    res = resolve(["q_proj", "k_proj", "v_proj", "o_proj"], model_modules(model_dirs / "llama7b"), 8)
+    assert not res["unmatched"] and res["adapted_modules"] == 4 * 32
+    assert res["trainable_params"] == 32 * 4 * 8 * (4096 + 4096)  # = 8,388,608 (peft's well-known figure for 7B)
+
+
+def test_llama_with_mla_names_matches_nothing(model_dirs):
+    res = resolve(MLA, model_modules(model_dirs / "llama7b"), 8)
+    assert res["matched"] == {"o_proj": ["model.layers.*.self_attn.o_proj"]} and "q_a_proj" in res["unmatched"]
+
+
+def test_model_dir_problems_are_errors_not_tracebacks(tmp_path):
+    assert "does not exist" in model_modules(tmp_path / "nope")["error"]
+    (tmp_path / "empty").mkdir()
+    assert "config.json is missing" in model_modules(tmp_path / "empty")["error"]
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "config.json").write_text("{")
+    assert "not valid JSON" in model_modules(tmp_path / "bad")["error"]
+    (tmp_path / "alien").mkdir()
+    (tmp_path / "alien" / "config.json").write_text('{"model_type": "no_such_arch_xyz"}')
+    assert "cannot read this config.json" in model_modules(tmp_path / "alien")["error"]
+
+
+# ------------------------------------------------------------------------------------ the CLI run
+def _run(*args, timeout=300):
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("MODEL_PATH", "OUTPUT_DIR", "DEEPSPEED_CONFIG", "WORLD_SIZE", "NNODES", "NPROC_PER_NODE")}
+    p = subprocess.run([sys.executable, "-m", "dsv3_preflight", "run", "--profile", "cpu", "--only", "lora.*",
+                        "--no-report", "--no-color", *map(str, args)], capture_output=True, text=True,
+                       timeout=timeout, cwd=REPO, env={**env, "COLUMNS": "250"})
+    return p
+
+
+def _doc(tmp_path, *args):
+    out = tmp_path / "result.json"
+    p = _run(*args, "--json", out)
+    doc = json.loads(out.read_text())
+    return p, {r["name"]: r for r in doc["results"]} if "results" in doc else doc
+
+
+@pytest.mark.slow
+def test_run_reports_each_lora_check(tmp_path, model_dirs):
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    p, results = _doc(tmp_path, "--deepspeed-config", DATA / "ds_z3_no_gather.json", "--model-path", model_dirs / "dsv3",
+                      "--lora-targets", "q_proj,k_proj,v_proj,o_proj", "--lora-rank", "16", "--output-dir", out_dir)
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert results["lora.deepspeed_config"]["status"] == "fail"
+    assert GATHER_KEY in results["lora.deepspeed_config"]["remediation"]
+    t = results["lora.targets"]
+    assert t["status"] == "warn" and "q_proj, k_proj, v_proj match no module of deepseek_v3" in t["summary"]
+    assert t["evidence"]["trainable_params"] == 22_986_752
+    assert results["lora.output_dir"]["status"] == "pass"
+
+
+def test_run_fails_clearly_on_paths_that_do_not_exist(tmp_path):
+    p, results = _doc(tmp_path, "--deepspeed-config", tmp_path / "nope.json", "--model-path", tmp_path / "nomodel",
+                      "--lora-targets", "o_proj", "--output-dir", tmp_path / "noout")
+    assert p.returncode == 1 and "Traceback" not in p.stderr
+    assert {n: r["status"] for n, r in results.items()} == {"lora.deepspeed_config": "fail", "lora.targets": "fail",
+                                                            "lora.output_dir": "fail"}
+    assert "does not exist" in results["lora.deepspeed_config"]["summary"]
+    assert "does not exist" in results["lora.targets"]["summary"]
+
+
+def test_run_without_lora_paths_skips_and_stays_green(tmp_path):
+    p, results = _doc(tmp_path)
+    assert p.returncode == 0 and {r["status"] for r in results.values()} == {"skip"}
+
+
+def test_output_dir_with_an_empty_saved_adapter_fails(tmp_path):
+    src = lab.write_adapter(tmp_path / "src", "llama", lab.QKVO)
+    out = tmp_path / "out"
+    lab.write_checkpoint(out, 50, src)
+    lab.write_checkpoint(out, 100, lab.empty_header(src, tmp_path / "empty"))
+    p, results = _doc(tmp_path, "--output-dir", out)
+    r = results["lora.output_dir"]
+    assert r["status"] == "fail" and "checkpoint-100" in r["summary"] and "empty adapter" in r["summary"]
+
+
+def test_unreadable_deepspeed_config_fails(tmp_path):
+    f = tmp_path / "ds.json"
+    f.write_text('{"zero_optimization": {"stage": 3,}}')
+    p, results = _doc(tmp_path, "--deepspeed-config", f)
+    assert results["lora.deepspeed_config"]["status"] == "fail" and "not valid JSON" in results["lora.deepspeed_config"]["summary"]
