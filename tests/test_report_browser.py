@@ -1,0 +1,124 @@
+"""The report in a real headless Chromium (Debian's chromium + chromium-driver, driven by selenium)."""
+from __future__ import annotations
+
+import base64
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from dsv3_preflight.reports import write_html
+from report_lab import load
+from test_report_html import hostile_document
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
+
+pytestmark = [pytest.mark.chromium, pytest.mark.slow]
+
+
+@pytest.fixture
+def browser(tmp_path):
+    if not Path(CHROMIUM).exists() or not Path(CHROMEDRIVER).exists():
+        pytest.skip(f"needs Debian's chromium and chromium-driver ({CHROMIUM}, {CHROMEDRIVER} not found; "
+                    "apt-get install -y chromium chromium-driver)")
+    webdriver = pytest.importorskip("selenium.webdriver", reason="needs the selenium package (test extras)")
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    profile_dir = tempfile.mkdtemp(prefix="chromium-", dir=tmp_path)
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+                "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage", "--window-size=1280,1100",
+                f"--user-data-dir={profile_dir}"):
+        options.add_argument(arg)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    # An explicit driver path: selenium never downloads a driver or a browser.
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER, log_output=str(tmp_path / "chromedriver.log")), options=options)
+    driver.set_page_load_timeout(30)
+    driver.set_script_timeout(10)
+    try:
+        yield driver
+    finally:
+        driver.quit()  # ends chromium and chromedriver
+
+
+def console_problems(driver) -> list[dict]:
+    return [e for e in driver.get_log("browser") if e["level"] in ("SEVERE", "WARNING")]
+
+
+def click(driver, element) -> None:
+    """Click as a person would after scrolling the element to the middle of the window (clear of the sticky bar)."""
+    driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", element)
+    element.click()
+
+
+def visible(driver, css: str):
+    return [e for e in driver.find_elements("css selector", css) if e.is_displayed()]
+
+
+def test_chromium_shows_verdict_matrix_and_opens_evidence_without_console_errors(browser, tmp_path):
+    page = write_html(load("cluster_dead_node_duplicate_rank.json"), tmp_path / "report.html")
+    browser.get(page.as_uri())
+
+    assert browser.find_element("css selector", "header .big").text == "✘ NO-GO"
+    assert "node gpu-c is error" in browser.find_element("css selector", "ul.why").text
+    rows = visible(browser, "table.matrix tbody tr[data-check]")
+    assert [r.get_attribute("data-check") for r in rows][:2] == ["cluster.nodes_alive", "cluster.rank_mapping"]
+    assert len(rows) == 6
+    browser.save_screenshot(str(tmp_path / "top.png"))
+
+    # a matrix cell opens its evidence: the rank table with the duplicated ranks
+    cell = browser.find_element("css selector", 'tr[data-check="cluster.rank_mapping"] td.st-fail a')
+    assert cell.text == "✘ FAIL"
+    target = cell.get_attribute("data-target")
+    details = browser.find_element("id", target)
+    assert details.get_attribute("open") is None
+    click(browser, cell)
+    assert details.get_attribute("open") == "true"
+    dup_rows = visible(browser, f"#{target} table.ranks tr.dup")
+    assert len(dup_rows) == 16 and "✘ duplicate" in dup_rows[0].text
+    browser.save_screenshot(str(tmp_path / "evidence.png"))
+
+    # filters: only failures, then only one node
+    click(browser, browser.find_element("css selector", 'input[name=status][value=pass]'))
+    click(browser, browser.find_element("css selector", 'input[name=status][value=skip]'))
+    assert [r.get_attribute("data-check") for r in visible(browser, "table.matrix tbody tr[data-check]")] == [
+        "cluster.nodes_alive", "cluster.rank_mapping"]
+    assert browser.find_element("id", "shown").text == "2 of 6 checks shown"
+    from selenium.webdriver.support.ui import Select
+
+    Select(browser.find_element("css selector", "select[name=node]")).select_by_value("gpu-c")
+    assert [h.text.split("\n")[0] for h in visible(browser, "table.matrix thead th[data-node]")] == ["gpu-c"]
+    assert [r.get_attribute("data-check") for r in visible(browser, "table.matrix tbody tr[data-check]")] == [
+        "cluster.nodes_alive"]
+    assert [d.get_attribute("data-check") for d in visible(browser, "details.result")] == ["cluster.nodes_alive"]
+
+    assert console_problems(browser) == []
+
+
+def test_chromium_draws_the_bandwidth_chart_and_prints_to_pdf(browser, tmp_path):
+    page = write_html(load("red_single_node.json"), tmp_path / "red.html")
+    browser.get(page.as_uri())
+    click(browser, browser.find_element("css selector", 'tr[data-check="nccl.allreduce"] td a'))
+    chart = visible(browser, "figure.chart svg")
+    assert chart and chart[0].size["width"] > 300 and chart[0].size["height"] > 100
+    assert len(browser.find_elements("css selector", "figure.chart polyline")) == 2
+    assert "NET/Socket" in visible(browser, "pre.log")[0].text
+    chart[0].screenshot(str(tmp_path / "chart.png"))
+    pdf = base64.b64decode(browser.execute_cdp_cmd("Page.printToPDF", {"printBackground": True})["data"])
+    (tmp_path / "red.pdf").write_bytes(pdf)
+    assert pdf.startswith(b"%PDF") and pdf.count(b"/Type /Page") >= 2
+    assert console_problems(browser) == []
+
+
+def test_chromium_runs_no_script_injected_through_the_document(browser, tmp_path):
+    page = write_html(hostile_document(), tmp_path / "hostile.html")
+    browser.get(page.as_uri())
+    for d in browser.find_elements("css selector", "details"):
+        browser.execute_script("arguments[0].open = true", d)
+    assert browser.execute_script("return window.__pwned === undefined")
+    assert browser.find_elements("css selector", "img") == []
+    assert "<script>window.__pwned=1</script>" in browser.find_element("css selector", "table.summary").text
+    assert console_problems(browser) == []
