@@ -219,6 +219,7 @@ def cluster_problems(node_ranks: Mapping[str, int], hosts: Mapping[str, Mapping[
     missing = sorted(set(range(nnodes)) - set(by_rank))
     if missing:
         problems.append(f"no node has node rank {', '.join(map(str, missing))} (nnodes={nnodes})")
+    shared: dict[tuple[str, ...], list[str]] = {}
     for key, label in (("hostname", "host name"), ("machine_id", "machine id"), ("boot_id", "boot id")):
         seen: dict[str, list[str]] = {}
         for node, host in hosts.items():
@@ -227,7 +228,10 @@ def cluster_problems(node_ranks: Mapping[str, int], hosts: Mapping[str, Mapping[
                 seen.setdefault(str(value), []).append(node)
         for value, nodes in seen.items():
             if len(nodes) > 1:
-                problems.append(f"nodes {', '.join(nodes)} share the {label} {value}: they are one machine, and their ranks will collide on its GPUs")
+                shared.setdefault(tuple(nodes), []).append(f"{label} {value}")
+    for nodes, what in shared.items():
+        problems.append(f"nodes {', '.join(nodes)} share the {' and '.join(what)}: they are one machine, "
+                        "and their ranks will collide on its GPUs")
     if isinstance(nproc_per_node, int):
         per = {n: nproc_per_node for n in node_ranks}
     else:
