@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import sys
 
 NAME = "doctor"
 HELP = ("read the logs of a run (files, directories, '-' for stdin, gzip) and name the root cause of its failure, "
@@ -36,6 +37,8 @@ def run(args) -> int:
 
         print_document(doc, make_console(args.no_color))
     if doc["unreadable"]:
+        for u in doc["unreadable"]:
+            print(f"dsv3-preflight: error: cannot read {u['path']}: {u['error']}", file=sys.stderr)
         return EXIT_USAGE
     return EXIT_RED if doc["verdict"] == "failure" else EXIT_OK
 

@@ -15,6 +15,8 @@ Fields:
 - ``priority``: causal depth, lower is further upstream (CUDA init explains everything after it). Causes are
   ordered by priority, then by first appearance.
 - ``check``: the preflight check that catches this before launch (``None`` for pure consequences).
+- ``consequence_of``: ids of signatures that, when also present, explain this one (CUDA error 802 is the
+  consequence of a Fabric Manager version mismatch); it is then listed as their consequence.
 
 Table order matters: on one line the first matching signature wins, so specific entries precede general ones.
 """
@@ -43,6 +45,7 @@ class Signature:
     priority: int = 50
     example: str = ""
     source: str = ""
+    consequence_of: tuple[str, ...] = ()
     regex: Pattern[str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -64,7 +67,7 @@ FM_FIX = ("systemctl status nvidia-fabricmanager; journalctl -u nvidia-fabricman
 SIGNATURES: tuple[Signature, ...] = (
     # ---------------------------------------------------------------- CUDA init / Fabric Manager
     S("fabricmanager.version_mismatch", "cuda_init", "cause", (b"fabric manager NVIDIA GPU driver interface version",),
-      r"fabric manager NVIDIA GPU driver interface version (?P<fm>\S+) do(?:n['’]t|esn['’]t) match with driver version (?P<driver>[\w.]+)",
+      r"fabric manager NVIDIA GPU driver interface version (?P<fm>\S+) do(?:n['’]t|esn['’]t) match with driver version (?P<driver>\d+(?:\.\d+)+)",
       "Fabric Manager {fm} does not match the driver {driver}",
       "nv-fabricmanager refuses to start when its version differs from the kernel driver's; without it the NVSwitch "
       "fabric is never configured and CUDA fails with error 802 (system not yet initialized).",
@@ -79,7 +82,8 @@ SIGNATURES: tuple[Signature, ...] = (
       "The Fabric Manager service is not running, so the NVSwitch fabric is not configured and CUDA init fails "
       "with error 802 on every GPU of the node.", FM_FIX, "gpu.cuda_init", 0,
       "Nov 05 13:55:26 node1 systemd[1]: nvidia-fabricmanager.service: Control process exited, code=exited, status=1/FAILURE",
-      "https://github.com/akash-network/website/pull/632"),
+      "https://github.com/akash-network/website/pull/632",
+      consequence_of=('fabricmanager.version_mismatch',)),
     S("cuda.error_802", "cuda_init", "cause", (b"system not yet initialized", b"cudaErrorSystemNotReady"),
       r"(?:Error 802: system not yet initialized|\(802\) : system not yet initialized|code=802\(cudaErrorSystemNotReady\)"
       r"|CUDA error: system not yet initialized|system not yet initialized)",
@@ -88,7 +92,8 @@ SIGNATURES: tuple[Signature, ...] = (
       "the service is missing, stopped, or its version differs from the driver's.", FM_FIX, "gpu.cuda_init", 1,
       "RuntimeError: Unexpected error from cudaGetDeviceCount(). Did you run some cuda functions before calling "
       "NumCudaDevices() that might have already set an error? Error 802: system not yet initialized",
-      "https://github.com/huggingface/huggingface_hub/issues/4134 ; https://github.com/pytorch/pytorch/issues/35710"),
+      "https://github.com/huggingface/huggingface_hub/issues/4134 ; https://github.com/pytorch/pytorch/issues/35710",
+      consequence_of=('fabricmanager.version_mismatch', 'fabricmanager.service_failed')),
     S("cuda.error_803", "cuda_init", "cause", (b"Error 803", b"unsupported display driver / cuda driver combination"),
       r"(?:Error 803: )?system has unsupported display driver / cuda driver combination",
       "CUDA error 803: unsupported display driver / cuda driver combination",
@@ -200,7 +205,8 @@ SIGNATURES: tuple[Signature, ...] = (
       "# open the port between the nodes; use the same MASTER_ADDR/MASTER_PORT everywhere",
       "net.port_reach", 32,
       "[E socket.cpp:793] [c10d] The client socket has timed out after 1800s while trying to connect to (127.0.0.1, 48391).",
-      "https://github.com/lllyasviel/ControlNet/issues/382 ; https://github.com/vllm-project/vllm/issues/19670"),
+      "https://github.com/lllyasviel/ControlNet/issues/382 ; https://github.com/vllm-project/vllm/issues/19670",
+      consequence_of=('c10d.numeric_hostname',)),
     S("c10d.client_connect_failed", "rendezvous", "cause", (b"client socket has failed to connect",),
       r"client socket has failed to connect to (?P<target>\S+?)\.? \(errno: (?P<errno>\d+) - (?P<err>[^)]*)\)",
       "Cannot connect to the rendezvous store {target} ({err})",
@@ -209,7 +215,8 @@ SIGNATURES: tuple[Signature, ...] = (
       "nc -vz -w 3 $MASTER_ADDR $MASTER_PORT    # from every node",
       "net.port_reach", 33,
       "[W socket.cpp:697] [c10d] The client socket has failed to connect to 0.104.99.143:47389 (errno: 110 - Connection timed out).",
-      "https://github.com/hpcaitech/Open-Sora/issues/667"),
+      "https://github.com/hpcaitech/Open-Sora/issues/667",
+      consequence_of=('c10d.numeric_hostname',)),
     S("elastic.rendezvous_connection", "rendezvous", "cause", (b"RendezvousConnectionError",),
       r"RendezvousConnectionError: The connection to the C10d store has failed",
       "torchrun could not connect to the C10d rendezvous store",
@@ -217,7 +224,8 @@ SIGNATURES: tuple[Signature, ...] = (
       "nc -vz -w 3 $MASTER_ADDR $MASTER_PORT    # from every node",
       "net.port_reach", 34,
       "\"message\": \"RendezvousConnectionError: The connection to the C10d store has failed. See inner exception for details.\",",
-      "https://github.com/pytorch/pytorch/issues/79388"),
+      "https://github.com/pytorch/pytorch/issues/79388",
+      consequence_of=('c10d.client_timeout', 'c10d.client_connect_failed', 'c10d.numeric_hostname', 'c10d.address_in_use')),
     S("c10d.ipv6_lookup", "rendezvous", "suspect", (b"cannot be retrieved (gai error",),
       r"The IPv6 network addresses of \((?P<host>[^,]+), (?P<port>\d+)\) cannot be retrieved \(gai error: (?P<gai>-?\d+) - (?P<msg>[^)]*)\)",
       "Name lookup of {host} failed ({msg})",

@@ -41,8 +41,10 @@ def _groups(m: re.Match) -> dict[str, str]:
     return out
 
 
-def _fill(template: str, groups: dict[str, str]) -> str:
-    return _PLACEHOLDER.sub(lambda m: groups.get(m.group(1), m.group(0)), template)
+def _fill(template: str, groups: dict[str, str], names: Iterable[str] = ()) -> str:
+    """``{name}`` → the captured value; a group the log never filled → ``?``; other braces (awk, JSON) stay."""
+    known = set(names)
+    return _PLACEHOLDER.sub(lambda m: groups.get(m.group(1), "?" if m.group(1) in known else m.group(0)), template)
 
 
 class _Matcher:
@@ -144,6 +146,8 @@ class Triage:
         if f is None:
             f = self.findings[sig.id] = _Finding(sig, (file_index, line), groups, node, rank, local_rank)
         f.count += 1
+        for k, v in groups.items():   # later lines may carry what the first did not (host vs address)
+            f.groups.setdefault(k, v)
         if f.node is None:      # the first occurrence that says where it comes from
             f.node = node
         if f.rank is None:
@@ -151,16 +155,19 @@ class Triage:
         if f.local_rank is None:
             f.local_rank = local_rank
         if len(f.evidence) < self.max_evidence:
-            f.evidence.append(self._evidence(path, line, text))
+            f.evidence.append(self._evidence(path, line, text, m.start()))
         if node is not None and node not in f.nodes and len(f.nodes) < MAX_LISTED:
             f.nodes.append(node)
         if rank is not None and rank not in f.ranks and len(f.ranks) < MAX_LISTED:
             f.ranks.append(rank)
 
     @staticmethod
-    def _evidence(path: str, line: int, text: str) -> dict:
-        text = mask_text(text.strip())
-        return {"file": path, "line": line, "text": text if len(text) <= MAX_TEXT else text[:MAX_TEXT] + "…"}
+    def _evidence(path: str, line: int, text: str, pos: int = 0) -> dict:
+        """An evidence line, secrets masked, a long line cut to a window that keeps the match (at ``pos``)."""
+        if len(text) > MAX_TEXT:
+            start = max(0, min(pos - MAX_TEXT // 4, len(text) - MAX_TEXT))
+            text = ("…" if start else "") + text[start:start + MAX_TEXT] + ("…" if start + MAX_TEXT < len(text) else "")
+        return {"file": path, "line": line, "text": mask_text(text.strip())}
 
     # -- judging --------------------------------------------------------------------------
     def document(self) -> dict:
@@ -173,11 +180,17 @@ class Triage:
         symptoms = [f for f in found if f.sig.kind == "symptom"]
         suspects = [f for f in found if f.sig.kind == "suspect" and not failing]
         order = lambda f: (f.sig.priority, f.first)  # noqa: E731 - upstream first, then first seen
+        present = {f.sig.id for f in causes}
+        explained = {f.sig.id: next(c for c in f.sig.consequence_of if c in present)
+                     for f in causes if any(c in present for c in f.sig.consequence_of)}
+        symptoms += [f for f in causes if f.sig.id in explained]
+        causes = [f for f in causes if f.sig.id not in explained]
         causes.sort(key=order)
         symptoms.sort(key=order)
         head = (causes or symptoms)[0].sig.id if failing else None
         findings = [self._render(f, "root_cause", None) for f in causes]
-        findings += [self._render(f, "consequence", head if causes else None) for f in symptoms]
+        findings += [self._render(f, "consequence", explained.get(f.sig.id, head if causes else None))
+                     for f in symptoms]
         if failing:
             verdict = "failure"
         elif self.healthy and not self.unrecognised_count:
@@ -198,10 +211,11 @@ class Triage:
 
     def _render(self, f: _Finding, role: str, explained_by: str | None) -> dict:
         s = f.sig
+        names = {k.rstrip("0123456789") or k for k in s.regex.groupindex}
         return {
             "id": s.id, "class": s.cls, "kind": s.kind, "role": role,
-            "title": _fill(s.title, f.groups), "root_cause": _fill(s.root_cause, f.groups),
-            "fix": _fill(s.fix, f.groups), "check": s.check,
+            "title": _fill(s.title, f.groups, names), "root_cause": _fill(s.root_cause, f.groups, names),
+            "fix": _fill(s.fix, f.groups, names), "check": s.check,
             "node": f.node, "rank": f.rank, "local_rank": f.local_rank,
             "nodes": f.nodes, "ranks": f.ranks, "count": f.count,
             "first_seen": {"file": self.files[f.first[0]]["path"] if f.first[0] < len(self.files) else None,
@@ -221,6 +235,8 @@ class Triage:
             rest = len(findings) - 1
             label = "root cause" if n_roots else "first failure (no root cause recognised)"
             return f"{label}: {top['title']}" + (f" ({at})" if at else "") + (f"; {rest} more finding(s)" if rest else "") + f" in {where}"
+        if not self.files and self.unreadable:
+            return f"no readable log ({len(self.unreadable)} unreadable input(s))"
         if verdict == "healthy":
             return f"no failure found; the log shows a successful start ({', '.join(h['title'] for h in self.healthy.values())}) in {where}"
         if self.unrecognised_count:

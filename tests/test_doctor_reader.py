@@ -1,0 +1,122 @@
+"""The streaming reader copes with real logs: gzip, ANSI colours, progress-bar carriage returns, partial lines,
+non-UTF-8 bytes, needles across chunk boundaries, giant lines and big files in bounded memory."""
+import gzip
+import tracemalloc
+from pathlib import Path
+
+import pytest
+
+from dsv3_preflight.doctor import reader, triage
+
+OOM = b"torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 3 has a total capacity of 79.15 GiB"
+DUP = b"gpu-node-1:29880:30398 [3] init.cc:497 NCCL WARN Duplicate GPU detected : rank 11 and rank 8 both on CUDA device 53000"
+FILLER = b"gpu-node-0:97:176 [0] NCCL INFO Channel 00/0 : 0[7000] -> 1[1b000] [send] via NET/Socket/0\n"
+DATA = Path(__file__).resolve().parent / "data" / "doctor"
+
+
+def _top(doc):
+    return doc["findings"][0]
+
+
+def test_gzip_is_detected_by_content_whatever_the_name(tmp_path):
+    plain = (DATA / "cuda_oom.log").read_bytes()
+    for name in ("rank9.log.gz", "rank9.log"):
+        path = tmp_path / name
+        path.write_bytes(gzip.compress(plain))
+        top = _top(triage([str(path)]))
+        assert top["id"] == "cuda.out_of_memory" and top["evidence"][0]["line"] == 3
+
+
+def test_truncated_gzip_is_unreadable_input(tmp_path):
+    path = tmp_path / "cut.log.gz"
+    path.write_bytes(gzip.compress(FILLER * 1000 + OOM)[:200])
+    doc = triage([str(path)])
+    assert doc["unreadable"] and doc["unreadable"][0]["path"] == str(path)
+
+
+def test_ansi_colours_are_stripped_from_matching_and_evidence(tmp_path):
+    path = tmp_path / "colour.log"
+    path.write_bytes(b"\x1b[1;31m" + OOM + b"\x1b[0m\n")
+    ev = _top(triage([str(path)]))["evidence"][0]
+    assert "\x1b" not in ev["text"] and ev["text"].startswith("torch.cuda.OutOfMemoryError")
+
+
+def test_progress_bar_carriage_returns_keep_editor_line_numbers(tmp_path):
+    bar = b"\r".join(b"Epoch 0:  %d%%|##  | %d/500" % (p, p * 5) for p in range(0, 100, 5))
+    path = tmp_path / "bar.log"
+    path.write_bytes(FILLER * 2 + bar + b"\r" + DUP + b"\r\n" + FILLER)
+    doc = triage([str(path)])
+    ev = _top(doc)["evidence"][0]
+    assert ev["line"] == 3 and ev["text"].startswith("gpu-node-1:29880")
+    assert doc["files"][0]["lines"] == 4
+
+
+def test_error_printed_after_a_progress_bar_on_the_same_segment_is_found(tmp_path):
+    # the real pattern of https://github.com/pytorch/pytorch/issues/118369: tqdm text then the watchdog error
+    path = tmp_path / "tqdm.log"
+    path.write_bytes(b"Epoch 0:   6%|##   | 32040/500150 [6:28:43<94:39:17,  1.37it/s][E ProcessGroupNCCL.cpp:458] [Rank 0] "
+                     b"Watchdog caught collective operation timeout: WorkNCCL(SeqNum=96120, OpType=ALLREDUCE, "
+                     b"Timeout(ms)=1800000) ran for 25624887 milliseconds before timing out.\n")
+    top = _top(triage([str(path)]))
+    assert top["id"] == "nccl.watchdog_timeout" and top["rank"] == 0
+    assert top["title"] == "Collective ALLREDUCE (SeqNum 96120) timed out after 1800000 ms"
+
+
+def test_non_utf8_bytes_and_a_partial_last_line_are_read(tmp_path):
+    path = tmp_path / "bytes.log"
+    path.write_bytes(b"caf\xe9 \xff\xfe\n" + OOM)  # latin-1 byte, invalid bytes, no final newline
+    doc = triage([str(path)])
+    assert _top(doc)["evidence"][0]["line"] == 2 and doc["files"][0]["lines"] == 2
+
+
+def test_needle_across_a_chunk_boundary_is_found_with_its_line_number(tmp_path, monkeypatch):
+    monkeypatch.setattr(reader, "CHUNK", 37)  # every needle crosses a boundary somewhere
+    path = tmp_path / "small_chunks.log"
+    path.write_bytes(FILLER * 7 + DUP + b"\n" + FILLER * 3 + OOM + b"\n")
+    doc = triage([str(path)])
+    lines = {f["id"]: f["evidence"][0]["line"] for f in doc["findings"]}
+    assert lines == {"nccl.duplicate_gpu": 8, "cuda.out_of_memory": 12}
+    assert doc["files"][0]["lines"] == 12
+
+
+def test_a_giant_line_without_breaks_is_cut_around_the_needle(tmp_path):
+    path = tmp_path / "giant.log"
+    path.write_bytes(b"x" * (3 * reader.MAX_SEGMENT) + OOM + b"y" * (3 * reader.MAX_SEGMENT) + b"\n")
+    ev = _top(triage([str(path)]))["evidence"][0]
+    assert ev["line"] == 1 and "CUDA out of memory" in ev["text"]
+
+
+def test_interleaved_writes_of_many_ranks_are_attributed_per_line(tmp_path):
+    lines = []
+    for step in range(50):
+        for r in range(8):
+            lines.append(b"[default%d]:[rank%d]: {'loss': 1.0, 'step': %d}" % (r, 8 + r, step))
+    lines.insert(173, b"[default5]:[rank13]: " + OOM)
+    path = tmp_path / "ranks.log"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    top = _top(triage([str(path)]))
+    assert (top["rank"], top["local_rank"], top["evidence"][0]["line"]) == (13, 5, 174)
+
+
+def test_big_file_is_streamed_in_bounded_memory(tmp_path, monkeypatch):
+    monkeypatch.setattr(reader, "CHUNK", 1 << 20)
+    path = tmp_path / "big.log"
+    block = FILLER * 10000  # ~0.9 MB
+    with open(path, "wb") as fh:
+        for i in range(24):
+            fh.write(block)
+            if i == 20:
+                fh.write(OOM + b"\n")
+    tracemalloc.start()
+    doc = triage([str(path)])
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert path.stat().st_size > 20 << 20
+    assert peak < 8 << 20, f"peak {peak / 2**20:.1f} MiB for a {path.stat().st_size / 2**20:.0f} MiB log"
+    assert _top(doc)["evidence"][0]["line"] == 21 * 10000 + 1
+
+
+@pytest.mark.parametrize("name,expected", [("node2.log.gz", "node2"), ("gpu-node-1.log", "gpu-node-1"),
+                                           ("worker-3.out", "worker-3"), ("-", "stdin")])
+def test_node_label_comes_from_the_file_name(name, expected):
+    assert reader.label_for(name) == expected
