@@ -26,30 +26,43 @@ def add_arguments(parser) -> None:
                         help="the training script and its arguments, after `--`")
 
 
-def _torchrun(args) -> list[str]:
-    from ..launch.command import default_torchrun
-
-    return shlex.split(args.torchrun) if args.torchrun else default_torchrun(sys.executable)
-
-
 def run(args) -> int:
     from ..cli import UsageError
-    from ..console import make_console, render_document
-    from ..launch.command import build_command, derive_env, shell_text
-    from ..launch.gate import is_go, launch_log_path, launch_log_text, red_line, write_launch_log
-    from ..options import resolve_from_options
-    from .run import execute
 
     if not args.training:
         raise UsageError("name the training script after `--`: dsv3-preflight launch [options] -- src/train.py ARGS...")
     if args.facts_in and not args.dry_run:
         raise UsageError("--facts-in replays another run's facts: a launch needs this node's own preflight (use it with --dry-run)")
+    if not args.all_nodes:
+        return _launch(args, None)
+    # One Ray connection for the preflight and the launch: the same nodes, ids and ranks (run_all_nodes
+    # reuses an open connection and leaves it open). A connection error is the preflight's red row.
+    from ..cluster import ClusterError, connect, disconnect
+
+    try:
+        info = connect(args.ray_address, timeout=60.0)
+    except ClusterError:
+        info = None
+    try:
+        return _launch(args, info)
+    finally:
+        if info is not None:
+            disconnect(info)
+
+
+def _launch(args, info) -> int:
+    from ..console import make_console, render_document
+    from ..launch.command import build_command, default_torchrun, derive_env, shell_text
+    from ..launch.gate import is_go, launch_log_path, launch_log_text, red_line, write_launch_log
+    from ..options import resolve_from_options
+    from .run import execute
+
     doc, code, written = execute(args)
     err = make_console(args.no_color, stderr=True)
     render_document(doc, err, quiet=args.quiet)
     for path in written:
         err.print(f"wrote {path}")
-    node = doc["nodes"][0]["node"] if len(doc["nodes"]) == 1 else "cluster"
+    node = doc["nodes"][0]["node"] if len(doc["nodes"]) == 1 and not args.all_nodes else "cluster"
     log = args.launch_log or (None if args.no_report else launch_log_path(args.reports_dir, node))
 
     if not is_go(doc, code):
@@ -58,16 +71,28 @@ def run(args) -> int:
             write_launch_log(log, launch_log_text(doc, code, written, None, "NO-GO: torchrun not started"))
         return code or 1
 
-    if args.all_nodes:
-        from ..launch.ray_launch import launch_all_nodes
-
-        return launch_all_nodes(doc, args, torchrun=_torchrun(args), written=written, err=err)
-
     # The same resolution as the preflight's: a replay resolves against the recorded environment.
     environ = dict(doc["nodes"][0]["facts"].get("env") or {}) if args.facts_in else dict(os.environ)
     profile = resolve_from_options(lambda k: getattr(args, k), environ)
+    torchrun = shlex.split(args.torchrun) if args.torchrun else None
+    if args.all_nodes:
+        from ..launch.ray_launch import dry_run_text, launch_all_nodes
+
+        if args.dry_run:
+            text = dry_run_text(doc, profile, args.training, torchrun)
+            if log:
+                write_launch_log(log, launch_log_text(doc, code, written, None, "dry run: not started") + text)
+            sys.stdout.write(text)
+            return 0
+        header = launch_log_text(doc, code, written, None, "GO: starting torchrun on every node through Ray")
+        if log:
+            write_launch_log(log, header)
+            err.print(f"launch log {log}")
+        return launch_all_nodes(doc, args, profile=profile, torchrun=torchrun, launch_log=log, log_text=header)
+
     derived, notes = derive_env(profile, doc["nodes"][0].get("facts") or {})
-    command = build_command(profile, args.training, environ=environ, derived=derived, torchrun=_torchrun(args), notes=notes)
+    command = build_command(profile, args.training, environ=environ, derived=derived,
+                            torchrun=torchrun or default_torchrun(sys.executable), notes=notes)
     for warning in command.warnings:
         print(f"warning: {warning}", file=sys.stderr)  # one line each, never wrapped
     if args.dry_run:
@@ -83,5 +108,7 @@ def run(args) -> int:
     try:
         os.execvpe(command.argv[0], list(command.argv), dict(command.env))
     except OSError as exc:
+        from ..cli import UsageError
+
         raise UsageError(f"cannot start torchrun {command.argv[0]!r}: {exc.strerror or exc}") from None
     return 3  # pragma: no cover - exec does not return

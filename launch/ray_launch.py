@@ -1,0 +1,240 @@
+"""``launch --all-nodes``: torchrun on every node of the Ray cluster, after a green cluster preflight.
+
+The driver keeps the Ray connection the preflight used (same node ids, same ranks), starts one
+actor per node pinned with ``NodeAffinitySchedulingStrategy(soft=False)`` (no CPU/GPU asked), and
+each actor builds its node's command with the pure builder (the node's own environment, the facts
+the preflight gathered there), starts torchrun in its own session, and writes every output line to
+a node-local log file. The driver streams the lines with a ``[node R name]`` prefix. When one
+node's torchrun exits non-zero, the others are stopped (SIGTERM to their process group, SIGKILL
+after the grace period) and the exit code is ``10 + R`` of the node that failed first.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+#: exit code of `launch --all-nodes` when node R failed first: FAILED_NODE_BASE + R
+FAILED_NODE_BASE = 10
+RAY_CALL_TIMEOUT_S = 60.0
+POLL_INTERVAL_S = 0.3
+
+
+class NodeTorchrun:
+    """The actor on one node: build this node's command, run torchrun, keep its output (log + buffer)."""
+
+    def __init__(self) -> None:
+        self.proc = None
+        self.lines: list[str] = []
+        self.reader = None
+        self.log_path: str | None = None
+
+    def start(self, profile: Mapping[str, Any], training: Sequence[str], derived: Mapping[str, Any], notes: Sequence[str],
+              torchrun: Sequence[str] | None, node_rank: int, log_path: str, header: str) -> dict[str, Any]:
+        import socket
+        import subprocess
+        import threading
+
+        from dsv3_preflight.launch.command import build_command, default_torchrun, shell_text
+        from dsv3_preflight.profile import Profile
+
+        command = build_command(Profile.from_dict(profile), training, environ=dict(os.environ), derived=derived,
+                                torchrun=list(torchrun) if torchrun else default_torchrun(sys.executable),
+                                node_rank=node_rank, notes=notes)
+        path = Path(log_path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        log = open(path, "a", buffering=1)
+        log.write(header + "".join(f"# warning: {w}\n" for w in command.warnings) + shell_text(command))
+        self.log_path = str(path)
+        self.proc = subprocess.Popen(list(command.argv), env=dict(command.env), stdout=subprocess.PIPE,
+                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True, errors="replace",
+                                     start_new_session=True, preexec_fn=_die_with_parent)
+
+        def pump() -> None:
+            for line in self.proc.stdout:
+                log.write(line)
+                self.lines.append(line.rstrip("\n"))
+            self.proc.wait()
+            log.write(f"# torchrun exited with {self.proc.returncode}\n")
+            log.close()
+
+        self.reader = threading.Thread(target=pump, daemon=True)
+        self.reader.start()
+        return {"pid": self.proc.pid, "host": socket.gethostname(), "log": self.log_path, "argv": list(command.argv),
+                "diff": list(command.diff), "warnings": list(command.warnings)}
+
+    def poll(self, cursor: int) -> tuple[list[str], int | None]:
+        """New output lines since ``cursor``, and the exit code once torchrun ended and its output is all read."""
+        done = self.reader is not None and not self.reader.is_alive()
+        lines = self.lines[cursor:]
+        return lines, (self.proc.returncode if done else None)
+
+    def stop(self, grace: float) -> int | None:
+        """Stop torchrun and its workers (their whole session) by process group; SIGKILL after ``grace`` seconds."""
+        import signal
+        import subprocess
+
+        if self.proc is None:
+            return None
+        for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 10.0)):
+            if self.proc.poll() is not None:
+                break
+            try:
+                os.killpg(self.proc.pid, sig)
+            except ProcessLookupError:
+                break
+            try:
+                self.proc.wait(timeout=wait)
+            except subprocess.TimeoutExpired:
+                continue
+        try:  # workers torchrun left behind in its session
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        if self.reader is not None:
+            self.reader.join(timeout=10.0)
+        return self.proc.returncode
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
+    """torchrun dies with the actor process (Linux PR_SET_PDEATHSIG), so a killed actor leaves nothing behind."""
+    try:
+        import ctypes
+        import signal
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG = 1
+    except Exception:  # noqa: BLE001 - best effort on systems without prctl
+        pass
+
+
+def _nodes_from_doc(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The preflight's nodes: name, Ray node id, rank and facts, ordered by rank."""
+    facts = {n["node"]: n.get("facts") or {} for n in doc.get("nodes", [])}
+    ray_nodes = (doc.get("cluster") or {}).get("nodes") or []
+    return sorted(({**n, "facts": facts.get(n["name"], {})} for n in ray_nodes), key=lambda n: n["node_rank"])
+
+
+def launch_all_nodes(doc: Mapping[str, Any], args: Any, *, profile: Any, torchrun: Sequence[str] | None,
+                     launch_log: Path | None, log_text: str) -> int:
+    """Start torchrun on every node the preflight judged; stream; stop all when one fails. Returns the exit code."""
+    import ray
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    from dsv3_preflight.cluster import alive_nodes, assign_node_ranks, unique_names
+    from dsv3_preflight.launch.command import derive_env
+    from dsv3_preflight.launch.gate import write_launch_log
+
+    nodes = _nodes_from_doc(doc)
+    now = {n.node_id: n.node_rank for n in assign_node_ranks(unique_names(alive_nodes()), profile.master_addr)}
+    judged = {n["node_id"]: n["node_rank"] for n in nodes}
+    if now != judged:
+        print(f"dsv3-preflight launch: NO-GO: the Ray cluster changed after the preflight (ranks then {judged}, now {now}); "
+              "torchrun not started", file=sys.stderr, flush=True)
+        return 1
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    log_dir = Path(os.path.abspath(args.reports_dir))
+    actor_cls = ray.remote(NodeTorchrun)
+    actors: dict[int, Any] = {}
+    labels: dict[int, str] = {}
+    for node in nodes:
+        rank = node["node_rank"]
+        labels[rank] = f"[node {rank} {node['name']}]"
+        actors[rank] = actor_cls.options(
+            scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=node["node_id"], soft=False),
+            num_cpus=0, num_gpus=0, max_restarts=0, name=None,
+        ).remote()
+    failed: tuple[int, str] | None = None
+    cursors = dict.fromkeys(actors, 0)
+    try:
+        starts = {}
+        for node in nodes:
+            rank = node["node_rank"]
+            derived, notes = derive_env(profile, node["facts"])
+            path = log_dir / f"launch-{stamp}-node{rank}-{node['name']}.log"
+            header = f"{log_text}# node {rank} {node['name']} ({node['ip']}): torchrun output follows\n"
+            starts[rank] = actors[rank].start.remote(profile.to_dict(), list(args.training), derived, notes, torchrun,
+                                                     rank, str(path), header)
+        for rank, ref in starts.items():
+            try:
+                info = ray.get(ref, timeout=RAY_CALL_TIMEOUT_S)
+            except Exception as exc:  # noqa: BLE001 - this node could not start: it failed first
+                failed = failed or (rank, f"could not start torchrun: {type(exc).__name__}: {str(exc).splitlines()[0][:300]}")
+                continue
+            for warning in info["warnings"]:
+                print(f"warning: {labels[rank]} {warning}", file=sys.stderr)
+            print(f"{labels[rank]} torchrun pid {info['pid']} on {info['host']}; log {info['log']}", file=sys.stderr, flush=True)
+            if launch_log:
+                write_launch_log(launch_log, f"# {labels[rank]} pid {info['pid']} on {info['host']}, log {info['log']}\n")
+        codes: dict[int, int] = {}
+        while failed is None and len(codes) < len(actors):
+            for rank, actor in actors.items():
+                if rank in codes:
+                    continue
+                try:
+                    lines, code = ray.get(actor.poll.remote(cursors[rank]), timeout=RAY_CALL_TIMEOUT_S)
+                except Exception as exc:  # noqa: BLE001 - the node or its actor is gone
+                    failed = (rank, f"lost: {type(exc).__name__}: {str(exc).splitlines()[0][:300]}")
+                    break
+                cursors[rank] += len(lines)
+                for line in lines:
+                    print(f"{labels[rank]} {line}", flush=True)
+                if code is not None:
+                    codes[rank] = code
+                    if code != 0:
+                        failed = (rank, f"torchrun exited with {code}")
+                        break
+            time.sleep(POLL_INTERVAL_S)
+    except KeyboardInterrupt:
+        failed = failed or (-1, "interrupted")
+    finally:
+        stopping = [actors[r].stop.remote(args.stop_grace) for r in actors]
+        try:
+            ray.get(stopping, timeout=args.stop_grace + 30.0)
+        except Exception:  # noqa: BLE001 - a lost node has nothing left to stop
+            pass
+        for rank, actor in actors.items():  # what the nodes printed while stopping
+            try:
+                lines, _ = ray.get(actor.poll.remote(cursors[rank]), timeout=10.0)
+            except Exception:  # noqa: BLE001 - a lost node has no more output
+                continue
+            for line in lines:
+                print(f"{labels[rank]} {line}", flush=True)
+        for actor in actors.values():
+            ray.kill(actor)
+    if failed is None:
+        line = f"dsv3-preflight launch: all {len(actors)} node(s) finished (torchrun exit 0)"
+        code = 0
+    elif failed[0] < 0:
+        line, code = "dsv3-preflight launch: interrupted; torchrun stopped on every node", 2
+    else:
+        rank = failed[0]
+        others = [labels[r] for r in actors if r != rank]
+        line = (f"dsv3-preflight launch: {labels[rank]} failed first ({failed[1]}); stopped the others"
+                + (f": {', '.join(others)}" if others else "") + f"; exit {FAILED_NODE_BASE + rank}")
+        code = FAILED_NODE_BASE + rank
+    print(line, file=sys.stderr, flush=True)
+    if launch_log:
+        write_launch_log(launch_log, f"# {line}\n")
+    return code
+
+
+def dry_run_text(doc: Mapping[str, Any], profile: Any, training: Sequence[str], torchrun: Sequence[str] | None) -> str:
+    """``--all-nodes --dry-run``: each node's command, built from the facts its preflight recorded.
+
+    The environment compared against is the one the node reported (``env`` fact, secrets masked);
+    torchrun defaults to the interpreter running Ray on that node (``host.python`` is not recorded,
+    so this driver's interpreter stands in for it).
+    """
+    from dsv3_preflight.launch.command import build_command, default_torchrun, derive_env, shell_text
+
+    parts = []
+    for node in _nodes_from_doc(doc):
+        derived, notes = derive_env(profile, node["facts"])
+        command = build_command(profile, training, environ=dict(node["facts"].get("env") or {}), derived=derived,
+                                torchrun=list(torchrun) if torchrun else default_torchrun(sys.executable),
+                                node_rank=node["node_rank"], notes=notes)
+        parts.append(f"# node {node['node_rank']} {node['name']} ({node['ip']})\n"
+                     + "".join(f"# warning: {w}\n" for w in command.warnings) + shell_text(command))
+    return "".join(parts)
