@@ -31,6 +31,10 @@ in the host's own network namespace, so no host route, bridge or firewall rule i
                                            docker0 172.17.0.1/16 (an empty bridge, as Docker makes)
     namespace dp<sfx>n2  node 2:           eth0 10.77.0.12/24, default via 10.77.0.1
 
+Name resolution inside the nodes is the lab's own (``ip netns exec`` bind-mounts ``/etc/netns/<ns>/``):
+``hosts`` maps ``lab-node0..2`` to the eth0 addresses, and ``resolv.conf`` points at 127.0.0.1 inside
+the namespace, where nothing answers, so an unknown name fails at once instead of waiting for DNS.
+
 Helpers: ``exec(node, argv, timeout, env)`` → CompletedProcess (text), ``popen(node, argv, env)`` (tracked,
 killed at teardown), ``addr(node)``, ``add_rule(node, iptables_args)``, ``set_mtu(node, ifname, mtu)``,
 ``ns(node)``, ``PRIMARY_IF`` / ``SECOND_IF`` / ``DOCKER_IF``. ``env`` is laid over a copy of this
@@ -60,6 +64,7 @@ DOCKER_IF = "docker0"
 SUBNET = "10.77.0"
 SECOND_SUBNET = "10.77.1"
 NODES = 3
+NETNS_ETC = "/etc/netns"
 _LAUNCH_PREFIXES = ("MASTER_", "NCCL_", "GLOO_", "TORCH_NCCL", "DSV3_PREFLIGHT", "CUDA_")
 _LAUNCH_VARS = {"NNODES", "NPROC_PER_NODE", "NODE_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "RANK",
                 "LOCAL_RANK", "RAY_ADDRESS"}
@@ -136,6 +141,13 @@ class NetnsLab:
         self._ip("netns", "add", name)
         self._created.append(name)
         self._ip("-n", name, "link", "set", "lo", "up")
+        etc = os.path.join(NETNS_ETC, name)
+        os.makedirs(etc, exist_ok=True)
+        hosts = "127.0.0.1 localhost\n" + "".join(f"{self.addr(i)} lab-node{i}\n" for i in range(self.nodes))
+        with open(os.path.join(etc, "hosts"), "w") as fh:
+            fh.write(hosts)
+        with open(os.path.join(etc, "resolv.conf"), "w") as fh:
+            fh.write("nameserver 127.0.0.1\noptions timeout:1 attempts:1\n")
 
     def start(self) -> "NetnsLab":
         reason = unavailable_reason()
@@ -257,6 +269,7 @@ class NetnsLab:
                 except (ProcessLookupError, ValueError):
                     pass
             subprocess.run(["ip", "netns", "del", ns], capture_output=True, timeout=_CMD_TIMEOUT)
+            shutil.rmtree(os.path.join(NETNS_ETC, ns), ignore_errors=True)
         self._created.clear()
         self._up = False
         _LIVE.discard(self)
