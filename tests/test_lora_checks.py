@@ -201,6 +201,7 @@ def test_run_reports_each_lora_check(tmp_path, model_dirs):
     assert results["lora.output_dir"]["status"] == "pass"
 
 
+@pytest.mark.slow
 def test_run_fails_clearly_on_paths_that_do_not_exist(tmp_path):
     p, results = _doc(tmp_path, "--deepspeed-config", tmp_path / "nope.json", "--model-path", tmp_path / "nomodel",
                       "--lora-targets", "o_proj", "--output-dir", tmp_path / "noout")
@@ -216,6 +217,7 @@ def test_run_without_lora_paths_skips_and_stays_green(tmp_path):
     assert p.returncode == 0 and {r["status"] for r in results.values()} == {"skip"}
 
 
+@pytest.mark.slow
 def test_output_dir_with_an_empty_saved_adapter_fails(tmp_path):
     src = lab.write_adapter(tmp_path / "src", "llama", lab.QKVO)
     out = tmp_path / "out"

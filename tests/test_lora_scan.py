@@ -240,6 +240,7 @@ def _cli(*args, timeout=120):
                           text=True, timeout=timeout, cwd=REPO, env={**os.environ, "COLUMNS": "200"})
 
 
+@pytest.mark.slow
 def test_cli_scan_json_and_exit_codes(adapters, tmp_path):
     root = tmp_path / "out"
     lab.write_checkpoint(root, 50, adapters["llama"])
