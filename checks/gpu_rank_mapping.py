@@ -99,7 +99,7 @@ def rank_mapping_cluster(nvml, env, host, profile, node_ranks):
             fails.append(f"{node}: {no_nvml_summary(facts)}")
             continue
         node_env = env.get(node) or {}
-        cvd, order = node_env.get("CUDA_VISIBLE_DEVICES"), node_env.get("CUDA_DEVICE_ORDER")
+        cvd, order = node_env.get("CUDA_VISIBLE_DEVICES", profile.cuda_visible_devices), node_env.get("CUDA_DEVICE_ORDER")
         orders[node] = order or "FASTEST_FIRST (unset)"
         resolution = resolve_visible(cvd, order, facts.get("gpus") or [])
         fails += _visible_problems(resolution, nproc, f"{node}: ", rank * nproc)

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from dsv3_preflight.checks.gpu_rank_mapping import rank_mapping, rank_mapping_cluster
-from dsv3_preflight.rankmap import (find_duplicates, mapping_table, nccl_bus_id, normalize_bus_id, parse_visible_devices, plan,
+from dsv3_preflight.rankmap import (enumeration_order, find_duplicates, mapping_table, nccl_bus_id, normalize_bus_id, parse_visible_devices, plan,
                                    resolve_visible, cluster_problems)
 from dsv3_preflight.result import Status
 
@@ -114,10 +114,15 @@ def test_mapping_table_reads_like_the_field_notes():
 def visible_lists(draw):
     n = draw(st.integers(1, 8))
     g = gpus(A100_BUS[:n])
+    for i in range(n):  # some nodes mix models: FASTEST_FIRST then reorders, and must stay a bijection
+        if draw(st.booleans()) and draw(st.booleans()):
+            g[i] = dict(g[i], name="NVIDIA A100 40GB PCIe", memory_total_bytes=42949672960)
+    order = draw(st.sampled_from(["PCI_BUS_ID", None, "FASTEST_FIRST"]))
+    enumerated, _ = enumeration_order(order, g)  # an index names a GPU of CUDA's enumeration, a UUID names it directly
     picked = draw(st.permutations(list(range(n))))
     k = draw(st.integers(1, n))
-    entries = [str(i) if draw(st.booleans()) else g[i]["uuid"] for i in picked[:k]]
-    return g, entries, draw(st.sampled_from(["PCI_BUS_ID", None, "FASTEST_FIRST"]))
+    entries = [str(i) if draw(st.booleans()) else enumerated[i]["uuid"] for i in picked[:k]]
+    return g, entries, order
 
 
 @settings(max_examples=150, deadline=None)

@@ -195,3 +195,49 @@ def test_recorded_machine_files_say_where_their_format_comes_from():
     assert len(files) >= 10
     for f in files:
         assert "source" in json.loads(f.read_text()), f
+
+
+# -- root causes of the other CUDA codes, judged on the recorded healthy node with one fact changed ----
+
+@pytest.fixture(scope="module")
+def healthy_facts(tmp_path_factory, libcuda):
+    mp = pytest.MonkeyPatch()
+    try:
+        return gather(stand_up("a100_nvswitch_fm_running", tmp_path_factory.mktemp("h"), libcuda), mp)
+    finally:
+        mp.undo()
+
+
+@pytest.mark.parametrize("code, env, cause, summary, fix", [
+    (804, {"LD_LIBRARY_PATH": "/usr/local/cuda/compat:/usr/lib"}, "compat",
+     "(LD_LIBRARY_PATH has /usr/local/cuda/compat)", "grep -v compat"),
+    (100, {"CUDA_VISIBLE_DEVICES": ""}, "no_device", "CUDA_VISIBLE_DEVICES='' hides every GPU", "unset CUDA_VISIBLE_DEVICES"),
+    (999, {}, "unknown", "unknown error", "Xid"),
+    (35, {}, "insufficient_driver", "older than torch's CUDA runtime", "download.pytorch.org"),
+])
+def test_other_cuda_codes_get_their_own_verdict(healthy_facts, code, env, cause, summary, fix):
+    facts = copy.deepcopy(healthy_facts)
+    facts["cuda_init"]["driver"].update(code=code, cuInit=code)
+    facts["cuda_init"]["env"].update(env)
+    r = judge_all(facts)["cuda_init"]
+    assert r.status is Status.FAIL and r.evidence["cause"] == cause
+    assert summary in r.summary and fix in r.remediation
+
+
+def test_a_hung_driver_init_fails_with_the_wedged_driver_verdict(healthy_facts):
+    facts = copy.deepcopy(healthy_facts)
+    facts["cuda_init"]["driver"].update(timed_out=True, error="cuInit did not return within 20 s")
+    r = judge_all(facts)["cuda_init"]
+    assert r.status is Status.FAIL and r.summary.startswith("CUDA driver init hung: cuInit did not return within 20 s")
+
+
+def test_h100_on_a_driver_without_the_v_fabric_call_falls_back_to_the_first_version():
+    from dsv3_preflight.gpu.nvml_replay import NvmlReplay
+    from dsv3_preflight.probes.gpu import nvml_facts
+    from gpu_lab import load_machine
+
+    doc = load_machine("h100_fabric_completed")["nvml"]
+    for d in doc["devices"]:
+        d["fabric"]["nvml_error_v"] = 13  # NVML_ERROR_FUNCTION_NOT_FOUND: nvmlDeviceGetGpuFabricInfoV is new in R550
+    fabric = nvml_facts(NvmlReplay(doc))["gpus"][0]["fabric"]
+    assert fabric["api"] == "nvmlDeviceGetGpuFabricInfo" and fabric["state_name"] == "Completed" and fabric["status_name"] == "Success"
