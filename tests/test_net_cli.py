@@ -1,0 +1,101 @@
+"""The net.* checks and `dsv3-preflight listen` from the command line, as a user runs them."""
+import json
+import os
+import select
+import socket
+import subprocess
+import sys
+
+import pytest
+
+from conftest import python_cli
+from dsv3_preflight.net.reach import tcp_reach
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("0.0.0.0", 0))
+        return s.getsockname()[1]
+
+
+def run_net(tmp_path, env, only="net.*", profile="cpu"):
+    out = tmp_path / "result.json"
+    full = {k: v for k, v in os.environ.items() if not k.startswith(("MASTER_", "NCCL_", "GLOO_", "DSV3_PREFLIGHT", "NNODES", "NODE_RANK"))}
+    full.update(env)
+    proc = subprocess.run(python_cli("run", "--profile", profile, "--only", only, "--no-report", "--no-color", "-q",
+                                     "--json", str(out)), capture_output=True, text=True, timeout=90, env=full)
+    assert "Traceback" not in proc.stdout + proc.stderr, proc.stderr
+    results = {r["name"]: r for r in json.loads(out.read_text())["results"]} if out.exists() else {}
+    return proc, results
+
+
+def test_cpu_profile_is_green_on_a_healthy_machine(tmp_path):
+    proc, results = run_net(tmp_path, {"MASTER_PORT": str(free_port())})
+    assert proc.returncode == 0, proc.stdout
+    assert {n: r["status"] for n, r in results.items()} == {
+        "net.nic_route": "pass", "net.port_free": "pass", "net.mtu": "pass", "net.port_reach": "skip"}
+    assert "single-node" in results["net.port_reach"]["summary"]
+
+
+def test_unresolvable_master_addr_fails_clearly(tmp_path):
+    proc, results = run_net(tmp_path, {"MASTER_ADDR": "no-such-head.invalid", "MASTER_PORT": str(free_port())})
+    assert proc.returncode == 1
+    assert results["net.nic_route"]["status"] == "fail" and "does not resolve" in results["net.nic_route"]["summary"]
+
+
+def test_ipv6_literal_master_addr_is_routed_and_bound(tmp_path):
+    if not socket.has_ipv6 or not os.path.exists("/proc/net/if_inet6") or "00000000000000000000000000000001" not in open("/proc/net/if_inet6").read():
+        pytest.skip("IPv6 loopback ::1 is not configured on this host")
+    proc, results = run_net(tmp_path, {"MASTER_ADDR": "::1", "MASTER_PORT": str(free_port())})
+    assert proc.returncode == 0, proc.stdout
+    assert results["net.nic_route"]["evidence"]["interface"] == "lo"
+    assert [a["address"] for a in results["net.port_free"]["evidence"]["attempts"]] == ["::", "::1"]
+
+
+def test_port_out_of_range_is_a_usage_error_not_a_traceback(tmp_path):
+    proc, _ = run_net(tmp_path, {"MASTER_PORT": "70000"})
+    assert proc.returncode == 4 and "master_port" in proc.stderr + proc.stdout
+
+
+def test_interface_name_with_odd_characters_fails_clearly(tmp_path):
+    proc, results = run_net(tmp_path, {"MASTER_PORT": str(free_port()), "NCCL_SOCKET_IFNAME": "eth0;rm -rf /"},
+                            only="net.nic_route")
+    assert proc.returncode == 1
+    assert "cannot be interface names" in results["net.nic_route"]["summary"]
+
+
+def test_listen_serves_workers_and_reports_them():
+    port = free_port()
+    proc = subprocess.Popen(python_cli("listen", "--host", "127.0.0.1", "--port", str(port), "--deadline", "3",
+                                       "--token", "cli-token"), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        ready, _, _ = select.select([proc.stdout], [], [], 20)
+        assert ready and proc.stdout.readline().startswith(f"listening on 127.0.0.1:{port}")
+        reach = tcp_reach("127.0.0.1", port, expected_token="cli-token")
+        out, err = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate(timeout=5)
+    assert reach["listener"] == "ours" and reach["token_match"] is True
+    assert proc.returncode == 0, err
+    assert "export DSV3_PREFLIGHT_LISTENER_TOKEN=cli-token" in out
+    assert "served 127.0.0.1:" in out and "served 1 connection(s) from 127.0.0.1" in out
+
+
+def test_listen_on_a_taken_port_names_the_holder():
+    with socket.socket() as holder:
+        holder.bind(("0.0.0.0", 0))
+        holder.listen(1)
+        port = holder.getsockname()[1]
+        proc = subprocess.run(python_cli("listen", "--port", str(port), "--deadline", "1"),
+                              capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1
+    assert "EADDRINUSE" in proc.stdout and f"pid {os.getpid()}" in proc.stdout
+
+
+@pytest.mark.parametrize("args, word", [(["--port", "70000"], "--port"), (["--port", "abc"], "--port"),
+                                        (["--deadline", "0"], "--deadline"), (["--host", "bad host!"], "--host")])
+def test_listen_bad_input_is_a_usage_error(args, word):
+    proc = subprocess.run(python_cli("listen", *args), capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 4 and word in proc.stderr and "Traceback" not in proc.stderr
