@@ -63,3 +63,22 @@ def test_single_node_cpu_run_passes_with_nothing_to_compare():
     facts = versions_probe.gather(nvml={}, fabric_manager={})
     r = versions_check(versions={"vm": facts}, profile=cpu_profile())
     assert r.status is Status.PASS and r.summary.startswith("one node (vm): nothing to compare")
+
+
+def test_cluster_checks_run_through_the_engine_on_three_recorded_nodes():
+    from dsv3_preflight.engine import run_cluster_checks
+    from dsv3_preflight.registry import load_registry
+
+    registry = load_registry(entry_points=False)
+    checks, _ = registry.select(only=["gpu.versions", "gpu.rank_mapping_cluster"])
+    nodes = three_nodes()
+    gpu_list = [{"index": i, "name": "NVIDIA A100-SXM4-80GB", "uuid": f"GPU-{i}", "pci_bus_id": f"00000000:{b}:00.0"}
+                for i, b in enumerate(["07", "0F", "47", "4E", "87", "90", "B7", "BD"])]
+    node_facts = {n: {"facts": {"versions": nodes[n], "nvml": {"available": True, "gpus": gpu_list},
+                                "env": {"CUDA_VISIBLE_DEVICES": "0,1,2,3,4,5,6,7", "CUDA_DEVICE_ORDER": "PCI_BUS_ID"},
+                                "host": {"hostname": n, "machine_id": f"m-{n}", "boot_id": f"b-{n}"}}}
+                  for n in nodes}
+    results = {r.name: r for r in run_cluster_checks(checks, profile(), node_facts, {n: i for i, n in enumerate(nodes)})}
+    assert results["gpu.versions"].status is Status.FAIL and "gpu-node-2 has 535.104.05" in results["gpu.versions"].summary
+    assert results["gpu.rank_mapping_cluster"].status is Status.PASS
+    assert results["gpu.rank_mapping_cluster"].summary == "24 ranks on 3 nodes, each on its own GPU"
