@@ -1,0 +1,223 @@
+"""Collective probe with real processes: gloo on loopback, world 2–4, missing and wedged ranks, the CLI."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from dsv3_preflight.collective import combine, probe_node
+
+pytestmark = pytest.mark.slow
+#: what the probe may take beyond its own timeout (reading logs, reaping)
+MARGIN_S = 1.0
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _workers_of_this_process() -> list[psutil.Process]:
+    found = []
+    for child in psutil.Process().children(recursive=True):
+        try:
+            if "dsv3_preflight.collective.worker" in " ".join(child.cmdline()):
+                found.append(child)
+        except psutil.Error:
+            pass
+    return found
+
+
+@pytest.fixture(autouse=True)
+def no_worker_left_behind(clean_env):
+    yield
+    left = _workers_of_this_process()
+    for p in left:  # clean up for the next test, but fail this one
+        p.kill()
+    assert not left, f"worker processes left behind: {[p.pid for p in left]}"
+
+
+def assert_gone(outcome):
+    for r in outcome["ranks"]:
+        assert not psutil.pid_exists(r["pid"]) or psutil.Process(r["pid"]).status() == psutil.STATUS_ZOMBIE, r["pid"]
+
+
+def run_nodes(port, world, per_node, timeout_s=60.0, nodes=None, **kw):
+    """probe_node for each node rank in `nodes`, concurrently (threads), as a gang would."""
+    nodes = list(range(world // per_node)) if nodes is None else nodes
+    out = {}
+
+    def go(n):
+        out[n] = probe_node(master_addr="127.0.0.1", master_port=port, world_size=world, node_rank=n,
+                            nproc_per_node=per_node, backend="gloo", timeout_s=timeout_s, **kw)
+
+    threads = [threading.Thread(target=go, args=(n,)) for n in nodes]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return [out[n] for n in nodes]
+
+
+@pytest.mark.parametrize("world,per_node", [(2, 2), (3, 1), (4, 2)], ids=["2x1node", "3 one-per-node", "4=2x2"])
+def test_gloo_allreduce_on_loopback_gives_the_exact_sum_with_timings(world, per_node):
+    outcomes = run_nodes(free_port(), world, per_node)
+    verdict = combine(outcomes, world)
+    assert verdict["ok"], verdict["summary"]
+    assert verdict["sum_ok"] and verdict["never_joined"] == [] and verdict["stuck"] == {}
+    for o in outcomes:
+        for r in o["ranks"]:
+            assert r["last_phase"] == "done" and r["sum_ok"] is True
+            assert r["got_sum"] == r["expected_sum"] == world * (world + 1) / 2
+            for key in ("process_start_s", "import_s", "store_connect_s", "init_s", "first_collective_s", "steady_s"):
+                assert isinstance(r["timings"][key], float) and r["timings"][key] >= 0, key
+        assert_gone(o)
+    assert [row["rank"] for row in verdict["rank_map"]] == list(range(world))
+    assert all(row["host"] == socket.gethostname() for row in verdict["rank_map"])
+
+
+def test_a_rank_that_never_starts_fails_naming_it_within_the_timeout():
+    timeout = 15.0  # generous: on a loaded 2-core CI box importing torch alone can take 8 s
+    t0 = time.monotonic()
+    outcome = probe_node(master_addr="127.0.0.1", master_port=free_port(), world_size=3, node_rank=0,
+                         nproc_per_node=2, backend="gloo", timeout_s=timeout)
+    elapsed = time.monotonic() - t0
+    verdict = combine([outcome], 3)
+    assert not verdict["ok"]
+    assert verdict["never_joined"] == [2]
+    assert verdict["summary"].startswith("rank(s) 2 of 3 never joined")
+    assert elapsed <= timeout + MARGIN_S, f"took {elapsed:.2f} s for a {timeout} s timeout"
+    print(f"missing-rank bound: {elapsed:.2f} s for timeout {timeout} s")
+    assert_gone(outcome)
+
+
+def test_a_wedged_rank_is_killed_by_pid_at_the_deadline_and_its_last_phase_reported(tmp_path):
+    timeout, port = 15.0, free_port()
+    logs = tmp_path / "n1"
+    result = {}
+
+    def node(n):
+        result[n] = probe_node(master_addr="127.0.0.1", master_port=port, world_size=2, node_rank=n, backend="gloo",
+                               timeout_s=timeout, log_dir=str(logs) if n == 1 else None)
+
+    threads = [threading.Thread(target=node, args=(n,)) for n in (0, 1)]
+    t0 = time.monotonic()
+    for t in threads:
+        t.start()
+    status = logs / "rank1.status.jsonl"
+    pid = None
+    while time.monotonic() - t0 < timeout:  # wedge rank 1 (SIGSTOP) once it is in the store, as a hung NCCL call would
+        if status.exists():
+            events = [json.loads(line) for line in status.read_text().splitlines() if line.strip()]
+            pid = next((e["pid"] for e in events if e.get("phase") == "started"), pid)
+            if any(e.get("phase") == "store_connected" for e in events):
+                os.kill(pid, signal.SIGSTOP)
+                break
+        time.sleep(0.01)
+    else:
+        pytest.fail("rank 1 never connected")
+    for t in threads:
+        t.join()
+    elapsed = time.monotonic() - t0
+    n0, n1 = result[0], result[1]
+    r1 = n1["ranks"][0]
+    assert r1["killed"] and "hard deadline" in r1["killed"] and n1["deadline_hit"]
+    assert r1["last_phase"] in ("store_connected", "all_joined")
+    verdict = combine([n0, n1], 2)
+    assert not verdict["ok"] and verdict["stuck"]["1"] == r1["last_phase"]
+    assert n0["ranks"][0]["last_phase"] != "done"  # rank 0 gave up on its own, with its reason
+    assert n0["ranks"][0]["error"] is not None
+    assert elapsed <= timeout + MARGIN_S
+    assert_gone(n1)
+    assert_gone(n0)
+
+
+def test_wrong_gloo_socket_ifname_is_diagnosed_with_the_interface_named():
+    outcome = probe_node(master_addr="127.0.0.1", master_port=free_port(), world_size=2, node_rank=0,
+                         nproc_per_node=2, backend="gloo", timeout_s=30, env={"GLOO_SOCKET_IFNAME": "ethX9"})
+    verdict = combine([outcome], 2)
+    assert not verdict["ok"]
+    kinds = {f["kind"]: f for f in verdict["findings"]}
+    assert "gloo_ifname_missing" in kinds
+    assert "'ethX9'" in kinds["gloo_ifname_missing"]["cause"] and "ethX9" in verdict["summary"]
+    assert outcome["elapsed_s"] < 30  # a failed sibling ends the others early, not at the deadline
+    assert_gone(outcome)
+
+
+def test_sweep_reports_nccl_tests_algbw_and_busbw():
+    sizes = (4096, 65536, 1 << 20)
+    outcomes = run_nodes(free_port(), 2, 2, sweep=True, sweep_sizes=sizes)
+    rows = outcomes[0]["sweep"]
+    assert [r["size_bytes"] for r in rows] == list(sizes)
+    for r in rows:
+        n = 2
+        assert r["algbw_gbps"] == pytest.approx(r["size_bytes"] / (r["time_us"] * 1e-6) / 1e9, rel=1e-3)
+        assert r["busbw_gbps"] == pytest.approx(r["algbw_gbps"] * 2 * (n - 1) / n, rel=1e-6)
+
+
+# -- the CLI, as a user runs it --------------------------------------------------------------------
+def cli(*args, timeout=120, **kw):
+    return subprocess.Popen([sys.executable, "-m", "dsv3_preflight", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, **kw)
+
+
+def test_probe_command_on_two_nodes_passes(tmp_path):
+    port = str(free_port())
+    common = ["--nnodes", "2", "--master-addr", "127.0.0.1", "--master-port", port, "--backend", "gloo", "--timeout", "60"]
+    n0 = cli("probe", "--node-rank", "0", *common, "--json", str(tmp_path / "n0.json"))
+    n1 = cli("probe", "--node-rank", "1", *common, "--json", str(tmp_path / "n1.json"))
+    out0, _ = n0.communicate(timeout=90)
+    out1, _ = n1.communicate(timeout=90)
+    assert n0.returncode == 0, out0
+    assert n1.returncode == 0, out1
+    assert "PASS: all_reduce over 2 ranks correct (sum 3)" in out0
+    for f in ("n0.json", "n1.json"):
+        doc = json.loads((tmp_path / f).read_text())
+        assert doc["verdict"]["ok"]
+        assert_gone(doc["outcome"])
+
+
+def test_probe_command_fails_naming_the_node_that_never_started(tmp_path):
+    timeout = 12.0
+    t0 = time.monotonic()
+    p = cli("probe", "--nnodes", "2", "--node-rank", "0", "--master-addr", "127.0.0.1", "--master-port",
+            str(free_port()), "--backend", "gloo", "--timeout", str(timeout), "--json", str(tmp_path / "o.json"))
+    out, _ = p.communicate(timeout=60)
+    elapsed = time.monotonic() - t0
+    assert p.returncode == 1, out
+    assert "FAIL: rank(s) 1 of 2 never joined the rendezvous" in out
+    assert elapsed <= timeout + MARGIN_S + 1.5  # + interpreter start-up of the CLI itself
+    assert_gone(json.loads((tmp_path / "o.json").read_text())["outcome"])
+
+
+def test_run_cpu_profile_dist_checks_are_green(tmp_path):
+    port = str(free_port())
+    p = cli("run", "--profile", "cpu", "--only", "dist.*", "--no-report", "--master-port", port,
+            "--json", str(tmp_path / "r.json"))
+    out, _ = p.communicate(timeout=120)
+    assert p.returncode == 0, out
+    doc = json.loads((tmp_path / "r.json").read_text())
+    res = {r["name"]: r for r in doc["results"]}["dist.allreduce"]
+    assert res["status"] == "pass" and "2 ranks correct" in res["summary"]
+    assert res["evidence"]["world"] == 2 and res["evidence"]["backend"] == "gloo"
+
+
+def test_run_multi_node_profile_skips_with_the_probe_commands(tmp_path):
+    p = cli("run", "--profile", "cpu", "--nnodes", "3", "--master-addr", "10.77.0.10", "--only", "dist.*",
+            "--no-report", "--json", str(tmp_path / "r.json"))
+    out, _ = p.communicate(timeout=120)
+    doc = json.loads((tmp_path / "r.json").read_text())
+    res = {r["name"]: r for r in doc["results"]}["dist.allreduce"]
+    assert res["status"] == "skip", res
+    assert "dsv3-preflight probe --node-rank 0 --nnodes 3 --master-addr 10.77.0.10" in res["summary"]
+    assert any("--node-rank 2" in c for c in res["evidence"]["commands"])
