@@ -124,7 +124,8 @@ def nic_route(nic_route, profile):
             usable = [a for a in host_addrs if a in local and not _is_loopback(a)]
             if not usable:
                 hazard = (f"Gloo binds the address of the host name {f.get('hostname')!r}, which resolves to "
-                          f"{', '.join(host_addrs) or 'nothing'}: loopback, unreachable from other nodes")
+                          f"{', '.join(host_addrs) or 'no address'}: no usable local address, so Gloo falls back to "
+                          "loopback, unreachable from other nodes")
                 (fails if profile.backend == "gloo" else guesses).append(hazard)
             else:
                 guesses.append(f"Gloo would bind {usable[0]} (the host name's address)")

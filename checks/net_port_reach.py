@@ -41,8 +41,8 @@ def port_reach(port_reach, profile):
                       f"iptables -I INPUT -p tcp --dport {port} -j ACCEPT")
     if outcome == "filtered":
         return Result.failed(
-            f"no answer from {where} within {f.get('timeout_s')} s: a firewall DROPs it or packets are lost "
-            f"({f.get('error')})",
+            f"no answer from {where} within {f.get('timeout_s')} s: a firewall DROPs it or packets are lost"
+            + ("" if (f.get("error") or "").startswith("no answer") else f" ({f.get('error')})"),
             evidence, f"on the head: iptables -I INPUT -p tcp --dport {port} -j ACCEPT   # or open {port}/tcp in the "
                       "cloud security group / nft ruleset between the nodes")
     if outcome == "unreachable":
