@@ -60,7 +60,9 @@ def render_html(doc: Mapping[str, Any]) -> str:
     # The CSP allows exactly our script by its hash and nothing from the network.
     digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode("ascii")
     view = build_view(mask(dict(doc)))
-    return env.get_template("report.html.j2").render(view=view, script=script, style=style, script_hash=digest)
+    floor = ((doc.get("profile") or {}).get("values") or {}).get("min_busbw_gbps")
+    return env.get_template("report.html.j2").render(view=view, script=script, style=style, script_hash=digest,
+                                                     min_busbw=floor if isinstance(floor, (int, float)) else None)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -124,7 +126,7 @@ def _why(doc, red, warn, dead, selected) -> list[str]:
     """One line per reason for the verdict, most severe first."""
     lines = []
     for n in dead:
-        lines.append(f"node {n.get('node')} is {n.get('state')}: {n.get('error') or 'no result from it'}")
+        lines.append(f"‼ node {n.get('node')} is down ({n.get('state')}): {n.get('error') or 'no result came back from it'}")
     for r in red:
         lines.append(f"{SYMBOL[r['status']]} {r['status'].upper()} {r['name']} on {r['node']}: {r['summary']}")
     if doc.get("strict") and warn:
@@ -272,8 +274,9 @@ def _human_bytes(n: float) -> str:
     return f"{n}"
 
 
-def sweep_chart(rows: Any, width: int = 560, height: int = 240) -> dict[str, Any] | None:
-    """Geometry of the bandwidth chart (bus and algorithm bandwidth over message size, log2 x axis).
+def sweep_chart(rows: Any, floor: float | None = None, width: int = 560, height: int = 240) -> dict[str, Any] | None:
+    """Geometry of the bandwidth chart (bus and algorithm bandwidth over message size, log2 x axis),
+    with the profile's required bus bandwidth (``floor``, GB/s) as a horizontal line when given.
 
     Returns None when rows are not a sweep (a list of dicts with numeric ``bytes``)."""
     if not isinstance(rows, list):
@@ -288,7 +291,7 @@ def sweep_chart(rows: Any, width: int = 560, height: int = 240) -> dict[str, Any
     x0, x1 = min(xs), max(xs)
     span = (x1 - x0) or 1.0
     series_keys = [k for k in ("busbw_gbps", "algbw_gbps") if any(isinstance(r.get(k), (int, float)) for r in pts)]
-    ymax = max([float(r.get(k) or 0) for r in pts for k in series_keys] + [0.0])
+    ymax = max([float(r.get(k) or 0) for r in pts for k in series_keys] + [float(floor or 0)])
     ymax = _nice_ceiling(ymax)
 
     def sx(b: float) -> float:
@@ -310,6 +313,7 @@ def sweep_chart(rows: Any, width: int = 560, height: int = 240) -> dict[str, Any
     peak = max(pts, key=lambda r: float(r.get("busbw_gbps") or 0))
     return {"width": width, "height": height, "left": left, "top": top, "pw": pw, "ph": ph, "series": series,
             "xticks": xticks, "yticks": yticks, "bottom_y": top + ph,
+            "floor": None if not floor else {"y": sy(float(floor)), "label": f"required bus bandwidth {float(floor):g} GB/s"},
             "peak": f"peak bus bandwidth {float(peak.get('busbw_gbps') or 0):.1f} GB/s at {_human_bytes(peak['bytes'])}"}
 
 

@@ -63,7 +63,7 @@ def test_chromium_shows_verdict_matrix_and_opens_evidence_without_console_errors
     browser.get(page.as_uri())
 
     assert browser.find_element("css selector", "header .big").text == "✘ NO-GO"
-    assert "node gpu-c is error" in browser.find_element("css selector", "ul.why").text
+    assert "node gpu-c is down (error)" in browser.find_element("css selector", "ul.why").text
     rows = visible(browser, "table.matrix tbody tr[data-check]")
     assert [r.get_attribute("data-check") for r in rows][:2] == ["cluster.nodes_alive", "cluster.rank_mapping"]
     assert len(rows) == 6
@@ -107,6 +107,10 @@ def test_chromium_draws_the_bandwidth_chart_and_prints_to_pdf(browser, tmp_path)
     assert len(browser.find_elements("css selector", "figure.chart polyline")) == 2
     assert "NET/Socket" in visible(browser, "pre.log")[0].text
     chart[0].screenshot(str(tmp_path / "chart.png"))
+    browser.execute_cdp_cmd("Emulation.setEmulatedMedia", {"media": "print"})
+    assert visible(browser, "form.filters") == [] and visible(browser, "button.copy") == []
+    browser.save_screenshot(str(tmp_path / "print.png"))
+    browser.execute_cdp_cmd("Emulation.setEmulatedMedia", {"media": ""})
     pdf = base64.b64decode(browser.execute_cdp_cmd("Page.printToPDF", {"printBackground": True})["data"])
     (tmp_path / "red.pdf").write_bytes(pdf)
     assert pdf.startswith(b"%PDF") and pdf.count(b"/Type /Page") >= 2

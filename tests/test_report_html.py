@@ -60,7 +60,7 @@ def test_cluster_summary_shows_a_dash_for_facts_nobody_gathered():
 def test_dead_node_is_named_with_its_error_in_the_verdict_summary_and_matrix():
     html, page = render("cluster_dead_node_duplicate_rank.json")
     why = html[html.index('<ul class="why">'):html.index("</ul>", html.index('<ul class="why">'))]
-    assert "node gpu-c is error: Ray task on gpu-c died" in why
+    assert "‼ node gpu-c is down (error): Ray task on gpu-c died" in why
     assert "NODE ERROR" in page.text
     header = [a for t, a in page.elements if t == "th" and a.get("data-node") == "gpu-c"]
     assert header and header[0]["class"] == "dead"
@@ -102,6 +102,7 @@ def test_sweep_becomes_an_inline_svg_chart_and_log_tail_a_monospace_block():
     html, page = render("red_single_node.json")
     assert len(page.tags("svg")) == 1 and len(page.tags("polyline")) == 2
     assert "peak bus bandwidth 52.3 GB/s at 1G" in page.text
+    assert "required bus bandwidth 150 GB/s" in page.text  # the profile's min_busbw_gbps, drawn as a line
     logs = [a for t, a in page.by_class("log") if t == "pre"]
     assert logs
     assert "NET/Socket : Using ens3:172.17.0.2&lt;0&gt; (fallback)" in html
@@ -170,6 +171,11 @@ def test_run_metadata_shows_command_line_tool_version_and_the_source_of_each_pro
     assert "started 2026-11-21T23:40:12+00:00" in page.text
     assert "master_addr 10.10.0.11 env MASTER_ADDR" in page.text
     assert "deepspeed_config /nfs/runs/lora-7/ds_zero3.json preflight.toml" in page.text
+
+
+def test_stylesheet_is_inlined_verbatim():
+    html, page = render("green_single_node.json")
+    assert 'font-family: -apple-system, "Segoe UI"' in html and "table.kv > tbody > tr > th" in html
 
 
 def test_print_stylesheet_hides_controls_and_unclips_long_blocks():
