@@ -120,3 +120,17 @@ def test_big_file_is_streamed_in_bounded_memory(tmp_path, monkeypatch):
                                            ("worker-3.out", "worker-3"), ("-", "stdin")])
 def test_node_label_comes_from_the_file_name(name, expected):
     assert reader.label_for(name) == expected
+
+
+@pytest.mark.skipif(reader._gnu_grep() is None, reason="GNU grep is not installed: only the python engine exists here")
+@pytest.mark.parametrize("name", sorted(p.name for p in DATA.glob("*.log")))
+def test_grep_and_python_engines_find_the_same_evidence(name, monkeypatch):
+    with_grep = triage([str(DATA / name)])
+    monkeypatch.setenv(reader.ENGINE_ENV, "python")
+    pure = triage([str(DATA / name)])
+    assert with_grep == pure
+
+
+def test_python_engine_is_used_when_asked(monkeypatch):
+    monkeypatch.setenv(reader.ENGINE_ENV, "python")
+    assert reader.NeedleSet([b"x"]).engine == "python"

@@ -12,6 +12,8 @@ import gzip
 import io
 import os
 import re
+import shutil
+import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +24,8 @@ MAX_SEGMENT = 16 << 10   # a longer "line" (no break for 16 KiB) is cut around t
 _FORCE_CUT = 4 * CHUNK   # a chunk with no line break at all is cut anyway (bounded memory)
 ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
 STDIN = "-"
+ENGINE_ENV = "DSV3_PREFLIGHT_DOCTOR_ENGINE"   # "python" forces the pure-Python needle search
+GREP_TIMEOUT_S = 60                           # per chunk (8 MiB): generous, grep needs milliseconds
 
 
 class UnreadableLog(Exception):
@@ -75,9 +79,62 @@ def open_log(path: str) -> BinaryIO:
     return raw
 
 
-def needle_regex(needles: Iterable[bytes]) -> re.Pattern[bytes]:
-    unique = sorted(set(needles), key=lambda n: (-len(n), n))
-    return re.compile(b"|".join(re.escape(n) for n in unique))
+def _gnu_grep() -> str | None:
+    """Path of a GNU grep (multi-literal search at memory speed), or None."""
+    if os.environ.get(ENGINE_ENV, "auto") == "python":
+        return None
+    path = shutil.which("grep")
+    if not path:
+        return None
+    try:
+        out = subprocess.run([path, "--version"], capture_output=True, timeout=5).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return path if b"GNU grep" in out else None
+
+
+class NeedleSet:
+    """Where literal byte strings occur in a chunk.
+
+    Engine ``grep``: the chunk is piped to GNU ``grep -F -o -b`` (Aho-Corasick style search of all needles at
+    once, about a GB/s). Engine ``python``: one ``bytes.find`` pass per needle (~15 MB/s for ~50 needles), used
+    when no GNU grep is installed or ``DSV3_PREFLIGHT_DOCTOR_ENGINE=python``. Both give the same positions'
+    lines; an alternation regex over the literals would be ~5x slower still.
+    """
+
+    def __init__(self, needles: Iterable[bytes]):
+        unique = set(needles)
+        # a needle containing another is redundant: the shorter one finds the same lines
+        self.needles = sorted(n for n in unique if not any(o != n and o in n for o in unique))
+        self.grep = _gnu_grep()
+        self.engine = "grep" if self.grep else "python"
+
+    def positions(self, body: bytes) -> list[int]:
+        if self.grep:
+            found = self._grep(body)
+            if found is not None:
+                return found
+        found = []
+        for n in self.needles:
+            p = body.find(n)
+            while p >= 0:
+                found.append(p)
+                p = body.find(n, p + 1)
+        found.sort()
+        return found
+
+    def _grep(self, body: bytes) -> list[int] | None:
+        argv: list = [self.grep, "-F", "-a", "-o", "-b"]
+        for n in self.needles:
+            argv += [b"-e", n]
+        try:
+            p = subprocess.run(argv, input=body, capture_output=True, timeout=GREP_TIMEOUT_S,
+                               env={**os.environ, "LC_ALL": "C"})
+        except (OSError, subprocess.SubprocessError):
+            return None
+        if p.returncode not in (0, 1):
+            return None
+        return [int(line[: line.index(b":")]) for line in p.stdout.splitlines()]
 
 
 def clean(segment: bytes) -> str:
@@ -117,16 +174,16 @@ def _chunks(stream: BinaryIO, stats: FileStats) -> Iterator[bytes]:
         yield buf[:cut + 1]
 
 
-def scan(stream: BinaryIO, needles: re.Pattern[bytes], stats: FileStats) -> Iterator[tuple[int, bytes]]:
+def scan(stream: BinaryIO, needles: NeedleSet, stats: FileStats) -> Iterator[tuple[int, bytes]]:
     """(line number, raw segment) for each line segment that contains a needle; fills ``stats`` as it goes."""
     line_base = 1
     last = b""
     for body in _chunks(stream, stats):
         cur_line, cur_pos, next_allowed = line_base, 0, 0
-        for m in needles.finditer(body):
-            if m.start() < next_allowed:
+        for pos in needles.positions(body):
+            if pos < next_allowed:
                 continue
-            start, end = _segment_bounds(body, m.start())
+            start, end = _segment_bounds(body, pos)
             cur_line += body.count(b"\n", cur_pos, start)
             cur_pos = start
             next_allowed = end

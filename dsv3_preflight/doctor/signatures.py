@@ -166,7 +166,7 @@ SIGNATURES: tuple[Signature, ...] = (
       "[rank4]:[E421 02:05:38.764490322 ProcessGroupGloo.cpp:143] Gloo connectFullMesh failed with "
       "[../third_party/gloo/gloo/transport/tcp/pair.cc:144] no error",
       "https://github.com/sgl-project/sglang/issues/3226 ; https://github.com/gpustack/gpustack/issues/2125"),
-    S("nccl.loopback_selected", "nic_selection", "suspect", (b"Using lo:", b"]lo:"),
+    S("nccl.loopback_selected", "nic_selection", "suspect", (b"Using lo:127.", b"]lo:127."),
       r"(?:Bootstrap|NET/Socket) ?: Using (?:\[\d+\])?lo:(?P<addr>127\.[\d.]+)",
       "NCCL selected the loopback interface lo ({addr})",
       "With only lo usable (or NCCL_SOCKET_IFNAME=lo), ranks on other nodes cannot reach this one: multi-node "

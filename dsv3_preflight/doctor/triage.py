@@ -7,7 +7,7 @@ from typing import Any, Iterable, Sequence
 
 from ..secrets import mask_text
 from .attribution import origin_of
-from .reader import FileStats, UnreadableLog, clean, expand_inputs, label_for, needle_regex, open_log, scan
+from .reader import FileStats, UnreadableLog, clean, expand_inputs, label_for, NeedleSet, open_log, scan
 from .signatures import SIGNATURES, UNRECOGNISED_NEEDLES, UNRECOGNISED_RE, Signature
 
 MAX_TEXT = 400
@@ -73,7 +73,7 @@ class Triage:
         self.signatures = signatures
         self.max_evidence = max_evidence
         self._matcher = _Matcher(signatures)
-        self._needles = needle_regex([n for s in signatures for n in s.needles] + list(UNRECOGNISED_NEEDLES))
+        self._needles = NeedleSet([n for s in signatures for n in s.needles] + list(UNRECOGNISED_NEEDLES))
         self.findings: dict[str, _Finding] = {}
         self.healthy: dict[str, dict] = {}
         self.unrecognised: list[dict] = []
