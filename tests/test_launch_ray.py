@@ -1,0 +1,96 @@
+"""`launch --all-nodes` on a real local Ray cluster of two simulated nodes: a 2-node x 1-process gloo job."""
+import json
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+pytest.importorskip("ray")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from cluster_lab import ONLY, Lab, start_cluster  # noqa: E402
+
+pytestmark = [pytest.mark.slow, pytest.mark.ray]
+TRAIN = Path(__file__).resolve().parent / "data" / "launch" / "train_allreduce.py"
+
+
+@pytest.fixture(scope="module")
+def lab():
+    lab = start_cluster(["w0", "w1"])
+    try:
+        yield lab
+    finally:
+        lab.cluster.shutdown()  # stops the processes it started, by PID
+
+
+def ours(tmp_path: Path) -> list[str]:
+    found = []
+    for proc in psutil.process_iter(["cmdline"]):
+        try:
+            cmd = " ".join(proc.info["cmdline"] or [])
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+        if str(tmp_path) in cmd:
+            found.append(cmd)
+    return found
+
+
+def launch(lab: Lab, tmp_path: Path, *train_args: str, timeout: float = 240.0):
+    argv = [sys.executable, "-m", "dsv3_preflight", "launch", "--all-nodes", "--ray-address", lab.address,
+            "--profile", "cpu", "--nnodes", "2", "--nproc-per-node", "1", "--only", ONLY, "--no-color",
+            "--no-report", "--json", str(tmp_path / "report.json"), "--launch-log", str(tmp_path / "launch.log"),
+            "--reports-dir", str(tmp_path / "logs"), "--stop-grace", "5",
+            "--", str(TRAIN), "--out", str(tmp_path / "result.json"), *train_args]
+    proc = subprocess.run(argv, env=lab.cli_env(), cwd=tmp_path, capture_output=True, text=True, timeout=timeout)
+    deadline = time.monotonic() + 30
+    while ours(tmp_path) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert ours(tmp_path) == [], "the launch left processes running"
+    doc = json.loads((tmp_path / "report.json").read_text())
+    return proc, doc
+
+
+def node_logs(tmp_path: Path) -> dict[int, str]:
+    logs = {}
+    for path in (tmp_path / "logs").glob("launch-*-node*.log"):
+        rank = int(re.search(r"-node(\d+)-", path.name).group(1))
+        logs[rank] = path.read_text()
+    return logs
+
+
+def test_all_nodes_launch_runs_torchrun_on_every_node_with_its_rank(lab: Lab, tmp_path: Path):
+    proc, doc = launch(lab, tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    ranks = doc["cluster"]["node_ranks"]
+    assert sorted(ranks.values()) == [0, 1]
+    by_rank = {r: name for name, r in ranks.items()}
+    result = json.loads((tmp_path / "result.json").read_text())
+    route = {n["node"]: n["facts"]["nic_route"]["ifname"] for n in doc["nodes"]}
+    assert result["world_size"] == 2 and result["sum"] == 3.0
+    assert result["ifname"] == route[by_rank[0]]  # GLOO_SOCKET_IFNAME derived from node 0's route
+    for rank in (0, 1):
+        assert f"[node {rank} {by_rank[rank]}] rank {rank} all_reduce sum 3" in proc.stdout.splitlines()
+    logs = node_logs(tmp_path)
+    assert sorted(logs) == [0, 1]
+    for rank, text in logs.items():
+        assert f"--node_rank={rank} " in text and f"rank {rank} all_reduce sum 3" in text
+        assert text.rstrip().endswith("# torchrun exited with 0")
+    assert "all 2 node(s) finished (torchrun exit 0)" in proc.stderr
+
+
+def test_one_nodes_failure_stops_the_other_and_the_exit_code_names_it(lab: Lab, tmp_path: Path):
+    proc, doc = launch(lab, tmp_path, "--fail-on-node", "1")
+    by_rank = {r: name for name, r in doc["cluster"]["node_ranks"].items()}
+    assert proc.returncode == 11, proc.stderr[-3000:]
+    assert not (tmp_path / "result.json").exists()
+    assert f"[node 1 {by_rank[1]}] node 1: failing on purpose" in proc.stdout.splitlines()
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"dsv3-preflight launch: [node 1 {by_rank[1]}] failed first (torchrun exited with ")
+    assert last.endswith(f"stopped the others: [node 0 {by_rank[0]}]; exit 11")
+    logs = node_logs(tmp_path)
+    assert "failing on purpose" in logs[1]
+    assert re.search(r"# torchrun exited with -?\d+\s*$", logs[0]) and "exited with 0" not in logs[0]
+    assert last in (tmp_path / "launch.log").read_text()
