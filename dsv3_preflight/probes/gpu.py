@@ -314,12 +314,17 @@ def interpret_torch_child(out: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-@probe("cuda_init", timeout=TORCH_INIT_TIMEOUT + DRIVER_INIT_TIMEOUT + 10)
-def cuda_init() -> dict[str, Any]:
-    """CUDA initialisation, each in a child process with a timeout: the driver API (cuInit) and torch's runtime."""
+@probe("cuda_init", needs=["profile"], timeout=TORCH_INIT_TIMEOUT + DRIVER_INIT_TIMEOUT + 10)
+def cuda_init(profile) -> dict[str, Any]:
+    """CUDA initialisation, each in a child process with a timeout: the driver API (cuInit) and torch's runtime.
+
+    Under a profile that expects no GPUs the (slow) torch import is not attempted; the driver API still is.
+    """
+    runtime = torch_runtime_init() if profile.expects_gpus else {
+        "skipped": "profile expects no GPUs", "installed": None, "ok": False, "code": None, "timed_out": False}
     return {
         "driver": driver_api_init(),
-        "runtime": torch_runtime_init(),
+        "runtime": runtime,
         "kernel_module_version": kernel_module_version(),
         "env": {k: os.environ.get(k) for k in ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "LD_LIBRARY_PATH")},
     }
