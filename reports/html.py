@@ -30,7 +30,8 @@ DASH = "—"
 _VERSION_KEYS = {
     "driver": ("driver", "driver_version", "nvidia_driver"),
     "fabricmanager": ("fabricmanager", "fabric_manager", "fm", "nvidia_fabricmanager", "fabricmanager_version"),
-    "cuda": ("cuda", "cuda_version", "cuda_runtime", "torch_cuda", "cuda_driver"),
+    "cuda": ("cuda", "cuda_version", "cuda_runtime", "torch_cuda"),
+    "cuda_driver": ("cuda_driver", "cuda_driver_version_str"),
     "torch": ("torch", "pytorch", "torch_version"),
     "nccl": ("nccl", "nccl_version", "torch_nccl"),
 }
@@ -147,9 +148,12 @@ def node_summary(node: Mapping[str, Any]) -> dict[str, Any]:
                            "state": node.get("state", DASH), "error": node.get("error")}
     for field, keys in _VERSION_KEYS.items():
         out[field] = _version(_first(versions, keys)) or _version(_first(nvml, keys))
-    devices = _first(nvml, ("devices", "gpus"))
+    driver_cuda = out.pop("cuda_driver")
+    if driver_cuda and driver_cuda != out["cuda"]:  # what torch was built with vs what the driver supports
+        out["cuda"] = f"{out['cuda'] or DASH} (driver {driver_cuda})"
+    devices = _first(nvml, ("gpus", "devices"))
     count = _first(nvml, ("device_count", "count", "gpu_count"))
-    if count is None and isinstance(devices, list):
+    if count is None and isinstance(devices, list) and nvml.get("available") is not False:
         count = len(devices)
     out["gpus"] = count
     models = sorted({str(_first(d, ("name", "model")) or "") for d in devices or [] if isinstance(d, Mapping)} - {""})
@@ -194,10 +198,12 @@ def _chosen_nic(nodes: list[Mapping[str, Any]]) -> str:
         facts = n.get("facts") or {}
         route = facts.get("nic_route")
         if isinstance(route, Mapping):
-            parts = [str(route[k]) for k in ("interface",) if route.get(k)]
-            extra = [f"{k} {route[k]}" for k in ("source", "gateway", "mtu") if route.get(k) not in (None, "")]
-            if parts or extra:
-                return " · ".join(parts + extra)
+            name = _first(route, ("interface", "ifname", "dev", "nic"))
+            extra = [f"{label} {value}" for label, value in (
+                ("source", _first(route, ("source", "src", "source_address"))),
+                ("gateway", route.get("gateway")), ("mtu", route.get("mtu"))) if value not in (None, "")]
+            if name or extra:
+                return " · ".join([str(name or DASH)] + extra)
         env = facts.get("env") if isinstance(facts.get("env"), Mapping) else {}
         if env.get("NCCL_SOCKET_IFNAME"):
             return f"NCCL_SOCKET_IFNAME={env['NCCL_SOCKET_IFNAME']}"
@@ -260,7 +266,8 @@ def _duplicate_values(rows: list[Mapping[str, Any]], columns: list[str]) -> dict
                 for row in rows:
                     k = (row.get("node") or row.get("host") or row.get("hostname"), row.get(col))
                     per_node[k] = per_node.get(k, 0) + 1
-                dupes[col] = {k[1] for k, c in per_node.items() if c > 1 and k[1] is not None}
+                # a CPU run shares "cpu" legitimately; only a GPU identity may not repeat on one node
+                dupes[col] = {k[1] for k, c in per_node.items() if c > 1 and k[1] not in (None, "", "cpu")}
             else:
                 dupes[col] = {v for v, c in seen.items() if c > 1}
     return dupes

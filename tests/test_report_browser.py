@@ -69,6 +69,11 @@ def test_chromium_shows_verdict_matrix_and_opens_evidence_without_console_errors
     assert len(rows) == 6
     browser.save_screenshot(str(tmp_path / "top.png"))
 
+    # a remediation's copy button copies (clipboard API, or the selection fallback) and says so
+    button = browser.find_element("css selector", "#failures button.copy")
+    click(browser, button)
+    assert button.text == "copied"
+
     # a matrix cell opens its evidence: the rank table with the duplicated ranks
     cell = browser.find_element("css selector", 'tr[data-check="cluster.rank_mapping"] td.st-fail a')
     assert cell.text == "✘ FAIL"

@@ -43,7 +43,7 @@ def test_red_report_lists_failures_first_with_their_remediation_and_a_copy_butto
 
 def test_cluster_summary_takes_versions_and_nic_from_node_facts():
     _, page = render("green_single_node.json")
-    for value in ("550.90.07", "12.4", "2.3.1+cu121", "2.20.5", "NVIDIA H100 80GB HBM3", "10.10.0.11:39500",
+    for value in ("550.90.07", "12.1 (driver 12.4)", "2.3.1+cu121", "2.20.5", "NVIDIA H100 80GB HBM3", "10.10.0.11:39500",
                   "ens9f0np0 · source 10.10.0.11 · mtu 9000", "8 (expected 8)"):
         assert value in page.text
 
@@ -73,6 +73,16 @@ def test_duplicate_ranks_are_flagged_in_the_rank_mapping_table():
     table = table[:table.index("</table>")]
     assert table.count('<tr class="dup"') == 16  # ranks 0-7 on gpu-a and on gpu-b
     assert "✘ duplicate" in table
+
+
+def test_ranks_sharing_the_cpu_are_not_flagged_as_duplicates():
+    doc = load("green_single_node.json")
+    doc["results"][0]["evidence"] = {"rank_map": [{"rank": 0, "host": "vm", "device": "cpu"},
+                                                  {"rank": 1, "host": "vm", "device": "cpu"}]}
+    assert "✘ duplicate" not in render_html(doc)
+    doc["results"][0]["evidence"]["rank_map"][1]["device"] = "cpu"
+    doc["results"][0]["evidence"]["rank_map"][1]["rank"] = 0
+    assert render_html(doc).count("✘ duplicate") == 2
 
 
 def test_matrix_has_one_row_per_check_and_one_column_per_node_worst_first():

@@ -42,13 +42,14 @@ def node(name: str, rank: int, ip: str, *, state: str = "ok", error: str | None 
         "node": name, "node_rank": rank, "state": "ok", "error": None,
         "identity": {"hostname": name, "ip": ip},
         "facts": {
-            "versions": {"driver": "550.90.07", "fabricmanager": "550.90.07", "cuda": "12.4", "torch": "2.3.1+cu121",
-                         "nccl": "2.20.5", "deepspeed": "0.14.4", "peft": "0.11.1"},
-            "nvml": {"driver_version": "550.90.07", "device_count": 8,
-                     "devices": [{"index": i, "name": "NVIDIA H100 80GB HBM3", "pci_bus_id": f"0000:{0x18 + 16 * i:02X}:00.0"}
-                                 for i in range(8)],
-                     "fabric": {"state": "completed", "status": "success"}},
-            "nic_route": {"destination": "10.10.0.11", "interface": "ens9f0np0", "source": ip, "gateway": None, "mtu": 9000},
+            "versions": {"driver": "550.90.07", "kernel_module": "550.90.07", "fabric_manager": "550.90.07",
+                         "cuda_driver": "12.4", "cuda_runtime": "12.1", "nccl": "2.20.5", "nccl_source": "nvidia-nccl-cu12",
+                         "python": "3.11.9", "torch": "2.3.1+cu121", "deepspeed": "0.14.4", "peft": "0.11.1"},
+            "nvml": {"available": True, "driver_version": "550.90.07", "cuda_driver_version_str": "12.4",
+                     "gpus": [{"index": i, "name": "NVIDIA H100 80GB HBM3", "pci_bus_id": f"0000:{0x18 + 16 * i:02X}:00.0"}
+                              for i in range(8)]},
+            "nic_route": {"master_addr": "10.10.0.11", "target": "10.10.0.11", "ifname": "ens9f0np0", "src": ip,
+                          "gateway": None, "mtu": 9000, "operstate": "up", "role": "head" if rank == 0 else "worker"},
             "env": {"NCCL_SOCKET_IFNAME": nccl_ifname, "NCCL_IB_HCA": "mlx5_0,mlx5_1", "HF_TOKEN": "hf_live_secret_value",
                     "WANDB_API_KEY": "0123456789abcdef", "MASTER_ADDR": "10.10.0.11", "NCCL_DEBUG": "INFO"},
             "shm": {"path": "/dev/shm", "exists": True, "total_bytes": 540 * 2**30, "free_bytes": 538 * 2**30},
