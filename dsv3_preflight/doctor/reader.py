@@ -67,13 +67,13 @@ def open_log(path: str) -> BinaryIO:
     try:
         raw: BinaryIO = sys.stdin.buffer if path == STDIN else open(path, "rb")  # noqa: SIM115
     except OSError as exc:
-        raise UnreadableLog(f"{path}: {exc.strerror or exc}") from exc
+        raise UnreadableLog(str(exc.strerror or exc)) from exc
     if not hasattr(raw, "peek"):
         raw = io.BufferedReader(raw)  # type: ignore[arg-type]
     try:
         head = raw.peek(2)[:2]  # type: ignore[attr-defined]
     except OSError as exc:
-        raise UnreadableLog(f"{path}: {exc.strerror or exc}") from exc
+        raise UnreadableLog(str(exc.strerror or exc)) from exc
     if head == b"\x1f\x8b":
         return gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[return-value]
     return raw
@@ -157,7 +157,7 @@ def _chunks(stream: BinaryIO, stats: FileStats) -> Iterator[bytes]:
         try:
             data = stream.read(CHUNK)
         except (OSError, EOFError, gzip.BadGzipFile) as exc:
-            raise UnreadableLog(f"{stats.path}: {exc}") from exc
+            raise UnreadableLog(str(exc)) from exc
         if not data:
             if carry:
                 yield carry
