@@ -1,6 +1,7 @@
 """`launch --all-nodes` on a real local Ray cluster of two simulated nodes: a 2-node x 1-process gloo job."""
 import json
 import re
+import shlex
 import subprocess
 import sys
 import time
@@ -38,11 +39,11 @@ def ours(tmp_path: Path) -> list[str]:
     return found
 
 
-def launch(lab: Lab, tmp_path: Path, *train_args: str, timeout: float = 240.0):
+def launch(lab: Lab, tmp_path: Path, *train_args: str, extra: tuple = (), timeout: float = 240.0):
     argv = [sys.executable, "-m", "dsv3_preflight", "launch", "--all-nodes", "--ray-address", lab.address,
             "--profile", "cpu", "--nnodes", "2", "--nproc-per-node", "1", "--only", ONLY, "--no-color",
             "--no-report", "--json", str(tmp_path / "report.json"), "--launch-log", str(tmp_path / "launch.log"),
-            "--reports-dir", str(tmp_path / "logs"), "--stop-grace", "5",
+            "--reports-dir", str(tmp_path / "logs"), "--stop-grace", "5", *extra,
             "--", str(TRAIN), "--out", str(tmp_path / "result.json"), *train_args]
     proc = subprocess.run(argv, env=lab.cli_env(), cwd=tmp_path, capture_output=True, text=True, timeout=timeout)
     deadline = time.monotonic() + 30
@@ -70,7 +71,7 @@ def test_all_nodes_launch_runs_torchrun_on_every_node_with_its_rank(lab: Lab, tm
     result = json.loads((tmp_path / "result.json").read_text())
     route = {n["node"]: n["facts"]["nic_route"]["ifname"] for n in doc["nodes"]}
     assert result["world_size"] == 2 and result["sum"] == 3.0
-    assert result["ifname"] == route[by_rank[0]]  # GLOO_SOCKET_IFNAME derived from node 0's route
+    assert result["ifname"] == route[by_rank[0]]  # Gloo used the interface toward MASTER_ADDR (derived or the node's own)
     for rank in (0, 1):
         assert f"[node {rank} {by_rank[rank]}] rank {rank} all_reduce sum 3" in proc.stdout.splitlines()
     logs = node_logs(tmp_path)
@@ -94,3 +95,36 @@ def test_one_nodes_failure_stops_the_other_and_the_exit_code_names_it(lab: Lab, 
     assert "failing on purpose" in logs[1]
     assert re.search(r"# torchrun exited with -?\d+\s*$", logs[0]) and "exited with 0" not in logs[0]
     assert last in (tmp_path / "launch.log").read_text()
+
+
+def test_all_nodes_dry_run_prints_each_nodes_command_and_starts_nothing(lab: Lab, tmp_path: Path):
+    proc, doc = launch(lab, tmp_path, "--x", "a b", extra=["--dry-run"])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    expected = ""
+    for node in sorted(doc["cluster"]["nodes"], key=lambda n: n["node_rank"]):
+        rank = node["node_rank"]
+        facts = next(n for n in doc["nodes"] if n["node"] == node["name"])["facts"]
+        ifname = facts["nic_route"]["ifname"]
+        # the node's own values win (the lab may export them); what it lacks is exported
+        exports = [f"export {var}={ifname}\n" for var in ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME")
+                   if not facts["env"].get(var, "").strip()]
+        kept = [f"# {var}={facts['env'][var]} kept from your environment (derived: {ifname})\n"
+                for var in ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME")
+                if facts["env"].get(var, "").strip() and facts["env"][var] != ifname]
+        expected += (
+            f"# node {rank} {node['name']} ({node['ip']})\n" + "".join(exports) + "".join(kept) +
+            f"{shlex.quote(sys.executable)} -m torch.distributed.run --nnodes=2 --nproc_per_node=1 --node_rank={rank} "
+            f"--master_addr={lab.ip} --master_port={lab.port} --max_restarts=0 {TRAIN} --out {tmp_path / 'result.json'} "
+            "--x 'a b'\n")
+    assert proc.stdout == expected
+    assert not (tmp_path / "result.json").exists() and node_logs(tmp_path) == {}
+
+
+def test_all_nodes_red_preflight_starts_torchrun_nowhere(lab: Lab, tmp_path: Path):
+    # The profile expects 3 nodes; Ray has 2: cluster.node_count fails.
+    proc, doc = launch(lab, tmp_path, extra=["--nnodes", "3"])
+    assert proc.returncode == 1
+    assert "cluster.node_count" in [r["name"] for r in doc["results"] if r["status"] == "fail"]
+    assert proc.stdout == "" and node_logs(tmp_path) == {}
+    assert proc.stderr.strip().splitlines()[-1].startswith("dsv3-preflight launch: NO-GO (")
+    assert "NO-GO: torchrun not started" in (tmp_path / "launch.log").read_text()
