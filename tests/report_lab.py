@@ -5,6 +5,9 @@ import json
 from html.parser import HTMLParser
 from pathlib import Path
 
+from dsv3_preflight.document import build_document
+from dsv3_preflight.result import Result
+
 REPORT_DATA = Path(__file__).resolve().parent / "data" / "report"
 
 
@@ -50,3 +53,23 @@ class Page(HTMLParser):
 
     def by_class(self, cls: str) -> list[tuple[str, dict]]:
         return [(t, a) for t, a in self.elements if cls in (a.get("class") or "").split()]
+
+
+HOSTILE = '<script>window.__pwned=1</script><img src=x onerror="window.__pwned=2">'
+
+
+def hostile_document() -> dict:
+    node = {"node": "gpu-a" + HOSTILE, "node_rank": 0, "state": "error", "error": "died: " + HOSTILE,
+            "facts": {"nic_route": {"interface": "eth0" + HOSTILE}}, "fact_errors": {"nvml" + HOSTILE: HOSTILE}}
+    result = Result.failed("summary " + HOSTILE, {
+        "findings": [{"file": "/nfs/x" + HOSTILE + ".safetensors", "problem": HOSTILE}],
+        "log_tail": ["NCCL WARN " + HOSTILE], "sweep": [{"bytes": 1024, "busbw_gbps": 1.0, "algbw_gbps": 1.0, "note": HOSTILE}],
+        HOSTILE: {"nested" + HOSTILE: [HOSTILE]}}, remediation="echo " + HOSTILE)
+    doc = build_document(mode="node", profile={"name": "p" + HOSTILE, "values": {"master_addr": HOSTILE},
+                                               "sources": {"master_addr": "env " + HOSTILE}},
+                         nodes=[node], results=[result.stamped(name="x.check" + HOSTILE, node=node["node"], duration_s=0.1)],
+                         command=["dsv3-preflight", HOSTILE], exit_code=1)
+    doc["doctor"] = {"verdict": HOSTILE, "findings": [{"class": HOSTILE, "title": HOSTILE, "root_cause": HOSTILE,
+                                                       "fix": HOSTILE, "check": HOSTILE, "node": HOSTILE, "rank": 0,
+                                                       "evidence": [{"file": "/var/log/" + HOSTILE, "line": 3, "text": HOSTILE}]}]}
+    return doc

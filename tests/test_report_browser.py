@@ -9,8 +9,7 @@ from pathlib import Path
 import pytest
 
 from dsv3_preflight.reports import write_html
-from report_lab import load
-from test_report_html import hostile_document
+from report_lab import hostile_document, load
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"

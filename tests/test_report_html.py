@@ -8,10 +8,8 @@ import re
 
 import pytest
 
-from dsv3_preflight.document import build_document
 from dsv3_preflight.reports.html import render_html
-from dsv3_preflight.result import Result
-from report_lab import Page, load
+from report_lab import Page, hostile_document, load
 
 STORED = ["green_single_node.json", "red_single_node.json", "cluster_dead_node_duplicate_rank.json",
           "pytest_gpu-a.json", "pytest_gpu-b.json"]
@@ -131,26 +129,6 @@ def test_render_masks_secrets_of_a_document_that_skipped_masking():
     doc["results"][0]["evidence"]["log"] = "connecting with --api-key sk-plain-123"
     html = render_html(doc)
     assert "hunter2-plain" not in html and "sk-plain-123" not in html
-
-
-HOSTILE = '<script>window.__pwned=1</script><img src=x onerror="window.__pwned=2">'
-
-
-def hostile_document() -> dict:
-    node = {"node": "gpu-a" + HOSTILE, "node_rank": 0, "state": "error", "error": "died: " + HOSTILE,
-            "facts": {"nic_route": {"interface": "eth0" + HOSTILE}}, "fact_errors": {"nvml" + HOSTILE: HOSTILE}}
-    result = Result.failed("summary " + HOSTILE, {
-        "findings": [{"file": "/nfs/x" + HOSTILE + ".safetensors", "problem": HOSTILE}],
-        "log_tail": ["NCCL WARN " + HOSTILE], "sweep": [{"bytes": 1024, "busbw_gbps": 1.0, "algbw_gbps": 1.0, "note": HOSTILE}],
-        HOSTILE: {"nested" + HOSTILE: [HOSTILE]}}, remediation="echo " + HOSTILE)
-    doc = build_document(mode="node", profile={"name": "p" + HOSTILE, "values": {"master_addr": HOSTILE},
-                                               "sources": {"master_addr": "env " + HOSTILE}},
-                         nodes=[node], results=[result.stamped(name="x.check" + HOSTILE, node=node["node"], duration_s=0.1)],
-                         command=["dsv3-preflight", HOSTILE], exit_code=1)
-    doc["doctor"] = {"verdict": HOSTILE, "findings": [{"class": HOSTILE, "title": HOSTILE, "root_cause": HOSTILE,
-                                                       "fix": HOSTILE, "check": HOSTILE, "node": HOSTILE, "rank": 0,
-                                                       "evidence": [{"file": "/var/log/" + HOSTILE, "line": 3, "text": HOSTILE}]}]}
-    return doc
 
 
 def test_markup_in_hostnames_evidence_and_file_names_renders_inert():
