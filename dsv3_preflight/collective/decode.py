@@ -123,6 +123,40 @@ def decode(*texts: str | None) -> list[dict[str, Any]]:
     return findings
 
 
+_STUCK = {
+    None: ("never_started", "the rank's process never reported (Python or the package failed to start)",
+           "run `python -m dsv3_preflight.collective.worker --help` on this node to see the start-up error"),
+    "started": ("stuck_importing", "the rank did not finish importing torch before the deadline",
+                "the node is overloaded or torch is broken: `python -c 'import torch'`; or raise collective_timeout"),
+    "imported": ("stuck_store_connect", "the rank could not connect to the rendezvous store at {master}",
+                 "start node 0 first; check MASTER_ADDR/MASTER_PORT and that the port is open from this node"),
+    "store_connected": ("stuck_waiting_for_ranks", "the rank waited in the store for ranks that never came",
+                        "start `dsv3-preflight probe` on every node with the same MASTER_ADDR/MASTER_PORT"),
+    "all_joined": ("stuck_in_init", "every rank reached the store but the process group did not come up: the ranks "
+                   "could not connect to each other (ports other than MASTER_PORT blocked, or a socket interface "
+                   "the others cannot reach: {ifnames})",
+                   "open TCP between the nodes on the training interface (Gloo uses ephemeral ports, NCCL its "
+                   "NCCL_PORT_RANGE), and set GLOO_SOCKET_IFNAME/NCCL_SOCKET_IFNAME to the interface that routes to "
+                   "MASTER_ADDR: ip -4 route get $MASTER_ADDR"),
+    "pg_up": ("stuck_first_collective", "the process group came up but the first all_reduce never completed",
+              "a data path between ranks is broken (firewall on the NCCL/Gloo ports, MTU, or a wedged GPU); "
+              "rerun with NCCL_DEBUG=INFO"),
+    "first_collective": ("stuck_collectives", "all_reduces stalled after the first one", "rerun with NCCL_DEBUG=INFO"),
+    "steady_state": ("stuck_collectives", "the rank stalled in the bandwidth sweep or the final barrier",
+                     "rerun with NCCL_DEBUG=INFO"),
+    "sweep_done": ("stuck_collectives", "the rank stalled in the final barrier", "rerun with NCCL_DEBUG=INFO"),
+}
+
+
+def phase_finding(last_phase: str | None, *, master: str, ifnames: str) -> dict[str, Any] | None:
+    """What a rank that stopped after ``last_phase`` (killed or timed out, no error text) most likely hit."""
+    if last_phase == "done" or last_phase not in _STUCK:
+        return None
+    kind, cause, remediation = _STUCK[last_phase]
+    return {"kind": kind, "cause": cause.format(master=master, ifnames=ifnames or "the default interface"),
+            "remediation": remediation, "line": f"last phase reached: {last_phase}"}
+
+
 def nccl_interfaces(log: str | None) -> list[dict[str, str]]:
     """The interfaces NCCL says it uses for its socket transport (or, failing that, for bootstrap)."""
     if not log:

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any, Mapping
 
-from .decode import decode, nccl_interfaces
+from .decode import decode, nccl_interfaces, phase_finding
 from .phases import PHASES
 
 LOG_TAIL_LINES = 40
@@ -102,7 +102,8 @@ def _kill(proc: subprocess.Popen) -> list[int]:
 
 
 def _rank_outcome(rank: int, local_rank: int, proc: subprocess.Popen, status: Path, log: Path,
-                  killed: str | None, backend: str, spawned: float) -> dict[str, Any]:
+                  killed: str | None, backend: str, spawned: float, master: str,
+                  env_shown: Mapping[str, str]) -> dict[str, Any]:
     events = _read_events(status)
     phases: dict[str, float] = {}
     info: dict[str, Any] = {}
@@ -122,6 +123,12 @@ def _rank_outcome(rank: int, local_rank: int, proc: subprocess.Popen, status: Pa
     last = max(phases, key=PHASES.index) if phases else None
     text, tail = _tail(log)
     findings = decode(error["message"] if error else None, text)
+    precise = [f for f in findings if f["kind"] not in ("store_wait_timeout", "collective_timeout", "peer_crashed")]
+    if last != "done" and not precise:
+        ifnames = ", ".join(f"{k}={env_shown[k]}" for k in ("GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME") if env_shown.get(k))
+        stuck = phase_finding(last, master=master, ifnames=ifnames)
+        if stuck:
+            findings.insert(0, stuck)
     timings = {
         "process_start_s": round(started_wall - spawned, 6) if started_wall else None,
         "import_s": _delta(phases, "started", "imported"),
@@ -209,7 +216,7 @@ def probe_node(
             argv = [sys.executable, "-m", "dsv3_preflight.collective.worker", "--rank", str(rank),
                     "--local-rank", str(local), "--world-size", str(world_size), "--master-addr", master_addr,
                     "--master-port", str(master_port), "--backend", backend, "--deadline", f"{worker_deadline:.3f}",
-                    "--status", str(status)]
+                    "--status", str(status), "--watchdog-s", f"{_grace(float(timeout_s)) / 3:.3f}"]
             if rank == 0:
                 argv.append("--host-store")
             if sizes:
@@ -249,7 +256,8 @@ def probe_node(
             if proc.poll() is None:
                 _kill(proc)
 
-    ranks = [_rank_outcome(rank, local, proc, status, log, killed.get(rank), backend, spawned[rank])
+    ranks = [_rank_outcome(rank, local, proc, status, log, killed.get(rank), backend, spawned[rank],
+                           f"{master_addr}:{master_port}", {k: base_env[k] for k in _ENV_SHOWN if k in base_env})
              for rank, local, proc, status, log in procs]
     elapsed = time.time() - started
     rank_map = next((r["rank_map"] for r in ranks if r["rank_map"]), None)

@@ -94,6 +94,23 @@ def _sweep(torch, dist, device, world: int, sizes: list[int], iters: int, warmup
     return rows
 
 
+def _start_watchdog(at: float, status: _Status) -> None:
+    """Past ``at`` (a call that ignores its timeout, like Gloo's full-mesh connect): report the phase and exit."""
+    import threading
+
+    def fire() -> None:
+        time.sleep(max(at - time.time(), 0.0))
+        try:
+            status.write({"event": "error", "phase": status.phase, "exc_type": "DeadlineExceeded",
+                          "message": f"no progress past phase {status.phase!r} before the deadline (watchdog)",
+                          "t": round(time.time() - status.t0, 6)})
+            print(f"[dsv3-preflight worker] deadline passed in phase {status.phase!r}; exiting", file=sys.stderr, flush=True)
+        finally:
+            os._exit(3)
+
+    threading.Thread(target=fire, name="deadline-watchdog", daemon=True).start()
+
+
 def main(argv: list[str] | None = None) -> int:
     t0 = time.time()
     parser = argparse.ArgumentParser(prog="dsv3_preflight.collective.worker")
@@ -105,6 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--backend", choices=("gloo", "nccl"), default="gloo")
     parser.add_argument("--deadline", type=float, required=True, help="epoch seconds by which to give up")
     parser.add_argument("--status", required=True)
+    parser.add_argument("--watchdog-s", type=float, default=0.5, help="seconds past --deadline before the watchdog exits")
     parser.add_argument("--host-store", action="store_true", help="this rank hosts the TCPStore (rank 0)")
     parser.add_argument("--sweep-sizes", default="",
                         help="comma-separated message sizes in bytes (empty: no sweep); rank 0's choice holds for all")
@@ -115,6 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     status = _Status(args.status, t0)
     host = socket.gethostname()
     status.reached("started", pid=os.getpid(), host=host)
+    _start_watchdog(args.deadline + args.watchdog_s, status)
     try:
         return _run(args, status, host)
     except BaseException as exc:  # noqa: BLE001 - every failure is reported to the parent as data

@@ -1,0 +1,85 @@
+"""Collective probe across three network namespaces (tests/netns_lab.py): healthy, store port dropped,
+the ranks' own ports blocked while the store port is open.
+
+Each node runs `python -m dsv3_preflight probe` inside its namespace, as users run it on each host.
+"""
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+import psutil
+import pytest
+
+from netns_lab import netns_lab  # noqa: F401 - the fixture
+
+pytestmark = [pytest.mark.slow, pytest.mark.netns]
+PORT = 39500  # inside the lab's own namespaces: no other run shares it
+TIMEOUT = 20.0
+MARGIN_S = 3.0  # CLI start-up + `ip netns exec` + reading the logs
+
+
+def start_nodes(lab, tmp_path, env_by_node=None, nodes=(0, 1, 2), timeout=TIMEOUT):
+    procs = {}
+    for n in nodes:
+        argv = [sys.executable, "-m", "dsv3_preflight", "probe", "--nnodes", "3", "--node-rank", str(n),
+                "--master-addr", lab.addr(0), "--master-port", str(PORT), "--backend", "gloo",
+                "--timeout", str(timeout), "--json", str(tmp_path / f"n{n}.json")]
+        env = {"GLOO_SOCKET_IFNAME": lab.PRIMARY_IF, **((env_by_node or {}).get(n, {}))}
+        procs[n] = lab.popen(n, argv, env=env)
+    return procs
+
+
+def finish(procs, tmp_path, t0):
+    out = {}
+    for n, p in procs.items():
+        stdout, stderr = p.communicate(timeout=TIMEOUT + 30)
+        doc = json.loads((tmp_path / f"n{n}.json").read_text())
+        out[n] = {"rc": p.returncode, "stdout": stdout, "stderr": stderr, **doc}
+        for r in doc["outcome"]["ranks"]:
+            assert not psutil.pid_exists(r["pid"]) or psutil.Process(r["pid"]).status() == psutil.STATUS_ZOMBIE
+    return out, time.monotonic() - t0
+
+
+def test_three_namespaced_nodes_all_reduce_correctly(netns_lab, tmp_path):
+    t0 = time.monotonic()
+    out, elapsed = finish(start_nodes(netns_lab, tmp_path), tmp_path, t0)
+    for n, res in out.items():
+        assert res["rc"] == 0, res["stdout"] + res["stderr"]
+        assert "PASS: all_reduce over 3 ranks correct (sum 6)" in res["stdout"]
+    rank_map = out[0]["outcome"]["rank_map"]
+    assert sorted(rank_map) == ["0", "1", "2"]
+    assert out[1]["outcome"]["route_interface"]["ifname"] == netns_lab.PRIMARY_IF
+
+
+def test_master_port_dropped_fails_on_time_naming_the_unreachable_store(netns_lab, tmp_path):
+    netns_lab.add_rule(0, ["-A", "INPUT", "-p", "tcp", "--dport", str(PORT), "!", "-i", "lo", "-j", "DROP"])
+    t0 = time.monotonic()
+    out, elapsed = finish(start_nodes(netns_lab, tmp_path), tmp_path, t0)
+    assert elapsed <= TIMEOUT + MARGIN_S, elapsed
+    assert all(res["rc"] == 1 for res in out.values())
+    assert "FAIL: rank(s) 1-2 of 3 never joined the rendezvous" in out[0]["stdout"]
+    for n in (1, 2):
+        kinds = [f["kind"] for f in out[n]["verdict"]["findings"]]
+        stdout = out[n]["stdout"]
+        # the worker either saw the store connect time out itself, or was ended at the deadline while connecting
+        assert "store_connect_timeout" in kinds or "rank(s) " in stdout, stdout
+        assert f"{netns_lab.addr(0)}:{PORT}" in stdout or out[n]["outcome"]["ranks"][0]["last_phase"] in ("started", "imported")
+
+
+def test_blocked_rank_ports_with_store_port_open_still_end_on_time(netns_lab, tmp_path):
+    # new TCP connections to node 0 are dropped on every port but the store's: Gloo's full-mesh connect cannot finish
+    netns_lab.add_rule(0, ["-A", "INPUT", "-p", "tcp", "--syn", "!", "--dport", str(PORT), "!", "-i", "lo",
+                           "-j", "DROP"])
+    t0 = time.monotonic()
+    out, elapsed = finish(start_nodes(netns_lab, tmp_path), tmp_path, t0)
+    assert elapsed <= TIMEOUT + MARGIN_S, elapsed
+    assert all(res["rc"] == 1 for res in out.values()), [r["stdout"] for r in out.values()]
+    for n, res in out.items():
+        ranks = res["outcome"]["ranks"]
+        # everyone reached the store; nobody got a process group
+        assert all(r["last_phase"] in ("store_connected", "all_joined") for r in ranks), ranks
+    all_kinds = {f["kind"] for res in out.values() for f in res["verdict"]["findings"]}
+    assert all_kinds & {"gloo_full_mesh_connect", "stuck_in_init"}, all_kinds
+    assert "could not connect to each other" in out[1]["stdout"] or "full-mesh" in out[1]["stdout"]
