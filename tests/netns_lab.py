@@ -37,7 +37,7 @@ the namespace, where nothing answers, so an unknown name fails at once instead o
 
 Helpers: ``exec(node, argv, timeout, env)`` → CompletedProcess (text), ``popen(node, argv, env)`` (tracked,
 killed at teardown), ``addr(node)``, ``add_rule(node, iptables_args)``, ``set_mtu(node, ifname, mtu)``,
-``ns(node)``, ``PRIMARY_IF`` / ``SECOND_IF`` / ``DOCKER_IF``. ``env`` is laid over a copy of this
+``set_link(node, ifname, up)``, ``set_switch_port(node, up)`` (carrier loss), ``ns(node)``, ``PRIMARY_IF`` / ``SECOND_IF`` / ``DOCKER_IF``. ``env`` is laid over a copy of this
 process's environment from which the launch variables (MASTER_*, NCCL_*, GLOO_*, NODE_RANK, …) are
 removed, so a developer's shell cannot leak into a scenario; pass ``clean_env=False`` to keep them.
 
@@ -232,6 +232,14 @@ class NetnsLab:
 
     def set_mtu(self, node: int, ifname: str, mtu: int) -> None:
         self._ip("-n", self.ns(node), "link", "set", "dev", ifname, "mtu", str(int(mtu)))
+
+    def set_link(self, node: int, ifname: str, up: bool) -> None:
+        """Set a node's interface administratively up or down (down also removes its routes)."""
+        self._ip("-n", self.ns(node), "link", "set", "dev", ifname, "up" if up else "down")
+
+    def set_switch_port(self, node: int, up: bool) -> None:
+        """Unplug (or plug back) node's eth0 at the switch: the node keeps its routes but loses carrier."""
+        self._ip("-n", self.switch, "link", "set", "dev", f"v{node}", "up" if up else "down")
 
     # -- teardown ----------------------------------------------------------------------------
     def close(self) -> None:

@@ -5,6 +5,7 @@ import select
 import socket
 import subprocess
 import sys
+import threading
 
 import pytest
 
@@ -68,18 +69,24 @@ def test_listen_serves_workers_and_reports_them():
     port = free_port()
     proc = subprocess.Popen(python_cli("listen", "--host", "127.0.0.1", "--port", str(port), "--deadline", "3",
                                        "--token", "cli-token"), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    watchdog = threading.Timer(30, proc.kill)  # the listener exits at its 3 s deadline; never wait forever
+    watchdog.start()
     try:
         ready, _, _ = select.select([proc.stdout], [], [], 20)
         assert ready and proc.stdout.readline().startswith(f"listening on 127.0.0.1:{port}")
+        hint = proc.stdout.readline()
         reach = tcp_reach("127.0.0.1", port, expected_token="cli-token")
-        out, err = proc.communicate(timeout=20)
+        out = "".join(proc.stdout)  # read through the buffered reader (communicate() would bypass its buffer)
+        proc.wait(timeout=20)
+        err = proc.stderr.read()
     finally:
+        watchdog.cancel()
         if proc.poll() is None:
             proc.kill()
             proc.communicate(timeout=5)
     assert reach["listener"] == "ours" and reach["token_match"] is True
     assert proc.returncode == 0, err
-    assert "export DSV3_PREFLIGHT_LISTENER_TOKEN=cli-token" in out
+    assert "export DSV3_PREFLIGHT_LISTENER_TOKEN=cli-token" in hint
     assert "served 127.0.0.1:" in out and "served 1 connection(s) from 127.0.0.1" in out
 
 

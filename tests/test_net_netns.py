@@ -167,3 +167,20 @@ def test_mtu_mismatch_across_the_lab_fails_and_equal_mtu_passes(netns_lab, tmp_p
     result = gather()
     assert result.status.value == "fail" and "lab-node2 eth0=1400" in result.summary
     assert "on lab-node2: ip link set dev eth0 mtu 1500" in result.remediation
+
+
+def test_a_lost_carrier_on_the_route_interface_fails_nic_route(netns_lab, tmp_path):
+    lab = netns_lab
+    lab.set_switch_port(2, up=False)  # node 2's eth0 loses carrier but keeps its routes
+    results, rc, _, _ = run_checks(lab, tmp_path, 2, only="net.nic_route", **PINNED)
+    nic = results["net.nic_route"]
+    assert rc == 1 and nic["status"] == "fail" and "is down" in nic["summary"]
+    assert "ip link set dev eth0 up" in nic["remediation"]
+
+
+def test_an_interface_set_down_leaves_no_route_to_the_head(netns_lab, tmp_path):
+    lab = netns_lab
+    lab.set_link(2, "eth0", up=False)
+    results, rc, _, _ = run_checks(lab, tmp_path, 2, only="net.nic_route", **PINNED)
+    nic = results["net.nic_route"]
+    assert rc == 1 and "no route" in nic["summary"] and "unreachable" in nic["summary"].lower()
