@@ -17,7 +17,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from .decode import decode, nccl_interfaces, phase_finding
 from .phases import PHASES
@@ -185,8 +185,13 @@ def probe_node(
     env: Mapping[str, str] | None = None,
     sweep_sizes: tuple[int, ...] | None = None,
     log_dir: str | None = None,
+    device_indices: Sequence[int] | None = None,
 ) -> dict[str, Any]:
-    """Run this node's ranks of the probe and return its outcome (JSON types); see the package docstring."""
+    """Run this node's ranks of the probe and return its outcome (JSON types); see the package docstring.
+
+    Extra keywords: ``sweep_sizes`` (bytes; default 4 KiB … 16 MiB), ``log_dir`` (keep each rank's log and
+    status file there), ``device_indices`` (CUDA device per local rank; default the local rank).
+    """
     if backend not in ("gloo", "nccl"):
         raise ValueError(f"backend must be gloo or nccl, not {backend!r}")
     if rank_offset is None:
@@ -219,6 +224,8 @@ def probe_node(
                     "--status", str(status), "--watchdog-s", f"{_grace(float(timeout_s)) / 3:.3f}"]
             if rank == 0:
                 argv.append("--host-store")
+            if device_indices is not None:  # tests force a mapping (two ranks on one GPU); default cuda:LOCAL_RANK
+                argv += ["--device-index", str(device_indices[local])]
             if sizes:
                 argv += ["--sweep-sizes", ",".join(str(s) for s in sizes)]
             child_env = dict(base_env, RANK=str(rank), LOCAL_RANK=str(local), WORLD_SIZE=str(world_size),
