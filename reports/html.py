@@ -110,12 +110,13 @@ def build_view(doc: Mapping[str, Any]) -> dict[str, Any]:
         "rows": rows,
         "summaries": summaries,
         "columns": _summary_columns(summaries),
-        "rendezvous": _rendezvous(values),
+        "rendezvous": _merged_values(doc, "rendezvous") or _rendezvous(values),
+        "profiles_differ": len({m.get("profile") for m in doc.get("merged_from") or []}) > 1,
         "nic": _chosen_nic(nodes),
         "gpus_per_node": _gpus_per_node(summaries, values),
         "profile_rows": [{"key": k, "value": v, "source": (profile.get("sources") or {}).get(k, DASH)}
                          for k, v in values.items()],
-        "profile_name": profile.get("name", DASH),
+        "profile_name": _merged_values(doc, "profile") or profile.get("name", DASH),
         "command": " ".join(shlex.quote(a) for a in doc.get("command") or []) or DASH,
         "doctor": doc.get("doctor") if isinstance(doc.get("doctor"), Mapping) else None,
         "merged_from": doc.get("merged_from") or [],
@@ -183,6 +184,16 @@ def _version(value: Any) -> str | None:
     if isinstance(value, Mapping):
         value = _first(value, ("version", "value", "running"))
     return None if value in (None, "") else str(value)
+
+
+def _merged_values(doc: Mapping[str, Any], key: str) -> str | None:
+    """For a merged document whose inputs disagree on key: each value with the files that had it."""
+    seen: dict[str, list[str]] = {}
+    for m in doc.get("merged_from") or []:
+        seen.setdefault(str(m.get(key) or DASH), []).append(Path(str(m.get("file"))).name)
+    if len(seen) < 2:
+        return None
+    return " / ".join(f"{value} ({', '.join(files)})" for value, files in seen.items())
 
 
 def _rendezvous(values: Mapping[str, Any]) -> str:

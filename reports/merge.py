@@ -63,6 +63,7 @@ def merge_documents(inputs: Iterable[tuple[str, Mapping[str, Any]]], command: li
             "file": label, "created": created, "mode": doc.get("mode"), "verdict": doc.get("verdict"),
             "nodes": ", ".join(rename.get(str(n.get("node")), str(n.get("node"))) for n in doc.get("nodes") or []),
             "profile": (doc.get("profile") or {}).get("name"),
+            "rendezvous": _rendezvous(doc),
             "command": " ".join(doc.get("command") or []),
         })
 
@@ -99,3 +100,10 @@ def merge_documents(inputs: Iterable[tuple[str, Mapping[str, Any]]], command: li
                          "findings": findings}
     return mask(out)
 
+
+
+def _rendezvous(doc: Mapping[str, Any]) -> str | None:
+    values = (doc.get("profile") or {}).get("values") or {}
+    if not values.get("master_addr"):
+        return None
+    return f"{values['master_addr']}:{values.get('master_port')}" if values.get("master_port") else str(values["master_addr"])

@@ -68,3 +68,11 @@ def test_merging_masks_secrets_again():
 def test_a_single_document_passes_through_unchanged_in_meaning():
     doc = merged("green_single_node.json")
     assert doc == load("green_single_node.json")
+
+
+def test_merged_documents_from_different_profiles_say_so_with_each_rendezvous():
+    a, b = load("pytest_gpu-a.json"), load("green_single_node.json")
+    a["profile"]["name"], a["profile"]["values"]["master_addr"] = "cpu", "127.0.0.1"
+    text = Page(render_html(merge_documents([("run/a.json", a), ("run/b.json", b)]))).text
+    assert "the merged documents ran under different profiles: cpu (a.json) / dsv3 (b.json)" in text
+    assert "rendezvous 127.0.0.1:39500 (a.json) / 10.10.0.11:39500 (b.json)" in text
