@@ -184,3 +184,17 @@ def test_an_interface_set_down_leaves_no_route_to_the_head(netns_lab, tmp_path):
     results, rc, _, _ = run_checks(lab, tmp_path, 2, only="net.nic_route", **PINNED)
     nic = results["net.nic_route"]
     assert rc == 1 and "no route" in nic["summary"] and "unreachable" in nic["summary"].lower()
+
+
+def test_a_stalled_resolver_is_cut_off_at_the_deadline(netns_lab):
+    lab = netns_lab
+    import os
+    from netns_lab import NETNS_ETC
+
+    with open(os.path.join(NETNS_ETC, lab.ns(2), "resolv.conf"), "w") as fh:  # a DNS server that never answers
+        fh.write(f"nameserver {lab.addr(0)}\noptions timeout:5 attempts:1\n")
+    lab.add_rule(0, ["-A", "INPUT", "-p", "udp", "--dport", "53", "-j", "DROP"])
+    code = ("import json,time; from dsv3_preflight.net.resolve import resolve; t=time.monotonic(); "
+            "a,e,n=resolve('head.example.internal', 0.5); print(json.dumps([a, e, time.monotonic()-t]))")
+    addresses, error, took = json.loads(lab.exec(2, [PY, "-c", code], timeout=30, check=True).stdout)
+    assert addresses == [] and "within 0.5 s" in error and took < 2

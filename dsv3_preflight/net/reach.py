@@ -15,13 +15,14 @@ import time
 from typing import Any
 
 from .listener import BANNER
+from .resolve import resolve
 
 _UNREACHABLE = {errno.EHOSTUNREACH, errno.ENETUNREACH, errno.EHOSTDOWN, errno.ENETDOWN, errno.EADDRNOTAVAIL}
 _FILTERED = {errno.ETIMEDOUT, errno.EPERM, errno.EACCES}
 
 
 def tcp_reach(host: str, port: int, timeout: float = 3.0, read_timeout: float = 1.0,
-              expected_token: str | None = None) -> dict[str, Any]:
+              expected_token: str | None = None, resolve_timeout: float = 5.0) -> dict[str, Any]:
     """Connect to host:port (first address getaddrinfo gives, like torch's TCPStore client) and classify."""
     out: dict[str, Any] = {"host": host, "port": port, "address": None, "outcome": None, "elapsed_s": None,
                            "latency_ms": None, "errno": None, "error": None, "listener": None, "token": None,
@@ -30,18 +31,15 @@ def tcp_reach(host: str, port: int, timeout: float = 3.0, read_timeout: float = 
         out.update(outcome="invalid", error=f"port {port!r} is outside 1..65535")
         return out
     started = time.monotonic()
-    try:
-        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    except socket.gaierror as exc:
-        out.update(outcome="name_resolution", errno=exc.errno, error=f"{exc.strerror or exc}",
-                   elapsed_s=round(time.monotonic() - started, 4))
+    addresses, error, err_no = resolve(host, resolve_timeout)
+    if not addresses:
+        out.update(outcome="name_resolution", errno=err_no, error=error, elapsed_s=round(time.monotonic() - started, 4))
         return out
-    except (UnicodeError, ValueError) as exc:
-        out.update(outcome="invalid", error=str(exc))
-        return out
-    family, socktype, proto, _canon, sockaddr = infos[0]
-    out["address"] = sockaddr[0]
-    sock = socket.socket(family, socktype, proto)
+    address = addresses[0]  # the first, as torch's TCPStore client tries it first
+    out["address"] = address
+    family = socket.AF_INET6 if ":" in address else socket.AF_INET
+    sockaddr = (address, port)
+    sock = socket.socket(family, socket.SOCK_STREAM)
     try:
         sock.settimeout(timeout)
         t0 = time.monotonic()

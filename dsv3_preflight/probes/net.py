@@ -20,19 +20,11 @@ REACH_TIMEOUT_ENV = "DSV3_PREFLIGHT_REACH_TIMEOUT"
 DEFAULT_REACH_TIMEOUT_S = 3.0
 
 
-def _resolve(name: str) -> tuple[list[str], str | None]:
-    try:
-        infos = socket.getaddrinfo(name, None, type=socket.SOCK_STREAM)
-    except socket.gaierror as exc:
-        return [], f"{exc.strerror or exc} (errno {exc.errno})"
-    except (UnicodeError, ValueError) as exc:
-        return [], str(exc)
-    seen: list[str] = []
-    for info in infos:
-        addr = info[4][0].split("%")[0]
-        if addr not in seen:
-            seen.append(addr)
-    return seen, None
+def _resolve(name: str, timeout: float = 5.0) -> tuple[list[str], str | None]:
+    from ..net.resolve import resolve
+
+    addresses, error, _errno = resolve(name, timeout)
+    return addresses, error
 
 
 def _role(profile, local: bool) -> tuple[str, str, bool]:
@@ -63,7 +55,7 @@ def nic_route(profile, env) -> dict[str, Any]:
     addresses, error = _resolve(profile.master_addr)
     fact["addresses"], fact["resolve_error"] = addresses, error
     fact["hostname"] = socket.gethostname()
-    fact["hostname_addresses"], _ = _resolve(fact["hostname"])
+    fact["hostname_addresses"], _ = _resolve(fact["hostname"], timeout=3.0)
     if not addresses:
         fact["role"], fact["role_reason"], fact["rank0_without_master_addr"] = (
             ("head", "single-node profile (nnodes=1)", False) if profile.nnodes == 1 else
