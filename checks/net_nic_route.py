@@ -88,6 +88,8 @@ def nic_route(nic_route, profile):
             fails.append(f"NCCL_SOCKET_IFNAME={nccl_value!r} has entries that cannot be interface names: {nccl['invalid']}")
         elif not nccl["selected"]:
             fails.append(f"NCCL_SOCKET_IFNAME={nccl_value!r} selects no interface here (NCCL fails at init); {ifname} reaches MASTER_ADDR")
+        elif not multi:
+            pass  # one node: every rank reaches any local address; only an empty selection breaks init
         elif ifname not in nccl["selected"]:
             fails.append(f"NCCL_SOCKET_IFNAME={nccl_value!r} selects {', '.join(nccl['selected'])}, not {ifname} which reaches MASTER_ADDR {addr}")
         elif nccl["bootstrap"] != ifname:
@@ -110,7 +112,7 @@ def nic_route(nic_route, profile):
                          "(Gloo needs exact names, no prefixes)")
         elif gloo["no_address"]:
             fails.append(f"GLOO_SOCKET_IFNAME={gloo_value!r}: {', '.join(gloo['no_address'])} has no address")
-        elif any(n != ifname for n in gloo["selected"]):
+        elif multi and any(n != ifname for n in gloo["selected"]):
             fails.append(f"GLOO_SOCKET_IFNAME={gloo_value!r} uses {', '.join(gloo['selected'])}, not only {ifname} which reaches MASTER_ADDR {addr}")
     if (nccl_value is None or gloo_value is None) and multi:
         unset = [v for v, val in (("NCCL_SOCKET_IFNAME", nccl_value), ("GLOO_SOCKET_IFNAME", gloo_value)) if val is None]

@@ -220,3 +220,12 @@ def test_mtu_warns_when_a_node_did_not_report(facts):
     routes = {"lab-node0": facts("head")["nic_route"], "lab-node1": facts("worker_two_nics")["nic_route"]}
     result = mtu(nic_route=routes, profile=MULTI)
     assert result.status == Status.WARN and "1 of 3" in result.summary
+
+
+def test_nic_route_single_node_accepts_any_existing_interface_but_not_an_empty_selection(facts):
+    fact = facts("head")["nic_route"]
+    fact.update(ifname="lo", loopback=True, operstate="unknown", up=True, target="127.0.0.1", master_addr="127.0.0.1")
+    ok = nic_route(nic_route=with_env(copy.deepcopy(fact), NCCL_SOCKET_IFNAME="eth0", GLOO_SOCKET_IFNAME="eth0"), profile=SINGLE)
+    assert ok.status == Status.PASS, ok.summary
+    bad = nic_route(nic_route=with_env(fact, NCCL_SOCKET_IFNAME="ib", GLOO_SOCKET_IFNAME="eth0"), profile=SINGLE)
+    assert bad.status == Status.FAIL and "selects no interface" in bad.summary
