@@ -139,8 +139,8 @@ def nic_route(nic_route, profile):
     summary = (f"MASTER_ADDR {addr} via {ifname} (src {f.get('src')}"
                + (f", gateway {f['gateway']}" if f.get("gateway") else "")
                + f", MTU {f.get('mtu')}, {f.get('operstate')})")
-    if nccl_value is not None or gloo_value is not None:
-        summary += "; NCCL/Gloo select it"
-    elif not multi:
+    if not multi:
         summary += "; single node: NCCL/Gloo interface choice does not matter"
+    elif nccl_value is not None or gloo_value is not None:
+        summary += "; NCCL/Gloo select it"
     return _verdict(fails, warns, evidence, "\n".join(dict.fromkeys(fixes)) or None, summary)
