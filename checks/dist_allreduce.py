@@ -36,9 +36,13 @@ def _network_context(nic_route: dict | None, port_reach: dict | None, outcome: d
     if env.get("GLOO_SOCKET_IFNAME"):
         used.add(env["GLOO_SOCKET_IFNAME"])
     if route_if and used and route_if not in used and not (nic_route or {}).get("loopback"):
-        notes.append(f"NIC mismatch: the route to MASTER_ADDR leaves through {route_if} but the probe used "
+        notes.append(f"NIC mismatch: the route to MASTER_ADDR leaves through {route_if} (net.nic_route) but the probe used "
                      f"{', '.join(sorted(used))}")
     return notes
+
+
+def _nic_mismatch(notes: list[str]) -> str | None:
+    return next((n for n in notes if n.startswith("NIC mismatch")), None)
 
 
 def judge_collective(collective: dict, profile, nic_route: dict | None = None, port_reach: dict | None = None) -> Result:
@@ -97,6 +101,11 @@ def judge_collective(collective: dict, profile, nic_route: dict | None = None, p
                 "check the NIC the collectives use (NCCL_SOCKET_IFNAME), NCCL_IB_DISABLE and the link speed; "
                 "or lower min_busbw_gbps in the profile if this is the expected fabric")
         return Result.passed(combined["summary"] + f"; busbw peak {best:.3g} GB/s ≥ {threshold:g}", evidence)
+    mismatch = _nic_mismatch(notes)
+    if mismatch:
+        return Result.warned(f"{combined['summary']}, but {mismatch[0].lower()}{mismatch[1:]}", evidence,
+                             f"export NCCL_SOCKET_IFNAME={nic_route.get('ifname')} GLOO_SOCKET_IFNAME={nic_route.get('ifname')}"
+                             "   # the interface the kernel uses towards MASTER_ADDR")
     return Result.passed(combined["summary"], evidence)
 
 

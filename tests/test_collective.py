@@ -168,3 +168,13 @@ def test_help_and_the_probe_modules_do_not_import_torch():
             "assert 'torch' not in sys.modules, 'torch imported'\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_check_warns_when_nccl_chose_another_interface_than_the_route(data_dir):
+    log = (data_dir / "collective" / "nccl_info.log").read_text()
+    ranks = [_rank(0), _rank(1)]
+    for r in ranks:
+        r["nccl_interfaces"] = nccl_interfaces(log.replace("eth0", "docker0"))
+    r = judge_collective(_fact([_outcome(0, ranks)], 2), _profile(), {"ifname": "eth0", "loopback": False}, None)
+    assert r.status is Status.WARN and "docker0" in r.summary and "eth0" in r.summary
+    assert "NCCL_SOCKET_IFNAME=eth0" in r.remediation

@@ -23,6 +23,10 @@ def _phase_index(phase: str | None) -> int:
     return PHASES.index(phase) if phase in PHASES else -1
 
 
+def _s(value: float | None) -> str:
+    return "?" if value is None else f"{value:.3f} s"
+
+
 def _ranges(ranks: Iterable[int]) -> str:
     ranks = sorted(set(ranks))
     parts, i = [], 0
@@ -95,8 +99,8 @@ def combine(outcomes: list[Mapping[str, Any]], expected_world: int, *, assume_ab
     ok = not never_joined and not stuck and sum_ok
     if ok:
         summary = (f"all_reduce over {expected_world} ranks correct (sum {expected_world * (expected_world + 1) // 2}); "
-                   f"init {timings['init_s']} s, first collective {timings['first_collective_s']} s, "
-                   f"steady {timings['steady_s']} s")
+                   f"init {_s(timings['init_s'])}, first collective {_s(timings['first_collective_s'])}, "
+                   f"steady {_s(timings['steady_s'])}")
     elif never_joined:
         summary = f"rank(s) {_ranges(never_joined)} of {expected_world} never joined the rendezvous"
     elif wrong_sum:
