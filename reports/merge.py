@@ -35,6 +35,8 @@ def merge_documents(inputs: Iterable[tuple[str, Mapping[str, Any]]], command: li
     merged_from: list[dict[str, Any]] = []
     findings: list[dict[str, Any]] = []
     doctor_verdicts: list[str] = []
+    doctor_summaries: list[str] = []
+    doctor_warnings: list[dict[str, Any]] = []
     for label, doc in inputs:
         created = str(doc.get("created", ""))
         rename = {}
@@ -57,8 +59,10 @@ def merge_documents(inputs: Iterable[tuple[str, Mapping[str, Any]]], command: li
         doctor = doc.get("doctor")
         if isinstance(doctor, Mapping):
             doctor_verdicts.append(str(doctor.get("verdict", "")))
-            for f in doctor.get("findings") or []:
-                findings.append(dict(f, node=rename.get(str(f.get("node")), f.get("node"))) if f.get("node") else dict(f))
+            doctor_summaries.append(str(doctor.get("summary") or ""))
+            for target, key in ((findings, "findings"), (doctor_warnings, "warnings")):
+                for f in doctor.get(key) or []:
+                    target.append(dict(f, node=rename.get(str(f.get("node")), f.get("node"))) if f.get("node") else dict(f))
         merged_from.append({
             "file": label, "created": created, "mode": doc.get("mode"), "verdict": doc.get("verdict"),
             "nodes": ", ".join(rename.get(str(n.get("node")), str(n.get("node"))) for n in doc.get("nodes") or []),
@@ -96,8 +100,10 @@ def merge_documents(inputs: Iterable[tuple[str, Mapping[str, Any]]], command: li
         "merged_from": merged_from,
     }
     if findings or doctor_verdicts:
-        out["doctor"] = {"verdict": next((v for v in doctor_verdicts if v and v != "GO"), doctor_verdicts[0] if doctor_verdicts else ""),
-                         "findings": findings}
+        rank = {"failure": 3, "NO-GO": 3, "unknown": 2, "healthy": 1, "GO": 1}
+        out["doctor"] = {"verdict": max(doctor_verdicts, key=lambda v: rank.get(v, 0), default="unknown"),
+                         "summary": "; ".join(s for s in doctor_summaries if s),
+                         "findings": findings, "warnings": doctor_warnings}
     return mask(out)
 
 

@@ -179,3 +179,14 @@ def test_every_stored_document_renders_without_touching_the_input(name):
     html = render_html(doc)
     assert doc == before
     assert html.startswith("<!DOCTYPE html>") and html.rstrip().endswith("</html>")
+
+
+def test_doctor_findings_show_root_cause_before_consequences_with_the_fix_and_log_lines():
+    html, page = render("cluster_dead_node_duplicate_rank.json")
+    doctor = Page(html[html.index('id="doctor"'):html.index('id="failures"')]).text
+    assert "Doctor (log triage): failure" in doctor
+    assert doctor.index("✘ ROOT CAUSE Two nodes claim node rank 0") < doctor.index("→ CONSEQUENCE Watchdog caught")
+    assert "Explained by rendezvous.duplicate_node_rank" in doctor
+    assert "export NODE_RANK=1 # on gpu-b" in doctor
+    assert "/nfs/runs/lora-7/logs/gpu-b.log:12: torch.distributed.elastic" in doctor
+    assert "Error lines no signature knows (1)" in doctor

@@ -160,11 +160,20 @@ def main() -> None:
     results.append(Result.skipped("collective probe needs every node; gpu-c is down").stamped(name="nccl.allreduce", node="cluster", duration_s=0.0))
     doc = build_document(mode="cluster", profile=profile(3), nodes=nodes, results=results,
                          command=["dsv3-preflight", "run", "--all-nodes", "--probe"], exit_code=1, started=T0)
-    doc["doctor"] = {"verdict": "NO-GO", "findings": [
-        {"class": "rendezvous", "title": "Two nodes claim node rank 0", "root_cause": "gpu-b was launched with NODE_RANK=0, so torchrun gives it global ranks 0-7, the same as gpu-a; the rendezvous waits forever for ranks 8-23.",
+    # doc["doctor"]: the shape of dsv3_preflight.doctor.triage's document
+    doc["doctor"] = {"tool": "dsv3-preflight doctor", "verdict": "failure",
+                     "summary": "gpu-b joined as node rank 0: the rendezvous waits for ranks 8-23", "findings": [
+        {"id": "rendezvous.duplicate_node_rank", "kind": "cause", "role": "root_cause", "count": 8, "nodes": ["gpu-b"],
+         "ranks": list(range(8)), "local_rank": 0, "explained_by": None,
+         "class": "rendezvous", "title": "Two nodes claim node rank 0", "root_cause": "gpu-b was launched with NODE_RANK=0, so torchrun gives it global ranks 0-7, the same as gpu-a; the rendezvous waits forever for ranks 8-23.",
          "fix": "export NODE_RANK=1   # on gpu-b", "check": "cluster.rank_mapping", "node": "gpu-b", "rank": 0,
          "evidence": [{"file": "/nfs/runs/lora-7/logs/gpu-b.log", "line": 12, "text": "torch.distributed.elastic: [default0]: rank=0 local_rank=0 world_size=24"}]},
-    ]}
+        {"id": "collective.timeout", "kind": "symptom", "role": "consequence", "count": 16, "nodes": ["gpu-a", "gpu-b"],
+         "ranks": list(range(8)), "local_rank": 3, "explained_by": "rendezvous.duplicate_node_rank", "class": "collective_timeout",
+         "title": "Watchdog caught collective operation timeout", "root_cause": "the ranks never formed one group",
+         "fix": None, "check": "dist.allreduce", "node": "gpu-a", "rank": 3,
+         "evidence": [{"file": "/nfs/runs/lora-7/logs/gpu-a.log", "line": 88, "text": "[Rank 3] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1, OpType=ALLREDUCE) ran for 600000 milliseconds"}]},
+    ], "warnings": [], "unrecognised": {"count": 1, "first": [{"file": "/nfs/runs/lora-7/logs/gpu-b.log", "line": 40, "text": "ERROR: something new"}]}}
     write("cluster_dead_node_duplicate_rank.json", doc)
 
     # per-node documents from `pytest checks/` runs (merged by `report A.json B.json`)
