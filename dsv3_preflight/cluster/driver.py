@@ -39,6 +39,7 @@ class Progress:
 
             self._console = make_console(no_color, stderr=True)
         self.t0 = time.monotonic()
+        self.names: dict[str, str] = {}  # node id -> the name the node reported
 
     def say(self, text: str) -> None:
         if self._console is not None:
@@ -49,6 +50,10 @@ class Progress:
     def done(self, report: NodeReport, wave: str) -> None:
         n = report.node
         if report.value is not None:
+            reported = report.value.get("node_name")
+            if reported and reported != n.name:
+                self.names[n.node_id] = reported
+            n = type(n)(**{**n.__dict__, "name": f"{reported or n.name} ({n.short_id})"})
             counts: dict[str, int] = {}
             for r in report.value.get("results", []):
                 counts[r["status"]] = counts.get(r["status"], 0) + 1
@@ -145,7 +150,7 @@ def _run(registry, node_checks, cluster_checks, profile, info, deadline, say, ex
     results: list[Result] = []
     entries: list[dict[str, Any]] = []
     node_facts: dict[str, dict[str, Any]] = {}
-    reported = {nid: r.value.get("node_name") or "" for nid, r in reports.items() if r.value}
+    reported = {nid: (r.value or r.details).get("node_name") or "" for nid, r in reports.items()}
     renamed = {n.node_id: n for n in unique_names(ranked, reported)}
     ranked = [renamed[n.node_id] for n in ranked]
     for node in ranked:
