@@ -167,3 +167,18 @@ def test_sigint_interrupts_a_run_with_exit_2(tmp_path, clean_env):
         proc.kill()
     assert proc.returncode == 2, err
     assert "interrupted" in err
+
+
+def test_logs_attached_to_a_run_put_the_doctor_findings_in_the_document_and_report(tmp_path, clean_env):
+    from conftest import DATA
+
+    out, html = tmp_path / "r.json", tmp_path / "r.html"
+    proc = run_cli("run", "--profile", "cpu", *CORE, "--logs", str(DATA / "doctor" / "nodes"), "--json", str(out), "--html", str(html))
+    assert proc.returncode == 0, proc.stderr  # the attached logs explain an earlier run; they do not gate this one
+    doc = json.loads(out.read_text())
+    jsonschema.validate(doc, load_schema())
+    assert doc["doctor"]["verdict"] == "failure"
+    assert doc["doctor"]["findings"][0]["check"] == "gpu.cuda_init"
+    assert "system not yet initialized" in html.read_text()
+    bad = run_cli("run", "--profile", "cpu", *CORE, "--logs", str(tmp_path / "missing.log"), "--no-report")
+    assert bad.returncode == 4 and "--logs" in bad.stderr

@@ -26,6 +26,8 @@ def add_run_options(parser) -> None:
     out.add_argument("--no-report", action="store_true", help="write no files unless --json/--html name them")
     out.add_argument("--facts-out", metavar="PATH", help="save this node's gathered facts (for replay and bug reports)")
     out.add_argument("--facts-in", metavar="PATH", help="replay saved facts instead of probing this machine")
+    out.add_argument("--logs", action="append", default=[], metavar="PATH",
+                     help="attach logs of a failed run (files, dirs, .gz): the doctor's findings go into the report")
     out.add_argument("--quiet", "-q", action="store_true", help="print only failures and the verdict")
     out.add_argument("--no-color", action="store_true", help="no colours in the console output")
     out.add_argument("--strict", action="store_true", help="WARN counts as a failure (exit 1)")
@@ -88,6 +90,13 @@ def execute(args) -> tuple[dict[str, Any], int, list[Path]]:
         from ..result import Result
 
         results.append(Result.skipped(reason).stamped(name=name, node="-", duration_s=0.0))
+    if args.logs:
+        from ..doctor import triage
+
+        diagnosis = triage(list(args.logs))
+        if diagnosis["unreadable"] and not diagnosis["files"]:
+            raise UsageError("--logs: " + "; ".join(f"{u['path']}: {u['error']}" for u in diagnosis["unreadable"]))
+        extra = {**(extra or {}), "doctor": diagnosis}
     code = exit_code([r for r in results if r.name not in deselected] or ([] if not selected else results), args.strict)
     doc = build_document(mode=mode, profile=profile.to_dict(), nodes=nodes, results=results, deselected=deselected,
                          command=list(args.argv), exit_code=code, strict=args.strict, started=started, extra=extra)
