@@ -2,6 +2,7 @@
 import json
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 import time
@@ -27,6 +28,7 @@ def lab():
         yield lab
     finally:
         lab.cluster.shutdown()  # stops the processes it started, by PID
+        shutil.rmtree(lab.tmpdir, ignore_errors=True)
 
 
 def ours(tmp_path: Path) -> list[str]:
