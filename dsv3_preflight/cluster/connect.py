@@ -142,8 +142,8 @@ def connect(address: str | None = None, timeout: float = 60.0, *, runtime_env: d
             raise ClusterError(f"cannot connect to the Ray cluster at {asked}: {type(exc).__name__}: {exc}") from None
     _init(remaining(), starts_processes=True, num_cpus=num_cpus, object_store_memory=EMBEDDED_OBJECT_STORE_BYTES, **common)
     gcs = ray.get_runtime_context().gcs_address
-    return ConnectInfo(asked, gcs, True,
-                       f"no Ray cluster found ({asked}); started an embedded local Ray for this machine only ({gcs})",
+    why = "asked for with --ray-address local" if asked == "local" else f"no Ray cluster found ({asked})"
+    return ConnectInfo(asked, gcs, True, f"{why}; started an embedded local Ray for this machine only ({gcs})",
                        time.monotonic() - started, runtime_env)
 
 
