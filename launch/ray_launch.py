@@ -27,7 +27,8 @@ class NodeTorchrun:
 
     def __init__(self) -> None:
         self.proc = None
-        self.lines: list[str] = []
+        self.lines: list[str] = []   # lines not yet fetched by the driver; self.base lines came before them
+        self.base = 0
         self.reader = None
         self.log_path: str | None = None
 
@@ -66,10 +67,13 @@ class NodeTorchrun:
                 "diff": list(command.diff), "warnings": list(command.warnings)}
 
     def poll(self, cursor: int) -> tuple[list[str], int | None]:
-        """New output lines since ``cursor``, and the exit code once torchrun ended and its output is all read."""
+        """Output lines from line number ``cursor`` on (those before it are dropped: a long run keeps no
+        history here, the node log has it), and the exit code once torchrun ended and all is read."""
         done = self.reader is not None and not self.reader.is_alive()
-        lines = self.lines[cursor:]
-        return lines, (self.proc.returncode if done else None)
+        drop = max(min(cursor - self.base, len(self.lines)), 0)
+        del self.lines[:drop]
+        self.base += drop
+        return self.lines[:], (self.proc.returncode if done else None)
 
     def stop(self, grace: float) -> int | None:
         """Stop torchrun and its workers (their whole session) by process group; SIGKILL after ``grace`` seconds."""
@@ -143,7 +147,7 @@ def launch_all_nodes(doc: Mapping[str, Any], args: Any, *, profile: Any, torchru
         labels[rank] = f"[node {rank} {node['name']}]"
         actors[rank] = actor_cls.options(
             scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=node["node_id"], soft=False),
-            num_cpus=0, num_gpus=0, max_restarts=0, name=None,
+            num_cpus=0, num_gpus=0, max_restarts=0,
         ).remote()
     failed: tuple[int, str] | None = None
     cursors = dict.fromkeys(actors, 0)
