@@ -188,3 +188,18 @@ def test_node_without_the_package_is_reported_for_that_node(lab: Lab, tmp_path: 
     assert err["evidence"]["kind"] == "package_missing"
     assert "DSV3_PREFLIGHT_SHIP_PACKAGE=1" in err["remediation"]
     assert all(nodes[n]["state"] == "ok" for n in BASE)
+
+
+def test_probe_runs_the_collective_as_a_strict_spread_gang_over_every_node(lab: Lab, tmp_path: Path):
+    pytest.importorskip("torch")
+    proc, doc = lab.run(tmp_path / "gang.json", 3, "--only", "net.port_reach", "--probe", "--timeout", "150",
+                        timeout=240)
+    gang = results_by(doc, "cluster.collective_gang")["cluster"]
+    assert gang["status"] == "pass", (gang, proc.stderr)
+    assert gang["summary"].startswith("3-node gang:")
+    assert doc["cluster"]["probe"]["strategy"] == "STRICT_SPREAD" and doc["cluster"]["probe"]["nodes"] == 3
+    assert doc["cluster"]["probe"]["master_addr"] == lab.ip
+    # the head's temporary listener ran for the port-reach wave, on MASTER_PORT, and was stopped
+    listener = doc["cluster"]["listener"]
+    assert listener["ok"] is True and listener["port"] == lab.port and "token" not in listener
+    assert proc.returncode == 0, proc.stdout + proc.stderr
