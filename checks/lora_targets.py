@@ -25,12 +25,15 @@ def targets(lora_model_modules, profile):
                 "targets": list(profile.lora_targets), "rank": rank,
                 "rank_source": "profile lora_rank" if profile.lora_rank else f"default {DEFAULT_RANK}",
                 "matched": res["matched"], "unmatched": res["unmatched"], "unsupported": res["unsupported"],
-                "candidates": res["candidates"], "adapted_modules": res["adapted_modules"],
+                "candidates": res["candidates"], "siblings": res["siblings"], "adapted_modules": res["adapted_modules"],
                 "trainable_params": res["trainable_params"],
                 "trainable_params_unfused_experts": res["trainable_params_unfused_experts"],
                 "fused_expert_params": sorted(facts.get("fused_expert_params", {}))}
     n = f"{res['trainable_params']:,}"
     fix = f"--lora_target {candidates}   # LoRA-targetable linear layers of {facts.get('model_type')}"
+    if res["unmatched"] and res["siblings"]:
+        fix = (f"--lora_target {','.join(res['siblings'])}   # every projection beside {', '.join(res['matched'])} "
+               f"in {facts.get('model_type')}; all linear layers: {candidates}")
     bad = res["unmatched"] + list(res["unsupported"])
     detail = "; ".join(f"{t} → {', '.join(m)}" for t, m in res["unsupported"].items())
     if not res["matched"]:

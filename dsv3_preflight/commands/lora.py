@@ -83,8 +83,8 @@ def _shown(path: str, roots) -> str:
     for root in roots:
         if os.path.isdir(root):
             rel = os.path.relpath(path, root)
-            if not rel.startswith(".."):
-                return rel if rel != "." else path
+            if not rel.startswith("..") and os.sep in rel:
+                return rel
     return path
 
 
@@ -124,6 +124,8 @@ def _watch(args) -> int:
     if not root.is_dir():
         print(f"dsv3-preflight: error: {args.dir}: not a directory", file=sys.stderr)
         return EXIT_USAGE
+    import peft  # noqa: F401  (loaded before the first save lands, so that save is judged at once)
+
     if not args.as_json:
         print(f"watching {root} every {args.interval:g}s (Ctrl-C to stop)", flush=True)
     seen = bad = 0

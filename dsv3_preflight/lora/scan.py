@@ -24,7 +24,7 @@ PREFIX = "base_model.model."
 _LORA_KEY = re.compile(r"^(?P<module>.+)\.(?P<kind>lora_A|lora_B|lora_embedding_A|lora_embedding_B)(?:\.(?P<adapter>[^.]+))?(?:\.weight)?$")
 _EXTRA_KEY = re.compile(r"\.(lora_magnitude_vector)(\.[^.]+)?(\.weight)?$")
 _STEP = re.compile(r"checkpoint-(\d+)$")
-MAX_NAMED = 8
+MAX_NAMED = 6
 
 
 @dataclass
@@ -48,6 +48,7 @@ class AdapterReport:
     tensors: int = 0
     lora_modules: int = 0
     ranks: list[int] = field(default_factory=list)
+    zero_element: list[str] = field(default_factory=list)  # every tensor with zero elements, by full key
     config_r: int | None = None
     target_modules: list[str] | str | None = None
     step: int | None = None
@@ -161,9 +162,11 @@ def _numel(shape: list[int]) -> int:
     return n
 
 
-def _named(items: list[str]) -> str:
-    head = ", ".join(items[:MAX_NAMED])
-    return head + (f" … (+{len(items) - MAX_NAMED} more)" if len(items) > MAX_NAMED else "")
+def _named(items: list[str], limit: int = MAX_NAMED) -> str:
+    """A short list for a one-line summary (peft's "base_model.model." prefix dropped; the evidence keeps all)."""
+    items = [i.removeprefix(PREFIX) for i in items]
+    head = ", ".join(items[:limit])
+    return head + (f" … (+{len(items) - limit} more)" if len(items) > limit else "")
 
 
 def _expected_rank(module: str, cfg: Any) -> int | None:
@@ -190,7 +193,8 @@ def judge_tensors(report: AdapterReport, tensors: dict[str, dict[str, Any]], cfg
         shapes = sorted({str(tensors[k]["shape"]) for k in zero})
         whole = " (every tensor)" if len(zero) == len(tensors) else ""
         report.add("fail", "zero_element", f"{len(zero)} of {len(tensors)} tensors have zero elements{whole}, shape "
-                   f"{'/'.join(shapes)}: partitioned ZeRO-3 parameters saved without gathering: {_named(sorted(zero))}")
+                   f"{'/'.join(shapes)}: partitioned ZeRO-3 parameters saved without gathering: {_named(sorted(zero), 3)}")
+        report.zero_element = sorted(zero)
     pairs: dict[str, dict[str, list[int]]] = {}
     other: list[str] = []
     modules_to_save = set(getattr(cfg, "modules_to_save", None) or [])

@@ -157,7 +157,11 @@ def resolve(targets: Iterable[str], facts: dict[str, Any], rank: int) -> dict[st
             if any(t == part or t in ALL for t in targets):
                 unfused_extra += rank * (f["in"] + out) * f["experts"] * f["count"]
     leaf_names = sorted({n.rsplit(".", 1)[-1] for n, m in modules.items() if m["type"] == "Linear"} - {"lm_head"})
+    # the linear siblings of what did match (o_proj → the rest of self_attn): what the user most likely meant
+    parents = {n.rsplit(".", 1)[0] for n in adapted if "." in n}
+    siblings = [n.rsplit(".", 1)[-1] for n, m in modules.items()
+                if m["type"] == "Linear" and "." in n and n.rsplit(".", 1)[0] in parents]
     return {"rank": rank, "matched": matched, "unmatched": unmatched, "unsupported": unsupported,
-            "candidates": leaf_names, "adapted_modules": sum(modules[n]["count"] for n in adapted),
+            "candidates": leaf_names, "siblings": list(dict.fromkeys(siblings)), "adapted_modules": sum(modules[n]["count"] for n in adapted),
             "trainable_params": params,
             "trainable_params_unfused_experts": params + unfused_extra if unfused_extra else None}
