@@ -181,7 +181,7 @@ def test_deep_flags_all_zero_lora_b_after_training_steps(adapters, tmp_path):
     ck = lab.write_checkpoint(tmp_path / "out", 50, untrained)
     assert _scan(ck).status == "ok"  # the header cannot tell
     r = _scan(ck, deep=True)
-    assert "zero_lora_b" in _codes(r) and "every lora_B is all zeros after 50 training steps" in r.summary
+    assert "zero_lora_b" in _codes(r) and "every lora_B (8) all zeros after 50 training steps" in r.summary
     trained = lab.write_checkpoint(tmp_path / "out", 100, adapters["llama"])
     assert _scan(trained, deep=True).status == "ok"
 

@@ -46,6 +46,8 @@ def deep_scan(path: Path, tensors: dict[str, dict[str, Any]], report: Any, globa
     if bad:
         report.add("fail", "nan_inf", f"{len(bad)} tensors hold NaN or Inf: {_named(bad)}")
     if zero_b and global_step:
-        whole = "every" if len(zero_b) == len(b_names) else f"{len(zero_b)} of {len(b_names)}"
-        report.add("fail", "zero_lora_b", f"{whole} lora_B is all zeros after {global_step} training steps "
-                   f"(trainer_state.json): the saved weights are the initial ones: {_named(zero_b)}")
+        every = len(zero_b) == len(b_names)
+        which = f"every lora_B ({len(b_names)})" if every else f"{len(zero_b)} of {len(b_names)} lora_B"
+        names = "" if every else f": {_named(zero_b, 3)}"
+        report.add("fail", "zero_lora_b", f"{which} all zeros after {global_step} training steps (trainer_state.json): "
+                   f"the saved weights are the untrained initial ones{names}")
