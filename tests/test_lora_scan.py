@@ -265,3 +265,32 @@ def test_help_does_not_import_torch_peft_or_transformers():
             "print(sorted(m for m in ('torch', 'peft', 'transformers') if m in sys.modules))")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=REPO)
     assert p.stdout.strip().splitlines()[-1] == "[]", p.stdout + p.stderr
+
+
+def test_keys_saved_from_a_raw_state_dict_with_the_adapter_name_are_lora_pairs(adapters, tmp_path):
+    """A hand-rolled ZeRO-3 save patch (the field's sitecustomize) may keep peft's adapter name: lora_A.default.weight."""
+    from safetensors.torch import load_file, save_file
+
+    a = shutil.copytree(adapters["llama"], tmp_path / "a")
+    state = load_file(str(a / "adapter_model.safetensors"))
+    renamed = {k.replace(".weight", ".default.weight"): v for k, v in state.items()}
+    save_file(renamed, str(a / "adapter_model.safetensors"), metadata={"format": "pt"})
+    r = _scan(a)
+    assert r.status == "ok" and r.lora_modules == 8, r.findings
+
+
+def test_adapter_config_without_weights_is_reported(adapters, tmp_path):
+    d = tmp_path / "checkpoint-50"
+    d.mkdir()
+    shutil.copy(adapters["llama"] / "adapter_config.json", d)
+    reports, _ = scan_paths([tmp_path])
+    assert len(reports) == 1 and reports[0].format == "missing" and "without adapter weights" in reports[0].summary
+
+
+def test_cli_usage_errors_exit_4():
+    from dsv3_preflight.cli import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(["lora", "scan"])
+    assert exc.value.code == 4
+    assert main(["lora"]) == 4
