@@ -106,7 +106,9 @@ def model_dirs(tmp_path_factory):
     from transformers import DeepseekV3Config, LlamaConfig
 
     root = tmp_path_factory.mktemp("models")
-    DeepseekV3Config().save_pretrained(root / "dsv3")  # full-size DeepSeek-V3: only config.json, no weights
+    (root / "dsv3").mkdir()  # full-size DeepSeek-V3 as published: only config.json, no weights
+    shutil.copy(DATA / "deepseek_v3_config.json", root / "dsv3" / "config.json")
+    DeepseekV3Config().save_pretrained(root / "dsv3_transformers")  # the same model as transformers writes it
     LlamaConfig(hidden_size=4096, intermediate_size=11008, num_hidden_layers=32, num_attention_heads=32,
                 num_key_value_heads=32, vocab_size=32000).save_pretrained(root / "llama7b")
     return root
@@ -127,6 +129,13 @@ def test_dsv3_mla_targets_imply_the_trainers_trainable_parameter_count(dsv3_modu
     assert res["trainable_params"] == 97_006_592
     dotted = resolve([f"self_attn.{t}" for t in MLA], dsv3_modules, 16)  # seeds/000 spells them this way
     assert dotted["trainable_params"] == 97_006_592
+    assert dsv3_modules["num_hidden_layers"] == 61 and dsv3_modules["built_layers"] == 4  # 3 dense + 1 MoE built
+
+
+def test_config_written_by_transformers_gives_the_same_module_map(model_dirs, dsv3_modules):
+    other = model_modules(model_dirs / "dsv3_transformers")
+    assert other["modules"] == dsv3_modules["modules"]
+    assert resolve(MLA, other, 16)["trainable_params"] == 97_006_592
 
 
 def test_dsv3_qkvo_matches_only_o_proj(dsv3_modules):
