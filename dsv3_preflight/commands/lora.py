@@ -41,7 +41,20 @@ def _common(p) -> None:
     p.add_argument("--no-color", action="store_true")
 
 
+def _missing_extra() -> str | None:
+    """The LoRA tools parse adapter_config.json with peft's own config class: peft must be installed."""
+    import importlib.util
+
+    missing = [m for m in ("peft", "safetensors") if importlib.util.find_spec(m) is None]
+    if missing:
+        return f"{', '.join(missing)} not installed: pip install 'dsv3-preflight[lora]'"
+    return None
+
+
 def run(args) -> int:
+    if args.lora_command in ("scan", "watch") and (why := _missing_extra()):
+        print(f"dsv3-preflight: error: {why}", file=sys.stderr)
+        return EXIT_USAGE
     if args.lora_command == "scan":
         return _scan(args)
     if args.lora_command == "watch":

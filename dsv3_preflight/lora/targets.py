@@ -42,9 +42,13 @@ def model_modules(model_path: str | Path) -> dict[str, Any]:
         return {**facts, "error": f"{cfg_file} is not valid JSON: {exc}"}
     if not isinstance(raw, dict) or "model_type" not in raw:
         return {**facts, "error": f"{cfg_file} has no model_type"}
-    import torch
-    import transformers
-    from transformers import AutoConfig, AutoModelForCausalLM
+    try:
+        import torch
+        import transformers
+        from transformers import AutoConfig, AutoModelForCausalLM
+    except ImportError as exc:
+        return {**facts, "error": f"cannot list the model's modules: {exc.name or exc} is not installed "
+                "(pip install 'dsv3-preflight[lora]')"}
 
     facts.update(model_type=raw["model_type"], transformers_version=transformers.__version__)
     raw.pop("quantization_config", None)  # FP8 block quantisation needs kernels; names and shapes do not

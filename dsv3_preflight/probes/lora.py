@@ -100,7 +100,10 @@ def lora_output_dir(profile) -> dict[str, Any]:
             facts["writable"] = True
         except OSError as exc:
             facts["writable"], facts["write_error"] = False, f"{exc.strerror or exc}"
-        facts["adapters"] = _existing_adapters(path)
+        try:
+            facts["adapters"] = _existing_adapters(path)
+        except ImportError as exc:  # peft missing: the dir is still judged, its adapters are not
+            facts["adapters"], facts["adapters_error"] = [], f"{exc.name or exc} not installed: adapters not scanned"
     return facts
 
 
