@@ -85,9 +85,10 @@ class Lab:
                 "--profile", "cpu", "--nnodes", str(nnodes), "--only", ONLY, "--json", str(out), "--no-report",
                 "--no-color", *extra]
 
-    def run(self, out: Path, nnodes: int, *extra: str, timeout: float = 180.0) -> tuple[subprocess.CompletedProcess, dict]:
+    def run(self, out: Path, nnodes: int, *extra: str, timeout: float = 180.0,
+            env: dict[str, str] | None = None) -> tuple[subprocess.CompletedProcess, dict]:
         # cwd is not the repo: a Ray worker may add the driver's cwd to sys.path (that would hide a missing package)
-        proc = subprocess.run(self.argv(out, nnodes, *extra), env=self.cli_env(), cwd=out.parent, capture_output=True,
+        proc = subprocess.run(self.argv(out, nnodes, *extra), env={**self.cli_env(), **(env or {})}, cwd=out.parent, capture_output=True,
                               text=True, timeout=timeout)
         doc = json.loads(out.read_text()) if out.exists() else {}
         return proc, doc

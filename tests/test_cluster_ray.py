@@ -176,6 +176,8 @@ def test_node_without_the_package_is_reported_for_that_node(lab: Lab, tmp_path: 
     try:
         lab.wait_alive(4, timeout=90)
         proc, doc = lab.run(tmp_path / "bare.json", 4)
+        # where the user allows it, the job's runtime_env ships the package to that node
+        shipped, shipped_doc = lab.run(tmp_path / "shipped.json", 4, env={"DSV3_PREFLIGHT_SHIP_PACKAGE": "1"})
     finally:
         stop_process_group(starter)
         lab.wait_alive(3, timeout=90)
@@ -203,3 +205,9 @@ def test_probe_runs_the_collective_as_a_strict_spread_gang_over_every_node(lab: 
     listener = doc["cluster"]["listener"]
     assert listener["ok"] is True and listener["port"] == lab.port and "token" not in listener
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+    assert shipped.returncode == 0, shipped.stdout + shipped.stderr
+    shipped_nodes = nodes_by_name(shipped_doc)
+    assert shipped_nodes["bare"]["state"] == "ok" and shipped_nodes["bare"]["identity"]["python"] == str(python)
+    assert results_by(shipped_doc, "env.launch_vars")["bare"]["status"] == "pass"
+    assert shipped_doc["cluster"]["ray"]["runtime_env"]["py_modules"]

@@ -53,12 +53,40 @@ def job_runtime_env(environ: dict[str, str] | None = None) -> dict[str, Any]:
             raise ClusterError(f"${RUNTIME_ENV_VAR} must be a JSON object (a Ray runtime_env)")
     env["env_vars"] = {**BASE_ENV_VARS, **(env.get("env_vars") or {})}
     if environ.get(SHIP_PACKAGE_VAR, "").strip() in ("1", "true", "yes"):
-        import dsv3_preflight
-
         modules = list(env.get("py_modules") or [])
-        modules.append(os.path.dirname(os.path.abspath(dsv3_preflight.__file__)))
+        modules.append(stage_package())
         env["py_modules"] = modules
     return env
+
+
+def stage_package() -> str:
+    """This dsv3_preflight laid out as the wheel installs it, in a temporary directory, for py_modules.
+
+    In a source checkout ``dsv3_preflight.checks``/``.launch``/``.reports`` live in the repository's
+    ``checks/``, ``launch/`` and ``reports/``; the staged copy puts them inside the package.
+    """
+    import importlib.util
+    import shutil
+    import tempfile
+
+    import dsv3_preflight
+
+    root = os.path.dirname(os.path.abspath(dsv3_preflight.__file__))
+    import atexit
+
+    top = tempfile.mkdtemp(prefix="dsv3-preflight-ship-")
+    atexit.register(shutil.rmtree, top, True)  # Ray has uploaded it by the time the command ends
+    stage = os.path.join(top, "dsv3_preflight")
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    shutil.copytree(root, stage, ignore=ignore)
+    for sub in ("checks", "launch", "reports"):
+        spec = importlib.util.find_spec(f"dsv3_preflight.{sub}")
+        if spec is None or not spec.submodule_search_locations:
+            continue
+        where = os.path.abspath(list(spec.submodule_search_locations)[0])
+        if where != os.path.join(root, sub):
+            shutil.copytree(where, os.path.join(stage, sub), ignore=ignore, dirs_exist_ok=True)
+    return stage
 
 
 def _reachable(address: str, timeout: float) -> str | None:
