@@ -190,6 +190,11 @@ def test_node_without_the_package_is_reported_for_that_node(lab: Lab, tmp_path: 
     assert err["evidence"]["kind"] == "package_missing"
     assert "DSV3_PREFLIGHT_SHIP_PACKAGE=1" in err["remediation"]
     assert all(nodes[n]["state"] == "ok" for n in BASE)
+    assert shipped.returncode == 0, shipped.stdout + shipped.stderr
+    shipped_nodes = nodes_by_name(shipped_doc)
+    assert shipped_nodes["bare"]["state"] == "ok" and shipped_nodes["bare"]["identity"]["python"] == str(python)
+    assert results_by(shipped_doc, "env.launch_vars")["bare"]["status"] == "pass"
+    assert shipped_doc["cluster"]["ray"]["runtime_env"]["py_modules"]
 
 
 def test_probe_runs_the_collective_as_a_strict_spread_gang_over_every_node(lab: Lab, tmp_path: Path):
@@ -205,9 +210,3 @@ def test_probe_runs_the_collective_as_a_strict_spread_gang_over_every_node(lab: 
     listener = doc["cluster"]["listener"]
     assert listener["ok"] is True and listener["port"] == lab.port and "token" not in listener
     assert proc.returncode == 0, proc.stdout + proc.stderr
-
-    assert shipped.returncode == 0, shipped.stdout + shipped.stderr
-    shipped_nodes = nodes_by_name(shipped_doc)
-    assert shipped_nodes["bare"]["state"] == "ok" and shipped_nodes["bare"]["identity"]["python"] == str(python)
-    assert results_by(shipped_doc, "env.launch_vars")["bare"]["status"] == "pass"
-    assert shipped_doc["cluster"]["ray"]["runtime_env"]["py_modules"]

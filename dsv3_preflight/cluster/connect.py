@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import socket
 import threading
@@ -103,6 +104,17 @@ def _reachable(address: str, timeout: float) -> str | None:
         return f"{exc.strerror or exc}"
 
 
+class _DropSigtermNote(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "SIGTERM handler is not set" not in record.getMessage()
+
+
+def _quiet_sigterm_note() -> None:
+    worker_logger = logging.getLogger("ray._private.worker")
+    if not any(isinstance(f, _DropSigtermNote) for f in worker_logger.filters):
+        worker_logger.addFilter(_DropSigtermNote())
+
+
 def _init(timeout: float, starts_processes: bool = False, **kwargs: Any) -> None:
     """ray.init under a deadline: a call that does not return in time is a ClusterError."""
     import ray
@@ -120,6 +132,9 @@ def _init(timeout: float, starts_processes: bool = False, **kwargs: Any) -> None
         # embedded Ray in a helper thread would kill it when that thread ends. Starting is local and bounded.
         target()
     else:
+        # Connecting (no process started) under a deadline, in a helper thread; Ray's note that it cannot
+        # install its SIGTERM handler there is expected and not shown.
+        _quiet_sigterm_note()
         thread = threading.Thread(target=target, daemon=True, name="ray.init")
         thread.start()
         thread.join(timeout)

@@ -1,14 +1,13 @@
 """``run --all-nodes``: the node checks once on every Ray node, then the cluster checks on all facts."""
 from __future__ import annotations
 
-import sys
 import time
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from ..profile import Profile
 from ..registry import CheckSpec, Registry
-from ..result import Result, Status
+from ..result import Result
 from .connect import ClusterError, ConnectInfo, connect, disconnect
 from .dispatch import NodeReport, merge_entries, node_time_limit, run_pinned
 from .nodes import NodeInfo, alive_nodes, assign_node_ranks, unique_names
@@ -252,5 +251,3 @@ def _gang(ranked, profile, deadline, say, cluster_info) -> Result:
     say.say(f"--probe: {result.status.value} {result.summary}")
     return result.stamped(name=CHECK_NAME, node="cluster", duration_s=time.monotonic() - started)
 
-
-_ = (sys, Status)
