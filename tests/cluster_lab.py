@@ -138,3 +138,12 @@ def nodes_by_name(doc: dict) -> dict[str, dict]:
 
 def by_node_id(doc: dict, node_id: str) -> dict:
     return next(n for n in doc.get("nodes", []) if n.get("identity", {}).get("ray", {}).get("node_id") == node_id)
+
+
+def assert_schema_valid(doc: dict) -> None:
+    """The document (with missing/error node entries and the cluster section) matches the result schema."""
+    import jsonschema
+
+    from dsv3_preflight.document import load_schema
+
+    jsonschema.validate(doc, load_schema())

@@ -18,7 +18,7 @@ import pytest
 
 ray = pytest.importorskip("ray")
 
-from cluster_lab import SITE_CHECKS, Lab, by_node_id, nodes_by_name, results_by, start_cluster, stop_process_group  # noqa: E402
+from cluster_lab import SITE_CHECKS, Lab, assert_schema_valid, by_node_id, nodes_by_name, results_by, start_cluster, stop_process_group  # noqa: E402
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 BASE = ["head", "w1", "w2"]
@@ -73,6 +73,7 @@ def test_missing_node_fails_naming_expected_count_and_present_nodes(lab: Lab, tm
         assert name in count["summary"]
     missing = [n for n in doc["nodes"] if n["state"] == "missing"]
     assert len(missing) == 2 and doc["cluster"]["missing_nodes"] == 2
+    assert_schema_valid(doc)
 
 
 def test_node_with_a_bad_environment_fails_there_and_in_env_consistency(lab: Lab, tmp_path: Path):
@@ -112,6 +113,7 @@ def test_hung_node_is_an_error_and_the_others_are_reported_within_the_timeout(la
     assert stuck["state"] == "error" and "no answer within the overall timeout" in stuck["error"]
     err = results_by(doc, "cluster.node_run")[stuck["node"]]
     assert err["status"] == "error" and err["evidence"]["kind"] == "timeout"
+    assert_schema_valid(doc)
     slow = results_by(doc, "testhook.slow_probe")
     assert all(slow[n]["status"] == "pass" for n in BASE)
     assert all(nodes[n]["state"] == "ok" for n in BASE)
