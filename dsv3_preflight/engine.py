@@ -89,7 +89,7 @@ def run_node_checks(
         if deadline is not None:
             check_deadline = min(check_deadline, deadline)
         if deadline is not None and started >= deadline:
-            result = Result._engine_error("the run's overall timeout was reached before this check ran")
+            result = _run_late(spec, store)
         else:
             result = _run_one(spec, store, check_deadline)
         result = result.stamped(name=spec.name, node=node, duration_s=time.monotonic() - started)
@@ -109,6 +109,21 @@ def _run_one(spec: CheckSpec, store: FactStore, check_deadline: float) -> Result
     remaining = check_deadline - time.monotonic()
     # the judge gets the check's whole timeout when the facts came quickly (a judge is pure and fast)
     return judge(spec, kwargs, max(min(spec.timeout, remaining + 0.01), 0.05))
+
+
+# after the run's overall deadline a check is still judged when its facts are already there: judging is pure
+# and quick, and a result the run could give is better than "timed out" (never lie, never hang)
+LATE_JUDGE_TIMEOUT_S = 2.0
+
+
+def _run_late(spec: CheckSpec, store: FactStore) -> Result:
+    missing = [need for need in spec.needs if not store.ready(need)]
+    if missing:
+        return Result._engine_error(
+            f"the run's overall timeout was reached before {', '.join(missing)} could be gathered",
+            {"facts_not_gathered": missing},
+        )
+    return _run_one(spec, store, time.monotonic() + LATE_JUDGE_TIMEOUT_S)
 
 
 def run_cluster_checks(

@@ -122,6 +122,13 @@ class FactStore:
             raise FactError(slot.error)
         return slot.value
 
+    def ready(self, fact: str) -> bool:
+        """True when ``fact`` can be read without waiting (gathered, failed, or an engine fact)."""
+        if fact in self._engine:
+            return True
+        slot = self._slots.get(fact)
+        return slot is not None and slot.done.is_set()
+
     def _dependency_allowance(self, fact: str) -> float:
         """While a probe still waits for its inputs, their timeouts count on top of its own."""
         spec = self._registry.probes[fact]

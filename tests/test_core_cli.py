@@ -142,6 +142,21 @@ def test_help_and_list_import_no_heavy_library(args):
     assert "HEAVY=\n" in proc.stdout or proc.stdout.rstrip().endswith("HEAVY="), proc.stdout[-2000:]
 
 
+@pytest.mark.parametrize("columns", ["60", "80", "200"])
+def test_list_prints_every_check_name_whole_in_a_narrow_pipe(columns):
+    import os
+
+    from dsv3_preflight.registry import load_registry
+
+    names = [c.name for c in load_registry().checks.values()]
+    env = {**os.environ, "COLUMNS": columns}
+    proc = subprocess.run(python_cli("list", "--no-color", "--probes"), capture_output=True, text=True, timeout=60, env=env)
+    assert proc.returncode == 0, proc.stderr
+    cells = {cell.strip() for line in proc.stdout.splitlines() for cell in line.split("│")}
+    assert set(names) <= cells, sorted(set(names) - cells)
+    assert "nvml" in cells and "nic_route" in cells  # probe facts too
+
+
 @pytest.mark.slow
 def test_sigint_interrupts_a_run_with_exit_2(tmp_path, clean_env):
     (tmp_path / "slow.py").write_text(textwrap.dedent("""

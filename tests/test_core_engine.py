@@ -139,6 +139,22 @@ def test_bad_judges_become_errors(spec, text):
     assert text in results[spec.name].summary
 
 
+def test_after_the_overall_deadline_checks_with_facts_at_hand_are_still_judged_and_the_others_name_what_is_missing():
+    registry = _registry(number_probe, slow_probe, broken_probe, plus_one, answer, waits_slow, returns_junk)
+    store = FactStore(registry, {"profile": resolve_profile(profile_name="cpu")})
+    store.start(["plus_one"])
+    store.get("plus_one")
+    started = time.monotonic()
+    results = {r.name: r for r in run_node_checks(registry, [answer, waits_slow, returns_junk], store, "n1",
+                                                   deadline=time.monotonic() - 1)}
+    assert time.monotonic() - started < 1.0  # nothing waits once the deadline has passed
+    assert results["t.answer"].status is Status.PASS and results["t.answer"].summary == "answer 42"
+    assert results["t.waits_slow"].status is Status.ERROR
+    assert results["t.waits_slow"].summary == "the run's overall timeout was reached before slow could be gathered"
+    assert results["t.waits_slow"].evidence == {"facts_not_gathered": ["slow"]}
+    assert "returned str, not a Result" in results["t.returns_junk"].summary  # judged late, still checked
+
+
 def test_a_check_cannot_report_error_itself():
     @check("t.self_error", needs=[])
     def self_error():

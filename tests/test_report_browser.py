@@ -53,6 +53,16 @@ def click(driver, element) -> None:
     element.click()
 
 
+def watch_text(driver, element) -> str:
+    """Record every text the element shows from now on (the copy button says "copied", then reverts after 1.5 s:
+    on a loaded machine a plain read can miss it); returns the script that reads the record."""
+    driver.execute_script(
+        "var el = arguments[0]; window.__texts = [el.textContent];"
+        "new MutationObserver(function () { window.__texts.push(el.textContent); })"
+        ".observe(el, {childList: true, characterData: true, subtree: true});", element)
+    return "return window.__texts;"
+
+
 def visible(driver, css: str):
     return [e for e in driver.find_elements("css selector", css) if e.is_displayed()]
 
@@ -70,8 +80,11 @@ def test_chromium_shows_verdict_matrix_and_opens_evidence_without_console_errors
 
     # a remediation's copy button copies (clipboard API, or the selection fallback) and says so
     button = browser.find_element("css selector", "#failures button.copy")
+    seen = watch_text(browser, button)
     click(browser, button)
-    assert button.text == "copied"
+    from selenium.webdriver.support.wait import WebDriverWait
+
+    WebDriverWait(browser, 10).until(lambda _: "copied" in browser.execute_script(seen))
 
     # a matrix cell opens its evidence: the rank table with the duplicated ranks
     cell = browser.find_element("css selector", 'tr[data-check="cluster.rank_mapping"] td.st-fail a')

@@ -34,16 +34,23 @@ def run(args) -> int:
         print(json.dumps({"checks": rows, "deselected": deselected, **({"probes": probes} if args.probes else {})}, indent=2))
         return 0 if rows else 5
     console = make_console(args.no_color)
+    # names never wrap or truncate (people grep and paste them); the description takes what width is left
     table = Table(title="checks")
-    for col in ("check", "scope", "tags", "needs", "description"):
-        table.add_column(col)
+    table.add_column("check", no_wrap=True, min_width=max((len(r["name"]) for r in rows), default=5))
+    table.add_column("scope", no_wrap=True)
+    table.add_column("tags")
+    table.add_column("description", ratio=1)
     for r in rows:
-        table.add_row(escape(r["name"]), r["scope"], escape(",".join(r["tags"])), escape(", ".join(r["needs"])), escape(r["description"]))
+        needs = f"\n[dim]needs: {escape(', '.join(r['needs']))}[/dim]" if r["needs"] else ""
+        table.add_row(escape(r["name"]), r["scope"], escape(",".join(r["tags"])), escape(r["description"]) + needs)
     console.print(table)
     if args.probes:
         table = Table(title="probes")
-        for col in ("fact", "needs", "timeout", "origin", "description"):
-            table.add_column(col)
+        table.add_column("fact", no_wrap=True, min_width=max((len(p["fact"]) for p in probes), default=4))
+        table.add_column("needs")
+        table.add_column("timeout", no_wrap=True)
+        table.add_column("origin")
+        table.add_column("description", ratio=1)
         for p in probes:
             table.add_row(escape(p["fact"]), escape(", ".join(p["needs"])), f"{p['timeout_s']:g}s", escape(p["origin"]), escape(p["description"]))
         console.print(table)

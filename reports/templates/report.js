@@ -27,7 +27,9 @@
       var ta = document.createElement("textarea");
       ta.value = text; ta.setAttribute("readonly", ""); ta.style.position = "fixed"; ta.style.opacity = "0";
       document.body.appendChild(ta); ta.select();
-      try { document.execCommand("copy"); done(); } catch (e) { button.textContent = "select and copy"; }
+      var copied = false;
+      try { copied = document.execCommand("copy"); } catch (e) { copied = false; }
+      if (copied) { done(); } else { button.textContent = "select and copy"; }
       document.body.removeChild(ta);
     }
     if (navigator.clipboard && window.isSecureContext) {
