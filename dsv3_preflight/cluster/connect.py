@@ -10,7 +10,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-#: Environment variables the cluster runner reads (documented in docs/readme/cluster.md).
+#: Environment variables the cluster runner reads (documented in the README, "Cluster mode").
 RUNTIME_ENV_VAR = "DSV3_PREFLIGHT_RAY_RUNTIME_ENV"   # a JSON runtime_env merged into the job's
 SHIP_PACKAGE_VAR = "DSV3_PREFLIGHT_SHIP_PACKAGE"    # "1": ship this dsv3_preflight to every node (py_modules)
 EMBEDDED_OBJECT_STORE_BYTES = 100 * 1024 * 1024
