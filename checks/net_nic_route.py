@@ -114,7 +114,9 @@ def nic_route(nic_route, profile):
             fails.append(f"GLOO_SOCKET_IFNAME={gloo_value!r}: {', '.join(gloo['no_address'])} has no address")
         elif multi and any(n != ifname for n in gloo["selected"]):
             fails.append(f"GLOO_SOCKET_IFNAME={gloo_value!r} uses {', '.join(gloo['selected'])}, not only {ifname} which reaches MASTER_ADDR {addr}")
-    if (nccl_value is None or gloo_value is None) and multi:
+    # on multi-node a loopback route is already a FAIL whose fix is a new MASTER_ADDR; pinning lo would be wrong advice
+    loopback_master = multi and bool(f.get("loopback"))
+    if (nccl_value is None or gloo_value is None) and multi and not loopback_master:
         unset = [v for v, val in (("NCCL_SOCKET_IFNAME", nccl_value), ("GLOO_SOCKET_IFNAME", gloo_value)) if val is None]
         guesses = []
         if nccl_value is None:
@@ -134,7 +136,9 @@ def nic_route(nic_route, profile):
         warns.append(f"{' and '.join(unset)} unset: {'; '.join(guesses) or 'the libraries pick by themselves'}; "
                      f"pin {ifname}, the interface toward MASTER_ADDR {addr}")
     if fails or warns:
-        if any("SOCKET_IFNAME" in m for m in fails + warns):
+        if loopback_master:
+            fixes.append("# then rerun dsv3-preflight: it prints the NCCL_/GLOO_SOCKET_IFNAME exports for the route to the new address")
+        elif any("SOCKET_IFNAME" in m for m in fails + warns):
             fixes.append(export_fix)
     summary = (f"MASTER_ADDR {addr} via {ifname} (src {f.get('src')}"
                + (f", gateway {f['gateway']}" if f.get("gateway") else "")

@@ -88,6 +88,9 @@ def test_nic_route_fails_on_loopback_in_a_multi_node_profile(facts):
     fact.update(ifname="lo", loopback=True, operstate="unknown", target="127.0.0.1", master_addr="127.0.0.1")
     result = nic_route(nic_route=fact, profile=MULTI)
     assert result.status == Status.FAIL and "loopback" in result.summary
+    # the fix is a new MASTER_ADDR, never "pin lo"
+    assert "export MASTER_ADDR=" in result.remediation
+    assert "IFNAME=lo" not in result.remediation and "pin lo" not in result.summary
 
 
 def test_nic_route_fails_without_ipv4_when_nccl_socket_family_is_af_inet(facts):
