@@ -70,12 +70,14 @@ def render_document(doc: Mapping[str, Any], console: Console, quiet: bool = Fals
             table.add_row(*row)
         console.print(table)
     for r in results:
-        if r["status"] in ("fail", "error", "warn") and r.get("remediation"):
+        # every red or yellow result is spelled out (also under --quiet), with its fix when it has one
+        if r["status"] in ("fail", "error", "warn"):
             where = f" on {r['node']}" if multi_node else ""
             console.print(f"\n[{STYLE[r['status']]}]{LABEL[r['status']]}[/] [bold]{escape(r['name'])}[/]{escape(where)}: {escape(r['summary'])}")
-            console.print("  fix:")
-            for line in r["remediation"].splitlines():
-                console.print(f"    {escape(line)}", soft_wrap=True)
+            if r.get("remediation"):
+                console.print("  fix:")
+                for line in r["remediation"].splitlines():
+                    console.print(f"    {escape(line)}", soft_wrap=True)
     counts = doc["counts"]
     parts = ", ".join(f"{counts[s]} {s}" for s in ("fail", "error", "warn", "pass", "skip") if counts.get(s))
     style = "bold red" if doc["verdict"] == "NO-GO" else "bold green"

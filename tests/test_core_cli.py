@@ -142,6 +142,35 @@ def test_help_and_list_import_no_heavy_library(args):
     assert "HEAVY=\n" in proc.stdout or proc.stdout.rstrip().endswith("HEAVY="), proc.stdout[-2000:]
 
 
+def test_quiet_prints_only_the_red_and_yellow_results_and_the_verdict(tmp_path, clean_env):
+    (tmp_path / "site.py").write_text(textwrap.dedent("""
+        from dsv3_preflight import Result, check
+
+        @check("site.ok", needs=[])
+        def ok():
+            "passes"
+            return Result.passed("all fine here")
+
+        @check("site.warns", needs=[])
+        def warns():
+            "warns without a fix"
+            return Result.warned("a little odd")
+
+        @check("site.raises", needs=[])
+        def raises():
+            "raises"
+            raise KeyError("boom")
+    """))
+    proc = subprocess.run(python_cli("run", "--profile", "cpu", "--checks-dir", str(tmp_path), "--only", "site.*",
+                                     "--no-report", "--quiet", "--no-color"), capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1, proc.stderr
+    out = proc.stdout
+    assert "ERROR site.raises: " in out and "KeyError" in out
+    assert "WARN site.warns: a little odd" in out
+    assert "all fine here" not in out and "┏" not in out  # no table, no green lines
+    assert out.rstrip().endswith("NO-GO: 1 error, 1 warn, 1 pass")
+
+
 @pytest.mark.parametrize("columns", ["60", "80", "200"])
 def test_list_prints_every_check_name_whole_in_a_narrow_pipe(columns):
     import os
