@@ -86,12 +86,13 @@ def run_node_checks(
     for spec in checks:
         started = time.monotonic()
         check_deadline = started + spec.timeout
+        run_bound = deadline is not None and deadline < check_deadline
         if deadline is not None:
             check_deadline = min(check_deadline, deadline)
         if deadline is not None and started >= deadline:
             result = _run_late(spec, store)
         else:
-            result = _run_one(spec, store, check_deadline)
+            result = _run_one(spec, store, check_deadline, run_bound)
         result = result.stamped(name=spec.name, node=node, duration_s=time.monotonic() - started)
         results.append(result)
         if on_result:
@@ -99,13 +100,16 @@ def run_node_checks(
     return results
 
 
-def _run_one(spec: CheckSpec, store: FactStore, check_deadline: float) -> Result:
+def _run_one(spec: CheckSpec, store: FactStore, check_deadline: float, run_bound: bool = False) -> Result:
     kwargs = {}
     for need in spec.needs:
         try:
             kwargs[need] = store.get(need, deadline=check_deadline)
         except FactError as exc:
-            return Result._engine_error(f"cannot judge: fact {need!r} unavailable: {exc}", {"fact": need, "error": str(exc)})
+            error = str(exc)
+            if run_bound and error.endswith("not gathered before the check's own timeout"):
+                error = f"{need}: not gathered before the run's overall timeout"
+            return Result._engine_error(f"cannot judge: fact {need!r} unavailable: {error}", {"fact": need, "error": error})
     remaining = check_deadline - time.monotonic()
     # the judge gets the check's whole timeout when the facts came quickly (a judge is pure and fast)
     return judge(spec, kwargs, max(min(spec.timeout, remaining + 0.01), 0.05))

@@ -155,6 +155,14 @@ def test_after_the_overall_deadline_checks_with_facts_at_hand_are_still_judged_a
     assert "returned str, not a Result" in results["t.returns_junk"].summary  # judged late, still checked
 
 
+def test_a_fact_cut_off_by_the_run_deadline_says_so():
+    registry = _registry(number_probe, slow_probe, broken_probe, plus_one, waits_slow)
+    store = FactStore(registry, {"profile": resolve_profile(profile_name="cpu")})
+    [result] = run_node_checks(registry, [waits_slow], store, "n1", deadline=time.monotonic() + 0.1)
+    assert result.status is Status.ERROR
+    assert result.summary == "cannot judge: fact 'slow' unavailable: slow: not gathered before the run's overall timeout"
+
+
 def test_a_check_cannot_report_error_itself():
     @check("t.self_error", needs=[])
     def self_error():
