@@ -115,3 +115,15 @@ def test_cli_watch_json_lines_and_nothing_seen_is_exit_5(tmp_path, good_and_empt
     assert p.returncode == 0, p.stderr
     (line,) = p.stdout.splitlines()
     assert json.loads(line)["status"] == "ok" and json.loads(line)["step"] == 50
+
+
+@pytest.mark.parametrize("args", [["watch", "DIR", "--interval", "-1"], ["watch", "DIR", "--interval", "0"],
+                                  ["watch", "DIR", "--settle", "-2"], ["watch", "DIR", "--max-seconds", "nan"],
+                                  ["scan", "DIR", "--header-cap-mib", "0"], ["scan", "DIR", "--header-cap-mib", "abc"]])
+def test_cli_odd_numbers_are_usage_errors_not_internal_errors(tmp_path, args):
+    """--interval -1 used to reach time.sleep and exit 3 ('internal error'); 0 polled in a busy loop."""
+    argv = [str(tmp_path) if a == "DIR" else a for a in args]
+    p = subprocess.run([sys.executable, "-m", "dsv3_preflight", "lora", *argv], capture_output=True, text=True,
+                       timeout=60, cwd=REPO)
+    assert p.returncode == 4, p.stderr
+    assert f"argument {args[2]}: expected" in p.stderr and "internal error" not in p.stderr

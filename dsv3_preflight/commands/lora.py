@@ -24,19 +24,37 @@ def add_arguments(parser) -> None:
                            description="Poll DIR and judge every adapter once it is completely written. Exit codes: "
                            "0 every adapter ok, 1 a bad one, 4 DIR missing, 5 none seen.")
     watch.add_argument("dir", metavar="DIR", help="the training output directory (holding checkpoint-*/)")
-    watch.add_argument("--interval", type=float, default=5.0, help="seconds between polls (default 5)")
-    watch.add_argument("--settle", type=float, default=2.0,
+    watch.add_argument("--interval", type=_number(positive=True), default=5.0, help="seconds between polls (default 5)")
+    watch.add_argument("--settle", type=_number(positive=False), default=2.0,
                        help="seconds a file must stay unchanged before it is judged (default 2)")
     watch.add_argument("--fail-fast", action="store_true", help="exit 1 at the first bad adapter")
-    watch.add_argument("--max-seconds", type=float, default=None, help="stop after this many seconds")
+    watch.add_argument("--max-seconds", type=_number(positive=False), default=None, help="stop after this many seconds")
     watch.add_argument("--deep", action="store_true", help="also stream the tensor data of each adapter")
     _common(watch)
     parser.set_defaults(_lora_parser=parser)
 
 
+def _number(*, positive: bool, what: str = "a number of seconds"):
+    """An argparse type: a finite number, > 0 when ``positive`` else >= 0 (a bad value is a usage error, exit 4)."""
+    import argparse
+    import math
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
+        if not math.isfinite(value) or value < 0 or (positive and value == 0):
+            raise argparse.ArgumentTypeError(f"expected {what} {'> 0' if positive else '>= 0'}, got {text!r}")
+        return value
+
+    parse.__name__ = "number"
+    return parse
+
+
 def _common(p) -> None:
     p.add_argument("--json", dest="as_json", action="store_true", help="print JSON (watch: one JSON object per line)")
-    p.add_argument("--header-cap-mib", type=float, default=64.0,
+    p.add_argument("--header-cap-mib", type=_number(positive=True, what="a size in MiB"), default=64.0,
                    help="refuse a declared safetensors header length above this (default 64 MiB)")
     p.add_argument("--no-color", action="store_true")
 
