@@ -137,6 +137,10 @@ def _why(doc, red, warn, dead, selected) -> list[str]:
         lines.append("no check ran")
     if not lines:
         lines.append(f"all {len(selected)} checks passed or were skipped with a reason")
+    doctor = doc.get("doctor")
+    if isinstance(doctor, Mapping) and doctor.get("verdict") == "failure":
+        # logs attached with --logs explain an earlier run: say so at the top, apart from this run's verdict
+        lines.append(f"attached logs (doctor, see below): {doctor.get('summary') or 'a failure was found'}")
     return lines
 
 
@@ -299,7 +303,10 @@ def sweep_chart(rows: Any, floor: float | None = None, width: int = 560, height:
     Returns None when rows are not a sweep (a list of dicts with numeric ``bytes``)."""
     if not isinstance(rows, list):
         return None
-    pts = [r for r in rows if isinstance(r, Mapping) and isinstance(r.get("bytes"), (int, float)) and r["bytes"] > 0]
+    def num(v: Any) -> bool:  # a plottable number (not a bool, NaN, infinity or beyond float range)
+        return isinstance(v, (int, float)) and not isinstance(v, bool) and abs(v) < 1e300 and math.isfinite(v)
+
+    pts = [r for r in rows if isinstance(r, Mapping) and num(r.get("bytes")) and r["bytes"] > 0]
     if not pts:
         return None
     pts.sort(key=lambda r: r["bytes"])
@@ -308,8 +315,8 @@ def sweep_chart(rows: Any, floor: float | None = None, width: int = 560, height:
     xs = [math.log2(r["bytes"]) for r in pts]
     x0, x1 = min(xs), max(xs)
     span = (x1 - x0) or 1.0
-    series_keys = [k for k in ("busbw_gbps", "algbw_gbps") if any(isinstance(r.get(k), (int, float)) for r in pts)]
-    ymax = max([float(r.get(k) or 0) for r in pts for k in series_keys] + [float(floor or 0)])
+    series_keys = [k for k in ("busbw_gbps", "algbw_gbps") if any(num(r.get(k)) for r in pts)]
+    ymax = max([float(r[k]) for r in pts for k in series_keys if num(r.get(k))] + [float(floor or 0)])
     ymax = _nice_ceiling(ymax)
 
     def sx(b: float) -> float:
@@ -322,17 +329,18 @@ def sweep_chart(rows: Any, floor: float | None = None, width: int = 560, height:
     for k, label, cls in (("busbw_gbps", "bus bandwidth", "bus"), ("algbw_gbps", "algorithm bandwidth", "alg")):
         if k not in series_keys:
             continue
-        p = [(sx(r["bytes"]), sy(float(r[k])), r["bytes"], r[k]) for r in pts if isinstance(r.get(k), (int, float))]
+        p = [(sx(r["bytes"]), sy(float(r[k])), r["bytes"], r[k]) for r in pts if num(r.get(k))]
         series.append({"label": label, "cls": cls, "points": " ".join(f"{x},{y}" for x, y, _, _ in p),
                        "dots": [{"x": x, "y": y, "title": f"{_human_bytes(b)}: {v:.1f} GB/s {label}"} for x, y, b, v in p]})
     step = max(1, math.ceil(len(pts) / 8))
     xticks = [{"x": sx(r["bytes"]), "label": _human_bytes(r["bytes"])} for r in pts[::step]]
     yticks = [{"y": sy(ymax * i / 4), "label": f"{ymax * i / 4:g}"} for i in range(5)]
-    peak = max(pts, key=lambda r: float(r.get("busbw_gbps") or 0))
+    peak = max(pts, key=lambda r: float(r["busbw_gbps"]) if num(r.get("busbw_gbps")) else 0.0)
     return {"width": width, "height": height, "left": left, "top": top, "pw": pw, "ph": ph, "series": series,
             "xticks": xticks, "yticks": yticks, "bottom_y": top + ph,
             "floor": None if not floor else {"y": sy(float(floor)), "label": f"required bus bandwidth {float(floor):g} GB/s"},
-            "peak": f"peak bus bandwidth {float(peak.get('busbw_gbps') or 0):.1f} GB/s at {_human_bytes(peak['bytes'])}"}
+            "peak": f"peak bus bandwidth {float(peak['busbw_gbps']) if num(peak.get('busbw_gbps')) else 0.0:.1f} GB/s "
+                    f"at {_human_bytes(peak['bytes'])}"}
 
 
 def _nice_ceiling(v: float) -> float:

@@ -26,18 +26,32 @@ def run(args) -> int:
         if problem:
             raise DocumentError(f"{path}: not a valid result document: {problem}")
         docs.append((path, doc))
-    if any(str(p) == str(args.output) for p, _ in docs):
-        raise UsageError(f"-o {args.output} would overwrite an input document")
+    for flag, target in (("-o", args.output), ("--json", args.json_path)):
+        if target and any(_same_file(p, target) for p, _ in docs):
+            raise UsageError(f"{flag} {target} would overwrite an input document")
     merged = merge_documents(docs, command=list(args.argv))
-    if args.json_path:
-        print(f"wrote {write_document(merged, args.json_path)}")
-    out = write_html(merged, args.output)
+    try:
+        if args.json_path:
+            print(f"wrote {write_document(merged, args.json_path)}")
+        out = write_html(merged, args.output)
+    except OSError as exc:  # a directory, a read-only place: the user's to fix, not a bug
+        raise UsageError(f"cannot write the report: {exc.strerror or exc}: {exc.filename or args.output}") from None
     counts = merged["counts"]
     parts = ", ".join(f"{counts[s]} {s}" for s in ("fail", "error", "warn", "pass", "skip") if counts.get(s))
     what = f"merged {len(docs)} documents" if len(docs) > 1 else "rendered 1 document"
     print(f"{merged['verdict']}: {parts or 'nothing ran'} ({what})")
     print(f"wrote {out}")
     return 0
+
+
+def _same_file(a: str, b: str) -> bool:
+    """Whether two spellings name one file (./x.json, a symlink, a relative and an absolute path)."""
+    import os
+
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # b does not exist yet
+        return os.path.realpath(a) == os.path.realpath(b)
 
 
 def _problem(doc) -> str | None:
