@@ -164,6 +164,9 @@ def test_pickle_with_code_is_refused_by_weights_only(tmp_path, adapters):
     r = scan_adapter(d / "adapter_model.bin")
     assert r.status == "fail" and "weights_only=True" in r.summary
     assert not (tmp_path / "pwned").exists()
+    # the finding names what was refused, and never repeats torch's hint to re-run with weights_only=False
+    assert "posix.system" in r.summary and "will likely succeed" not in r.summary, r.summary
+    assert "do not load it with weights_only=False" in r.summary
 
 
 def test_checkpoint_tree_is_found_in_step_order(adapters, tmp_path):

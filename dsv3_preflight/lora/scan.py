@@ -268,6 +268,18 @@ def _judge_config(report: AdapterReport, directory: Path) -> Any:
     return cfg
 
 
+def _pickle_refusal(exc: BaseException) -> str:
+    """The finding for a pickle torch.load(weights_only=True) refused: its specific reason, never torch's
+    boilerplate suggesting a re-run with weights_only=False (which executes whatever the pickle holds)."""
+    text = str(exc)
+    if type(exc).__name__ == "UnpicklingError" and "weights_only" in text:
+        boiler = ("Weights only load failed", "Please file an issue", "Check the documentation", "Re-running `torch.load`")
+        reason = " ".join(l.strip() for l in text.splitlines() if l.strip() and not l.strip().startswith(boiler))
+        return ("torch pickle refused by weights_only=True: it is not a plain tensor dict (corrupt, or it holds "
+                f"objects/code; do not load it with weights_only=False unless you trust it): {reason[:200] or 'no reason given'}")
+    return f"torch pickle not loadable with weights_only=True: {type(exc).__name__}: {(text.splitlines() or [''])[0][:200]}"
+
+
 def _pickle_tensors(path: Path, report: AdapterReport) -> dict[str, dict[str, Any]] | None:
     """Names and shapes from a torch pickle, loaded only with weights_only=True (memory-mapped when possible)."""
     import torch
@@ -280,7 +292,7 @@ def _pickle_tensors(path: Path, report: AdapterReport) -> dict[str, dict[str, An
                 raise
             state = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:  # noqa: BLE001 - a refused or broken pickle is a finding
-        report.add("fail", "corrupt", f"torch pickle not loadable with weights_only=True: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}")
+        report.add("fail", "corrupt", _pickle_refusal(exc))
         return None
     if not isinstance(state, dict):
         report.add("fail", "corrupt", f"torch pickle holds a {type(state).__name__}, not a state dict")
