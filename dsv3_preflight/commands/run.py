@@ -129,6 +129,21 @@ def run(args) -> int:
     doc, code, written = execute(args)
     console = make_console(args.no_color)
     render_document(doc, console, quiet=args.quiet)
+    _print_diagnosis(doc.get("doctor"), console)
     for path in written:
         console.print(f"wrote {path}")
     return code
+
+
+def _print_diagnosis(diagnosis, console) -> None:
+    """One line on the logs attached with --logs (the findings are in the report), and the inputs not read."""
+    if not diagnosis:
+        return
+    from rich.markup import escape
+
+    style = {"failure": "bold red", "healthy": "green"}.get(diagnosis["verdict"], "yellow")
+    console.print(f"\n[{style}]attached logs (doctor): {diagnosis['verdict'].upper()}[/] — {escape(diagnosis['summary'])}"
+                  "\n  (logs of an earlier run: they do not change this verdict; the findings are in the HTML report's "
+                  "Doctor section, or run `dsv3-preflight doctor` on the logs)")
+    for u in diagnosis.get("unreadable") or []:
+        console.print(f"[bold magenta]attached log not read:[/] {escape(str(u['path']))}: {escape(str(u['error']))}")
