@@ -17,6 +17,14 @@ COMPARED = (
 PIP_NAMES = {"torch", "deepspeed", "transformers", "peft", "accelerate"}
 
 
+def pip_pin(package: str, version: str) -> str:
+    """The pip command installing exactly ``version``. A local version (torch's ``2.4.0+cu121``) is not on PyPI:
+    it comes from PyTorch's index named by the local tag."""
+    if "+" in version and package == "torch":
+        return f"pip install {package}=={version} --index-url https://download.pytorch.org/whl/{version.split('+', 1)[1]}"
+    return f"pip install {package}=={version}"
+
+
 def render_table(nodes: list[str], table: dict[str, dict[str, Any]], odd: dict[str, set[str]]) -> str:
     """A node × version text table; the odd ones out are marked with '*'."""
     keys = [k for k, _ in COMPARED]
@@ -47,7 +55,7 @@ def versions(versions, profile):
         fails.append(f"{label} differs: " + ", ".join(f"{n} has {values[n] or 'none'}" for n in sorted(outliers, key=nodes.index))
                      + f", the others {common or 'none'}")
         if key in PIP_NAMES and common:
-            fixes.append(f"pip install {key}=={common}   # on {', '.join(sorted(outliers, key=nodes.index))}")
+            fixes.append(f"{pip_pin(key, common)}   # on {', '.join(sorted(outliers, key=nodes.index))}")
         elif key in ("driver", "kernel_module") and common:
             fixes.append(f"install NVIDIA driver {common} (and Fabric Manager {common}) on {', '.join(sorted(outliers, key=nodes.index))}, then reboot")
         elif key == "fabric_manager" and common:

@@ -82,3 +82,13 @@ def test_cluster_checks_run_through_the_engine_on_three_recorded_nodes():
     assert results["gpu.versions"].status is Status.FAIL and "gpu-node-2 has 535.104.05" in results["gpu.versions"].summary
     assert results["gpu.rank_mapping_cluster"].status is Status.PASS
     assert results["gpu.rank_mapping_cluster"].summary == "24 ranks on 3 nodes, each on its own GPU"
+
+
+def test_a_torch_build_drift_pins_the_cuda_build_from_pytorchs_index():
+    """torch==2.4.0+cu121 is not on PyPI: `pip install torch==2.4.0+cu121` alone finds no distribution."""
+    nodes = three_nodes()
+    nodes["gpu-node-2"] = dict(nodes["gpu-node-0"], torch="2.5.1+cu124")
+    r = versions_check(versions=nodes, profile=profile())
+    assert r.status is Status.FAIL and "torch differs: gpu-node-2 has 2.5.1+cu124" in r.summary
+    assert ("pip install torch==2.4.0+cu121 --index-url https://download.pytorch.org/whl/cu121   # on gpu-node-2"
+            in r.remediation.splitlines())
