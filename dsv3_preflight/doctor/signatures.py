@@ -256,7 +256,7 @@ SIGNATURES: tuple[Signature, ...] = (
       "(reduce_bucket_size, stage3_prefetch_bucket_size) too big, or another process holding GPU memory.",
       "nvidia-smi --query-compute-apps=pid,used_memory --format=csv    # nothing else on the GPUs\n"
       "# lower per_device_train_batch_size / max length, stage3_max_live_parameters, bucket sizes; or enable offload_param/offload_optimizer",
-      "lora.deepspeed_config", 45,
+      "host.resources", 45,   # catches the leftover process holding GPU memory (batch sizes no check can judge)
       "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 3.39 GiB. GPU 1 has a total capacity of "
       "79.32 GiB of which 2.40 GiB is free.",
       "https://github.com/hiyouga/LlamaFactory/issues/7532"),
