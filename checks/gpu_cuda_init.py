@@ -22,6 +22,34 @@ def fm_install_commands(driver: str) -> str:
     ])
 
 
+#: CUDA builds PyTorch publishes wheels for (download.pytorch.org/whl/<tag>), oldest first.
+TORCH_CUDA_TAGS = ("cu118", "cu121", "cu124", "cu126", "cu128", "cu129", "cu130")
+
+
+def torch_cuda_build_command(cuda_init: Mapping[str, Any], nvml: Mapping[str, Any]) -> str:
+    """pip command installing a CUDA build of the *same* torch version, from a CUDA no newer than the driver's.
+
+    Unpinned, ``pip install torch --index-url .../cu121`` silently installs whatever newest torch that index has."""
+    version = str((cuda_init.get("runtime") or {}).get("torch_version") or "").split("+")[0]
+    pin = f"torch=={version}" if version else "torch"
+    driver_cuda = nvml.get("cuda_driver_version_str")
+    tag, too_old = "cu121", False
+    try:
+        major, minor = (int(x) for x in str(driver_cuda).split(".")[:2])
+        fitting = [t for t in TORCH_CUDA_TAGS if (int(t[2:-1]), int(t[-1])) <= (major, minor)]
+        tag, too_old = (fitting[-1], False) if fitting else (TORCH_CUDA_TAGS[0], True)
+    except ValueError:
+        pass
+    what = "a CUDA build of the same torch" if version else "a CUDA build of torch (pin the version the other nodes run)"
+    if too_old:
+        limit = f"the driver supports only CUDA {driver_cuda}, older than any current PyTorch build: upgrade the driver first"
+    elif driver_cuda:
+        limit = f"the driver supports CUDA {driver_cuda}: any cuXYZ up to it that pytorch.org lists for this torch version"
+    else:
+        limit = "any cuXYZ up to the CUDA version nvidia-smi shows that pytorch.org lists for this torch version"
+    return f"pip install --force-reinstall {pin} --index-url https://download.pytorch.org/whl/{tag}   # {what}; {limit}"
+
+
 def _fm_mismatch(fabric_manager: Mapping[str, Any], driver_version: str | None) -> tuple[str, str] | None:
     """(fm_version, driver_version) when FM and the driver differ, from the log line or the versions."""
     for finding in (fabric_manager.get("log") or {}).get("findings", [])[::-1]:
@@ -96,7 +124,7 @@ def root_cause(code: int, cuda_init: Mapping[str, Any], nvml: Mapping[str, Any],
     if code == 35:
         return (f"{head}: the driver (CUDA {nvml.get('cuda_driver_version_str')}) is older than torch's CUDA runtime "
                 f"({(cuda_init.get('runtime') or {}).get('cuda_built')})",
-                "pip install torch --index-url https://download.pytorch.org/whl/cu<driver's CUDA, e.g. 121>   # or upgrade the driver",
+                torch_cuda_build_command(cuda_init, nvml) + "\n# or upgrade the driver to one supporting torch's CUDA",
                 "insufficient_driver")
     if code == 999:
         return (f"{head}: the driver reports an unknown error, usually a GPU in a bad state",
@@ -143,7 +171,7 @@ def cuda_init(cuda_init, nvml, fabric_manager, profile):
                              "pip install torch   # the version pinned for this job, built for the driver's CUDA")
     if not runtime.get("cuda_built"):
         return Result.failed(f"torch {runtime.get('torch_version')} is a CPU-only build: it cannot use the GPUs", evidence,
-                             "pip install --force-reinstall torch --index-url https://download.pytorch.org/whl/cu121   # a CUDA build")
+                             torch_cuda_build_command(cuda_init, nvml))
     if runtime.get("code") not in (0, None):
         verdict, remediation, cause = root_cause(int(runtime["code"]), cuda_init, nvml, fabric_manager)
         evidence["cause"] = cause

@@ -224,6 +224,28 @@ def test_other_cuda_codes_get_their_own_verdict(healthy_facts, code, env, cause,
     assert summary in r.summary and fix in r.remediation
 
 
+def test_cpu_only_torch_is_told_to_install_a_cuda_build_of_the_same_version(healthy_facts):
+    """Unpinned, `pip install torch --index-url .../cu121` silently swaps torch for the newest that index holds."""
+    facts = copy.deepcopy(healthy_facts)
+    facts["cuda_init"]["runtime"].update(torch_version="2.4.0+cpu", cuda_built=None, device_count=0)
+    r = judge_all(facts)["cuda_init"]
+    assert r.status is Status.FAIL and "torch 2.4.0+cpu is a CPU-only build" in r.summary
+    assert r.remediation.startswith(
+        "pip install --force-reinstall torch==2.4.0 --index-url https://download.pytorch.org/whl/cu121   # a CUDA build of the same torch; "
+        "the driver supports CUDA 12.2")
+
+
+def test_driver_older_than_torchs_cuda_gets_a_pasteable_pinned_command(healthy_facts):
+    facts = copy.deepcopy(healthy_facts)
+    facts["cuda_init"]["driver"].update(code=35, cuInit=35)
+    facts["cuda_init"]["runtime"].update(torch_version="2.7.0+cu128", cuda_built="12.8")
+    r = judge_all(facts)["cuda_init"]
+    assert r.evidence["cause"] == "insufficient_driver" and "(CUDA 12.2) is older than torch's CUDA runtime (12.8)" in r.summary
+    command = r.remediation.splitlines()[0].split("#")[0]
+    assert command.split() == ["pip", "install", "--force-reinstall", "torch==2.7.0", "--index-url",
+                               "https://download.pytorch.org/whl/cu121"]  # no '<placeholder>' for the shell to read as a redirect
+
+
 def test_a_hung_driver_init_fails_with_the_wedged_driver_verdict(healthy_facts):
     facts = copy.deepcopy(healthy_facts)
     facts["cuda_init"]["driver"].update(timed_out=True, error="cuInit did not return within 20 s")
