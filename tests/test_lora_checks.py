@@ -242,3 +242,16 @@ def test_unreadable_deepspeed_config_fails(tmp_path):
     f.write_text('{"zero_optimization": {"stage": 3,}}')
     p, results = _doc(tmp_path, "--deepspeed-config", f)
     assert results["lora.deepspeed_config"]["status"] == "fail" and "not valid JSON" in results["lora.deepspeed_config"]["summary"]
+
+
+def test_zero_optimization_that_is_not_an_object_fails_with_a_fix_and_never_errors(tmp_path):
+    """DeepSpeed's own model check used to call .items() on it (an ERROR wherever deepspeed is installed)."""
+    from dsv3_preflight.probes.lora import _deepspeed_model_check
+
+    assert _deepspeed_model_check({"zero_optimization": 3})["reason"] == "zero_optimization is a int, not an object"
+    f = tmp_path / "ds.json"
+    f.write_text('{"zero_optimization": 3}')
+    p, results = _doc(tmp_path, "--deepspeed-config", f)
+    r = results["lora.deepspeed_config"]
+    assert r["status"] == "fail" and "zero_optimization is a int, not an object" in r["summary"]
+    assert '"zero_optimization": {"stage": 3, "stage3_gather_16bit_weights_on_model_save": true}' in r["remediation"]

@@ -43,6 +43,7 @@ def lint(config: dict[str, Any], *, world_size: int, lora: bool = True,
     zero = config.get("zero_optimization") or {}
     if not isinstance(zero, dict):
         out.fails.append(f"zero_optimization is a {type(zero).__name__}, not an object")
+        out.fixes.append(f'"zero_optimization": {{"stage": 3, "{GATHER_KEY}": true}}   # an object of ZeRO settings')
         zero = {}
     stage = _num(zero.get("stage", 0))
     out.seen["zero_optimization.stage"] = zero.get("stage", 0)
