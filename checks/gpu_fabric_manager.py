@@ -76,8 +76,9 @@ def fabric_manager(fabric_manager, nvml, profile):
         fixes.append(f"systemctl restart {FM_UNIT}\njournalctl -u {FM_UNIT} -n 50 --no-pager\nnvidia-smi -q | grep -i -A2 Fabric")
     if bad_status:
         idx = [g["index"] for g in bad_status]
-        fails.append(f"GPU fabric registration completed with error status on GPUs {spans(idx)} "
-                     f"({bad_status[0]['fabric'].get('status_name')}, NVML return {bad_status[0]['fabric'].get('status')})")
+        name, code = bad_status[0]["fabric"].get("status_name"), bad_status[0]["fabric"].get("status")
+        shown = name if name and str(code) in str(name) else f"{name}, NVML return {code}" if name else f"NVML return {code}"
+        fails.append(f"GPU fabric registration completed with error status on GPUs {spans(idx)} ({shown})")
         fixes.append(f"journalctl -u {FM_UNIT} -n 100 --no-pager   # the failing GPU/link\nsystemctl restart {FM_UNIT}   # or reboot the node")
 
     for finding in evidence["log_findings"]:
