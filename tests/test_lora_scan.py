@@ -297,3 +297,8 @@ def test_cli_usage_errors_exit_4():
         main(["lora", "scan"])
     assert exc.value.code == 4
     assert main(["lora"]) == 4
+
+
+def test_cli_scan_of_a_device_file_says_what_it_is_not():
+    p = _cli("scan", "/dev/null")
+    assert p.returncode == 4 and "/dev/null: not a regular file or directory" in p.stderr, p.stderr

@@ -89,8 +89,11 @@ def _scan(args) -> int:
     from ..lora.scan import scan_paths
 
     reports, missing = scan_paths(args.paths, cap=_cap(args), deep=args.deep)
+    import os
+
     for m in missing:
-        print(f"dsv3-preflight: error: {m}: no such file or directory", file=sys.stderr)
+        why = "not a regular file or directory" if os.path.lexists(m) else "no such file or directory"
+        print(f"dsv3-preflight: error: {m}: {why}", file=sys.stderr)
     if args.as_json:
         print(json.dumps({"adapters": [r.as_dict() for r in reports], "missing": missing}, indent=2))
     else:
