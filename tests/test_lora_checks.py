@@ -14,6 +14,7 @@ import pytest
 
 import test_lora_lab as lab
 from dsv3_preflight.lora.dsconfig import GATHER_KEY, lint
+from dsv3_preflight.checks.lora_output_dir import output_dir
 from dsv3_preflight.lora.targets import model_modules, resolve
 
 REPO = Path(__file__).resolve().parent.parent
@@ -216,9 +217,48 @@ def test_run_fails_clearly_on_paths_that_do_not_exist(tmp_path):
                       "--lora-targets", "o_proj", "--output-dir", tmp_path / "noout")
     assert p.returncode == 1 and "Traceback" not in p.stderr
     assert {n: r["status"] for n, r in results.items()} == {"lora.deepspeed_config": "fail", "lora.targets": "fail",
-                                                            "lora.output_dir": "fail"}
+                                                            "lora.output_dir": "pass"}
     assert "does not exist" in results["lora.deepspeed_config"]["summary"]
     assert "does not exist" in results["lora.targets"]["summary"]
+    # the trainer creates its output dir: a missing one under a writable parent is fine, and says so
+    assert results["lora.output_dir"]["summary"].startswith(f"output_dir {tmp_path / 'noout'} does not exist yet; "
+                                                            f"the trainer can create it in {tmp_path}")
+
+
+def test_output_dir_probe_judges_the_nearest_existing_parent(tmp_path):
+    from dsv3_preflight.probes.lora import lora_output_dir as probe_output_dir
+    from dsv3_preflight.profile import resolve_profile
+
+    deep = tmp_path / "a" / "b" / "out"
+    facts = probe_output_dir.gather(resolve_profile(profile_name="cpu", cli={"output_dir": str(deep)}))
+    assert facts["exists"] is False and facts["parent"] == str(tmp_path) and facts["parent_writable"] is True
+    assert output_dir(facts).status.value == "pass"
+    (tmp_path / "file").write_text("x")
+    facts = probe_output_dir.gather(resolve_profile(profile_name="cpu", cli={"output_dir": str(tmp_path / "file" / "out")}))
+    r = output_dir(facts)
+    assert r.status.value == "fail" and "is not a directory" in r.summary
+
+
+@pytest.mark.parametrize("error, fix", [
+    ("Permission denied", "sudo chown -R $(id -u):$(id -g) /data   # then the trainer creates /data/run/out"),
+    ("Read-only file system", "# /data is on a read-only filesystem: point output_dir at a writable node-local disk"),
+])
+def test_output_dir_that_cannot_be_created_names_the_parent_and_a_fix_that_helps(error, fix):
+    facts = {"configured": True, "path": "/data/run/out", "key": "output_dir", "exists": False, "is_dir": False,
+             "parent": "/data", "parent_is_dir": True, "parent_writable": False, "write_error": error,
+             "mount": {"fstype": "ext4", "device": "/dev/nvme0n1p1", "mountpoint": "/data"}, "network_fs": False}
+    r = output_dir(facts)
+    assert r.status.value == "fail"
+    assert r.summary == f"output_dir /data/run/out does not exist and cannot be created: /data is not writable ({error})"
+    assert r.remediation.startswith(fix)
+
+
+def test_missing_output_dir_on_nfs_still_warns():
+    facts = {"configured": True, "path": "/nfs/run/out", "key": "output_dir", "exists": False, "is_dir": False,
+             "parent": "/nfs", "parent_is_dir": True, "parent_writable": True,
+             "mount": {"fstype": "nfs4", "device": "srv:/export", "mountpoint": "/nfs"}, "network_fs": True}
+    r = output_dir(facts)
+    assert r.status.value == "warn" and "nfs4" in r.summary
 
 
 def test_run_without_lora_paths_skips_and_stays_green(tmp_path):

@@ -94,6 +94,17 @@ def lora_output_dir(profile) -> dict[str, Any]:
     mount = _mount_of(probe_dir.resolve())
     facts["mount"] = mount
     facts["network_fs"] = bool(mount and mount["fstype"] in NETWORK_FS)
+    if not path.exists():
+        # the trainer creates output_dir itself: what matters is whether it can, under the nearest existing parent
+        facts["parent"] = str(probe_dir)
+        facts["parent_is_dir"] = probe_dir.is_dir()
+        if probe_dir.is_dir():
+            try:
+                with tempfile.NamedTemporaryFile(dir=probe_dir, prefix=".dsv3-preflight-lora-write-test-"):
+                    pass
+                facts["parent_writable"] = True
+            except OSError as exc:
+                facts["parent_writable"], facts["write_error"] = False, f"{exc.strerror or exc}"
     if path.is_dir():
         try:
             with tempfile.NamedTemporaryFile(dir=path, prefix=".dsv3-preflight-lora-write-test-") as fh:
