@@ -6,7 +6,7 @@ from typing import Any
 from dsv3_preflight import Result, check
 
 _CAUSE_ORDER = ("gloo_ifname_missing", "nccl_ifname_missing", "duplicate_gpu", "master_unresolvable",
-                "store_connect_refused", "store_connect_timeout", "store_port_in_use", "no_route",
+                "store_connect_refused", "store_connect_timeout", "store_port_in_use", "store_closed", "no_route",
                 "gloo_full_mesh_connect", "nccl_socket_connect", "ranks_missing", "store_wait_timeout",
                 "nccl_system_error", "collective_timeout")
 

@@ -178,3 +178,39 @@ def test_check_warns_when_nccl_chose_another_interface_than_the_route(data_dir):
     r = judge_collective(_fact([_outcome(0, ranks)], 2), _profile(), {"ifname": "eth0", "loopback": False}, None)
     assert r.status is Status.WARN and "docker0" in r.summary and "eth0" in r.summary
     assert "NCCL_SOCKET_IFNAME=eth0" in r.remediation
+
+
+def test_interface_remediations_name_the_nodes_interface_never_ip_route_get_which_says_lo_on_the_head():
+    # `ip -4 route get $MASTER_ADDR` on the head answers "local … dev lo": pasting the old one-liner there
+    # pinned GLOO_SOCKET_IFNAME=lo. The probe now names the interface (on the head, the one holding MASTER_ADDR).
+    texts = ["Unable to find address for: eth7", "NET/Socket : no socket interface found", "connect: No route to host"]
+    for text in texts:
+        unknown = decode(text)[0]["remediation"]
+        assert "route get" not in unknown and "net.nic_route" in unknown and "never lo" in unknown, unknown
+        known = decode(text, interface="eth0")[0]["remediation"]
+        assert "SOCKET_IFNAME=eth0" in known and "<" not in known, known
+    from dsv3_preflight.collective.decode import phase_finding
+
+    stuck = phase_finding("all_joined", master="10.0.0.1:39500", ifnames="", interface="eth0")
+    assert "GLOO_SOCKET_IFNAME=eth0" in stuck["remediation"] and "route get" not in stuck["remediation"]
+
+
+def test_remediation_interface_never_pins_loopback_when_the_world_spans_nodes():
+    from dsv3_preflight.collective.node import remediation_interface
+
+    assert remediation_interface({"ifname": "lo", "source": "127.0.0.1"}, spans_nodes=True) is None
+    assert remediation_interface({"ifname": "lo", "source": "127.0.0.1"}, spans_nodes=False) == "lo"
+    assert remediation_interface({"ifname": "eth0", "source": "10.0.0.1"}, spans_nodes=True) == "eth0"
+    assert remediation_interface({"ifname": None, "source": None, "error": "x"}, spans_nodes=True) is None
+
+
+def test_a_store_that_closed_under_a_rank_blames_rank_0_not_blocked_ports():
+    # What rank 1 printed when rank 0 (the store host) died of GLOO_SOCKET_IFNAME=eth7 (netns lab, torch 2.13):
+    # the stack passes through connectFullMesh, which used to read as "the ranks' own ports are blocked".
+    text = ("DistNetworkError: Failed to recv, got 0 bytes. Connection was likely closed. Did the remote server "
+            "shutdown or crash?\n"
+            "frame #12: gloo::rendezvous::Context::connectFullMesh(std::shared_ptr<gloo::rendezvous::Store>, "
+            "std::shared_ptr<gloo::transport::Device>&) + 0x5c")
+    findings = decode(text)
+    assert [f["kind"] for f in findings] == ["store_closed"]
+    assert "rank 0" in findings[0]["cause"] and "rank 0" in findings[0]["remediation"]

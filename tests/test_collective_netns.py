@@ -83,3 +83,15 @@ def test_blocked_rank_ports_with_store_port_open_still_end_on_time(netns_lab, tm
     all_kinds = {f["kind"] for res in out.values() for f in res["verdict"]["findings"]}
     assert all_kinds & {"gloo_full_mesh_connect", "stuck_in_init"}, all_kinds
     assert "could not connect to each other" in out[1]["stdout"] or "full-mesh" in out[1]["stdout"]
+
+
+def test_wrong_gloo_socket_ifname_on_the_head_gets_the_head_nic_in_the_fix_not_lo(netns_lab, tmp_path):
+    # On the head, `ip route get $MASTER_ADDR` says "dev lo"; the fix must name eth0, which holds MASTER_ADDR.
+    t0 = time.monotonic()
+    out, elapsed = finish(start_nodes(netns_lab, tmp_path, {0: {"GLOO_SOCKET_IFNAME": "eth7"}},
+                                      timeout=12.0), tmp_path, t0)
+    head = out[0]
+    assert head["rc"] == 1
+    fixes = {f["kind"]: f["remediation"] for f in head["verdict"]["findings"]}
+    assert fixes["gloo_ifname_missing"].startswith(f"export GLOO_SOCKET_IFNAME={netns_lab.PRIMARY_IF} "), fixes
+    assert "=lo" not in head["stdout"] and "route get" not in head["stdout"], head["stdout"]

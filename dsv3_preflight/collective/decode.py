@@ -12,6 +12,24 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 
+#: where a remediation names this node's interface toward MASTER_ADDR; :func:`decode` fills it in
+IFACE = "<IFACE>"
+#: what replaces it when the interface is not known (never `ip route get $MASTER_ADDR`: on the head that says lo)
+IFACE_UNKNOWN = "<this node's interface toward MASTER_ADDR>"
+IFACE_HOW = ("`dsv3-preflight run --only net.nic_route` on this node names it "
+             "(on the head: the interface holding MASTER_ADDR, never lo)")
+
+
+def fill_interface(remediation: str, interface: str | None) -> str:
+    """The remediation with this node's interface toward MASTER_ADDR in it (or how to find it)."""
+    if IFACE not in remediation:
+        return remediation
+    if interface:
+        return remediation.replace(IFACE, interface)
+    text = remediation.replace(IFACE, IFACE_UNKNOWN)
+    return text + ("; " if "#" in text else "   # ") + IFACE_HOW
+
+
 @dataclass(frozen=True)
 class Pattern:
     kind: str
@@ -29,12 +47,11 @@ PATTERNS: tuple[Pattern, ...] = (
        r"Unable to find address for:\s*(?P<ifname>\S+)",
        lambda m: f"GLOO_SOCKET_IFNAME names {m['ifname']!r}, an interface with no IPv4/IPv6 address on this host "
                  "(or no such interface)",
-       lambda m: "export GLOO_SOCKET_IFNAME=$(ip -4 route get \"$MASTER_ADDR\" | awk '{for(i=1;i<=NF;i++) if($i==\"dev\"){print $(i+1); exit}}')"
-                 "   # one concrete interface name, not a list, not an address"),
+       lambda m: f"export GLOO_SOCKET_IFNAME={IFACE}   # one exact interface name, not a list, not an address"),
     _p("nccl_ifname_missing",
        r"(Bootstrap|NET/Socket)\s*:\s*no (usable listening )?(socket )?interface found",
        lambda m: "NCCL found no interface matching NCCL_SOCKET_IFNAME on this host",
-       lambda m: "export NCCL_SOCKET_IFNAME=<the interface that routes to MASTER_ADDR>   # see `ip -4 route get $MASTER_ADDR`"),
+       lambda m: f"export NCCL_SOCKET_IFNAME={IFACE}"),
     _p("store_connect_timeout",
        r"The client socket has timed out after (?P<ms>\d+)\s*m?s while trying to connect to \((?P<host>[^,]+),\s*(?P<port>\d+)\)",
        lambda m: f"the rendezvous store at {m['host']}:{m['port']} did not answer within {int(m['ms']) / 1000:g} s: "
@@ -56,7 +73,12 @@ PATTERNS: tuple[Pattern, ...] = (
     _p("no_route",
        r"(No route to host|Network is unreachable|EHOSTUNREACH|ENETUNREACH)",
        lambda m: "no route from this host to a peer (wrong interface or subnet)",
-       lambda m: "ip -4 route get $MASTER_ADDR   # and set NCCL_SOCKET_IFNAME/GLOO_SOCKET_IFNAME to that interface"),
+       lambda m: f"export NCCL_SOCKET_IFNAME={IFACE} GLOO_SOCKET_IFNAME={IFACE}   # and check the peers are on a subnet it reaches"),
+    _p("store_closed",
+       r"Failed to recv, got 0 bytes\. Connection was likely closed",
+       lambda m: "the rendezvous store (hosted by rank 0 on MASTER_ADDR) closed the connection: rank 0 failed or "
+                 "was ended, so the other ranks cannot go on",
+       lambda m: "read rank 0's error (node 0's `dsv3-preflight probe` output): it is the cause; fix it and rerun on every node"),
     _p("gloo_full_mesh_connect",
        r"(connectFullMesh|Connect timeout|gloo/transport/tcp/pair\.cc.*(timed out|Timed out|Connection reset|refused))",
        lambda m: "Gloo's full-mesh connect between ranks failed: the store port is open but the ranks' own "
@@ -98,8 +120,12 @@ _NCCL_BOOT_RE = re.compile(r"Bootstrap\s*:\s*Using\s+(?P<list>.+)$", re.MULTILIN
 _IF_ENTRY_RE = re.compile(r"(?:\[(?P<idx>\d+)\])?(?P<ifname>[A-Za-z0-9_.@-]+):(?P<addr>[0-9A-Fa-f:.%]+?)<\d+>")
 
 
-def decode(*texts: str | None) -> list[dict[str, Any]]:
-    """Findings in the given texts (exception message, log), most specific first, one per kind."""
+def decode(*texts: str | None, interface: str | None = None) -> list[dict[str, Any]]:
+    """Findings in the given texts (exception message, log), most specific first, one per kind.
+
+    ``interface``: this node's interface toward MASTER_ADDR (on the head, the one holding it), named in
+    the remediations that set NCCL_/GLOO_SOCKET_IFNAME; None: they say how to find it.
+    """
     text = "\n".join(t for t in texts if t)
     findings: list[dict[str, Any]] = []
     seen: set[str] = set()
@@ -113,13 +139,15 @@ def decode(*texts: str | None) -> list[dict[str, Any]]:
         line_start = text.rfind("\n", 0, match.start()) + 1
         line_end = text.find("\n", match.end())
         line = text[line_start: line_end if line_end != -1 else len(text)].strip()
-        findings.append({"kind": pattern.kind, "cause": pattern.cause(match), "remediation": pattern.remediation(match),
+        findings.append({"kind": pattern.kind, "cause": pattern.cause(match), "remediation": fill_interface(pattern.remediation(match), interface),
                          "line": line[:400]})
     # a precise cause makes the generic ones noise
     kinds = {f["kind"] for f in findings}
     if kinds & {"gloo_ifname_missing", "store_connect_timeout", "store_connect_refused", "duplicate_gpu",
                 "gloo_full_mesh_connect", "master_unresolvable", "nccl_ifname_missing"}:
         findings = [f for f in findings if f["kind"] not in ("store_wait_timeout", "collective_timeout", "nccl_system_error", "peer_crashed")]
+    if "store_closed" in kinds:  # Gloo's full-mesh connect waits in the store: the store going away is the cause
+        findings = [f for f in findings if f["kind"] != "gloo_full_mesh_connect"]
     return findings
 
 
@@ -136,8 +164,7 @@ _STUCK = {
                    "could not connect to each other (ports other than MASTER_PORT blocked, or a socket interface "
                    "the others cannot reach: {ifnames})",
                    "open TCP between the nodes on the training interface (Gloo uses ephemeral ports, NCCL its "
-                   "NCCL_PORT_RANGE), and set GLOO_SOCKET_IFNAME/NCCL_SOCKET_IFNAME to the interface that routes to "
-                   "MASTER_ADDR: ip -4 route get $MASTER_ADDR"),
+                   "NCCL_PORT_RANGE), then: export GLOO_SOCKET_IFNAME=" + IFACE + " NCCL_SOCKET_IFNAME=" + IFACE),
     "pg_up": ("stuck_first_collective", "the process group came up but the first all_reduce never completed",
               "a data path between ranks is broken (firewall on the NCCL/Gloo ports, MTU, or a wedged GPU); "
               "rerun with NCCL_DEBUG=INFO"),
@@ -148,13 +175,17 @@ _STUCK = {
 }
 
 
-def phase_finding(last_phase: str | None, *, master: str, ifnames: str) -> dict[str, Any] | None:
-    """What a rank that stopped after ``last_phase`` (killed or timed out, no error text) most likely hit."""
+def phase_finding(last_phase: str | None, *, master: str, ifnames: str,
+                  interface: str | None = None) -> dict[str, Any] | None:
+    """What a rank that stopped after ``last_phase`` (killed or timed out, no error text) most likely hit.
+
+    ``interface`` as for :func:`decode`.
+    """
     if last_phase == "done" or last_phase not in _STUCK:
         return None
     kind, cause, remediation = _STUCK[last_phase]
     return {"kind": kind, "cause": cause.format(master=master, ifnames=ifnames or "the default interface"),
-            "remediation": remediation, "line": f"last phase reached: {last_phase}"}
+            "remediation": fill_interface(remediation, interface), "line": f"last phase reached: {last_phase}"}
 
 
 def nccl_interfaces(log: str | None) -> list[dict[str, str]]:

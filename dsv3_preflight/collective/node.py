@@ -7,6 +7,7 @@ sibling rank has failed. It never raises for a failure of the probe: everything 
 """
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 import shutil
@@ -53,6 +54,19 @@ def route_interface(master_addr: str, master_port: int) -> dict[str, Any]:
         if any(a.address.split("%")[0] == source for a in addrs):
             return {"ifname": ifname, "source": source, "error": None}
     return {"ifname": None, "source": source, "error": "no interface holds the source address"}
+
+
+def remediation_interface(route: Mapping[str, Any], *, spans_nodes: bool) -> str | None:
+    """The interface a remediation may tell this node to pin (None: unknown, or loopback while the
+    world spans several nodes, where pinning it would cut the node off: MASTER_ADDR itself is wrong)."""
+    ifname, source = route.get("ifname"), route.get("source")
+    if not ifname:
+        return None
+    try:
+        loopback = ifname == "lo" or (source is not None and ipaddress.ip_address(source.split("%")[0]).is_loopback)
+    except ValueError:
+        loopback = ifname == "lo"
+    return None if loopback and spans_nodes else ifname
 
 
 def _read_events(path: Path) -> list[dict[str, Any]]:
@@ -103,7 +117,7 @@ def _kill(proc: subprocess.Popen) -> list[int]:
 
 def _rank_outcome(rank: int, local_rank: int, proc: subprocess.Popen, status: Path, log: Path,
                   killed: str | None, backend: str, spawned: float, master: str,
-                  env_shown: Mapping[str, str]) -> dict[str, Any]:
+                  env_shown: Mapping[str, str], interface: str | None = None) -> dict[str, Any]:
     events = _read_events(status)
     phases: dict[str, float] = {}
     info: dict[str, Any] = {}
@@ -122,11 +136,11 @@ def _rank_outcome(rank: int, local_rank: int, proc: subprocess.Popen, status: Pa
             missing = ev.get("missing")
     last = max(phases, key=PHASES.index) if phases else None
     text, tail = _tail(log)
-    findings = decode(error["message"] if error else None, text)
+    findings = decode(error["message"] if error else None, text, interface=interface)
     precise = [f for f in findings if f["kind"] not in ("store_wait_timeout", "collective_timeout", "peer_crashed")]
     if last != "done" and not precise:
         ifnames = ", ".join(f"{k}={env_shown[k]}" for k in ("GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME") if env_shown.get(k))
-        stuck = phase_finding(last, master=master, ifnames=ifnames)
+        stuck = phase_finding(last, master=master, ifnames=ifnames, interface=interface)
         if stuck:
             findings.insert(0, stuck)
     timings = {
@@ -263,8 +277,11 @@ def probe_node(
             if proc.poll() is None:
                 _kill(proc)
 
+    route = route_interface(master_addr, master_port)
+    interface = remediation_interface(route, spans_nodes=world_size > nproc_per_node)
     ranks = [_rank_outcome(rank, local, proc, status, log, killed.get(rank), backend, spawned[rank],
-                           f"{master_addr}:{master_port}", {k: base_env[k] for k in _ENV_SHOWN if k in base_env})
+                           f"{master_addr}:{master_port}", {k: base_env[k] for k in _ENV_SHOWN if k in base_env},
+                           interface)
              for rank, local, proc, status, log in procs]
     elapsed = time.time() - started
     rank_map = next((r["rank_map"] for r in ranks if r["rank_map"]), None)
@@ -286,7 +303,7 @@ def probe_node(
         "ranks": ranks,
         "rank_map": rank_map,
         "sweep": sweep_rows,
-        "route_interface": route_interface(master_addr, master_port),
+        "route_interface": route,
         "env": {k: base_env[k] for k in _ENV_SHOWN if k in base_env},
         "log_dir": str(workdir) if log_dir else None,
         "ok": all(r["last_phase"] == "done" and r["sum_ok"] for r in ranks),
