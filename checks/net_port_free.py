@@ -9,10 +9,17 @@ def _is_our_listener(proc: dict | None) -> bool:
     return ("dsv3-preflight listen" in cmd or "dsv3_preflight listen" in cmd) if cmd else False
 
 
+def one_line(cmdline: str | None, limit: int = 200) -> str:
+    """A command line as one line (a `python -c` script has newlines; pasted after `#` they would run)."""
+    text = " ".join((cmdline or "").split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def _who(proc: dict | None) -> str:
     if not proc:
         return "a process this user cannot see (run as root, or it lives in another network namespace)"
-    return f"pid {proc['pid']} ({proc.get('cmdline') or proc.get('name') or '?'}, user {proc.get('user')}, since {proc.get('started')})"
+    return (f"pid {proc['pid']} ({one_line(proc.get('cmdline')) or proc.get('name') or '?'}, user {proc.get('user')}, "
+            f"since {proc.get('started')})")
 
 
 @check("net.port_free", needs=["port_bind", "port_holders", "profile"], tags=["network"], timeout=10)
@@ -52,7 +59,7 @@ def port_free(port_bind, port_holders, profile):
         if on_port:
             procs = [h.get("process") for h in on_port]
             who = _who(procs[0])
-            fixes = [f"kill {p['pid']}   # after checking it is a leftover of the previous run: {p.get('cmdline')}\n"
+            fixes = [f"kill {p['pid']}   # after checking it is a leftover of the previous run: {one_line(p.get('cmdline'))}\n"
                      f"sleep 2; kill -0 {p['pid']} 2>/dev/null && kill -9 {p['pid']}"
                      for p in procs if p]
             remediation = "\n".join(dict.fromkeys(fixes)) or f"ss -ltnp 'sport = :{port}'   # then stop the holder (fuser -k {port}/tcp)"

@@ -16,7 +16,7 @@ def port_reach(port_reach, profile):
         return Result.skipped(f"this node is the head ({f.get('role_reason')}); workers test reach to {where}",
                               {"role": f.get("role")})
     evidence = {k: f.get(k) for k in ("host", "address", "port", "outcome", "latency_ms", "elapsed_s", "timeout_s",
-                                      "errno", "error", "listener", "token", "expected_token", "token_match", "banner")}
+                                      "errno", "error", "invalid", "listener", "token", "expected_token", "token_match", "banner")}
     outcome = f.get("outcome")
     hint = LISTEN_HINT.format(port=port)
     if outcome == "ok":
@@ -25,7 +25,12 @@ def port_reach(port_reach, profile):
                 return Result.warned(
                     f"reached a dsv3-preflight listener at {where} in {f['latency_ms']:.1f} ms, but its token "
                     f"{f.get('token')} is not the expected {f.get('expected_token')} (a listener of another session?)",
-                    evidence, "on the head: stop the other `dsv3-preflight listen`, start one with --token $DSV3_PREFLIGHT_LISTENER_TOKEN")
+                    evidence,
+                    # worded so that secret masking (which hides the value after a `--token` flag) leaves it pasteable
+                    "echo $DSV3_PREFLIGHT_LISTENER_TOKEN   # on this worker: the token it expects\n"
+                    "# on the head: stop the other `dsv3-preflight listen`, export that value there as "
+                    "DSV3_PREFLIGHT_LISTENER_TOKEN, then:\n"
+                    f"dsv3-preflight listen --port {port} --deadline 120")
             return Result.passed(f"reached the dsv3-preflight listener at {where} in {f['latency_ms']:.1f} ms"
                                  + (" (token matches)" if f.get("token_match") else ""), evidence)
         return Result.failed(
@@ -54,6 +59,8 @@ def port_reach(port_reach, profile):
             f"MASTER_ADDR {host!r} does not resolve on this node: {f.get('error')}", evidence,
             f"export MASTER_ADDR=<head IP>   # or add '<head IP> {host}' to /etc/hosts on every node")
     if outcome == "invalid":
-        return Result.failed(f"cannot test {where}: {f.get('error')}", evidence, "export MASTER_PORT=39500")
+        fix = ("export MASTER_ADDR=<head node's global or private IP on the training network>"
+               if f.get("invalid") == "address" else "export MASTER_PORT=39500")
+        return Result.failed(f"cannot test {where}: {f.get('error')}", evidence, fix)
     return Result.failed(f"TCP connect to {where} failed: {f.get('error')} (errno {f.get('errno')})", evidence,
                          f"ip route get {f.get('address') or host}")

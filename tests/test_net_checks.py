@@ -182,7 +182,7 @@ def test_port_free_explains_a_privileged_port(facts):
 # -- net.port_reach -------------------------------------------------------------------------------
 @pytest.mark.parametrize("change, status, summary_word, fix_word", [
     ({}, Status.PASS, "reached the dsv3-preflight listener", None),
-    ({"token_match": False, "token": "other"}, Status.WARN, "not the expected", "--token"),
+    ({"token_match": False, "token": "other"}, Status.WARN, "not the expected", "DSV3_PREFLIGHT_LISTENER_TOKEN"),
     ({"listener": "other", "token": None, "banner": "SSH-2.0-OpenSSH_9.2"}, Status.FAIL, "something other", "ss -ltnp"),
     ({"outcome": "refused", "listener": None, "latency_ms": None, "errno": 111, "error": "Connection refused"}, Status.FAIL, "refused", "dsv3-preflight listen"),
     ({"outcome": "filtered", "listener": None, "latency_ms": None, "error": "no answer within 3 s"}, Status.FAIL, "no answer", "--dport 39500 -j ACCEPT"),
@@ -232,3 +232,29 @@ def test_nic_route_single_node_accepts_any_existing_interface_but_not_an_empty_s
     assert ok.status == Status.PASS, ok.summary
     bad = nic_route(nic_route=with_env(fact, NCCL_SOCKET_IFNAME="ib", GLOO_SOCKET_IFNAME="eth0"), profile=SINGLE)
     assert bad.status == Status.FAIL and "selects no interface" in bad.summary
+
+
+def test_port_reach_token_mismatch_fix_survives_secret_masking(facts):
+    # The document masks the value after a `--token` flag: the fix used to reach users as `--token ***`.
+    from dsv3_preflight.secrets import mask
+
+    fact = facts("worker")["port_reach"]
+    fact.update({"token_match": False, "token": "other"})
+    result = port_reach(port_reach=fact, profile=MULTI)
+    assert result.status == Status.WARN
+    assert mask(result.remediation) == result.remediation
+    assert "***" not in mask(result.remediation)
+    assert "dsv3-preflight listen --port 39500" in result.remediation
+
+
+def test_port_free_fix_keeps_a_multi_line_command_line_inside_the_comment(facts):
+    # `python -c "<script>"` holders have newlines in their command line; pasted after `# …` they would run.
+    f = facts("head")
+    holder = f["port_holders"]["holders"][0]["process"]
+    holder["cmdline"] = "python3 -c \nimport socket\nrm -rf /tmp/x\n"
+    result = port_free(port_bind=f["port_bind"], port_holders=f["port_holders"], profile=MULTI)
+    assert result.status == Status.FAIL and "\n" not in result.summary
+    lines = result.remediation.splitlines()
+    assert lines == [f"kill {holder['pid']}   # after checking it is a leftover of the previous run: "
+                     "python3 -c import socket rm -rf /tmp/x",
+                     f"sleep 2; kill -0 {holder['pid']} 2>/dev/null && kill -9 {holder['pid']}"], lines

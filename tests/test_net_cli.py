@@ -53,6 +53,19 @@ def test_ipv6_literal_master_addr_is_routed_and_bound(tmp_path):
     assert [a["address"] for a in results["net.port_free"]["evidence"]["attempts"]] == ["::", "::1"]
 
 
+def test_link_local_ipv6_master_addr_on_a_worker_says_it_needs_a_scope(tmp_path):
+    # connect() to fe80::… without a scope id fails with EINVAL in the kernel (no packet is sent); it read as
+    # "TCP connect failed: Invalid argument (errno 22)" with the fix `ip route get fe80::1`.
+    if not socket.has_ipv6 or not os.path.exists("/proc/net/if_inet6"):
+        pytest.skip("IPv6 is not available on this host")
+    assert tcp_reach("fe80::1", 39500, timeout=1.0)["outcome"] == "invalid"
+    proc, results = run_net(tmp_path, {"MASTER_ADDR": "fe80::1", "NNODES": "3", "NODE_RANK": "1"},
+                            only="net.port_reach", profile="dsv3")
+    reach = results["net.port_reach"]
+    assert reach["status"] == "fail" and "link-local" in reach["summary"], reach["summary"]
+    assert reach["remediation"].startswith("export MASTER_ADDR="), reach["remediation"]
+
+
 def test_port_out_of_range_is_a_usage_error_not_a_traceback(tmp_path):
     proc, _ = run_net(tmp_path, {"MASTER_PORT": "70000"})
     assert proc.returncode == 4 and "master_port" in proc.stderr + proc.stdout
@@ -99,6 +112,7 @@ def test_listen_on_a_taken_port_names_the_holder():
                               capture_output=True, text=True, timeout=60)
     assert proc.returncode == 1
     assert "EADDRINUSE" in proc.stdout and f"pid {os.getpid()}" in proc.stdout
+    assert f"kill {os.getpid()}" in proc.stdout  # the holder's pid, not a `kill <pid>` to fill in
 
 
 @pytest.mark.parametrize("args, word", [(["--port", "70000"], "--port"), (["--port", "abc"], "--port"),

@@ -54,9 +54,11 @@ def run(args) -> int:
         name = errno.errorcode.get(exc.errno or 0, "?")
         print(f"cannot listen on {args.host}:{port}: {exc.strerror or exc} ({name})")
         if exc.errno == errno.EADDRINUSE:
-            for line in _holders(port):
+            holders = _holders(port)
+            for _pid, line in holders:
                 print(f"  held by {line}")
-            print("  free it (after checking it is a leftover): kill <pid>   # or pick another MASTER_PORT")
+            pids = " ".join(dict.fromkeys(str(pid) for pid, _ in holders if pid))
+            print(f"  free it (after checking it is a leftover): kill {pids or '<pid>'}   # or pick another MASTER_PORT")
         return 1
     print(f"listening on {args.host}:{listener.port} for {args.deadline:g} s (token {listener.token})")
     print(f"on each worker: export {TOKEN_ENV}={listener.token}; dsv3-preflight run --only net.port_reach", flush=True)
@@ -81,8 +83,8 @@ def run(args) -> int:
     return 0
 
 
-def _holders(port: int) -> list[str]:
-    """Processes with a socket on port (as the port_holders fact describes them)."""
+def _holders(port: int) -> list[tuple[int | None, str]]:
+    """(pid, description) of the processes listening on port (as the port_holders fact describes them)."""
     try:
         import psutil
 
@@ -98,7 +100,9 @@ def _holders(port: int) -> list[str]:
         if conn.laddr and conn.laddr.port == port and conn.status == psutil.CONN_LISTEN:
             info = process_info(conn.pid) if conn.pid else None
             if info:
-                lines.append(f"pid {info['pid']} ({info.get('cmdline')}, user {info.get('user')}, since {info.get('started')})")
+                cmdline = " ".join((info.get("cmdline") or "").split())[:200]  # one line, even for `python -c` scripts
+                lines.append((info["pid"], f"pid {info['pid']} ({cmdline}, user {info.get('user')}, "
+                                           f"since {info.get('started')})"))
             else:
-                lines.append("a process this user cannot see")
+                lines.append((None, "a process this user cannot see"))
     return lines

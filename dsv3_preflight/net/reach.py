@@ -10,6 +10,7 @@ route or host), ``name_resolution`` (the name does not resolve), ``invalid`` (ba
 from __future__ import annotations
 
 import errno
+import ipaddress
 import socket
 import time
 from typing import Any
@@ -28,7 +29,7 @@ def tcp_reach(host: str, port: int, timeout: float = 3.0, read_timeout: float = 
                            "latency_ms": None, "errno": None, "error": None, "listener": None, "token": None,
                            "expected_token": expected_token, "token_match": None, "timeout_s": timeout}
     if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535:
-        out.update(outcome="invalid", error=f"port {port!r} is outside 1..65535")
+        out.update(outcome="invalid", invalid="port", error=f"port {port!r} is outside 1..65535")
         return out
     started = time.monotonic()
     addresses, error, err_no = resolve(host, resolve_timeout)
@@ -52,6 +53,11 @@ def tcp_reach(host: str, port: int, timeout: float = 3.0, read_timeout: float = 
             out.update(outcome="refused", errno=exc.errno, error=exc.strerror, elapsed_s=round(time.monotonic() - t0, 4))
             return out
         except OSError as exc:
+            if exc.errno == errno.EINVAL and family == socket.AF_INET6 and ipaddress.ip_address(address).is_link_local:
+                out.update(outcome="invalid", errno=exc.errno, invalid="address", elapsed_s=round(time.monotonic() - t0, 4),
+                           error=f"{address} is an IPv6 link-local address: it needs an interface scope (%eth0), "
+                                 "which torch's rendezvous does not take")
+                return out
             kind = "unreachable" if exc.errno in _UNREACHABLE else "filtered" if exc.errno in _FILTERED else "error"
             out.update(outcome=kind, errno=exc.errno, error=exc.strerror or str(exc), elapsed_s=round(time.monotonic() - t0, 4))
             return out
