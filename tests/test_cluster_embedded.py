@@ -64,3 +64,55 @@ def test_unreachable_ray_address_is_an_error_row_within_seconds(tmp_path: Path):
     doc = json.loads(out.read_text())
     row = next(r for r in doc["results"] if r["name"] == "cluster.connect")
     assert row["status"] == "error" and "cannot reach the Ray cluster at 127.0.0.1:1" in row["summary"]
+
+
+def test_a_dead_clusters_leftover_address_file_does_not_block_auto(tmp_path: Path):
+    """A Ray head killed without `ray stop` leaves ray_current_cluster behind; `auto` must not wait on
+    that dead address (it did, for the whole connect timeout, then gave up without the embedded Ray)."""
+    if _other_ray_running():
+        pytest.skip("another Ray cluster runs on this shared machine; `auto` would rightly connect to it")
+    ray_tmp = tempfile.mkdtemp(prefix="d3e", dir="/tmp")
+    os.makedirs(os.path.join(ray_tmp, "ray"))
+    import socket
+
+    with socket.socket() as s:  # a port nobody listens on: the dead head's
+        s.bind(("127.0.0.1", 0))
+        dead = f"127.0.0.1:{s.getsockname()[1]}"
+    Path(ray_tmp, "ray", "ray_current_cluster").write_text(dead)
+    out = tmp_path / "stale.json"
+    started = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "dsv3_preflight", "run", "--all-nodes", "--profile", "cpu",
+                           "--only", "env.*,cluster.*", "--json", str(out), "--no-report", "--no-color", "--timeout", "120"],
+                          env=_env(ray_tmp), cwd=tmp_path, capture_output=True, text=True, timeout=200)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert f"no Ray cluster found (auto: {dead}, the last `ray start`'s address, does not answer" in proc.stderr
+    assert json.loads(out.read_text())["cluster"]["embedded"] is True
+    assert time.monotonic() - started < 60
+
+
+def test_a_cluster_with_token_auth_says_to_export_ray_auth_mode(tmp_path: Path):
+    """Ray sends no token to an explicit address unless RAY_AUTH_MODE=token: the row says so, at once,
+    instead of 'Failed to connect' after twenty seconds of gcs_client retries."""
+    ray_tmp = tempfile.mkdtemp(prefix="d3e", dir="/tmp")
+    head = subprocess.Popen(
+        [sys.executable, "-c", "import ray, sys, time; ctx = ray.init(include_dashboard=False, num_cpus=1, "
+         "object_store_memory=80 * 2**20); print(ctx.address_info['gcs_address'], flush=True); time.sleep(600)"],
+        env={**_env(ray_tmp), "RAY_AUTH_MODE": "token"}, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+        start_new_session=True)
+    try:
+        address = head.stdout.readline().strip()
+        assert address, "the token-auth Ray did not start"
+        out = tmp_path / "auth.json"
+        started = time.monotonic()
+        proc = subprocess.run([sys.executable, "-m", "dsv3_preflight", "run", "--all-nodes", "--ray-address", address,
+                               "--profile", "cpu", "--json", str(out), "--no-report", "--no-color"],
+                              env=_env(ray_tmp), cwd=tmp_path, capture_output=True, text=True, timeout=120)
+        assert time.monotonic() - started < 15
+        assert proc.returncode == 1, proc.stdout + proc.stderr
+        row = next(r for r in json.loads(out.read_text())["results"] if r["name"] == "cluster.connect")
+        assert row["status"] == "error" and "requires token authentication" in row["summary"]
+        assert "export RAY_AUTH_MODE=token" in row["summary"] and row["remediation"].startswith("export RAY_AUTH_MODE=token")
+    finally:
+        from cluster_lab import stop_process_group
+
+        stop_process_group(head)

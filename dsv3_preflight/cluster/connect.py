@@ -90,6 +90,58 @@ def stage_package() -> str:
     return stage
 
 
+def _stale_auto_address(timeout: float) -> tuple[str, str] | None:
+    """(address, why) when ``auto`` would pick an address nobody answers at, else None.
+
+    ``auto`` trusts ``ray_current_cluster`` in Ray's temp dir, written by the last ``ray start``; a
+    Ray killed without ``ray stop`` leaves it behind, and ``ray.init("auto")`` then waits on a dead
+    address instead of finding no cluster.
+    """
+    try:
+        from ray._private.services import get_ray_address_from_environment
+
+        found = get_ray_address_from_environment("auto", None)
+    except Exception:  # noqa: BLE001 - nothing found (ConnectionError) or Ray's internals moved
+        return None
+    if not found or found in ("auto", "local"):
+        return None
+    why = _reachable(found, timeout)
+    return (found, why) if why is not None else None
+
+
+def _auth_refused(address: str, timeout: float) -> str | None:
+    """Why the GCS at ``address`` refuses this client's authentication, else None (also when unsure).
+
+    Ray connects to an explicit address without a token unless RAY_AUTH_MODE=token; a cluster with
+    token authentication then makes ray.init retry for many seconds and fail with a bare "Failed to
+    connect". A standalone GCS client answers the same question in milliseconds.
+    """
+    if address.startswith("ray://") or address in ("auto", "local"):
+        return None
+    box: dict[str, BaseException] = {}
+
+    def target() -> None:
+        try:
+            from ray._raylet import GcsClient
+
+            GcsClient(address=address)
+        except BaseException as exc:  # noqa: BLE001 - inspected below
+            box["exc"] = exc
+
+    thread = threading.Thread(target=target, daemon=True, name="ray.auth-check")
+    thread.start()
+    thread.join(timeout)
+    exc = box.get("exc")
+    if exc is None or type(exc).__name__ != "AuthenticationError":
+        return None
+    if os.environ.get("RAY_AUTH_MODE", "").strip().lower() == "token":
+        return (f"the Ray cluster at {address} refused this client's token ({exc}); put the cluster's token in "
+                "$RAY_AUTH_TOKEN or ~/.ray/auth_token (`ray get-auth-token` on the head prints it)")
+    return (f"the Ray cluster at {address} requires token authentication and Ray sends no token to an explicit "
+            "address unless asked: export RAY_AUTH_MODE=token (the cluster's token in ~/.ray/auth_token or "
+            "$RAY_AUTH_TOKEN; `ray get-auth-token` on the head prints it)")
+
+
 def _reachable(address: str, timeout: float) -> str | None:
     """None when host:port accepts a TCP connection, else why not (avoids ray.init's long retries)."""
     if address.startswith("ray://") or ":" not in address:
@@ -166,12 +218,21 @@ def connect(address: str | None = None, timeout: float = 60.0, *, runtime_env: d
     common = dict(include_dashboard=False, log_to_driver=False, logging_level="warning", runtime_env=runtime_env,
                   namespace="dsv3-preflight")
     remaining = lambda: max(timeout - (time.monotonic() - started), 1.0)  # noqa: E731
+    found = asked  # what `auto` names in the message when it found only a dead address
     if asked != "local":
         if asked != "auto":
             why = _reachable(asked, min(remaining(), 10.0))
             if why is not None:
                 raise ClusterError(f"cannot reach the Ray cluster at {asked}: {why}; check --ray-address / $RAY_ADDRESS "
                                    "and that `ray start --head` runs there")
+            refused = _auth_refused(asked, min(remaining(), 5.0))
+            if refused is not None:
+                raise ClusterError(refused)
+        elif embedded_ok:
+            stale = _stale_auto_address(min(remaining(), 5.0))
+            if stale is not None:
+                found = f"auto: {stale[0]}, the last `ray start`'s address, does not answer: {stale[1]}"
+    if asked != "local" and found == asked:
         try:
             _init(remaining(), address=asked, **common)
             gcs = ray.get_runtime_context().gcs_address
@@ -183,9 +244,11 @@ def connect(address: str | None = None, timeout: float = 60.0, *, runtime_env: d
             raise
         except Exception as exc:  # noqa: BLE001 - Ray raises various errors for bad addresses
             raise ClusterError(f"cannot connect to the Ray cluster at {asked}: {type(exc).__name__}: {exc}") from None
-    _init(remaining(), starts_processes=True, num_cpus=num_cpus, object_store_memory=EMBEDDED_OBJECT_STORE_BYTES, **common)
+    # address="local": a new Ray, never the one a leftover ray_current_cluster file names
+    _init(remaining(), starts_processes=True, address="local", num_cpus=num_cpus,
+          object_store_memory=EMBEDDED_OBJECT_STORE_BYTES, **common)
     gcs = ray.get_runtime_context().gcs_address
-    why = "asked for with --ray-address local" if asked == "local" else f"no Ray cluster found ({asked})"
+    why = "asked for with --ray-address local" if asked == "local" else f"no Ray cluster found ({found})"
     return ConnectInfo(asked, gcs, True, f"{why}; started an embedded local Ray for this machine only ({gcs})",
                        time.monotonic() - started, runtime_env)
 

@@ -110,7 +110,9 @@ def run_all_nodes(
         info = connect(address, timeout=min(max(timeout * 0.5, 5.0), 120.0))
     except ClusterError as exc:
         say.say(f"ERROR: {exc}")
-        result = Result._engine_error(str(exc), {"address": address}, "ray status   # on the head; then --ray-address <head>:6379")
+        fix = ("export RAY_AUTH_MODE=token   # the cluster's token in ~/.ray/auth_token or $RAY_AUTH_TOKEN (`ray get-auth-token` on the head)"
+               if "token" in str(exc) else "ray status   # on the head; then --ray-address <head>:6379")
+        result = Result._engine_error(str(exc), {"address": address}, fix)
         extra["cluster"].update({"ray": {"address": address, "error": str(exc)}, "present_nodes": [], "node_ranks": {}})
         return ClusterOutcome([result.stamped(name=CONNECT_CHECK, node="cluster", duration_s=time.monotonic() - t0)], [], extra)
     say.say(info.message)
