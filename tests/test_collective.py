@@ -214,3 +214,15 @@ def test_a_store_that_closed_under_a_rank_blames_rank_0_not_blocked_ports():
     findings = decode(text)
     assert [f["kind"] for f in findings] == ["store_closed"]
     assert "rank 0" in findings[0]["cause"] and "rank 0" in findings[0]["remediation"]
+
+
+def test_an_unresolvable_master_addr_is_the_first_cause_not_a_store_that_did_not_answer():
+    # What `dsv3-preflight probe --master-addr nosuch.invalid` printed (torch 2.13): both lines appear; the
+    # summary used to say "the master is not running yet, or the port is filtered".
+    text = ("[W1122 08:14:35.661091618 socket.cpp:764] [c10d] The IPv6 network addresses of (nosuch.invalid, 39500) "
+            "cannot be retrieved (gai error: -2 - Name or service not known).\n"
+            "[E1122 08:14:38.197789692 socket.cpp:1028] [c10d] The client socket has timed out after 3588ms while "
+            "trying to connect to (nosuch.invalid, 39500).")
+    assert [f["kind"] for f in decode(text)][0] == "master_unresolvable"
+    outcome = {"ranks": [{"rank": 0, "last_phase": "imported", "findings": decode(text), "timings": {}}]}
+    assert "does not resolve" in combine([outcome], 2)["summary"]

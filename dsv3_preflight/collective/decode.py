@@ -52,6 +52,11 @@ PATTERNS: tuple[Pattern, ...] = (
        r"(Bootstrap|NET/Socket)\s*:\s*no (usable listening )?(socket )?interface found",
        lambda m: "NCCL found no interface matching NCCL_SOCKET_IFNAME on this host",
        lambda m: f"export NCCL_SOCKET_IFNAME={IFACE}"),
+    # before the store's connect timeout: a name that does not resolve is why the store did not answer
+    _p("master_unresolvable",
+       r"(Name or service not known|nodename nor servname provided|Temporary failure in name resolution|getaddrinfo.*failed)",
+       lambda m: "MASTER_ADDR does not resolve on this host",
+       lambda m: "export MASTER_ADDR=<head node's IP on the training network>"),
     _p("store_connect_timeout",
        r"The client socket has timed out after (?P<ms>\d+)\s*m?s while trying to connect to \((?P<host>[^,]+),\s*(?P<port>\d+)\)",
        lambda m: f"the rendezvous store at {m['host']}:{m['port']} did not answer within {int(m['ms']) / 1000:g} s: "
@@ -66,10 +71,6 @@ PATTERNS: tuple[Pattern, ...] = (
        r"(address already in use|EADDRINUSE)",
        lambda m: "MASTER_PORT is already in use on the master: a leftover process holds it",
        lambda m: "sudo fuser -v ${MASTER_PORT}/tcp   # then end the leftover process"),
-    _p("master_unresolvable",
-       r"(Name or service not known|nodename nor servname provided|Temporary failure in name resolution|getaddrinfo.*failed)",
-       lambda m: "MASTER_ADDR does not resolve on this host",
-       lambda m: "export MASTER_ADDR=<head node's IP on the training network>"),
     _p("no_route",
        r"(No route to host|Network is unreachable|EHOSTUNREACH|ENETUNREACH)",
        lambda m: "no route from this host to a peer (wrong interface or subnet)",
