@@ -86,6 +86,15 @@ def _contradicts(name: str, yours: str, item: Derived) -> bool:
     return yours.strip() != item.value
 
 
+def training_script(training: Sequence[str], torchrun: Sequence[str] | None = None) -> str | None:
+    """The script file torchrun will run, which must exist; None when it runs a module or an executable
+    (``-m``/``--module``/``--no-python`` in the torchrun command or first after ``--``)."""
+    flags = {"-m", "--module", "--no-python", "--no_python"}
+    if not training or training[0].startswith("-") or flags & set(torchrun or ()):
+        return None
+    return training[0]
+
+
 def torchrun_argv(profile: Any, training: Sequence[str], *, torchrun: Sequence[str], node_rank: int | None = None) -> list[str]:
     """torchrun's argv: the users' flags, from the profile, then the training script and its arguments."""
     rank = profile.node_rank if node_rank is None else node_rank

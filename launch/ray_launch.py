@@ -11,6 +11,7 @@ after the grace period) and the exit code is ``10 + R`` of the node that failed 
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -33,23 +34,35 @@ class NodeTorchrun:
         self.log_path: str | None = None
 
     def start(self, profile: Mapping[str, Any], training: Sequence[str], derived: Mapping[str, Any], notes: Sequence[str],
-              torchrun: Sequence[str] | None, node_rank: int, log_path: str, header: str) -> dict[str, Any]:
+              torchrun: Sequence[str] | None, node_rank: int, log_path: str, header: str,
+              cwd: str | None = None) -> dict[str, Any]:
         import socket
         import subprocess
         import threading
 
-        from dsv3_preflight.launch.command import build_command, default_torchrun, shell_text
+        from dsv3_preflight.launch.command import build_command, default_torchrun, shell_text, training_script
         from dsv3_preflight.profile import Profile
 
+        # torchrun runs in the driver's working directory (a relative `src/train.py` means the same file
+        # on every node), not in the Ray worker's, which is wherever `ray start` ran.
+        warnings: list[str] = []
+        if cwd and not os.path.isdir(cwd):
+            warnings.append(f"the driver's working directory {cwd} does not exist on this node; torchrun runs in {os.getcwd()}")
+            cwd = None
+        where = cwd or os.getcwd()
+        script = training_script(training, torchrun)
+        if script and not os.path.exists(os.path.join(where, script)):
+            raise FileNotFoundError(f"the training script {script} does not exist in {where} on this node")
         command = build_command(Profile.from_dict(profile), training, environ=dict(os.environ), derived=derived,
                                 torchrun=list(torchrun) if torchrun else default_torchrun(sys.executable),
                                 node_rank=node_rank, notes=notes)
         path = Path(log_path)
         path.parent.mkdir(parents=True, exist_ok=True)
         log = open(path, "a", buffering=1)
-        log.write(header + "".join(f"# warning: {w}\n" for w in command.warnings) + shell_text(command))
+        warnings += command.warnings
+        log.write(header + f"# in {where}\n" + "".join(f"# warning: {w}\n" for w in warnings) + shell_text(command))
         self.log_path = str(path)
-        self.proc = subprocess.Popen(list(command.argv), env=dict(command.env), stdout=subprocess.PIPE,
+        self.proc = subprocess.Popen(list(command.argv), env=dict(command.env), cwd=where, stdout=subprocess.PIPE,
                                      stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True, errors="replace",
                                      start_new_session=True, preexec_fn=_die_with_parent)
 
@@ -64,7 +77,7 @@ class NodeTorchrun:
         self.reader = threading.Thread(target=pump, daemon=True)
         self.reader.start()
         return {"pid": self.proc.pid, "host": socket.gethostname(), "log": self.log_path, "argv": list(command.argv),
-                "diff": list(command.diff), "warnings": list(command.warnings)}
+                "diff": list(command.diff), "warnings": warnings}
 
     def poll(self, cursor: int) -> tuple[list[str], int | None]:
         """Output lines from line number ``cursor`` on (those before it are dropped: a long run keeps no
@@ -103,14 +116,40 @@ class NodeTorchrun:
 
 
 def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
-    """torchrun dies with the actor process (Linux PR_SET_PDEATHSIG), so a killed actor leaves nothing behind."""
+    """torchrun stops with the actor process (Linux PR_SET_PDEATHSIG), so a killed actor leaves nothing behind.
+
+    SIGTERM, not SIGKILL: torchrun puts each worker in its own session and stops them on SIGTERM; a
+    SIGKILLed torchrun leaves its training processes running.
+    """
     try:
         import ctypes
         import signal
 
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG = 1
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG = 1
     except Exception:  # noqa: BLE001 - best effort on systems without prctl
         pass
+
+
+def _why(exc: BaseException) -> str:
+    """One line: the node-side exception inside a RayTaskError (whose own first line is only the task's name)."""
+    cause = getattr(exc, "cause", None)
+    cause = cause if type(exc).__name__.startswith("RayTaskError") and isinstance(cause, BaseException) else exc
+    text = str(cause).strip().splitlines()
+    return f"{type(cause).__name__}: {text[0][:300] if text else ''}"
+
+
+def _sigterm_interrupts():
+    """SIGTERM (a scheduler or `kill` stopping the driver) takes the Ctrl-C path: torchrun is stopped on
+    every node before the driver leaves. Returns the previous handler (None off the main thread)."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return None
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    return signal.signal(signal.SIGTERM, interrupt)
 
 
 def _nodes_from_doc(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -151,6 +190,7 @@ def launch_all_nodes(doc: Mapping[str, Any], args: Any, *, profile: Any, torchru
         ).remote()
     failed: tuple[int, str] | None = None
     cursors = dict.fromkeys(actors, 0)
+    previous_term = _sigterm_interrupts()
     try:
         starts = {}
         for node in nodes:
@@ -159,12 +199,12 @@ def launch_all_nodes(doc: Mapping[str, Any], args: Any, *, profile: Any, torchru
             path = log_dir / f"launch-{stamp}-node{rank}-{node['name']}.log"
             header = f"{log_text}# node {rank} {node['name']} ({node['ip']}): torchrun output follows\n"
             starts[rank] = actors[rank].start.remote(profile.to_dict(), list(args.training), derived, notes, torchrun,
-                                                     rank, str(path), header)
+                                                     rank, str(path), header, os.getcwd())
         for rank, ref in starts.items():
             try:
                 info = ray.get(ref, timeout=RAY_CALL_TIMEOUT_S)
             except Exception as exc:  # noqa: BLE001 - this node could not start: it failed first
-                failed = failed or (rank, f"could not start torchrun: {type(exc).__name__}: {str(exc).splitlines()[0][:300]}")
+                failed = failed or (rank, f"could not start torchrun: {_why(exc)}")
                 continue
             for warning in info["warnings"]:
                 print(f"warning: {labels[rank]} {warning}", file=sys.stderr)
@@ -179,7 +219,7 @@ def launch_all_nodes(doc: Mapping[str, Any], args: Any, *, profile: Any, torchru
                 try:
                     lines, code = ray.get(actor.poll.remote(cursors[rank]), timeout=RAY_CALL_TIMEOUT_S)
                 except Exception as exc:  # noqa: BLE001 - the node or its actor is gone
-                    failed = (rank, f"lost: {type(exc).__name__}: {str(exc).splitlines()[0][:300]}")
+                    failed = (rank, f"lost: {_why(exc)}")
                     break
                 cursors[rank] += len(lines)
                 for line in lines:
@@ -207,6 +247,8 @@ def launch_all_nodes(doc: Mapping[str, Any], args: Any, *, profile: Any, torchru
                 print(f"{labels[rank]} {line}", flush=True)
         for actor in actors.values():
             ray.kill(actor)
+        if previous_term is not None:
+            signal.signal(signal.SIGTERM, previous_term)
     if failed is None:
         line = f"dsv3-preflight launch: all {len(actors)} node(s) finished (torchrun exit 0)"
         code = 0

@@ -199,3 +199,19 @@ def test_launch_refuses_replayed_facts_except_for_a_dry_run(tmp_path, capsys):
     facts.write_text("{}")
     assert main(["launch", "--profile", "cpu", "--no-report", "--facts-in", str(facts), "--", "train.py"]) == 4
     assert "use it with --dry-run" in capsys.readouterr().err
+
+
+def test_a_missing_training_script_is_a_usage_error_before_the_preflight(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(["launch", "--profile", "cpu", "--no-report", "--", "no_such_train.py", "--x", "1"]) == 4
+    err = capsys.readouterr().err
+    assert f"the training script no_such_train.py does not exist (in {tmp_path})" in err
+    assert "GO" not in err  # no preflight ran, no torchrun traceback
+
+
+def test_a_module_or_executable_after_the_separator_is_not_checked_as_a_file():
+    from dsv3_preflight.launch.command import training_script
+
+    assert training_script(["src/train.py", "--x"]) == "src/train.py"
+    assert training_script(["-m", "pkg.train"]) is None
+    assert training_script(["bash", "run.sh"], ["torchrun", "--no-python"]) is None

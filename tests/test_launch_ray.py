@@ -132,3 +132,61 @@ def test_all_nodes_red_preflight_starts_torchrun_nowhere(lab: Lab, tmp_path: Pat
     assert proc.stdout == "" and node_logs(tmp_path) == {}
     assert proc.stderr.strip().splitlines()[-1].startswith("dsv3-preflight launch: NO-GO (")
     assert "NO-GO: torchrun not started" in (tmp_path / "launch.log").read_text()
+
+
+def _argv(lab: Lab, tmp_path: Path, *training: str) -> list[str]:
+    return [sys.executable, "-m", "dsv3_preflight", "launch", "--all-nodes", "--ray-address", lab.address,
+            "--profile", "cpu", "--nnodes", "2", "--nproc-per-node", "1", "--only", ONLY, "--no-color",
+            "--no-report", "--json", str(tmp_path / "report.json"), "--reports-dir", str(tmp_path / "logs"),
+            "--stop-grace", "5", "--", *training]
+
+
+def _none_left(tmp_path: Path) -> None:
+    deadline = time.monotonic() + 30
+    while ours(tmp_path) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert ours(tmp_path) == [], "the launch left processes running"
+
+
+def test_a_relative_script_path_means_the_drivers_working_directory(lab: Lab, tmp_path: Path):
+    # `-- src/train.py` as the users type it: Ray workers run in the directory `ray start` ran in, not here
+    (tmp_path / "src").mkdir()
+    shutil.copy(TRAIN, tmp_path / "src" / "train.py")
+    proc = subprocess.run(_argv(lab, tmp_path, "src/train.py", "--out", "result.json"), env=lab.cli_env(), cwd=tmp_path,
+                          capture_output=True, text=True, timeout=240)
+    _none_left(tmp_path)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    assert json.loads((tmp_path / "result.json").read_text())["sum"] == 3.0
+    assert all(f"# in {tmp_path}\n" in text for text in node_logs(tmp_path).values())
+
+
+def test_a_missing_training_script_fails_the_start_with_the_reason(lab: Lab, tmp_path: Path):
+    proc = subprocess.run(_argv(lab, tmp_path, "no_such_train.py"), env=lab.cli_env(), cwd=tmp_path,
+                          capture_output=True, text=True, timeout=240)
+    _none_left(tmp_path)
+    assert proc.returncode == 10, proc.stderr[-3000:]
+    last = proc.stderr.strip().splitlines()[-1]
+    assert (f"failed first (could not start torchrun: FileNotFoundError: the training script no_such_train.py does not "
+            f"exist in {tmp_path} on this node)") in last
+
+
+def test_sigterm_to_the_driver_stops_torchrun_and_its_workers_on_every_node(lab: Lab, tmp_path: Path):
+    slow = tmp_path / "slow_train.py"
+    slow.write_text("import os, time\nprint('rank', os.environ['RANK'], 'up', flush=True)\ntime.sleep(600)\n")
+    proc = subprocess.Popen(_argv(lab, tmp_path, str(slow)), env=lab.cli_env(), cwd=tmp_path, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        up = 0
+        for line in proc.stdout:  # both nodes' training processes are running
+            up += " up" in line
+            if up == 2:
+                break
+        assert up == 2, proc.stderr.read()[-3000:]
+        proc.terminate()  # SIGTERM: a scheduler or `kill` stopping the driver
+        _, err = proc.communicate(timeout=90)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    _none_left(tmp_path)  # torchrun and the slow_train.py workers (torchrun's own sessions) are all gone
+    assert proc.returncode == 2, err[-3000:]
+    assert err.strip().splitlines()[-1] == "dsv3-preflight launch: interrupted; torchrun stopped on every node"

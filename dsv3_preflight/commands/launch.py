@@ -34,6 +34,11 @@ def run(args) -> int:
     if args.facts_in and not args.dry_run:
         raise UsageError("--facts-in replays another run's facts: a launch needs this node's own preflight (use it with --dry-run)")
     if not args.all_nodes:
+        from ..launch.command import training_script
+
+        script = training_script(args.training, shlex.split(args.torchrun) if args.torchrun else None)
+        if script and not args.dry_run and not os.path.exists(script):
+            raise UsageError(f"the training script {script} does not exist (in {os.getcwd()}): nothing run")
         return _launch(args, None)
     # One Ray connection for the preflight and the launch: the same nodes, ids and ranks (run_all_nodes
     # reuses an open connection and leaves it open). A connection error is the preflight's red row.
