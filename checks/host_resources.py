@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from dsv3_preflight import Result, check
 from dsv3_preflight.probes.resources import NETWORK_FS
+from dsv3_preflight.text import one_line
 
 GIB = 1 << 30
 MIN_CHECKPOINT_FREE_GIB = 10
@@ -13,7 +14,7 @@ SYSTEM_GPU_USERS = {"nvidia-persistenced", "nv-hostengine", "nv-fabricmanager", 
 def _proc_line(proc: dict) -> str:
     if not proc:
         return "an unknown process (run as root to see it)"
-    return f"pid {proc['pid']} ({proc.get('cmdline') or proc.get('name') or '?'}, user {proc.get('user')}, since {proc.get('started')})"
+    return f"pid {proc['pid']} ({one_line(proc.get('cmdline')) or proc.get('name') or '?'}, user {proc.get('user')}, since {proc.get('started')})"
 
 
 @check("host.resources", needs=["shm", "checkpoint_dir", "port_holders", "gpu_holders", "profile"], tags=["host"], timeout=20)
@@ -54,13 +55,13 @@ def resources(shm, checkpoint_dir, port_holders, gpu_holders, profile):
         proc = holder.get("process")
         fails.append(f"port {holder['port']} is held by {_proc_line(proc)}")
         if proc:
-            fixes.append(f"kill {proc['pid']}   # after checking it is a leftover of the previous run: {proc.get('cmdline')}")
+            fixes.append(f"kill {proc['pid']}   # after checking it is a leftover of the previous run: {one_line(proc.get('cmdline'))}")
 
     leftovers = [h for h in gpu_holders.get("holders", []) if h.get("name") not in SYSTEM_GPU_USERS]
     evidence["gpu_holders"] = gpu_holders.get("holders", [])
     for proc in leftovers:
         fails.append(f"{', '.join(proc['devices'])} held by {_proc_line(proc)}")
-        fixes.append(f"kill {proc['pid']}   # after checking it is a leftover of the previous run: {proc.get('cmdline')}")
+        fixes.append(f"kill {proc['pid']}   # after checking it is a leftover of the previous run: {one_line(proc.get('cmdline'))}")
 
     remediation = "\n".join(dict.fromkeys(fixes)) or None
     evidence["problems"], evidence["warnings"] = fails, warns

@@ -2,17 +2,12 @@
 from __future__ import annotations
 
 from dsv3_preflight import Result, check
+from dsv3_preflight.text import one_line
 
 
 def _is_our_listener(proc: dict | None) -> bool:
     cmd = (proc or {}).get("cmdline") or ""
     return ("dsv3-preflight listen" in cmd or "dsv3_preflight listen" in cmd) if cmd else False
-
-
-def one_line(cmdline: str | None, limit: int = 200) -> str:
-    """A command line as one line (a `python -c` script has newlines; pasted after `#` they would run)."""
-    text = " ".join((cmdline or "").split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _who(proc: dict | None) -> str:

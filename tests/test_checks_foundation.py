@@ -90,8 +90,10 @@ def _free_port():
 
 def test_resources_names_the_pid_of_a_real_process_holding_the_rendezvous_port(tmp_path, clean_env):
     port = _free_port()
+    # a multi-line `python -c` script, as crashed runs leave them: its newlines must not reach the pasted fix
     holder = subprocess.Popen([sys.executable, "-c",
-                               f"import socket,time; s=socket.socket(); s.bind(('0.0.0.0',{port})); s.listen(); print('up',flush=True); time.sleep(60)"],
+                               f"import socket,time\ns=socket.socket()\ns.bind(('0.0.0.0',{port}))\ns.listen()\n"
+                               "print('up',flush=True)\ntime.sleep(60)"],
                               stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "up"
@@ -102,7 +104,9 @@ def test_resources_names_the_pid_of_a_real_process_holding_the_rendezvous_port(t
         assert proc.returncode == 1
         assert result["status"] == "fail"
         assert f"port {port} is held by pid {holder.pid}" in result["summary"]
-        assert f"kill {holder.pid}" in result["remediation"]
+        [kill_line] = [line for line in result["remediation"].splitlines() if f"kill {holder.pid}" in line]
+        assert "import socket,time s=socket.socket()" in kill_line  # the whole command line, on the comment line
+        assert "\ns.listen()" not in result["remediation"] and "\n" not in result["summary"]
     finally:
         holder.kill()
         holder.wait(timeout=10)

@@ -49,3 +49,16 @@ def test_every_failure_class_of_the_issue_has_a_cause_signature():
     classes = {s.cls for s in SIGNATURES if s.kind == "cause"}
     for cls in ("cuda_init", "rank_mapping", "rendezvous", "nic_selection", "transport", "oom", "lora_save"):
         assert cls in classes
+
+
+@pytest.mark.parametrize("sig", [s for s in SIGNATURES if "ip route get $MASTER_ADDR" in s.fix], ids=lambda s: s.id)
+def test_interface_fixes_do_not_send_the_head_to_lo(sig):
+    # `ip route get $MASTER_ADDR` answers `dev lo` on the head itself: a fix built only on it pins loopback there
+    assert "dsv3-preflight run --only net.nic_route" in sig.fix
+    assert "on the head, the interface holding MASTER_ADDR" in sig.fix
+
+
+def test_every_nic_selection_cause_points_at_the_preflight_for_the_exports():
+    nic = [s for s in SIGNATURES if s.cls == "nic_selection" and "export" in s.fix]
+    assert len(nic) >= 5
+    assert all("dsv3-preflight run --only net.nic_route" in s.fix for s in nic), [s.id for s in nic]

@@ -64,6 +64,12 @@ FM_FIX = ("systemctl status nvidia-fabricmanager; journalctl -u nvidia-fabricman
           "apt-get install -y nvidia-fabricmanager-<branch>=<driver version>-1 && apt-mark hold nvidia-fabricmanager-<branch>\n"
           "systemctl enable --now nvidia-fabricmanager")
 
+# The interface toward MASTER_ADDR: `ip route get $MASTER_ADDR` says `dev lo` on the head itself, so the preflight
+# (which knows the head holds the address) is the first answer; the by-hand way differs on the head and the workers.
+IFACE_HOWTO = ("dsv3-preflight run --only net.nic_route    # on each node: prints the exact exports for its interface\n"
+               "# by hand: on a worker, the 'dev' of `ip route get $MASTER_ADDR`; on the head, the interface holding "
+               "MASTER_ADDR: ip -br addr | grep -wF \"$MASTER_ADDR\"\n")
+
 SIGNATURES: tuple[Signature, ...] = (
     # ---------------------------------------------------------------- CUDA init / Fabric Manager
     S("fabricmanager.version_mismatch", "cuda_init", "cause", (b"fabric manager NVIDIA GPU driver interface version",),
@@ -133,8 +139,7 @@ SIGNATURES: tuple[Signature, ...] = (
       "NCCL found no usable socket interface",
       "NCCL_SOCKET_IFNAME names an interface that does not exist on this node/container (or has no address of "
       "NCCL_SOCKET_FAMILY), so NCCL cannot bootstrap.",
-      "ip -br addr; ip route get $MASTER_ADDR    # the 'dev' is the interface to use\n"
-      "export NCCL_SOCKET_IFNAME=<that interface> GLOO_SOCKET_IFNAME=<that interface>",
+      IFACE_HOWTO + "export NCCL_SOCKET_IFNAME=<that interface> GLOO_SOCKET_IFNAME=<that interface>",
       "net.nic_route", 20,
       "Bootstrap : no socket interface found",
       "https://github.com/EasonXiao-888/MambaTree/issues/14"),
@@ -143,7 +148,7 @@ SIGNATURES: tuple[Signature, ...] = (
       "Gloo cannot find interface {iface}",
       "GLOO_SOCKET_IFNAME={iface} is not an interface of this node with an address (Gloo takes one concrete "
       "name, not NCCL's '^lo,docker' list syntax).",
-      "ip route get $MASTER_ADDR    # the 'dev' is the interface\nexport GLOO_SOCKET_IFNAME=<that interface>",
+      IFACE_HOWTO + "export GLOO_SOCKET_IFNAME=<that interface>",
       "net.nic_route", 20,
       "RuntimeError: [enforce fail at .../gloo/transport/tcp/device.cc:84] ifa != nullptr. Unable to find address for: ^lo",
       "https://github.com/aws-samples/aws-do-eks/pull/51"),
@@ -152,7 +157,7 @@ SIGNATURES: tuple[Signature, ...] = (
       "NCCL found no interface in the same subnet as {addr}",
       "No local interface shares a subnet with the bootstrap address (NCCL_COMM_ID / master): the nodes are on "
       "different networks or the wrong interface is up.",
-      "ip -br addr; ip route get $MASTER_ADDR\nexport NCCL_SOCKET_IFNAME=<interface on the master's subnet>",
+      IFACE_HOWTO + "export NCCL_SOCKET_IFNAME=<interface on the master's subnet>",
       "net.nic_route", 20,
       "misc/socket.cc:361 NCCL WARN Net : No interface found in the same subnet as remote address 10.136.80.18<43431>",
       "https://github.com/NVIDIA/nccl/issues/474"),
@@ -161,7 +166,7 @@ SIGNATURES: tuple[Signature, ...] = (
       "Gloo could not connect the full mesh of ranks",
       "Gloo bound to an address the other nodes cannot reach (typically the hostname resolving to 127.0.1.1 or a "
       "docker/bridge interface), so its pairwise connections fail.",
-      "ip route get $MASTER_ADDR    # the 'dev' is the interface\nexport GLOO_SOCKET_IFNAME=<that interface> NCCL_SOCKET_IFNAME=<that interface>",
+      IFACE_HOWTO + "export GLOO_SOCKET_IFNAME=<that interface> NCCL_SOCKET_IFNAME=<that interface>",
       "net.nic_route", 22,
       "[rank4]:[E421 02:05:38.764490322 ProcessGroupGloo.cpp:143] Gloo connectFullMesh failed with "
       "[../third_party/gloo/gloo/transport/tcp/pair.cc:144] no error",
@@ -171,7 +176,7 @@ SIGNATURES: tuple[Signature, ...] = (
       "NCCL selected the loopback interface lo ({addr})",
       "With only lo usable (or NCCL_SOCKET_IFNAME=lo), ranks on other nodes cannot reach this one: multi-node "
       "init hangs or times out.",
-      "ip route get $MASTER_ADDR    # the 'dev' is the interface\nexport NCCL_SOCKET_IFNAME=<that interface>",
+      IFACE_HOWTO + "export NCCL_SOCKET_IFNAME=<that interface>",
       "net.nic_route", 21,
       "axa:3048391:3048391 [0] NCCL INFO Bootstrap : Using lo:127.0.0.1<0>",
       "https://github.com/NVIDIA/nccl/pull/2047 ; https://github.com/NVIDIA/nccl/issues/1053"),
