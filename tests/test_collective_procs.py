@@ -116,23 +116,26 @@ def test_a_wedged_rank_is_killed_by_pid_at_the_deadline_and_its_last_phase_repor
         t.start()
     status = logs / "rank1.status.jsonl"
     pid = None
-    while time.monotonic() - t0 < timeout:  # wedge rank 1 (SIGSTOP) once it is in the store, as a hung NCCL call would
+    # wedge rank 1 (SIGSTOP) as soon as it has started, as a hung driver call would. Not later: from the store
+    # connection to the end of the all_reduce takes well under a second, and on a loaded CI machine this polling
+    # thread could miss that window (the run then simply succeeds); torch's import after "started" is seconds long.
+    while time.monotonic() - t0 < timeout:
         if status.exists():
             events = [json.loads(line) for line in status.read_text().splitlines() if line.strip()]
             pid = next((e["pid"] for e in events if e.get("phase") == "started"), pid)
-            if any(e.get("phase") == "store_connected" for e in events):
+            if pid is not None:
                 os.kill(pid, signal.SIGSTOP)
                 break
         time.sleep(0.01)
     else:
-        pytest.fail("rank 1 never connected")
+        pytest.fail("rank 1 never started")
     for t in threads:
         t.join()
     elapsed = time.monotonic() - t0
     n0, n1 = result[0], result[1]
     r1 = n1["ranks"][0]
     assert r1["killed"] and "hard deadline" in r1["killed"] and n1["deadline_hit"]
-    assert r1["last_phase"] in ("store_connected", "all_joined")
+    assert r1["last_phase"] in ("started", "imported")  # "imported" only if it got past the import before the stop
     verdict = combine([n0, n1], 2)
     assert not verdict["ok"] and verdict["stuck"]["1"] == r1["last_phase"]
     assert n0["ranks"][0]["last_phase"] != "done"  # rank 0 gave up on its own, with its reason
