@@ -62,9 +62,11 @@ class NodeTorchrun:
         warnings += command.warnings
         log.write(header + f"# in {where}\n" + "".join(f"# warning: {w}\n" for w in warnings) + shell_text(command))
         self.log_path = str(path)
-        self.proc = subprocess.Popen(list(command.argv), env=dict(command.env), cwd=where, stdout=subprocess.PIPE,
-                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True, errors="replace",
-                                     start_new_session=True, preexec_fn=_die_with_parent)
+        # torchrun under a shim: when the actor dies Ray SIGKILLs its children, and a SIGKILLed torchrun
+        # leaves its workers (each in its own session) running; the shim's death SIGTERMs torchrun instead.
+        self.proc = subprocess.Popen([sys.executable, "-c", _SHIM, *command.argv], env=dict(command.env), cwd=where,
+                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True,
+                                     errors="replace", start_new_session=True, preexec_fn=_die_with_parent)
 
         def pump() -> None:
             for line in self.proc.stdout:
@@ -76,7 +78,7 @@ class NodeTorchrun:
 
         self.reader = threading.Thread(target=pump, daemon=True)
         self.reader.start()
-        return {"pid": self.proc.pid, "host": socket.gethostname(), "log": self.log_path, "argv": list(command.argv),
+        return {"pid": _child_pid(self.proc.pid), "host": socket.gethostname(), "log": self.log_path, "argv": list(command.argv),
                 "diff": list(command.diff), "warnings": warnings}
 
     def poll(self, cursor: int) -> tuple[list[str], int | None]:
@@ -115,17 +117,47 @@ class NodeTorchrun:
         return self.proc.returncode
 
 
-def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
-    """torchrun stops with the actor process (Linux PR_SET_PDEATHSIG), so a killed actor leaves nothing behind.
+#: Runs torchrun (argv[1:]) as its child with PR_SET_PDEATHSIG=SIGTERM: however the shim dies (Ray SIGKILLs
+#: a dead actor's children), torchrun gets SIGTERM and stops its workers. Signals sent to the process
+#: group reach torchrun directly, so the shim ignores them; it exits with torchrun's code (or signal).
+_SHIM = r"""
+import ctypes, os, signal, subprocess, sys
+for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+    signal.signal(s, signal.SIG_IGN)
+def child():
+    for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(s, signal.SIG_DFL)
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)
+code = subprocess.Popen(sys.argv[1:], preexec_fn=child).wait()
+if code < 0:
+    signal.signal(-code, signal.SIG_DFL)
+    os.kill(os.getpid(), -code)
+sys.exit(code)
+"""
 
-    SIGTERM, not SIGKILL: torchrun puts each worker in its own session and stops them on SIGTERM; a
-    SIGKILLed torchrun leaves its training processes running.
-    """
+
+def _child_pid(shim: int, wait: float = 2.0) -> int:
+    """torchrun's pid: the shim's child (Linux /proc); the shim's own pid when it cannot be read in time."""
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{shim}/task/{shim}/children") as fh:
+                children = fh.read().split()
+        except OSError:
+            break
+        if children:
+            return int(children[0])
+        time.sleep(0.02)
+    return shim
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
+    """The shim dies with the actor process (Linux PR_SET_PDEATHSIG), and torchrun (SIGTERMed) with the shim."""
     try:
         import ctypes
         import signal
 
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG = 1
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG = 1
     except Exception:  # noqa: BLE001 - best effort on systems without prctl
         pass
 

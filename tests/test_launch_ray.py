@@ -170,6 +170,33 @@ def test_a_missing_training_script_fails_the_start_with_the_reason(lab: Lab, tmp
             f"exist in {tmp_path} on this node)") in last
 
 
+def _start_slow(lab: Lab, tmp_path: Path) -> subprocess.Popen:
+    """A launch whose training processes sleep, returned once both nodes' processes run."""
+    slow = tmp_path / "slow_train.py"
+    slow.write_text("import os, time\nprint('rank', os.environ['RANK'], 'up', flush=True)\ntime.sleep(600)\n")
+    proc = subprocess.Popen(_argv(lab, tmp_path, str(slow)), env=lab.cli_env(), cwd=tmp_path, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    up = 0
+    for line in proc.stdout:
+        up += " up" in line
+        if up == 2:
+            return proc
+    proc.kill()
+    raise AssertionError(proc.stderr.read()[-3000:])
+
+
+def test_a_driver_killed_outright_leaves_no_torchrun_or_training_process(lab: Lab, tmp_path: Path):
+    # SIGKILL (the OOM killer, a lost session): Ray SIGKILLs the dead actor's children; torchrun's
+    # workers must not outlive it
+    proc = _start_slow(lab, tmp_path)
+    proc.kill()
+    proc.wait(timeout=30)
+    deadline = time.monotonic() + 60
+    while ours(tmp_path) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert ours(tmp_path) == [], "the killed launch left processes running"
+
+
 def test_sigterm_to_the_driver_stops_torchrun_and_its_workers_on_every_node(lab: Lab, tmp_path: Path):
     slow = tmp_path / "slow_train.py"
     slow.write_text("import os, time\nprint('rank', os.environ['RANK'], 'up', flush=True)\ntime.sleep(600)\n")
