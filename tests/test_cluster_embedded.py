@@ -116,3 +116,28 @@ def test_a_cluster_with_token_auth_says_to_export_ray_auth_mode(tmp_path: Path):
         from cluster_lab import stop_process_group
 
         stop_process_group(head)
+
+
+def test_launch_all_nodes_against_a_silent_address_is_one_bounded_connect_error(tmp_path: Path):
+    """`launch --all-nodes` connects once, within --timeout's share: it used to wait a fixed 60 s, then
+    let the preflight connect again (a second wait, or an internal error from the first ray.init still
+    running in the background)."""
+    import socket
+
+    ray_tmp = tempfile.mkdtemp(prefix="d3e", dir="/tmp")
+    out = tmp_path / "silent.json"
+    with socket.socket() as silent:  # accepts the TCP connection, never speaks gRPC
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(16)
+        address = f"127.0.0.1:{silent.getsockname()[1]}"
+        started = time.monotonic()
+        proc = subprocess.run([sys.executable, "-m", "dsv3_preflight", "launch", "--all-nodes", "--ray-address", address,
+                               "--profile", "cpu", "--timeout", "20", "--json", str(out), "--no-report", "--no-color",
+                               "--", "train.py"],
+                              env=_env(ray_tmp), cwd=tmp_path, capture_output=True, text=True, timeout=180)
+        elapsed = time.monotonic() - started
+    assert proc.returncode == 1, proc.stdout + proc.stderr[-3000:]
+    assert elapsed < 30, f"took {elapsed:.0f} s"
+    rows = [r for r in json.loads(out.read_text())["results"] if r["name"] == "cluster.connect"]
+    assert len(rows) == 1 and rows[0]["status"] == "error"
+    assert proc.stderr.strip().splitlines()[-1].startswith("dsv3-preflight launch: NO-GO (1 ERROR): torchrun not started")

@@ -18,6 +18,11 @@ LISTENER_FACT = "port_reach"               # facts gathered while node 0 runs th
 CLUSTER_RESERVE_S = 5.0                    # kept for the cluster checks after the node tasks
 
 
+def connect_timeout(run_timeout: float) -> float:
+    """How long connecting to Ray may take out of the run's overall timeout."""
+    return min(max(float(run_timeout) * 0.5, 5.0), 120.0)
+
+
 @dataclass
 class ClusterOutcome:
     results: list[Result]
@@ -107,7 +112,10 @@ def run_all_nodes(
 
     say.say(f"connecting to Ray ({address or 'RAY_ADDRESS or auto'}) ...")
     try:
-        info = connect(address, timeout=min(max(timeout * 0.5, 5.0), 120.0))
+        known = getattr(args, "ray_connect_error", None)  # `launch` tried already, with the same deadline
+        if isinstance(known, ClusterError):
+            raise known
+        info = connect(address, timeout=connect_timeout(timeout))
     except ClusterError as exc:
         say.say(f"ERROR: {exc}")
         fix = ("export RAY_AUTH_MODE=token   # the cluster's token in ~/.ray/auth_token or $RAY_AUTH_TOKEN (`ray get-auth-token` on the head)"

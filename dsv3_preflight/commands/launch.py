@@ -43,11 +43,16 @@ def run(args) -> int:
     # One Ray connection for the preflight and the launch: the same nodes, ids and ranks (run_all_nodes
     # reuses an open connection and leaves it open). A connection error is the preflight's red row.
     from ..cluster import ClusterError, connect, disconnect
+    from ..cluster.driver import connect_timeout
+    from ..options import resolve_from_options
 
+    run_timeout = args.timeout if args.timeout is not None else resolve_from_options(lambda k: getattr(args, k), os.environ).run_timeout
     try:
-        info = connect(args.ray_address, timeout=60.0)
-    except ClusterError:
-        info = None
+        info = connect(args.ray_address, timeout=connect_timeout(run_timeout))
+    except ClusterError as exc:
+        # the preflight reports this error as its cluster.connect row; it must not connect a second time
+        # (twice the wait, and a ray.init still running in the background may leave a half-open connection)
+        info, args.ray_connect_error = None, exc
     try:
         return _launch(args, info)
     finally:
