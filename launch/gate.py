@@ -54,8 +54,12 @@ def launch_log_text(doc: Mapping[str, Any], code: int, written: Sequence[Path], 
 
 
 def write_launch_log(path: str | Path, text: str) -> Path:
+    """Append to the launch log with secrets masked: it lies beside the reports (often on shared NFS), and a
+    training command line carries `--hf_token ...` or `export WANDB_API_KEY=...` as often as not."""
+    from dsv3_preflight.secrets import mask_text
+
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a") as fh:
-        fh.write(text)
+        fh.write(mask_text(text))
     return path

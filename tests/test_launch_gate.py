@@ -148,6 +148,20 @@ def test_dry_run_prints_exactly_the_command_and_starts_nothing(tmp_path, user_en
 
 
 @pytest.mark.slow
+def test_the_launch_log_masks_secrets_the_printed_command_keeps_them(tmp_path, user_env):
+    # The launch log lies beside the reports (shared NFS); stdout is the user's own terminal, meant for pasting.
+    code, stdout, stderr, _ = launch_watched(
+        [*common(tmp_path, free_port()), "--only", "env.launch_vars", "--dry-run",
+         "--", "train.py", "--hf_token", "hf_secretvalue0123", "--lr", "1e-4",
+         "--wandb_api_key=wandb0123456789"], user_env, tmp_path)
+    assert code == 0, stderr
+    assert "--hf_token hf_secretvalue0123 --lr 1e-4 --wandb_api_key=wandb0123456789" in stdout
+    log = (tmp_path / "launch.log").read_text()
+    assert "--hf_token *** --lr 1e-4 --wandb_api_key=***" in log
+    assert "hf_secretvalue0123" not in log and "wandb0123456789" not in log
+
+
+@pytest.mark.slow
 def test_skip_is_recorded_in_the_report_and_the_launch_log(tmp_path, user_env):
     code, stdout, stderr, _ = launch_watched(
         [*common(tmp_path, free_port()), "--skip", "host.resources", "--dry-run", "--", "train.py"], user_env, tmp_path)
