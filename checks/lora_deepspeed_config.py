@@ -17,11 +17,16 @@ def deepspeed_config(lora_deepspeed_config, profile):
                              f"dsv3-preflight run --deepspeed-config /path/to/ds_z3_config.json   # a readable JSON file")
     # This suite guards LoRA runs: ZeRO-3 without gathering on save is judged as one even when the profile
     # names no lora_targets/lora_rank.
-    found = lint(facts["config"], world_size=profile.effective_world_size, lora=True)
+    # The trainer's batch arguments, when given (--per-device-train-batch-size, or read by `launch` from
+    # the training command), must agree with the config's explicit values.
+    found = lint(facts["config"], world_size=profile.effective_world_size, lora=True,
+                 micro_batch=profile.per_device_train_batch_size, grad_accum=profile.gradient_accumulation_steps)
     ds = facts.get("deepspeed_check") or {}
     if ds.get("error"):
         found.fails.append(f"DeepSpeed's own config model rejects zero_optimization: {ds['error']}")
-    evidence = {"path": path, "values": found.seen, "problems": found.fails, "warnings": found.warns,
+    trainer = {k: {"value": profile.values[k], "source": profile.sources[k]}
+               for k in ("per_device_train_batch_size", "gradient_accumulation_steps") if profile.values.get(k) is not None}
+    evidence = {"path": path, "values": found.seen, "trainer_arguments": trainer, "problems": found.fails, "warnings": found.warns,
                 "deepspeed_model": ds}
     remediation = "\n".join(dict.fromkeys(found.fixes)) or None
     if found.fails:

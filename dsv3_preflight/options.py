@@ -54,9 +54,12 @@ def split_commas(values: list[str]) -> list[str]:
     return [v.strip() for item in values for v in item.split(",") if v.strip()]
 
 
-def resolve_from_options(get: Callable[[str], Any], environ: Mapping[str, str]):
+def resolve_from_options(get: Callable[[str], Any], environ: Mapping[str, str],
+                         training: Mapping[str, tuple[Any, str]] | None = None):
+    """The profile; ``training``: values `launch` read from the training command (they win)."""
     from .profile import resolve_profile
 
     return resolve_profile(
-        cli=cli_profile_values(get), environ=environ, config_path=get("config_path"), profile_name=get("profile_name")
+        cli=cli_profile_values(get), environ=environ, config_path=get("config_path"), profile_name=get("profile_name"),
+        training=training,
     )

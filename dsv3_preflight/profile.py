@@ -140,6 +140,10 @@ FIELDS: tuple[Field, ...] = (
     Field("deepspeed_config", _path, None, "DeepSpeed JSON config", ("DEEPSPEED_CONFIG",)),
     Field("lora_targets", _list, None, "LoRA target modules (comma-separated)", (), "A,B"),
     Field("lora_rank", _int(1, 65536), None, "LoRA rank r"),
+    Field("per_device_train_batch_size", _int(1, 1 << 20), None,
+          "the trainer's --per_device_train_batch_size (checked against the DeepSpeed config)"),
+    Field("gradient_accumulation_steps", _int(1, 1 << 20), None,
+          "the trainer's --gradient_accumulation_steps (checked against the DeepSpeed config)"),
     Field("shm_min_gib", _float(0.0), 16.0, "minimum /dev/shm size in GiB (containers used --shm-size=16g)"),
     Field("probe_timeout", _float(0.1), 10.0, "seconds a probe may take"),
     Field("collective_timeout", _float(1.0), 60.0, "seconds the collective probe may take"),
@@ -234,9 +238,14 @@ def resolve_profile(
     environ: Mapping[str, str] | None = None,
     config_path: str | Path | None = None,
     profile_name: str | None = None,
+    training: Mapping[str, tuple[Any, str]] | None = None,
 ) -> Profile:
-    """Resolve the profile from its layers; a bad value raises ConfigError naming source and key."""
+    """Resolve the profile from its layers; a bad value raises ConfigError naming source and key.
+
+    ``training``: values `launch` read from the training command (field -> (value, where)); they win,
+    since they are what will run."""
     cli = {k: v for k, v in (cli or {}).items() if v is not None}
+    training = dict(training or {})
     environ = {} if environ is None else environ
     toml: dict[str, Any] = {}
     if config_path is not None:
@@ -264,6 +273,9 @@ def resolve_profile(
                 break
         if field.name in cli:
             raw, source = cli[field.name], f"--{field.name.replace('_', '-')}"
+        if field.name in training:
+            raw, where = training[field.name]
+            source = f"training command {where}"
         values[field.name] = None if raw is None else _parse(field, raw, source)
         sources[field.name] = source
     profile = Profile(name, values, sources)

@@ -35,7 +35,7 @@ def launch_log_path(directory: str | Path, node: str) -> Path:
 
 
 def launch_log_text(doc: Mapping[str, Any], code: int, written: Sequence[Path], command: LaunchCommand | None,
-                    decision: str) -> str:
+                    decision: str, training_lines: Sequence[str] = ()) -> str:
     """The launch log's header: verdict, report, skipped checks, warnings, the exact command."""
     counts = doc.get("counts", {})
     lines = [
@@ -43,6 +43,7 @@ def launch_log_text(doc: Mapping[str, Any], code: int, written: Sequence[Path], 
         f"# preflight: {doc.get('verdict')} (exit {code}; " + ", ".join(f"{v} {k}" for k, v in counts.items() if v) + ")",
         f"# report: {', '.join(str(p) for p in written) or 'not written (--no-report)'}",
     ]
+    lines += [f"# {line}" for line in training_lines]
     for name, reason in skipped_by_request(doc).items():
         lines.append(f"# skipped by request: {name}: {reason}")
     if command is not None:

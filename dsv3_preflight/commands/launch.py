@@ -33,6 +33,7 @@ def run(args) -> int:
         raise UsageError("name the training script after `--`: dsv3-preflight launch [options] -- src/train.py ARGS...")
     if args.facts_in and not args.dry_run:
         raise UsageError("--facts-in replays another run's facts: a launch needs this node's own preflight (use it with --dry-run)")
+    args.training_lines = _read_training_command(args)
     if not args.all_nodes:
         from ..launch.command import training_script
 
@@ -60,6 +61,27 @@ def run(args) -> int:
             disconnect(info)
 
 
+def _read_training_command(args) -> list[str]:
+    """Take the profile values the training command carries (--deepspeed, --output_dir, --lora_target...):
+    the preflight judges what will run. Returns the lines said on stderr and kept in the launch log."""
+    from ..launch.trainer_args import contradictions, trainer_values
+    from ..options import resolve_from_options
+
+    found = trainer_values(args.training)
+    lines = []
+    if found.values:
+        lines.append("from the training command: " + ", ".join(
+            f"{name}={value} ({found.origins[name]})" for name, value in found.values.items()))
+    lines += [f"note: {n}" for n in found.notes]
+    if found.values:
+        base = resolve_from_options(lambda k: getattr(args, k), os.environ)
+        lines += [f"warning: {w}" for w in contradictions(found, base)]
+    args.training_values = {name: (value, found.origins[name]) for name, value in found.values.items()}
+    for line in lines:
+        print(line, file=sys.stderr)  # one line each, never wrapped
+    return lines
+
+
 def _launch(args, info) -> int:
     from ..console import make_console, render_document
     from ..launch.command import build_command, default_torchrun, derive_env, shell_text
@@ -78,12 +100,12 @@ def _launch(args, info) -> int:
     if not is_go(doc, code):
         print(red_line(doc, code, written), file=sys.stderr, flush=True)
         if log:
-            write_launch_log(log, launch_log_text(doc, code, written, None, "NO-GO: torchrun not started"))
+            write_launch_log(log, launch_log_text(doc, code, written, None, "NO-GO: torchrun not started", args.training_lines))
         return code or 1
 
     # The same resolution as the preflight's: a replay resolves against the recorded environment.
     environ = dict(doc["nodes"][0]["facts"].get("env") or {}) if args.facts_in else dict(os.environ)
-    profile = resolve_from_options(lambda k: getattr(args, k), environ)
+    profile = resolve_from_options(lambda k: getattr(args, k), environ, args.training_values)
     torchrun = shlex.split(args.torchrun) if args.torchrun else None
     if args.all_nodes:
         from ..launch.ray_launch import dry_run_text, launch_all_nodes
@@ -91,10 +113,10 @@ def _launch(args, info) -> int:
         if args.dry_run:
             text = dry_run_text(doc, profile, args.training, torchrun)
             if log:
-                write_launch_log(log, launch_log_text(doc, code, written, None, "dry run: not started") + text)
+                write_launch_log(log, launch_log_text(doc, code, written, None, "dry run: not started", args.training_lines) + text)
             sys.stdout.write(text)
             return 0
-        header = launch_log_text(doc, code, written, None, "GO: starting torchrun on every node through Ray")
+        header = launch_log_text(doc, code, written, None, "GO: starting torchrun on every node through Ray", args.training_lines)
         if log:
             write_launch_log(log, header)
             err.print(f"launch log {log}")
@@ -107,11 +129,12 @@ def _launch(args, info) -> int:
         print(f"warning: {warning}", file=sys.stderr)  # one line each, never wrapped
     if args.dry_run:
         if log:
-            write_launch_log(log, launch_log_text(doc, code, written, command, "dry run: not started"))
+            write_launch_log(log, launch_log_text(doc, code, written, command, "dry run: not started", args.training_lines))
         sys.stdout.write(shell_text(command))
         return 0
     if log:
-        write_launch_log(log, launch_log_text(doc, code, written, command, f"GO: exec {command.argv[0]} (pid {os.getpid()})"))
+        write_launch_log(log, launch_log_text(doc, code, written, command, f"GO: exec {command.argv[0]} (pid {os.getpid()})",
+                                          args.training_lines))
         err.print(f"launch log {log}")
     sys.stdout.flush()
     sys.stderr.flush()

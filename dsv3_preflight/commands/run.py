@@ -64,7 +64,7 @@ def execute(args) -> tuple[dict[str, Any], int, list[Path]]:
     facts_doc = load_facts(args.facts_in) if args.facts_in else None
     # A replay resolves the profile against the recorded environment, so it reproduces the node.
     environ = (facts_doc or {}).get("facts", {}).get("env", os.environ) if facts_doc else os.environ
-    profile = resolve_from_options(lambda k: getattr(args, k), environ)
+    profile = resolve_from_options(lambda k: getattr(args, k), environ, getattr(args, "training_values", None))
     registry = load_registry(args.checks_dir)
     selected, deselected = registry.select(split_commas(args.only), split_commas(args.skip), split_commas(args.tags))
     timeout = args.timeout if args.timeout is not None else profile.run_timeout
