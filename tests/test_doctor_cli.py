@@ -88,3 +88,14 @@ def test_help_does_not_import_torch_or_ray():
             "print(sorted(m for m in ('torch', 'ray', 'deepspeed', 'peft') if m in sys.modules))")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert p.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_a_file_named_twice_is_read_once():
+    # `doctor nodes/ nodes/<file>` and `doctor - -`: lines are not counted twice, stdin is not read twice
+    nodes = DATA / "nodes"
+    one = sorted(nodes.iterdir())[0]
+    p = _run(str(nodes), str(one), str(nodes / ".." / "nodes" / one.name), "--json")
+    doc = json.loads(p.stdout)
+    assert [f["path"] for f in doc["files"]] == [str(f) for f in sorted(nodes.iterdir())]
+    p = _run("-", "-", "--json", stdin=(DATA / "port_in_use.log").read_bytes())
+    assert [f["path"] for f in json.loads(p.stdout)["files"]] == ["-"]

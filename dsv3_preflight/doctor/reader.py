@@ -59,7 +59,16 @@ def expand_inputs(paths: Iterable[str]) -> tuple[list[str], list[dict]]:
             files.append(p)
         else:
             unreadable.append({"path": p, "error": "no such file or directory"})
-    return files, unreadable
+    # A file named twice (`doctor logs/ logs/node1.log`, `doctor - -`) is read once: its lines would
+    # count twice and stdin cannot be read again.
+    seen: set[str] = set()
+    unique = []
+    for f in files:
+        key = f if f == STDIN else os.path.realpath(f)
+        if key not in seen:
+            seen.add(key)
+            unique.append(f)
+    return unique, unreadable
 
 
 def open_log(path: str) -> BinaryIO:
