@@ -29,3 +29,12 @@ def clean_env(monkeypatch):
 def python_cli(*args: str) -> list[str]:
     """argv running the CLI with this interpreter (as a user's `dsv3-preflight ...`)."""
     return [sys.executable, "-m", "dsv3_preflight", *args]
+
+
+def pytest_collection_modifyitems(config, items):
+    """Real Ray clusters run one at a time, on one xdist worker (`-n 2 --dist loadgroup`): two at once on
+    a 2-core machine starve each other, and the embedded-Ray test must see no other cluster (`auto` would
+    rightly join it), which a Ray test on the other worker made it skip."""
+    for item in items:
+        if item.get_closest_marker("ray"):
+            item.add_marker(pytest.mark.xdist_group("ray"))

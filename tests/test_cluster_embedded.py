@@ -24,9 +24,16 @@ def _env(ray_tmp: str) -> dict[str, str]:
     return env
 
 
-def _other_ray_running() -> bool:
-    # `auto` finds a cluster through /tmp/ray and by scanning this host's processes for gcs_server
-    return bool(subprocess.run(["pgrep", "-f", "gcs_server"], capture_output=True, text=True, timeout=10).stdout.split())
+def _other_ray_running(grace: float = 30.0) -> bool:
+    """`auto` finds a cluster through /tmp/ray and by scanning this host's processes for gcs_server. Ray
+    tests run one at a time (conftest's xdist group), but the previous one's Ray may still be exiting:
+    give it `grace` seconds before calling it somebody else's cluster."""
+    deadline = time.monotonic() + grace
+    while True:
+        found = subprocess.run(["pgrep", "-f", "gcs_server"], capture_output=True, text=True, timeout=10).stdout.split()
+        if not found or time.monotonic() > deadline:
+            return bool(found)
+        time.sleep(0.5)
 
 
 @pytest.mark.parametrize("address", ["auto", "local"])
