@@ -59,16 +59,26 @@ class FactStore:
 
     def start(self, facts: Iterable[str]) -> None:
         """Start gathering every fact in ``facts`` and what they depend on, in parallel."""
-        for fact in self._registry.fact_closure([f for f in facts if f not in ENGINE_FACTS]):
-            self._start_one(fact)
+        # every slot exists before any probe runs, so a probe declared ``after`` another sees it is part of the run
+        new = [f for f in self._registry.fact_closure([f for f in facts if f not in ENGINE_FACTS]) if self._add_slot(f)]
+        for fact in new:
+            self._launch(fact)
 
-    def _start_one(self, fact: str) -> None:
+    def _add_slot(self, fact: str) -> bool:
+        """Create the slot of ``fact``; False when it already existed."""
         with self._lock:
             if fact in self._slots:
-                return
+                return False
             spec = self._registry.probes[fact]
-            slot = _Slot(done=threading.Event(), started=time.monotonic(), timeout=spec.timeout)
-            self._slots[fact] = slot
+            self._slots[fact] = _Slot(done=threading.Event(), started=time.monotonic(), timeout=spec.timeout)
+            return True
+
+    def _start_one(self, fact: str) -> None:
+        if self._add_slot(fact):
+            self._launch(fact)
+
+    def _launch(self, fact: str) -> None:
+        slot = self._slots[fact]
         if self.replaying:
             if fact in self._recorded:
                 slot.value = self._recorded[fact]
@@ -88,6 +98,7 @@ class FactStore:
             kwargs = {}
             for need in spec.needs:
                 kwargs[need] = self.get(need)
+            self._wait_for_earlier(spec)
             slot.started = time.monotonic()  # the probe's own timeout starts once its inputs are there
             slot.value = spec.gather(**kwargs)
             json.dumps(slot.value, allow_nan=False)  # facts are plain JSON data
@@ -100,6 +111,15 @@ class FactStore:
         finally:
             slot.duration_s = time.monotonic() - slot.started
             slot.done.set()
+
+    def _wait_for_earlier(self, spec) -> None:
+        """Wait (bounded by their timeouts) for the probes this one runs ``after``, when this run gathers them."""
+        for first in spec.after:
+            with self._lock:
+                other = self._slots.get(first)
+            if other is not None:
+                other.done.wait(max(0.0, other.started + other.timeout + self._dependency_allowance(first)
+                                    - time.monotonic()))
 
     def get(self, fact: str, deadline: float | None = None) -> Any:
         """The value of ``fact``, waiting at most until its probe's timeout or ``deadline`` (monotonic)."""
@@ -132,7 +152,11 @@ class FactStore:
     def _dependency_allowance(self, fact: str) -> float:
         """While a probe still waits for its inputs, their timeouts count on top of its own."""
         spec = self._registry.probes[fact]
-        return sum(self._registry.probes[n].timeout for n in spec.needs if n in self._registry.probes)
+        allowance = sum(self._registry.probes[n].timeout for n in spec.needs if n in self._registry.probes)
+        # a probe ordered after others waits for them, and they for their own inputs
+        allowance += sum(self._registry.probes[n].timeout + self._dependency_allowance(n)
+                         for n in spec.after if n in self._slots)
+        return allowance
 
     def snapshot(self) -> dict[str, Any]:
         """Everything gathered so far, as a facts document (JSON types)."""

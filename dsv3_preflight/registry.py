@@ -57,6 +57,9 @@ class ProbeSpec:
     gather: Callable[..., Any]
     description: str = ""
     origin: str = ""
+    #: facts that must be finished (gathered or failed) before this probe starts, when this run gathers them too;
+    #: for probes that disturb what another observes (the collective probe listens on the port others inspect)
+    after: tuple[str, ...] = ()
 
 
 def _check_needs(func: Callable[..., Any], needs: Iterable[str], what: str) -> tuple[str, ...]:
@@ -100,13 +103,18 @@ def check(
     return decorate
 
 
-def probe(fact: str, *, needs: Iterable[str] = (), timeout: float = 10.0) -> Callable[[Callable[..., Any]], ProbeSpec]:
-    """Declare a probe that gathers the fact ``fact`` (plain JSON data) from this machine."""
+def probe(fact: str, *, needs: Iterable[str] = (), timeout: float = 10.0,
+          after: Iterable[str] = ()) -> Callable[[Callable[..., Any]], ProbeSpec]:
+    """Declare a probe that gathers the fact ``fact`` (plain JSON data) from this machine.
+
+    ``after``: facts whose probes must have finished before this one starts when the same run gathers them
+    (an ordering, not an input: they are not started for it and their failure does not fail it).
+    """
 
     def decorate(func: Callable[..., Any]) -> ProbeSpec:
         need_tuple = _check_needs(func, needs, f"probe {fact!r}")
         doc = inspect.getdoc(func) or ""
-        return ProbeSpec(fact, need_tuple, float(timeout), func, doc.split("\n\n")[0])
+        return ProbeSpec(fact, need_tuple, float(timeout), func, doc.split("\n\n")[0], after=tuple(after))
 
     return decorate
 
@@ -158,8 +166,30 @@ class Registry:
             for need in spec.needs:
                 if need not in known or need == "node_ranks":
                     raise RegistryError(f"probe {spec.fact!r} ({spec.origin}) needs the unknown fact {need!r}")
+            for first in spec.after:
+                if first not in self.probes:
+                    raise RegistryError(f"probe {spec.fact!r} ({spec.origin}) runs after the unknown probe {first!r}")
         for fact in self.probes:
             self.fact_closure([fact])  # raises on a cycle
+        self._check_order_cycles()
+
+    def _check_order_cycles(self) -> None:
+        """``after`` and ``needs`` together must not make a probe wait for itself (a deadlock until timeouts)."""
+        state: dict[str, str] = {}
+
+        def visit(fact: str, chain: tuple[str, ...]) -> None:
+            if fact in ENGINE_FACTS or fact not in self.probes or state.get(fact) == "done":
+                return
+            if state.get(fact) == "visiting":
+                raise RegistryError(f"probes wait for each other in a cycle: {' -> '.join(chain + (fact,))}")
+            state[fact] = "visiting"
+            spec = self.probes[fact]
+            for first in spec.needs + spec.after:
+                visit(first, chain + (fact,))
+            state[fact] = "done"
+
+        for fact in self.probes:
+            visit(fact, ())
 
     def fact_closure(self, facts: Iterable[str]) -> list[str]:
         """The probe facts needed to gather ``facts``, dependencies first."""

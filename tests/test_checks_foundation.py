@@ -112,6 +112,33 @@ def test_resources_names_the_pid_of_a_real_process_holding_the_rendezvous_port(t
         holder.wait(timeout=10)
 
 
+def test_port_holders_leaves_out_this_process_own_sockets(clean_env):
+    # port_bind's test listener lives in the preflight's own process; run beside it, port_holders named the
+    # preflight itself as the leftover to kill (README command 1 went NO-GO on its own Ray worker)
+    from dsv3_preflight.probes.resources import port_holders
+
+    port = _free_port()
+    with socket.socket() as own:
+        own.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        own.bind(("0.0.0.0", port))
+        own.listen()
+        fact = port_holders.gather(profile=resolve_profile(profile_name="cpu", cli={"master_port": port}), env={})
+    assert fact["port"] == port and fact["holders"] == []
+
+
+def test_the_port_checks_and_the_collective_probe_run_together_without_reporting_each_other(tmp_path, clean_env):
+    # the collective probe listens on MASTER_PORT: it runs after the probes that inspect the port
+    out = tmp_path / "r.json"
+    proc = subprocess.run(python_cli("run", "--profile", "cpu", "--master-port", str(_free_port()),
+                                     "--only", "host.resources", "--only", "net.port_free", "--only", "dist.allreduce",
+                                     "--json", str(out), "--no-report"), capture_output=True, text=True, timeout=180)
+    results = {r["name"]: r for r in json.loads(out.read_text())["results"]}
+    assert {n: r["status"] for n, r in results.items()} == {
+        "host.resources": "pass", "net.port_free": "pass", "dist.allreduce": "pass"}, proc.stdout
+    assert results["host.resources"]["evidence"]["port_holders"] == []
+    assert proc.returncode == 0
+
+
 def test_resources_checks_a_real_checkpoint_dir(tmp_path, clean_env):
     out = tmp_path / "r.json"
     ckpt = tmp_path / "ckpt"

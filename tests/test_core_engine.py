@@ -12,7 +12,7 @@ from dsv3_preflight import Result, Status, check, probe
 from dsv3_preflight.engine import exit_code, run_cluster_checks, run_node_checks
 from dsv3_preflight.facts import FactStore
 from dsv3_preflight.profile import resolve_profile
-from dsv3_preflight.registry import Registry
+from dsv3_preflight.registry import Registry, RegistryError
 
 
 def _registry(*specs):
@@ -126,6 +126,108 @@ def test_a_probe_that_raises_is_an_error_for_its_checks_only():
     assert results["t.needs_broken"].status is Status.ERROR
     assert "RuntimeError: device went away" in results["t.needs_broken"].summary
     assert "device went away" in store.snapshot()["fact_errors"]["broken"]
+
+
+# --- ordering: a probe that disturbs what another observes runs after it (the collective probe listens on
+# MASTER_PORT, which port_bind and port_holders inspect; run together they reported this run's own socket) ---
+_events: list[tuple[str, str, float]] = []
+
+
+@probe("observer", timeout=5)
+def observer_probe():
+    _events.append(("observer", "start", time.monotonic()))
+    time.sleep(0.4)
+    _events.append(("observer", "end", time.monotonic()))
+    return "seen"
+
+
+@probe("observer_fails", timeout=5)
+def observer_fails_probe():
+    time.sleep(0.2)
+    _events.append(("observer_fails", "end", time.monotonic()))
+    raise OSError("cannot inspect")
+
+
+@probe("disturber", timeout=5, after=["observer", "observer_fails"])
+def disturber_probe():
+    _events.append(("disturber", "start", time.monotonic()))
+    return "done"
+
+
+@check("t.observes", needs=["observer"])
+def observes(observer):
+    """observes"""
+    return Result.passed(observer)
+
+
+@check("t.disturbs", needs=["disturber"])
+def disturbs(disturber):
+    """disturbs"""
+    return Result.passed(disturber)
+
+
+def _ordered_run(*checks):
+    _events.clear()
+    registry = _registry(observer_probe, observer_fails_probe, disturber_probe, *checks)
+    store = FactStore(registry, {"profile": resolve_profile(profile_name="cpu")})
+    return {r.name: r for r in run_node_checks(registry, list(checks), store, "n1")}, store
+
+
+def test_a_probe_declared_after_others_starts_once_they_finished_even_when_they_failed():
+    results, store = _ordered_run(observes, disturbs)
+    assert results["t.observes"].status is Status.PASS and results["t.disturbs"].status is Status.PASS
+    at = {(name, what): t for name, what, t in _events}
+    assert at[("disturber", "start")] >= at[("observer", "end")]
+    # the failing one was not gathered for it (no check needs it): ordering does not start probes
+    assert ("observer_fails", "end") not in at and "observer_fails" not in store.snapshot()["fact_errors"]
+
+
+def test_ordering_waits_for_a_failed_probe_and_does_not_inherit_its_error():
+    _events.clear()
+    registry = _registry(observer_probe, observer_fails_probe, disturber_probe, disturbs)
+    store = FactStore(registry, {"profile": resolve_profile(profile_name="cpu")})
+    store.start(["observer_fails", "disturber"])
+    assert store.get("disturber") == "done"
+    at = {(name, what): t for name, what, t in _events}
+    assert at[("disturber", "start")] >= at[("observer_fails", "end")]
+    assert "cannot inspect" in store.snapshot()["fact_errors"]["observer_fails"]
+
+
+def test_a_probe_ordered_after_probes_this_run_does_not_gather_does_not_wait():
+    _events.clear()
+    registry = _registry(observer_probe, observer_fails_probe, disturber_probe, disturbs)
+    store = FactStore(registry, {"profile": resolve_profile(profile_name="cpu")})
+    started = time.monotonic()
+    results = {r.name: r for r in run_node_checks(registry, [disturbs], store, "n1")}
+    assert results["t.disturbs"].status is Status.PASS and time.monotonic() - started < 0.3
+    assert [e[0] for e in _events] == ["disturber"]
+
+
+def test_ordering_that_makes_a_probe_wait_for_itself_or_names_an_unknown_probe_is_a_load_error():
+    @probe("first", timeout=1, after=["second"])
+    def first():
+        return 1
+
+    @probe("second", needs=["first"], timeout=1)
+    def second(first):
+        return first
+
+    with pytest.raises(RegistryError, match="cycle: .*first.*second.*first|cycle: .*second.*first.*second"):
+        _registry(first, second)
+
+    @probe("lonely", timeout=1, after=["nowhere"])
+    def lonely():
+        return 1
+
+    with pytest.raises(RegistryError, match="runs after the unknown probe 'nowhere'"):
+        _registry(lonely)
+
+
+def test_the_collective_probe_runs_after_the_probes_that_inspect_the_rendezvous_port():
+    from dsv3_preflight.registry import load_registry
+
+    registry = load_registry()
+    assert {"port_bind", "port_holders"} <= set(registry.probes["collective"].after)
 
 
 @pytest.mark.parametrize("spec, text", [

@@ -109,9 +109,10 @@ def port_holders(profile, env) -> dict[str, Any]:
     port = profile.master_port
     nccl_range = _port_range(env.get("NCCL_PORT_RANGE"))
     holders = []
+    me = os.getpid()
     for conn in psutil.net_connections(kind="inet"):
-        if not conn.laddr:
-            continue
+        if not conn.laddr or conn.pid == me:
+            continue  # this process's own sockets (port_bind's test listener) are not a leftover
         lport = conn.laddr.port
         in_range = nccl_range is not None and nccl_range[0] <= lport <= nccl_range[1]
         if lport != port and not in_range:
