@@ -186,6 +186,15 @@ def test_list_prints_every_check_name_whole_in_a_narrow_pipe(columns):
     assert "nvml" in cells and "nic_route" in cells  # probe facts too
 
 
+def test_list_probes_shows_the_order_between_probes():
+    proc = subprocess.run(python_cli("list", "--probes", "--json"), capture_output=True, text=True, timeout=60)
+    probes = {p["fact"]: p for p in json.loads(proc.stdout)["probes"]}
+    assert probes["collective"]["after"] == ["port_bind", "port_holders"] and probes["nvml"]["after"] == []
+    proc = subprocess.run(python_cli("list", "--no-color", "--probes"), capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "COLUMNS": "200"})
+    assert "after: port_bind, port_holders" in proc.stdout
+
+
 @pytest.mark.slow
 def test_sigint_interrupts_a_run_with_exit_2(tmp_path, clean_env):
     (tmp_path / "slow.py").write_text(textwrap.dedent("""

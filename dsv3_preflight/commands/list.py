@@ -28,7 +28,7 @@ def run(args) -> int:
     selected, deselected = registry.select(split_commas(args.only), split_commas(args.skip), split_commas(args.tags))
     rows = [{"name": c.name, "scope": c.scope, "tags": list(c.tags), "needs": list(c.needs), "timeout_s": c.timeout,
              "origin": c.origin, "description": c.description} for c in selected]
-    probes = [{"fact": p.fact, "needs": list(p.needs), "timeout_s": p.timeout, "origin": p.origin, "description": p.description}
+    probes = [{"fact": p.fact, "needs": list(p.needs), "after": list(p.after), "timeout_s": p.timeout, "origin": p.origin, "description": p.description}
               for p in sorted(registry.probes.values(), key=lambda p: p.fact)]
     if args.as_json:
         print(json.dumps({"checks": rows, "deselected": deselected, **({"probes": probes} if args.probes else {})}, indent=2))
@@ -52,6 +52,8 @@ def run(args) -> int:
         table.add_column("origin")
         table.add_column("description", ratio=1)
         for p in probes:
-            table.add_row(escape(p["fact"]), escape(", ".join(p["needs"])), f"{p['timeout_s']:g}s", escape(p["origin"]), escape(p["description"]))
+            after = f"\n[dim]after: {escape(', '.join(p['after']))}[/dim]" if p["after"] else ""
+            table.add_row(escape(p["fact"]), escape(", ".join(p["needs"])) + after, f"{p['timeout_s']:g}s",
+                          escape(p["origin"]), escape(p["description"]))
         console.print(table)
     return 0 if rows else 5
