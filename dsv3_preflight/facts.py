@@ -118,8 +118,7 @@ class FactStore:
             with self._lock:
                 other = self._slots.get(first)
             if other is not None:
-                other.done.wait(max(0.0, other.started + other.timeout + self._dependency_allowance(first)
-                                    - time.monotonic()))
+                other.done.wait(max(0.0, self._give_up_at(first, other) - time.monotonic()))
 
     def get(self, fact: str, deadline: float | None = None) -> Any:
         """The value of ``fact``, waiting at most until its probe's timeout or ``deadline`` (monotonic)."""
@@ -129,7 +128,7 @@ class FactStore:
         slot = self._slots[fact]
         while not slot.done.is_set():
             now = time.monotonic()
-            limits = [slot.started + slot.timeout + self._dependency_allowance(fact)]
+            limits = [self._give_up_at(fact, slot)]
             if deadline is not None:
                 limits.append(deadline)
             limit = min(limits)
@@ -148,6 +147,10 @@ class FactStore:
             return True
         slot = self._slots.get(fact)
         return slot is not None and slot.done.is_set()
+
+    def _give_up_at(self, fact: str, slot: _Slot) -> float:
+        """When waiting for ``fact`` ends (monotonic): its timeout plus the time it may wait for its inputs."""
+        return slot.started + slot.timeout + self._dependency_allowance(fact)
 
     def _dependency_allowance(self, fact: str) -> float:
         """While a probe still waits for its inputs, their timeouts count on top of its own."""

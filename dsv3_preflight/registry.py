@@ -169,30 +169,11 @@ class Registry:
             for first in spec.after:
                 if first not in self.probes:
                     raise RegistryError(f"probe {spec.fact!r} ({spec.origin}) runs after the unknown probe {first!r}")
-        for fact in self.probes:
-            self.fact_closure([fact])  # raises on a cycle
-        self._check_order_cycles()
+        # needs and after together must not make a probe wait for itself (a deadlock until the timeouts)
+        self.fact_closure(self.probes, with_after=True)  # raises on a cycle
 
-    def _check_order_cycles(self) -> None:
-        """``after`` and ``needs`` together must not make a probe wait for itself (a deadlock until timeouts)."""
-        state: dict[str, str] = {}
-
-        def visit(fact: str, chain: tuple[str, ...]) -> None:
-            if fact in ENGINE_FACTS or fact not in self.probes or state.get(fact) == "done":
-                return
-            if state.get(fact) == "visiting":
-                raise RegistryError(f"probes wait for each other in a cycle: {' -> '.join(chain + (fact,))}")
-            state[fact] = "visiting"
-            spec = self.probes[fact]
-            for first in spec.needs + spec.after:
-                visit(first, chain + (fact,))
-            state[fact] = "done"
-
-        for fact in self.probes:
-            visit(fact, ())
-
-    def fact_closure(self, facts: Iterable[str]) -> list[str]:
-        """The probe facts needed to gather ``facts``, dependencies first."""
+    def fact_closure(self, facts: Iterable[str], with_after: bool = False) -> list[str]:
+        """The probe facts needed to gather ``facts``, dependencies first (``with_after``: and those they run after)."""
         order: list[str] = []
         state: dict[str, str] = {}
 
@@ -202,7 +183,8 @@ class Registry:
             if state.get(fact) == "visiting":
                 raise RegistryError(f"probes depend on each other in a cycle: {' -> '.join(chain + (fact,))}")
             state[fact] = "visiting"
-            for need in self.probes[fact].needs:
+            spec = self.probes[fact]
+            for need in spec.needs + (spec.after if with_after else ()):
                 visit(need, chain + (fact,))
             state[fact] = "done"
             order.append(fact)
