@@ -1,0 +1,198 @@
+"""Accuracy of `dsv3-preflight doctor` on the corpus of real public log excerpts (tests/data/doctor/corpus).
+
+    .venv/bin/python benchmarks/bench_doctor_accuracy.py                 # held-out part, then development part
+    .venv/bin/python benchmarks/bench_doctor_accuracy.py --part heldout   # the figures docs/doctor.md states
+    .venv/bin/python benchmarks/bench_doctor_accuracy.py --misses         # also list the development part's misses
+
+The corpus was split once, by ``int(sha256(url), 16) % 3 == 0`` → held out, before any signature was written for it
+(``git log -- tests/data/doctor/corpus`` shows the split committed first). Signatures are written from the
+development part only; the held-out part is for measuring, so this script never lists held-out file names or
+their predictions, only the aggregate figures.
+
+Each excerpt is diagnosed on its own (one file, as a user would pass it). The prediction is the class of the
+headline root cause when the doctor says ``failure``; ``healthy`` when it exits 0; ``unrecognised`` for a
+failure whose cause is not recognised (exit 1, "cause not recognised"); ``no_progress`` for a log with neither
+errors nor progress (exit 5). A healthy excerpt is right only when the doctor exits 0.
+
+``--baseline COMMIT`` (default: the commit before the corpus, where the doctor was as issue 17 found it) runs the
+doctor of that commit from a ``git archive`` copy on the same excerpts, its classes mapped onto the new ones; its
+UNKNOWN verdict exited 0, so it is shown as ``unknown(exit 0)``.
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import tarfile
+import tempfile
+import io
+from collections import Counter
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+CORPUS = REPO / "tests" / "data" / "doctor" / "corpus"
+CLASSES = ("cuda_fabric", "version_drift", "pci_rank_dup", "port_rendezvous", "nic_iface", "nccl_hang",
+           "nccl_transport", "gpu_oom", "host_resources", "lora_empty", "config", "healthy")
+BASELINE = "a918243"   # HEAD before the corpus commit: the doctor as issue 17 measured it
+
+# The driver runs inside a subprocess (one per doctor version) with that version's package on sys.path.
+DRIVER = r"""
+import contextlib, io, json, sys
+from dsv3_preflight.doctor import triage
+for path in json.loads(sys.stdin.read()):
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        doc = triage([path])
+    top = doc["findings"][0] if doc.get("findings") else None
+    print(json.dumps({"path": path, "verdict": doc["verdict"], "exit_code": doc.get("exit_code"),
+                      "cause_class": doc.get("cause_class"),
+                      "top_id": top and top["id"], "top_class": top and top["class"], "top_role": top and top["role"]}))
+"""
+
+OLD_CLASS = {"cuda_init": "cuda_fabric", "rank_mapping": "pci_rank_dup", "rendezvous": "port_rendezvous",
+             "nic_selection": "nic_iface", "collective_timeout": "nccl_hang", "transport": "nccl_transport",
+             "lora_save": "lora_empty", "process_exit": "unrecognised"}
+OLD_ID = {"cuda.out_of_memory": "gpu_oom", "host.oom_killer": "host_resources"}
+
+
+def load_manifest() -> list[dict]:
+    rows = [json.loads(line) for line in (CORPUS / "manifest.jsonl").read_text().splitlines() if line.strip()]
+    for r in rows:   # the split is a pure function of the URL: a row that disagrees is a corrupted manifest
+        want = "heldout" if int(hashlib.sha256(r["url"].encode()).hexdigest(), 16) % 3 == 0 else "dev"
+        if r["split"] != want:
+            raise SystemExit(f"{r['file']}: split {r['split']!r} but sha256(url) % 3 says {want!r}")
+    return rows
+
+
+def run_driver(pythonpath: Path, files: list[str]) -> dict[str, dict]:
+    env = {**os.environ, "PYTHONPATH": str(pythonpath)}
+    p = subprocess.run([sys.executable, "-c", DRIVER], input=json.dumps(files), capture_output=True, text=True,
+                       env=env, timeout=1800, cwd=str(pythonpath))
+    if p.returncode:
+        raise SystemExit(f"doctor driver failed ({pythonpath}):\n{p.stderr[-3000:]}")
+    out = {}
+    for line in p.stdout.splitlines():
+        if line.startswith("{"):
+            r = json.loads(line)
+            out[r["path"]] = r
+    return out
+
+
+def predict_current(r: dict) -> str:
+    if r["exit_code"] is None:   # a doctor without cause_class/exit_code in its document: the old mapping
+        return predict_old(r)
+    return r["cause_class"] or "unrecognised"
+
+
+def predict_old(r: dict) -> str:
+    if r["verdict"] == "healthy":
+        return "healthy"
+    if r["verdict"] != "failure":
+        return "unknown(exit 0)"
+    return OLD_ID.get(r["top_id"]) or OLD_CLASS.get(r["top_class"], "unrecognised")
+
+
+def baseline_tree(commit: str, into: Path) -> Path:
+    data = subprocess.run(["git", "-C", str(REPO), "archive", "--format=tar", commit, "dsv3_preflight"],
+                          capture_output=True, check=True, timeout=120).stdout
+    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+        tar.extractall(into, filter="data")
+    return into
+
+
+def score(rows: list[dict], preds: dict[str, str]) -> dict:
+    truth = {r["file"]: r["class"] for r in rows}
+    right = sum(1 for f, c in truth.items() if preds[f] == c)
+    per = {}
+    for c in CLASSES:
+        tp = sum(1 for f, t in truth.items() if t == c and preds[f] == c)
+        n_true = sum(1 for t in truth.values() if t == c)
+        n_pred = sum(1 for p in preds.values() if p == c)
+        per[c] = {"n": n_true, "tp": tp, "recall": tp / n_true if n_true else None,
+                  "precision": tp / n_pred if n_pred else None, "predicted": n_pred}
+    healthy_failed = sum(1 for f, t in truth.items() if t == "healthy" and preds[f] not in ("healthy", "no_progress",
+                                                                                            "unknown(exit 0)"))
+    failed_called_ok = sum(1 for f, t in truth.items() if t != "healthy" and preds[f] in ("healthy", "unknown(exit 0)"))
+    confusion = Counter((truth[f], preds[f]) for f in truth)
+    return {"n": len(rows), "right": right, "rate": right / len(rows) if rows else 0.0, "per_class": per,
+            "healthy_called_failed": healthy_failed, "failure_exit_0": failed_called_ok, "confusion": confusion}
+
+
+def fmt(x) -> str:
+    return "  -  " if x is None else f"{100 * x:5.1f}"
+
+
+def print_report(title: str, s: dict, base: dict | None) -> None:
+    print(f"\n=== {title}: {s['n']} excerpts ===")
+    head = f"{'class':16} {'n':>3} {'recall%':>8} {'prec%':>7}"
+    if base:
+        head += f"   | baseline {'recall%':>8} {'prec%':>7}"
+    print(head)
+    for c in CLASSES:
+        p = s["per_class"][c]
+        line = f"{c:16} {p['n']:3d} {fmt(p['recall']):>8} {fmt(p['precision']):>7}"
+        if base:
+            b = base["per_class"][c]
+            line += f"   |          {fmt(b['recall']):>8} {fmt(b['precision']):>7}"
+        print(line)
+    worst = min((s["per_class"][c]["recall"] for c in CLASSES if s["per_class"][c]["n"]), default=0.0)
+    print(f"right cause overall: {s['right']}/{s['n']} = {100 * s['rate']:.1f}%   lowest class recall: {100 * worst:.1f}%"
+          f"   healthy called failed: {s['healthy_called_failed']}   failures that exit 0: {s['failure_exit_0']}")
+    if base:
+        bworst = min((base["per_class"][c]["recall"] or 0.0 for c in CLASSES if base["per_class"][c]["n"]), default=0.0)
+        print(f"baseline doctor:     {base['right']}/{base['n']} = {100 * base['rate']:.1f}%   lowest class recall: "
+              f"{100 * bworst:.1f}%   healthy called failed: {base['healthy_called_failed']}   failures that exit 0: "
+              f"{base['failure_exit_0']}")
+    cols = list(CLASSES) + sorted({p for (_, p) in s["confusion"]} - set(CLASSES))
+    short = {c: c[:7] for c in cols}
+    print("\nconfusion matrix (rows: true class, columns: predicted)")
+    print(f"{'':16}" + "".join(f"{short[c]:>8}" for c in cols))
+    for t in CLASSES:
+        print(f"{t:16}" + "".join(f"{(s['confusion'].get((t, c)) or '.'):>8}" for c in cols))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--part", choices=("heldout", "dev", "both"), default="both")
+    ap.add_argument("--baseline", default=BASELINE, help="commit whose doctor is measured beside (default %(default)s)")
+    ap.add_argument("--no-baseline", action="store_true")
+    ap.add_argument("--misses", action="store_true", help="list the development part's misses (never the held-out's)")
+    ap.add_argument("--json", dest="as_json", action="store_true", help="print the figures as JSON")
+    args = ap.parse_args()
+    rows = load_manifest()
+    parts = ["heldout", "dev"] if args.part == "both" else [args.part]
+    rows = [r for r in rows if r["split"] in parts]
+    files = [str(CORPUS / r["file"]) for r in rows]
+    cur = run_driver(REPO, files)
+    preds = {r["file"]: predict_current(cur[str(CORPUS / r["file"])]) for r in rows}
+    base_preds = None
+    if not args.no_baseline:
+        with tempfile.TemporaryDirectory(prefix="doctor_baseline_") as tmp:
+            old = run_driver(baseline_tree(args.baseline, Path(tmp)), files)
+        base_preds = {r["file"]: predict_old(old[str(CORPUS / r["file"])]) for r in rows}
+    out = {}
+    for part in parts:
+        sub = [r for r in rows if r["split"] == part]
+        s = score(sub, {r["file"]: preds[r["file"]] for r in sub})
+        b = score(sub, {r["file"]: base_preds[r["file"]] for r in sub}) if base_preds else None
+        out[part] = (s, b)
+        if not args.as_json:
+            label = ("HELD-OUT part (never used to write signatures)" if part == "heldout"
+                     else "DEVELOPMENT part (signatures were written from these: optimistic)")
+            print_report(label, s, b)
+    if args.as_json:
+        print(json.dumps({p: {"current": {k: v for k, v in s.items() if k != "confusion"}
+                              | {"confusion": {f"{t}->{q}": n for (t, q), n in s["confusion"].items()}},
+                              "baseline": b and {k: v for k, v in b.items() if k != "confusion"}}
+                          for p, (s, b) in out.items()}, indent=2))
+    if args.misses and "dev" in parts:
+        print("\ndevelopment misses (true → predicted):")
+        for r in rows:
+            if r["split"] == "dev" and preds[r["file"]] != r["class"]:
+                print(f"  {r['file']}: {r['class']} → {preds[r['file']]}")
+
+
+if __name__ == "__main__":
+    main()
