@@ -16,7 +16,7 @@ def _duplicates(rank_map: list[dict[str, Any]]) -> list[dict[str, Any]]:
     if not rows:
         return []
     try:
-        from dsv3_preflight.rankmap import find_duplicates
+        from dsv3_preflight.gpu.rankmap import find_duplicates
     except ImportError:  # the GPU area's module is not installed in this build
         return []
     return find_duplicates(rows)

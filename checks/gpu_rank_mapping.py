@@ -5,7 +5,7 @@ from typing import Any
 
 from dsv3_preflight import Result, check
 from dsv3_preflight.gpu.common import NOT_EXPECTED, join_problems, no_nvml_summary, spans
-from dsv3_preflight.rankmap import PCI_BUS_ID, find_duplicates, mapping_table, plan, resolve_visible, cluster_problems
+from dsv3_preflight.gpu.rankmap import PCI_BUS_ID, find_duplicates, mapping_table, plan, resolve_visible, cluster_problems
 
 ORDER_FIX = "export CUDA_DEVICE_ORDER=PCI_BUS_ID   # on every node, before torchrun"
 

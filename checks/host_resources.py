@@ -1,8 +1,7 @@
-"""host.resources: /dev/shm size, checkpoint directory, and leftovers holding GPUs or the rendezvous port."""
+"""host.resources: /dev/shm size, room in the output directory, and leftovers holding GPUs or the rendezvous port."""
 from __future__ import annotations
 
 from dsv3_preflight import Result, check
-from dsv3_preflight.probes.resources import NETWORK_FS
 from dsv3_preflight.text import one_line
 
 GIB = 1 << 30
@@ -17,13 +16,14 @@ def _proc_line(proc: dict) -> str:
     return f"pid {proc['pid']} ({one_line(proc.get('cmdline')) or proc.get('name') or '?'}, user {proc.get('user')}, since {proc.get('started')})"
 
 
-@check("host.resources", needs=["shm", "checkpoint_dir", "port_holders", "gpu_holders", "profile"], tags=["host"], timeout=20)
-def resources(shm, checkpoint_dir, port_holders, gpu_holders, profile):
-    """/dev/shm is big enough, the checkpoint dir is local, writable and has room, and no leftover holds GPUs or the port."""
+@check("host.resources", needs=["shm", "output_dir", "port_holders", "gpu_holders", "profile"], tags=["host"], timeout=20)
+def resources(shm, output_dir, port_holders, gpu_holders, profile):
+    """/dev/shm is big enough, the output dir's filesystem has room, and no leftover holds GPUs or the port
+    (where the output dir lies and whether it is writable is lora.output_dir's)."""
     fails: list[str] = []
     warns: list[str] = []
     fixes: list[str] = []
-    evidence: dict = {"shm": shm, "checkpoint_dir": checkpoint_dir}
+    evidence: dict = {"shm": shm, "output_dir": output_dir}
 
     need = profile.shm_min_gib * GIB
     if not shm.get("exists"):
@@ -36,18 +36,13 @@ def resources(shm, checkpoint_dir, port_holders, gpu_holders, profile):
         )
         fixes.append(f"docker run --shm-size={int(profile.shm_min_gib)}g …   # or: mount -o remount,size={int(profile.shm_min_gib)}G /dev/shm")
 
-    if checkpoint_dir.get("configured"):
-        path = checkpoint_dir["path"]
-        fstype = (checkpoint_dir.get("mount") or {}).get("fstype", "")
-        if not checkpoint_dir.get("writable"):
-            fails.append(f"checkpoint dir {path} is not writable ({checkpoint_dir.get('write_error', 'permission denied')})")
-            fixes.append(f"mkdir -p {path} && chown \"$(id -u):$(id -g)\" {path}")
-        if fstype in NETWORK_FS or fstype.startswith("nfs"):
-            warns.append(f"checkpoint dir {path} is on {fstype} ({checkpoint_dir['mount']['mountpoint']}): saving there during training caused trouble; use a node-local disk")
-            fixes.append("set checkpoint_dir/output_dir to a node-local path (for example /local/ckpt) and copy to NFS after the run")
-        free = checkpoint_dir.get("free_bytes")
+    if output_dir.get("configured"):
+        path = output_dir["path"]
+        free = output_dir.get("free_bytes")
         if free is not None and free < MIN_CHECKPOINT_FREE_GIB * GIB:
-            warns.append(f"checkpoint dir {path} has only {free / GIB:.1f} GiB free")
+            warns.append(f"{output_dir.get('key', 'output_dir')} {path} has only {free / GIB:.1f} GiB free")
+            fixes.append(f"df -h {output_dir.get('parent') or path}   # free room, or point {output_dir.get('key', 'output_dir')} "
+                         "at a node-local disk with room for the checkpoints")
 
     port_procs = [h for h in port_holders.get("holders", []) if h["port"] == port_holders["port"]]
     evidence["port_holders"] = port_procs
@@ -70,6 +65,11 @@ def resources(shm, checkpoint_dir, port_holders, gpu_holders, profile):
     if warns:
         return Result.warned(warns[0] + (f" (+{len(warns) - 1} more)" if len(warns) > 1 else ""), evidence, remediation)
     parts = [f"/dev/shm {shm['total_bytes'] / GIB:.1f} GiB"]
-    parts.append(f"checkpoint dir {checkpoint_dir['path']} writable" if checkpoint_dir.get("configured") else "no checkpoint dir configured")
+    if output_dir.get("configured"):
+        free = output_dir.get("free_bytes")
+        parts.append(f"{output_dir.get('key', 'output_dir')} {output_dir['path']}: "
+                     + (f"{free / GIB:.1f} GiB free" if free is not None else "free space unknown"))
+    else:
+        parts.append("no output dir configured")
     parts.append(f"port {port_holders['port']} and GPUs not held")
     return Result.passed(", ".join(parts), evidence)

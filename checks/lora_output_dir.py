@@ -4,10 +4,10 @@ from __future__ import annotations
 from dsv3_preflight import Result, check
 
 
-@check("lora.output_dir", needs=["lora_output_dir"], tags=["lora", "storage"], timeout=120)
-def output_dir(lora_output_dir):
+@check("lora.output_dir", needs=["output_dir", "saved_adapters"], tags=["lora", "storage"], timeout=120)
+def output_dir(output_dir, saved_adapters=None):
     """The adapter output dir is writable (or can be created), is not on a network filesystem; its saved adapters are sound."""
-    f = lora_output_dir
+    f = {**output_dir, "adapters": (saved_adapters or {}).get("adapters", [])}
     if not f.get("configured"):
         return Result.skipped("the profile names no output_dir (--output-dir / OUTPUT_DIR)")
     path, key = f["path"], f.get("key", "output_dir")

@@ -14,11 +14,12 @@ import pkgutil
 import sys
 from typing import Sequence
 
-EXIT_OK, EXIT_RED, EXIT_INTERRUPTED, EXIT_INTERNAL, EXIT_USAGE, EXIT_NOTHING = 0, 1, 2, 3, 4, 5
+from .preflight import UsageError  # noqa: F401  (re-exported: the commands raise it)
+from .result import ExitCode
 
-
-class UsageError(Exception):
-    """Bad usage or configuration: printed as one line, exit code 4."""
+EXIT_OK, EXIT_RED, EXIT_INTERRUPTED, EXIT_INTERNAL, EXIT_USAGE, EXIT_NOTHING = (
+    int(ExitCode.OK), int(ExitCode.RED), int(ExitCode.INTERRUPTED), int(ExitCode.INTERNAL), int(ExitCode.USAGE),
+    int(ExitCode.NOTHING))
 
 
 class _Parser(argparse.ArgumentParser):

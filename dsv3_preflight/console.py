@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from .result import Result, Status
+from .result import NO_GO, NOTHING_SELECTED, Result, Status
 
 STYLE = {"pass": "green", "warn": "yellow", "fail": "bold red", "skip": "dim", "error": "bold magenta"}
 LABEL = {s.value: f"{s.symbol} {s.value.upper()}" for s in Status}
@@ -48,6 +48,8 @@ def progress(total: int, enabled: bool, no_color: bool = False, label: str = "ch
 def render_document(doc: Mapping[str, Any], console: Console, quiet: bool = False) -> None:
     """The result table (failures first), each red/warn remediation, then the verdict line."""
     results = doc["results"]
+    if not results and doc.get("verdict") == NOTHING_SELECTED:
+        quiet = True  # no table of nothing
     multi_node = len({r["node"] for r in results}) > 1
     if not quiet:
         nodes = doc.get("nodes") or []
@@ -78,7 +80,12 @@ def render_document(doc: Mapping[str, Any], console: Console, quiet: bool = Fals
                 console.print("  fix:")
                 for line in r["remediation"].splitlines():
                     console.print(f"    {escape(line)}", soft_wrap=True)
+    for note in doc.get("notes") or []:
+        console.print(f"[dim]note:[/] {escape(str(note))}", soft_wrap=True)
     counts = doc["counts"]
     parts = ", ".join(f"{counts[s]} {s}" for s in ("fail", "error", "warn", "pass", "skip") if counts.get(s))
-    style = "bold red" if doc["verdict"] == "NO-GO" else "bold green"
-    console.print(f"\n[{style}]{doc['verdict']}[/]: {parts or 'nothing ran'}")
+    if doc["verdict"] == NOTHING_SELECTED:
+        console.print(f"\n[bold yellow]{doc['verdict']}[/]: {escape(str(doc.get('nothing_selected') or doc.get('verdict_reason')))}")
+        return
+    style = "bold red" if doc["verdict"] == NO_GO else "bold green"
+    console.print(f"\n[{style}]{doc['verdict']}[/]: {parts}")

@@ -7,12 +7,11 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
-from collections import Counter
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from . import __version__
-from .result import Result, Status, worst
+from .result import Result, Status, counts, decide_results, worst
 from .secrets import mask
 
 FORMAT = "dsv3-preflight/result"
@@ -24,12 +23,6 @@ class DocumentError(Exception):
     """A result document cannot be read."""
 
 
-def verdict(results: Iterable[Result], strict: bool = False) -> str:
-    results = list(results)
-    red = any(r.status.is_red for r in results) or (strict and any(r.status is Status.WARN for r in results))
-    return "NO-GO" if red or not results else "GO"
-
-
 def build_document(
     *,
     mode: str,
@@ -38,27 +31,34 @@ def build_document(
     results: Iterable[Result],
     deselected: Mapping[str, str] | None = None,
     command: list[str] | None = None,
-    exit_code: int,
     strict: bool = False,
-    started: _dt.datetime | None = None,
+    started: _dt.datetime | str | None = None,
+    finished: _dt.datetime | str | None = None,
     extra: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Assemble the document; every string in it passes through secret masking."""
+    """Assemble the document; the verdict, exit code and counts come from :func:`result.decide` on the
+    results (deselected checks are listed in ``deselected`` only, never as results). Every string in it
+    passes through secret masking."""
     results = list(results)
-    counts = Counter(r.status.value for r in results)
+    decision = decide_results(results, strict=strict)
     now = _dt.datetime.now(_dt.timezone.utc)
+
+    def stamp(value: _dt.datetime | str | None) -> str:
+        return value if isinstance(value, str) else (value or now).isoformat(timespec="seconds")
+
     doc = {
         "format": FORMAT,
         "schema_version": SCHEMA_VERSION,
         "tool": {"name": "dsv3-preflight", "version": __version__},
-        "created": (started or now).isoformat(timespec="seconds"),
-        "finished": now.isoformat(timespec="seconds"),
+        "created": stamp(started),
+        "finished": stamp(finished),
         "command": list(command or []),
         "mode": mode,
-        "verdict": verdict(results, strict),
-        "exit_code": exit_code,
+        "verdict": decision.label,
+        "verdict_reason": decision.reason,
+        "exit_code": int(decision.exit_code),
         "strict": strict,
-        "counts": {s.value: counts.get(s.value, 0) for s in Status},
+        "counts": counts(r.status for r in results),
         "worst": (worst(r.status for r in results) or Status.SKIP).value,
         "profile": dict(profile),
         "nodes": [dict(n) for n in nodes],

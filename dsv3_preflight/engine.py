@@ -14,7 +14,7 @@ from typing import Any, Callable, Iterable, Mapping
 from .facts import FactError, FactStore
 from .profile import Profile
 from .registry import CheckSpec, Registry
-from .result import Result, Status
+from .result import Actor, Result, Status, decide_results
 
 OnResult = Callable[[Result], None]
 
@@ -172,12 +172,16 @@ def run_cluster_checks(
 
 
 def exit_code(results: Iterable[Result], strict: bool = False) -> int:
-    """pytest's codes: 0 no FAIL/ERROR (WARN fails only with strict), 1 otherwise, 5 nothing ran."""
-    results = list(results)
-    if not results:
-        return 5
-    if any(r.status.is_red for r in results):
-        return 1
-    if strict and any(r.status is Status.WARN for r in results):
-        return 1
-    return 0
+    """pytest's codes through the one verdict function: 0 no FAIL/ERROR, 1 otherwise, 5 nothing ran."""
+    return int(decide_results(results, strict=strict).exit_code)
+
+
+def error_result(name: str, node: str, summary: str, evidence: Mapping[str, Any] | None = None,
+                 remediation: str | None = None, *, duration_s: float = 0.0, actor: Actor | str | None = None,
+                 cause: str | None = None) -> Result:
+    """An ERROR result a runner records when it could not run something (a node that died, Ray unreachable).
+
+    Runners never judge: they record what they learned as a fact, or as this ERROR, named and placed.
+    """
+    return Result._engine_error(summary, evidence, remediation, actor=actor, cause=cause).stamped(
+        name=name, node=node, duration_s=duration_s)

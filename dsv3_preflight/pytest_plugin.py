@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from .options import profile_option_specs, resolve_from_options
+from .options import cli_profile_values, profile_option_specs
 
 CHECKS_DIR = Path(__file__).resolve().parent.parent / "checks"
 
@@ -41,35 +41,37 @@ def addoption(parser) -> None:
 
 
 class _Session:
-    """The registry, profile and fact store of this pytest process (built on first use)."""
+    """The registry, profile and one preflight run of this pytest process (built on first use).
+
+    The run goes through ``preflight.run_preflight`` like the CLI's, over exactly the checks this process
+    will run (pytest's own selection: ``-k``, node ids), so each probe runs once per process.
+    """
 
     def __init__(self, config) -> None:
-        from .facts import FactStore
+        from .preflight import RunOptions, resolve
         from .registry import load_registry
-        from .runner import this_node_name
 
-        self.registry = load_registry(config.getoption("checks_dir"), entry_points=not config.getoption("no_plugins"))
-        self.profile = resolve_from_options(config.getoption, os.environ)
-        self.node = this_node_name()
-        self.store = FactStore(self.registry, {"profile": self.profile})
+        self.config = config
+        self.options = RunOptions(
+            profile_name=config.getoption("profile_name"), config_path=config.getoption("config_path"),
+            profile_values={k: v for k, v in cli_profile_values(config.getoption).items() if v is not None},
+            checks_dirs=tuple(config.getoption("checks_dir")), entry_points=not config.getoption("no_plugins"),
+            progress=False, command=("pytest", *config.invocation_params.args),
+        )
+        self.registry = load_registry(self.options.checks_dirs, entry_points=self.options.entry_points)
+        self.profile = resolve(self.options)
+        self.facts: dict[str, Any] = {}
 
-    def run(self, spec):
-        from .engine import run_cluster_checks, run_node_checks
+    def result(self, spec) -> "Any":
+        """Run one check through run_preflight; facts gathered for earlier items are reused, not probed again."""
+        from dataclasses import replace
+
+        from .preflight import run_preflight
         from .result import Result
-        from .runner import cluster_skip_reason
 
-        if spec.scope == "node":
-            return run_node_checks(self.registry, [spec], self.store, self.node)[0]
-        if self.profile.nnodes != 1:
-            return Result.skipped(cluster_skip_reason(self.profile)).stamped(name=spec.name, node="cluster", duration_s=0)
-        self.store.start(spec.needs)
-        for need in spec.needs:
-            try:
-                self.store.get(need)
-            except Exception:  # noqa: BLE001 - surfaces as the check's ERROR
-                pass
-        snap = self.store.snapshot()
-        return run_cluster_checks([spec], self.profile, {self.node: snap}, {self.node: self.profile.node_rank})[0]
+        doc = run_preflight(replace(self.options, profile=self.profile, only=(spec.name,), seed_facts=self.facts))
+        self.facts.update(doc["nodes"][0].get("facts") or {})
+        return Result.from_dict(next(r for r in doc["results"] if r["name"] == spec.name))
 
 
 def _session(config) -> _Session:
@@ -92,7 +94,7 @@ class CheckItem(pytest.Item):
     def runtest(self) -> None:
         from .result import Status
 
-        result = _session(self.config).run(self.spec)
+        result = _session(self.config).result(self.spec)
         self.user_properties.append(("dsv3_preflight_result", json.dumps(result.to_dict())))
         if result.status is Status.SKIP:
             pytest.skip(result.summary)
@@ -149,17 +151,14 @@ def write_json(session) -> None:
     if not path or hasattr(session.config, "workerinput"):
         return
     from .document import build_document, write_document
-    from .engine import exit_code
     from .result import Result
-
-    results = [Result.from_dict(json.loads(v)) for v in getattr(session.config, "_dsv3_results", [])]
-    profile = resolve_from_options(session.config.getoption, os.environ)
     from .runner import this_node_name
 
+    results = [Result.from_dict(json.loads(v)) for v in getattr(session.config, "_dsv3_results", [])]
+    profile = _session(session.config).profile
     node = {"node": this_node_name(), "node_rank": profile.node_rank, "state": "ok", "error": None, "facts": {}, "fact_errors": {}}
-    code = exit_code(results)
     doc = build_document(mode="pytest", profile=profile.to_dict(), nodes=[node], results=results,
-                         command=["pytest", *session.config.invocation_params.args], exit_code=code)
+                         command=["pytest", *session.config.invocation_params.args])
     write_document(doc, path)
 
 

@@ -198,27 +198,49 @@ class Registry:
         only: Iterable[str] = (),
         skip: Iterable[str] = (),
         tags: Iterable[str] = (),
-    ) -> tuple[list[CheckSpec], dict[str, str]]:
-        """The selected checks (sorted by name), and the deselected ones with why.
+    ) -> "Selection":
+        """The selected checks (sorted by name), the deselected ones with why, and the patterns that matched nothing.
 
-        ``only`` and ``skip`` take names or prefixes ending in '.' or '*' (``net.*``); unknown names are an error.
+        ``only`` and ``skip`` take names or prefixes ending in '.' or '*' (``net.*``). A pattern or tag that
+        matches no check selects nothing: with nothing selected the run says why and exits 5.
         """
-        only, skip, tags = list(only), list(skip), set(tags)
-        for pattern in only + skip:
-            if not any(_matches(pattern, name) for name in self.checks):
-                raise RegistryError(f"no check matches {pattern!r}; `dsv3-preflight list` shows the names")
+        only, skip, tags = list(only), list(skip), list(tags)
+        unmatched = [f"--only {p!r}" for p in only if not any(_matches(p, n) for n in self.checks)]
+        unmatched += [f"--skip {p!r}" for p in skip if not any(_matches(p, n) for n in self.checks)]
+        known_tags = {t for spec in self.checks.values() for t in spec.tags}
+        unmatched += [f"--tags {t!r}" for t in tags if t not in known_tags]
         selected, deselected = [], {}
         for name in sorted(self.checks):
             spec = self.checks[name]
             if only and not any(_matches(p, name) for p in only):
                 continue
-            if tags and not tags & set(spec.tags):
+            if tags and not set(tags) & set(spec.tags):
                 continue
             if any(_matches(p, name) for p in skip):
                 deselected[name] = "skipped on request (--skip)"
                 continue
             selected.append(spec)
-        return selected, deselected
+        return Selection(selected, deselected, unmatched)
+
+
+@dataclass(frozen=True)
+class Selection:
+    """What a run's --only/--skip/--tags selected. Unpacks as ``selected, deselected``."""
+
+    selected: list[CheckSpec]
+    deselected: dict[str, str]
+    unmatched: list[str] = field(default_factory=list)
+
+    def __iter__(self):
+        return iter((self.selected, self.deselected))
+
+    def why_empty(self) -> str:
+        """Why nothing is selected, in one line (`dsv3-preflight list` shows the names)."""
+        if self.unmatched:
+            return (f"no check matches {', '.join(self.unmatched)}; `dsv3-preflight list` shows the names and tags")
+        if self.deselected:
+            return f"every matching check was deselected by --skip ({len(self.deselected)})"
+        return "no check matches the selection; `dsv3-preflight list` shows the names and tags"
 
 
 def _matches(pattern: str, name: str) -> bool:
@@ -286,12 +308,41 @@ def load_checks_dir(registry: Registry, directory: str | Path) -> None:
         registry.add_module(module, str(file))
 
 
+#: the domains: each is a package of dsv3_preflight whose ``probes`` subpackage holds every probe of that domain
+#: (the only code that touches the system) and whose other modules are the pure helpers its checks use
+DOMAINS = ("host", "gpu", "net", "lora", "collective")
+
+
+def probe_packages() -> list[str]:
+    """The packages probes are collected from: ``dsv3_preflight.<domain>.probes`` for every domain that has one."""
+    found = []
+    for domain in DOMAINS:
+        name = f"dsv3_preflight.{domain}.probes"
+        if importlib.util.find_spec(name) is not None:
+            found.append(name)
+    return found
+
+
+def _walk(package: str) -> Iterable[ModuleType]:
+    """A package and every module below it (not ``_*``, ``test_*``, ``conftest``), in name order."""
+    pkg = importlib.import_module(package)
+    yield pkg
+    for info in sorted(pkgutil.walk_packages(pkg.__path__, prefix=f"{package}."), key=lambda i: i.name):
+        leaf = info.name.rsplit(".", 1)[-1]
+        if leaf.startswith(("_", "test_")) or leaf == "conftest":
+            continue
+        yield importlib.import_module(info.name)
+
+
 def load_registry(checks_dirs: Iterable[str | Path] = (), entry_points: bool = True) -> Registry:
-    """Built-in probes and checks, then entry-point plugins, then each ``--checks-dir``; validated."""
+    """Built-in probes (each domain's ``probes`` package) and checks, then entry-point plugins, then each
+    ``--checks-dir``; validated."""
     registry = Registry()
-    for package in ("dsv3_preflight.probes", "dsv3_preflight.checks"):
-        for module in _import_package_modules(package):
+    for package in probe_packages():
+        for module in _walk(package):
             registry.add_module(module, module.__name__)
+    for module in _import_package_modules("dsv3_preflight.checks"):
+        registry.add_module(module, module.__name__)
     if entry_points:
         _load_entry_points(registry)
     for directory in checks_dirs:

@@ -6,19 +6,21 @@ import re
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from dsv3_preflight.result import decide_results
+
 from .command import LaunchCommand, shell_text
 
 
 def is_go(doc: Mapping[str, Any], code: int) -> bool:
-    """Green: exit code 0 (no FAIL/ERROR, no WARN under --strict, something was selected)."""
-    return code == 0 and doc.get("verdict") == "GO"
+    """Green: the one verdict function, re-applied to the document's results, says GO, and so did the run."""
+    decision = decide_results(doc.get("results") or [], strict=bool(doc.get("strict")))
+    return decision.is_go and code == decision.exit_code and doc.get("verdict") == decision.label
 
 
 def red_line(doc: Mapping[str, Any], code: int, written: Sequence[Path]) -> str:
     """The one line printed when the gate stays closed."""
-    counts = doc.get("counts", {})
-    red = ", ".join(f"{counts.get(s, 0)} {s.upper()}" for s in ("fail", "error") if counts.get(s))
-    why = red or ("WARN under --strict" if doc.get("strict") and counts.get("warn") else "nothing selected" if code == 5 else "not green")
+    decision = decide_results(doc.get("results") or [], strict=bool(doc.get("strict")))
+    why = decision.reason if not decision.is_go else f"the run ended with exit code {code}"
     where = f"report: {written[0]}" if written else "report: not written (--no-report); the results are above"
     return f"dsv3-preflight launch: NO-GO ({why}): torchrun not started; {where}"
 

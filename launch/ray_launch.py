@@ -191,8 +191,8 @@ def _nodes_from_doc(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
     return sorted(({**n, "facts": facts.get(n["name"], {})} for n in ray_nodes), key=lambda n: n["node_rank"])
 
 
-def launch_all_nodes(doc: Mapping[str, Any], args: Any, *, profile: Any, torchrun: Sequence[str] | None,
-                     launch_log: Path | None, log_text: str) -> int:
+def launch_all_nodes(doc: Mapping[str, Any], *, training: Sequence[str], reports_dir: str, stop_grace: float,
+                     profile: Any, torchrun: Sequence[str] | None, launch_log: Path | None, log_text: str) -> int:
     """Start torchrun on every node the preflight judged; stream; stop all when one fails. Returns the exit code."""
     import ray
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
@@ -209,7 +209,7 @@ def launch_all_nodes(doc: Mapping[str, Any], args: Any, *, profile: Any, torchru
               "torchrun not started", file=sys.stderr, flush=True)
         return 1
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    log_dir = Path(os.path.abspath(args.reports_dir))
+    log_dir = Path(os.path.abspath(reports_dir))
     actor_cls = ray.remote(NodeTorchrun)
     actors: dict[int, Any] = {}
     labels: dict[int, str] = {}
@@ -230,7 +230,7 @@ def launch_all_nodes(doc: Mapping[str, Any], args: Any, *, profile: Any, torchru
             derived, notes = derive_env(profile, node["facts"])
             path = log_dir / f"launch-{stamp}-node{rank}-{node['name']}.log"
             header = f"{log_text}# node {rank} {node['name']} ({node['ip']}): torchrun output follows\n"
-            starts[rank] = actors[rank].start.remote(profile.to_dict(), list(args.training), derived, notes, torchrun,
+            starts[rank] = actors[rank].start.remote(profile.to_dict(), list(training), derived, notes, torchrun,
                                                      rank, str(path), header, os.getcwd())
         for rank, ref in starts.items():
             try:
@@ -265,9 +265,9 @@ def launch_all_nodes(doc: Mapping[str, Any], args: Any, *, profile: Any, torchru
     except KeyboardInterrupt:
         failed = failed or (-1, "interrupted")
     finally:
-        stopping = [actors[r].stop.remote(args.stop_grace) for r in actors]
+        stopping = [actors[r].stop.remote(stop_grace) for r in actors]
         try:
-            ray.get(stopping, timeout=args.stop_grace + 30.0)
+            ray.get(stopping, timeout=stop_grace + 30.0)
         except Exception:  # noqa: BLE001 - a lost node has nothing left to stop
             pass
         for rank, actor in actors.items():  # what the nodes printed while stopping

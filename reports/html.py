@@ -17,12 +17,13 @@ from typing import Any, Mapping
 
 import jinja2
 
+from dsv3_preflight.result import STATUS_ORDER as _STATUS_ORDER
+from dsv3_preflight.result import severity
 from dsv3_preflight.secrets import mask
 
 TEMPLATES = Path(__file__).with_name("templates")
-STATUS_ORDER = ["error", "fail", "warn", "skip", "pass"]
-SEVERITY = {"pass": 0, "skip": 1, "warn": 2, "fail": 3, "error": 4}
-SYMBOL = {"pass": "✔", "skip": "–", "warn": "!", "fail": "✘", "error": "‼"}
+STATUS_ORDER = [s.value for s in _STATUS_ORDER]
+SYMBOL = {s.value: s.symbol for s in _STATUS_ORDER}
 NODE_STATE_SYMBOL = {"ok": "✔", "replayed": "↺", "error": "‼", "missing": "?"}
 DASH = "—"
 
@@ -73,8 +74,8 @@ def build_view(doc: Mapping[str, Any]) -> dict[str, Any]:
     results = [dict(r, id=f"r{i}") for i, r in enumerate(doc.get("results") or [])]
     nodes = sorted((dict(n) for n in doc.get("nodes") or []),
                    key=lambda n: (n.get("node_rank") is None, n.get("node_rank") or 0, str(n.get("node"))))
-    selected = [r for r in results if r.get("node") != "-"]
-    deselected = [r for r in results if r.get("node") == "-"]
+    selected = [r for r in results if r.get("node") != "-"]  # "-": a deselection written by an older version
+    deselected = [{"name": name, "summary": reason} for name, reason in (doc.get("deselected") or {}).items()]
 
     node_names = [str(n["node"]) for n in nodes]
     for r in selected:
@@ -83,10 +84,10 @@ def build_view(doc: Mapping[str, Any]) -> dict[str, Any]:
     by_cell: dict[tuple[str, str], dict[str, Any]] = {}
     for r in selected:
         key = (r["name"], r["node"])
-        if key not in by_cell or SEVERITY[r["status"]] > SEVERITY[by_cell[key]["status"]]:
+        if key not in by_cell or severity(r["status"]) > severity(by_cell[key]["status"]):
             by_cell[key] = r
     checks = sorted({r["name"] for r in selected},
-                    key=lambda c: (-max(SEVERITY[by_cell[(c, n)]["status"]] for n in node_names if (c, n) in by_cell), c))
+                    key=lambda c: (-max(severity(by_cell[(c, n)]["status"]) for n in node_names if (c, n) in by_cell), c))
     rows = [{"check": c, "cells": [by_cell.get((c, n)) for n in node_names]} for c in checks]
 
     node_state = {str(n["node"]): n for n in nodes}

@@ -4,7 +4,10 @@ Contract: ``merge_documents([(label, doc), ...]) -> doc`` returns a schema_versi
 mode "merged": every node and result of the inputs, counts/verdict/worst recomputed from the
 results, and ``merged_from`` listing each input. A node name that occurs in more than one input (the
 same node run several times) is labelled ``NAME @ CREATED`` (or ``NAME @ FILE`` when the start times
-are equal too) in every occurrence so the matrix keeps one column per run. Secrets are masked again (the inputs may come from anywhere).
+are equal too) in every occurrence so the matrix keeps one column per run; the cluster-scope results of
+several runs keep one column per run too, named ``cluster (NODES) @ CREATED``. The document is built by
+``document.build_document``, the builder `run` uses: one verdict function. Secrets are masked again (the
+inputs may come from anywhere).
 """
 from __future__ import annotations
 
@@ -12,11 +15,12 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from dsv3_preflight.document import FORMAT, SCHEMA_VERSION
+from dsv3_preflight.document import build_document
+from dsv3_preflight.result import Result
 from dsv3_preflight.secrets import mask
 
-SEVERITY = {"pass": 0, "skip": 1, "warn": 2, "fail": 3, "error": 4}
-STATUSES = ("pass", "warn", "fail", "skip", "error")
+#: where the cluster-scope results of one run sit (the engine's node name for them)
+CLUSTER_NODE = "cluster"
 
 
 def merge_documents(inputs: Iterable[tuple[str, Mapping[str, Any]]], command: list[str] | None = None) -> dict[str, Any]:
@@ -29,8 +33,9 @@ def merge_documents(inputs: Iterable[tuple[str, Mapping[str, Any]]], command: li
 
     name_count = Counter(str(n.get("node")) for _, doc in inputs for n in doc.get("nodes") or [])
     stamp_count = Counter((str(n.get("node")), str(doc.get("created"))) for _, doc in inputs for n in doc.get("nodes") or [])
+    with_cluster_rows = [label for label, doc in inputs if any(r.get("node") == CLUSTER_NODE for r in doc.get("results") or [])]
     nodes: list[dict[str, Any]] = []
-    results: list[dict[str, Any]] = []
+    results: list[Result] = []
     deselected: dict[str, str] = {}
     merged_from: list[dict[str, Any]] = []
     findings: list[dict[str, Any]] = []
@@ -49,12 +54,15 @@ def merge_documents(inputs: Iterable[tuple[str, Mapping[str, Any]]], command: li
             else:  # same node, same start: only the file tells the runs apart
                 rename[name] = f"{name} @ {Path(label).name}"
             nodes.append(dict(n, node=rename[name]))
+        if len(with_cluster_rows) > 1:
+            # each run's cluster-scope results keep their own column, named by the run's nodes and time
+            members = ",".join(str(n.get("node")) for n in doc.get("nodes") or []) or Path(label).name
+            rename[CLUSTER_NODE] = f"{CLUSTER_NODE} ({members}) @ {created or Path(label).name}"
         for r in doc.get("results") or []:
             node = r.get("node", "-")
             if node == "-":
-                if r.get("name") in {x.get("name") for x in results if x.get("node") == "-"}:
-                    continue  # the same deselection in several inputs is one line
-            results.append(dict(r, node=rename.get(node, node)))
+                continue  # a deselection written by an older version: it is in `deselected` too
+            results.append(Result.from_dict(dict(r, node=rename.get(node, node))))
         deselected.update(doc.get("deselected") or {})
         doctor = doc.get("doctor")
         if isinstance(doctor, Mapping):
@@ -71,41 +79,24 @@ def merge_documents(inputs: Iterable[tuple[str, Mapping[str, Any]]], command: li
             "command": " ".join(doc.get("command") or []),
         })
 
-    results.sort(key=lambda r: (-SEVERITY.get(r.get("status"), 0), str(r.get("node")), str(r.get("name"))))
-    counted = [r for r in results if r.get("node") != "-"]
-    counts = Counter(r.get("status") for r in results)
-    strict = any(doc.get("strict") for _, doc in inputs)
-    red = any(SEVERITY.get(r.get("status"), 0) >= 3 for r in counted) or (strict and any(r.get("status") == "warn" for r in counted))
-    red = red or any(doc.get("verdict") == "NO-GO" for _, doc in inputs)
-    red = red or any(n.get("state") in ("error", "missing") for n in nodes)
-    worst = max((r.get("status") for r in results), key=lambda s: SEVERITY.get(s, 0), default="skip")
     first = inputs[0][1]
-    out: dict[str, Any] = {
-        "format": FORMAT,
-        "schema_version": SCHEMA_VERSION,
-        "tool": dict(first.get("tool") or {"name": "dsv3-preflight", "version": "unknown"}),
-        "created": min(str(doc.get("created")) for _, doc in inputs),
-        "finished": max(str(doc.get("finished", doc.get("created"))) for _, doc in inputs),
-        "command": list(command or []),
-        "mode": "merged",
-        "verdict": "NO-GO" if red or not counted else "GO",
-        "exit_code": 1 if red else (0 if counted else 5),
-        "strict": strict,
-        "counts": {s: counts.get(s, 0) for s in STATUSES},
-        "worst": worst,
-        "profile": dict(first.get("profile") or {"name": "—", "values": {}, "sources": {}}),
-        "nodes": nodes,
-        "results": results,
-        "deselected": deselected,
-        "merged_from": merged_from,
-    }
+    extra: dict[str, Any] = {"merged_from": merged_from}
     if findings or doctor_verdicts:
         rank = {"failure": 3, "NO-GO": 3, "unknown": 2, "healthy": 1, "GO": 1}
-        out["doctor"] = {"verdict": max(doctor_verdicts, key=lambda v: rank.get(v, 0), default="unknown"),
-                         "summary": "; ".join(s for s in doctor_summaries if s),
-                         "findings": findings, "warnings": doctor_warnings}
-    return mask(out)
-
+        extra["doctor"] = {"verdict": max(doctor_verdicts, key=lambda v: rank.get(v, 0), default="unknown"),
+                           "summary": "; ".join(s for s in doctor_summaries if s),
+                           "findings": findings, "warnings": doctor_warnings}
+    doc = build_document(
+        mode="merged",
+        profile=dict(first.get("profile") or {"name": "—", "values": {}, "sources": {}}),
+        nodes=nodes, results=results, deselected=deselected, command=list(command or []),
+        strict=any(doc.get("strict") for _, doc in inputs),
+        started=min(str(doc.get("created")) for _, doc in inputs),
+        finished=max(str(doc.get("finished", doc.get("created"))) for _, doc in inputs),
+        extra=extra,
+    )
+    doc["tool"] = dict(first.get("tool") or doc["tool"])
+    return doc
 
 
 def _rendezvous(doc: Mapping[str, Any]) -> str | None:

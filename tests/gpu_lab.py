@@ -1,7 +1,7 @@
 """A recorded GPU machine, stood up at the hardware boundary only, for the real GPU probes to read.
 
 From a machine file under tests/data/gpu/machines/ it builds:
-- NVML: the recorded document, served by dsv3_preflight.gpu.nvml_replay ($DSV3_PREFLIGHT_NVML_REPLAY);
+- NVML: the recorded document, served by dsv3_preflight.gpu.probes.replay ($DSV3_PREFLIGHT_NVML_REPLAY);
 - libcuda: a real shared library compiled with gcc, whose cuInit/cuDeviceGetCount return the recorded
   codes ($DSV3_PREFLIGHT_LIBCUDA; its file name carries the recorded driver version as libcuda.so.X does);
 - a sysroot with sysfs PCI functions, /dev nodes, /proc/driver/nvidia/version and the FM log
@@ -110,7 +110,8 @@ def stand_up(name: str, tmp: Path, libcuda: Path) -> Machine:
 def gather(machine: Machine, monkeypatch) -> dict[str, Any]:
     """Run the real probes against the stood-up machine; the torch runtime answer is the recorded one
     (this machine's torch is a CPU build), interpreted by the probe's own code."""
-    from dsv3_preflight.probes import gpu, gpu_fabric
+    from dsv3_preflight.gpu.probes import fabric as gpu_fabric
+    from dsv3_preflight.gpu.probes import nvml as gpu
 
     for key, value in machine.env.items():
         monkeypatch.setenv(key, value)

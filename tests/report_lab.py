@@ -68,7 +68,7 @@ def hostile_document() -> dict:
     doc = build_document(mode="node", profile={"name": "p" + HOSTILE, "values": {"master_addr": HOSTILE},
                                                "sources": {"master_addr": "env " + HOSTILE}},
                          nodes=[node], results=[result.stamped(name="x.check" + HOSTILE, node=node["node"], duration_s=0.1)],
-                         command=["dsv3-preflight", HOSTILE], exit_code=1)
+                         command=["dsv3-preflight", HOSTILE])
     doc["doctor"] = {"verdict": HOSTILE, "findings": [{"class": HOSTILE, "title": HOSTILE, "root_cause": HOSTILE,
                                                        "fix": HOSTILE, "check": HOSTILE, "node": HOSTILE, "rank": 0,
                                                        "evidence": [{"file": "/var/log/" + HOSTILE, "line": 3, "text": HOSTILE}]}]}

@@ -49,7 +49,7 @@ def test_launch_vars_verdicts(env, profile, resolve, status, text, export):
 
 GIB = 1 << 30
 SHM_OK = {"path": "/dev/shm", "exists": True, "total_bytes": 16 * GIB, "free_bytes": 16 * GIB}
-NO_CKPT = {"configured": False}
+NO_OUTPUT_DIR = {"configured": False}
 NO_HOLDERS = {"port": 39500, "holders": []}
 NO_GPU_HOLDERS = {"device_files": [], "holders": []}
 PROC = {"pid": 4242, "user": "ubuntu", "cmdline": "python src/train.py --deepspeed ds.json", "name": "python", "started": "2026-11-21T23:10:00+0000"}
@@ -59,12 +59,9 @@ PROC = {"pid": 4242, "user": "ubuntu", "cmdline": "python src/train.py --deepspe
     ({}, Status.PASS, "/dev/shm 16.0 GiB", None),
     ({"shm": {**SHM_OK, "total_bytes": 64 << 20}}, Status.FAIL, "/dev/shm is 0.1 GiB, below 16 GiB", "--shm-size=16g"),
     ({"shm": {"path": "/dev/shm", "exists": False}}, Status.FAIL, "/dev/shm does not exist", "--shm-size=16g"),
-    ({"checkpoint_dir": {"configured": True, "path": "/nfs/ckpt", "exists": True, "writable": True, "free_bytes": 900 * GIB,
-                         "mount": {"device": "nas:/export", "mountpoint": "/nfs", "fstype": "nfs4"}}},
-     Status.WARN, "checkpoint dir /nfs/ckpt is on nfs4", "node-local path"),
-    ({"checkpoint_dir": {"configured": True, "path": "/ckpt", "exists": True, "writable": False, "write_error": "Read-only file system",
-                         "free_bytes": 900 * GIB, "mount": {"device": "/dev/sda", "mountpoint": "/", "fstype": "ext4"}}},
-     Status.FAIL, "not writable (Read-only file system)", "mkdir -p /ckpt"),
+    ({"output_dir": {"configured": True, "path": "/ckpt", "key": "checkpoint_dir", "exists": True, "writable": True,
+                     "free_bytes": 3 * GIB, "mount": {"device": "/dev/sda", "mountpoint": "/", "fstype": "ext4"}}},
+     Status.WARN, "checkpoint_dir /ckpt has only 3.0 GiB free", "df -h /ckpt"),
     ({"port_holders": {"port": 39500, "holders": [{"port": 39500, "address": "0.0.0.0", "status": "LISTEN", "type": "tcp", "process": PROC}]}},
      Status.FAIL, "port 39500 is held by pid 4242 (python src/train.py", "kill 4242"),
     ({"gpu_holders": {"device_files": ["nvidia0"], "holders": [dict(PROC, devices=["/dev/nvidia0"])]}},
@@ -73,7 +70,7 @@ PROC = {"pid": 4242, "user": "ubuntu", "cmdline": "python src/train.py --deepspe
      Status.PASS, "not held", None),
 ])
 def test_resources_verdicts(facts, status, text, fix):
-    args = {"shm": SHM_OK, "checkpoint_dir": NO_CKPT, "port_holders": NO_HOLDERS, "gpu_holders": NO_GPU_HOLDERS, "profile": GPU, **facts}
+    args = {"shm": SHM_OK, "output_dir": NO_OUTPUT_DIR, "port_holders": NO_HOLDERS, "gpu_holders": NO_GPU_HOLDERS, "profile": GPU, **facts}
     result = resources(**args)
     assert result.status is status, result
     assert text in result.summary
@@ -115,7 +112,7 @@ def test_resources_names_the_pid_of_a_real_process_holding_the_rendezvous_port(t
 def test_port_holders_leaves_out_this_process_own_sockets(clean_env):
     # port_bind's test listener lives in the preflight's own process; run beside it, port_holders named the
     # preflight itself as the leftover to kill (README command 1 went NO-GO on its own Ray worker)
-    from dsv3_preflight.probes.resources import port_holders
+    from dsv3_preflight.host.probes.resources import port_holders
 
     port = _free_port()
     with socket.socket() as own:
@@ -139,14 +136,14 @@ def test_the_port_checks_and_the_collective_probe_run_together_without_reporting
     assert proc.returncode == 0
 
 
-def test_resources_checks_a_real_checkpoint_dir(tmp_path, clean_env):
+def test_resources_checks_the_room_in_a_real_checkpoint_dir(tmp_path, clean_env):
     out = tmp_path / "r.json"
     ckpt = tmp_path / "ckpt"
     ckpt.mkdir()
     proc = subprocess.run(python_cli("run", "--profile", "cpu", "--only", "host.resources", "--checkpoint-dir", str(ckpt),
                                      "--json", str(out), "--no-report"), capture_output=True, text=True, timeout=120)
     [result] = json.loads(out.read_text())["results"]
-    assert result["evidence"]["checkpoint_dir"]["writable"] is True
-    assert f"checkpoint dir {ckpt} writable" in result["summary"]
+    assert result["evidence"]["output_dir"]["writable"] is True
+    assert f"checkpoint_dir {ckpt}: " in result["summary"] and "GiB free" in result["summary"]
     assert proc.returncode == 0, proc.stdout
     assert result["status"] == "pass"

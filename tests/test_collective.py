@@ -106,7 +106,7 @@ def _fact(outcomes, world, **extra):
 
 
 def test_check_skips_multi_node_with_the_commands_to_run():
-    from dsv3_preflight.probes.collective import gang_commands
+    from dsv3_preflight.collective.probes.local import gang_commands
 
     profile = resolve_profile(cli={"master_addr": "10.77.0.10"}, environ={}, profile_name="dsv3")
     fact = {"requested": False, "reason": "the profile has 3 nodes", "commands": gang_commands(profile)}
@@ -130,7 +130,7 @@ def test_check_fails_naming_the_missing_rank_with_a_remediation():
 
 
 def test_check_flags_duplicate_gpus_in_the_observed_rank_map():
-    pytest.importorskip("dsv3_preflight.rankmap")
+    pytest.importorskip("dsv3_preflight.gpu.rankmap")
     rank_map = {"0": {"host": "n0", "pci_bus_id": "00000000:53:00.0"}, "1": {"host": "n0", "pci_bus_id": "00000000:53:00.0"}}
     ranks = [_rank(0, pci="00000000:53:00.0", rank_map=rank_map), _rank(1, pci="00000000:53:00.0")]
     r = judge_collective(_fact([_outcome(0, ranks)], 2), _profile())
@@ -161,7 +161,7 @@ def test_check_uses_port_reach_and_nic_route_to_explain_a_failure():
 def test_help_and_the_probe_modules_do_not_import_torch():
     code = ("import sys, contextlib, io\n"
             "from dsv3_preflight import cli\n"
-            "import dsv3_preflight.collective, dsv3_preflight.probes.collective, dsv3_preflight.commands.probe\n"
+            "import dsv3_preflight.collective, dsv3_preflight.collective.probes.local, dsv3_preflight.commands.probe\n"
             "with contextlib.redirect_stdout(io.StringIO()):\n"
             "    try: cli.main(['probe', '--help'])\n"
             "    except SystemExit: pass\n"
@@ -196,7 +196,7 @@ def test_interface_remediations_name_the_nodes_interface_never_ip_route_get_whic
 
 
 def test_remediation_interface_never_pins_loopback_when_the_world_spans_nodes():
-    from dsv3_preflight.collective.node import remediation_interface
+    from dsv3_preflight.collective.probes.node import remediation_interface
 
     assert remediation_interface({"ifname": "lo", "source": "127.0.0.1"}, spans_nodes=True) is None
     assert remediation_interface({"ifname": "lo", "source": "127.0.0.1"}, spans_nodes=False) == "lo"

@@ -31,7 +31,7 @@ def _workers_of_this_process() -> list[psutil.Process]:
     found = []
     for child in psutil.Process().children(recursive=True):
         try:
-            if "dsv3_preflight.collective.worker" in " ".join(child.cmdline()):
+            if "dsv3_preflight.collective.probes.worker" in " ".join(child.cmdline()):
                 found.append(child)
         except psutil.Error:
             pass

@@ -50,8 +50,10 @@ def test_warn_passes_unless_strict(clean_env):
 
 
 @pytest.mark.parametrize("args, code, text", [
-    (("run", "--profile", "cpu", "--tags", "no-such-tag", "--no-report"), 5, ""),
-    (("run", "--only", "nope.check", "--no-report"), 4, "no check matches 'nope.check'"),
+    (("run", "--profile", "cpu", "--tags", "no-such-tag", "--no-report"), 5, "NOTHING SELECTED: no check matches --tags 'no-such-tag'"),
+    (("run", "--only", "nope.check", "--no-report"), 5, "NOTHING SELECTED: no check matches --only 'nope.check'"),
+    (("run", "--profile", "cpu", "--only", "gpu.*", "--skip", "gpu.*", "--no-report"), 5,
+     "NOTHING SELECTED: every matching check was deselected by --skip"),
     (("run", "--checks-dir", "/nonexistent-dir", "--no-report"), 4, "not a directory"),
     (("run", "--config", "/nonexistent.toml", "--no-report"), 4, "no such file"),
     (("run", "--facts-in", "/nonexistent.json", "--no-report"), 4, "no such file"),
@@ -61,7 +63,8 @@ def test_warn_passes_unless_strict(clean_env):
 def test_exit_codes_and_one_line_errors(args, code, text, clean_env):
     proc = run_cli(*args)
     assert proc.returncode == code, proc.stdout + proc.stderr
-    assert text in proc.stderr
+    assert text in (proc.stdout if code == 5 else proc.stderr)  # nothing selected is a verdict, printed like one
+    assert "GO:" not in proc.stdout
     assert "Traceback" not in proc.stderr
 
 

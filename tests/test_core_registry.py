@@ -107,6 +107,7 @@ def test_selection_by_name_prefix_tag_and_skip():
     assert all("host" in c.tags for c in selected)
 
 
-def test_selecting_an_unknown_check_is_an_error():
-    with pytest.raises(RegistryError, match="no check matches 'nope.x'"):
-        load_registry(entry_points=False).select(only=["nope.x"])
+def test_selecting_an_unknown_check_selects_nothing_and_says_which_pattern():
+    selection = load_registry(entry_points=False).select(only=["nope.x"], tags=["no-tag"])
+    assert selection.selected == [] and selection.unmatched == ["--only 'nope.x'", "--tags 'no-tag'"]
+    assert selection.why_empty().startswith("no check matches --only 'nope.x', --tags 'no-tag'")

@@ -12,7 +12,7 @@ import pytest
 
 from dsv3_preflight.gpu.cuda_errors import decode, parse_torch_cuda_error
 from dsv3_preflight.gpu.fm_log import findings, parse_version
-from dsv3_preflight.probes.gpu import driver_api_init, torch_runtime_init
+from dsv3_preflight.gpu.probes.nvml import driver_api_init, torch_runtime_init
 
 from gpu_lab import compile_libcuda, stand_up
 from conftest import python_cli

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from dsv3_preflight.checks.gpu_rank_mapping import rank_mapping, rank_mapping_cluster
-from dsv3_preflight.rankmap import (enumeration_order, find_duplicates, mapping_table, nccl_bus_id, normalize_bus_id, parse_visible_devices, plan,
+from dsv3_preflight.gpu.rankmap import (enumeration_order, find_duplicates, mapping_table, nccl_bus_id, normalize_bus_id, parse_visible_devices, plan,
                                    resolve_visible, cluster_problems)
 from dsv3_preflight.result import Status
 

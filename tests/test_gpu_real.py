@@ -27,7 +27,7 @@ def smi():
 
 @pytest.fixture(scope="module")
 def nvml_fact():
-    from dsv3_preflight.probes.gpu import nvml
+    from dsv3_preflight.gpu.probes.nvml import nvml
 
     return nvml.gather()
 
@@ -50,7 +50,7 @@ def test_nvml_probe_matches_nvidia_smi(smi, nvml_fact):
 
 
 def test_cuda_driver_initialises_and_counts_the_same_gpus(nvml_fact, smi):
-    from dsv3_preflight.probes.gpu import driver_api_init
+    from dsv3_preflight.gpu.probes.nvml import driver_api_init
 
     out = driver_api_init()
     assert out["ok"], out
@@ -59,7 +59,7 @@ def test_cuda_driver_initialises_and_counts_the_same_gpus(nvml_fact, smi):
 
 def test_the_checks_pass_or_explain_on_this_gpu_machine(smi, nvml_fact):
     from dsv3_preflight.checks.gpu_fabric_manager import fabric_manager as fm_check
-    from dsv3_preflight.probes.gpu_fabric import fabric_manager
+    from dsv3_preflight.gpu.probes.fabric import fabric_manager
     from dsv3_preflight.profile import resolve_profile
 
     prof = resolve_profile(environ={}).with_values("test", gpus_per_node=len(nvml_fact["gpus"]))

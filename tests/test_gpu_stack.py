@@ -254,8 +254,8 @@ def test_a_hung_driver_init_fails_with_the_wedged_driver_verdict(healthy_facts):
 
 
 def test_h100_on_a_driver_without_the_v_fabric_call_falls_back_to_the_first_version():
-    from dsv3_preflight.gpu.nvml_replay import NvmlReplay
-    from dsv3_preflight.probes.gpu import nvml_facts
+    from dsv3_preflight.gpu.probes.replay import NvmlReplay
+    from dsv3_preflight.gpu.probes.nvml import nvml_facts
     from gpu_lab import load_machine
 
     doc = load_machine("h100_fabric_completed")["nvml"]

@@ -5,30 +5,47 @@ import pytest
 
 from dsv3_preflight.launch.command import build_command, derive_env
 from dsv3_preflight.launch.gate import is_go, launch_log_text, red_line
+from dsv3_preflight.document import build_document
 from dsv3_preflight.profile import resolve_profile
+from dsv3_preflight.result import Result
 
 
-def doc(verdict="GO", strict=False, deselected=None, **counts):
-    base = {"pass": 0, "warn": 0, "fail": 0, "skip": 0, "error": 0}
-    return {"verdict": verdict, "strict": strict, "counts": {**base, **counts}, "deselected": deselected or {}}
+def doc(strict=False, deselected=None, **counts):
+    """A result document as `run` builds it, with that many results of each status."""
+    make = {"pass": lambda: Result.passed("ok"), "warn": lambda: Result.warned("meh"), "fail": lambda: Result.failed("bad"),
+            "skip": lambda: Result.skipped("n/a"), "error": lambda: Result._engine_error("boom")}
+    results = [make[status]().stamped(name=f"x.{status}{i}", node="n", duration_s=0.0)
+               for status, n in counts.items() for i in range(n)]
+    return build_document(mode="node", profile={"name": "cpu", "values": {}, "sources": {}}, nodes=[],
+                          results=results, deselected=deselected, strict=strict)
 
 
-@pytest.mark.parametrize("document, code, go", [
-    (doc(**{"pass": 3}), 0, True),
-    (doc(**{"pass": 3, "warn": 1}), 0, True),          # WARN does not block unless --strict
-    (doc("NO-GO", strict=True, **{"warn": 1}), 1, False),
-    (doc("NO-GO", **{"fail": 1}), 1, False),
-    (doc("NO-GO", **{"error": 2}), 1, False),
-    (doc("NO-GO"), 5, False),                          # nothing selected
+@pytest.mark.parametrize("document, go", [
+    (doc(**{"pass": 3}), True),
+    (doc(**{"pass": 3, "warn": 1}), True),          # WARN does not block unless --strict
+    (doc(strict=True, **{"warn": 1}), False),
+    (doc(**{"fail": 1}), False),
+    (doc(**{"error": 2}), False),
+    (doc(), False),                                  # nothing selected
 ])
-def test_only_exit_code_zero_opens_the_gate(document, code, go):
-    assert is_go(document, code) is go
+def test_only_a_go_verdict_with_exit_code_zero_opens_the_gate(document, go):
+    assert document["exit_code"] == (0 if go else 5 if not document["results"] else 1)
+    assert is_go(document, document["exit_code"]) is go
+
+
+def test_a_document_edited_to_say_go_over_red_results_keeps_the_gate_closed():
+    red = doc(**{"pass": 1, "fail": 1})
+    assert not is_go({**red, "verdict": "GO", "exit_code": 0}, 0)
+
+
+def test_a_green_document_with_a_nonzero_exit_keeps_the_gate_closed():
+    assert not is_go(doc(**{"pass": 1}), 3)
 
 
 @pytest.mark.parametrize("document, code, why", [
-    (doc("NO-GO", **{"fail": 2, "error": 1}), 1, "2 FAIL, 1 ERROR"),
-    (doc("NO-GO", strict=True, **{"warn": 1}), 1, "WARN under --strict"),
-    (doc("NO-GO"), 5, "nothing selected"),
+    (doc(**{"fail": 2, "error": 1}), 1, "2 FAIL, 1 ERROR"),
+    (doc(strict=True, **{"warn": 1}), 1, "1 WARN under --strict"),
+    (doc(), 5, "no check was selected"),
 ])
 def test_red_line_says_why_and_where_the_report_is(document, code, why):
     assert red_line(document, code, [Path("r/p.json"), Path("r/p.html")]) == (
@@ -36,7 +53,7 @@ def test_red_line_says_why_and_where_the_report_is(document, code, why):
 
 
 def test_red_line_without_a_report_says_so():
-    assert red_line(doc("NO-GO", **{"fail": 1}), 1, []).endswith("report: not written (--no-report); the results are above")
+    assert red_line(doc(**{"fail": 1}), 1, []).endswith("report: not written (--no-report); the results are above")
 
 
 def test_launch_log_records_skips_warnings_exports_and_the_command():

@@ -226,7 +226,7 @@ def test_run_fails_clearly_on_paths_that_do_not_exist(tmp_path):
 
 
 def test_output_dir_probe_judges_the_nearest_existing_parent(tmp_path):
-    from dsv3_preflight.probes.lora import lora_output_dir as probe_output_dir
+    from dsv3_preflight.host.probes.storage import output_dir as probe_output_dir
     from dsv3_preflight.profile import resolve_profile
 
     deep = tmp_path / "a" / "b" / "out"
@@ -286,7 +286,7 @@ def test_unreadable_deepspeed_config_fails(tmp_path):
 
 def test_zero_optimization_that_is_not_an_object_fails_with_a_fix_and_never_errors(tmp_path):
     """DeepSpeed's own model check used to call .items() on it (an ERROR wherever deepspeed is installed)."""
-    from dsv3_preflight.probes.lora import _deepspeed_model_check
+    from dsv3_preflight.lora.probes.facts import _deepspeed_model_check
 
     assert _deepspeed_model_check({"zero_optimization": 3})["reason"] == "zero_optimization is a int, not an object"
     f = tmp_path / "ds.json"

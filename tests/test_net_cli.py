@@ -10,7 +10,7 @@ import threading
 import pytest
 
 from conftest import python_cli
-from dsv3_preflight.net.reach import tcp_reach
+from dsv3_preflight.net.probes.reach import tcp_reach
 
 
 def free_port() -> int:

@@ -10,7 +10,7 @@ from netns_lab import NetnsLab, netns_lab, unavailable_reason  # noqa: F401  (ne
 pytestmark = pytest.mark.netns
 PY = sys.executable
 ROUTE_SNIPPET = (
-    "import json,sys; from dsv3_preflight.net.route import netlink_route_get, udp_route_get, route_get; "
+    "import json,sys; from dsv3_preflight.net.probes.route import netlink_route_get, udp_route_get, route_get; "
     "d=sys.argv[1]; print(json.dumps({'netlink': netlink_route_get(d), 'udp': udp_route_get(d)}))"
 )
 

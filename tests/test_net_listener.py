@@ -6,9 +6,9 @@ import time
 
 import pytest
 
-from dsv3_preflight.net.listener import BANNER, Listener
-from dsv3_preflight.net.reach import tcp_reach
-from dsv3_preflight.net.route import interfaces, route_get
+from dsv3_preflight.net.probes.listener import BANNER, Listener
+from dsv3_preflight.net.probes.reach import tcp_reach
+from dsv3_preflight.net.probes.route import interfaces, route_get
 
 
 def free_port() -> int:

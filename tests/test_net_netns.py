@@ -194,7 +194,7 @@ def test_a_stalled_resolver_is_cut_off_at_the_deadline(netns_lab):
     with open(os.path.join(NETNS_ETC, lab.ns(2), "resolv.conf"), "w") as fh:  # a DNS server that never answers
         fh.write(f"nameserver {lab.addr(0)}\noptions timeout:5 attempts:1\n")
     lab.add_rule(0, ["-A", "INPUT", "-p", "udp", "--dport", "53", "-j", "DROP"])
-    code = ("import json,time; from dsv3_preflight.net.resolve import resolve; t=time.monotonic(); "
+    code = ("import json,time; from dsv3_preflight.net.probes.resolve import resolve; t=time.monotonic(); "
             "a,e,n=resolve('head.example.internal', 0.5); print(json.dumps([a, e, time.monotonic()-t]))")
     addresses, error, took = json.loads(lab.exec(2, [PY, "-c", code], timeout=30, check=True).stdout)
     assert addresses == [] and "within 0.5 s" in error and took < 2

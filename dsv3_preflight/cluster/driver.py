@@ -7,7 +7,8 @@ from typing import Any, Iterable
 
 from ..profile import Profile
 from ..registry import CheckSpec, Registry
-from ..result import Result
+from ..engine import error_result
+from ..result import Actor, Result
 from .connect import ClusterError, ConnectInfo, connect, disconnect
 from .dispatch import NodeReport, merge_entries, node_time_limit, run_pinned
 from .nodes import NodeInfo, alive_nodes, assign_node_ranks, unique_names
@@ -82,15 +83,19 @@ def run_all_nodes(
     selected: Iterable[CheckSpec],
     profile: Profile,
     *,
-    args: Any = None,
     timeout: float | None = None,
     address: str | None = None,
-    probe: bool | None = None,
-    checks_dirs: Iterable[str] | None = None,
-    progress: bool | None = None,
+    probe: str | None = None,
+    pairs_sample: int | None = None,
+    checks_dirs: Iterable[str] = (),
+    progress: bool = True,
+    no_color: bool = False,
+    session: ConnectInfo | ClusterError | None = None,
 ) -> ClusterOutcome:
     """Run the selected checks on every node of the Ray cluster and the cluster checks on all facts.
 
+    ``session``: a connection the caller opened and keeps (`launch --all-nodes`), or the ClusterError its
+    attempt ended in (reported as this run's ``cluster.connect`` ERROR, without a second attempt).
     Never raises for a cluster problem and never runs past ``timeout`` (plus Ray's shutdown): a
     node that dies, hangs or lacks the package is an ERROR row for that node; Ray unreachable is an
     ERROR row ``cluster.connect``.
@@ -98,12 +103,8 @@ def run_all_nodes(
     timeout = float(timeout or profile.run_timeout)
     t0 = time.monotonic()
     deadline = t0 + timeout
-    address = address if address is not None else getattr(args, "ray_address", None)
-    probe = probe if probe is not None else bool(getattr(args, "probe", False))
-    checks_dirs = list(checks_dirs if checks_dirs is not None else (getattr(args, "checks_dir", None) or []))
-    if progress is None:
-        progress = not getattr(args, "quiet", False)
-    say = Progress(progress, no_color=bool(getattr(args, "no_color", False)))
+    checks_dirs = list(checks_dirs)
+    say = Progress(progress, no_color=no_color)
     selected = list(selected)
     node_checks = [c for c in selected if c.scope == "node"]
     cluster_checks = [c for c in selected if c.scope == "cluster"]
@@ -112,22 +113,24 @@ def run_all_nodes(
 
     say.say(f"connecting to Ray ({address or 'RAY_ADDRESS or auto'}) ...")
     try:
-        known = getattr(args, "ray_connect_error", None)  # `launch` tried already, with the same deadline
-        if isinstance(known, ClusterError):
-            raise known
-        info = connect(address, timeout=connect_timeout(timeout))
+        if isinstance(session, ClusterError):
+            raise session
+        info = session if isinstance(session, ConnectInfo) else connect(address, timeout=connect_timeout(timeout))
     except ClusterError as exc:
         say.say(f"ERROR: {exc}")
         fix = ("export RAY_AUTH_MODE=token   # the cluster's token in ~/.ray/auth_token or $RAY_AUTH_TOKEN (`ray get-auth-token` on the head)"
-               if "token" in str(exc) else "ray status   # on the head; then --ray-address <head>:6379")
-        result = Result._engine_error(str(exc), {"address": address}, fix)
+               if "token" in str(exc) else
+               "ray status   # on the head: is the cluster up? then pass its address:\n"
+               "dsv3-preflight run --all-nodes --ray-address \"${RAY_HEAD:?the head node's address, host:port of its GCS}\"")
         extra["cluster"].update({"ray": {"address": address, "error": str(exc)}, "present_nodes": [], "node_ranks": {}})
-        return ClusterOutcome([result.stamped(name=CONNECT_CHECK, node="cluster", duration_s=time.monotonic() - t0)], [], extra)
+        return ClusterOutcome([error_result(CONNECT_CHECK, "cluster", str(exc), {"address": address}, fix,
+                                            duration_s=time.monotonic() - t0, actor=Actor.NODE)], [], extra)
     say.say(info.message)
     try:
         return _run(registry, node_checks, cluster_checks, profile, info, deadline, say, extra, probe, checks_dirs)
     finally:
-        disconnect(info)
+        if info is not session:
+            disconnect(info)
 
 
 def _run(registry, node_checks, cluster_checks, profile, info, deadline, say, extra, probe, checks_dirs) -> ClusterOutcome:
@@ -170,9 +173,9 @@ def _run(registry, node_checks, cluster_checks, profile, info, deadline, say, ex
                    "DSV3_PREFLIGHT_SHIP_PACKAGE=1 to ship it with the job (runtime_env py_modules)"
                    if report.kind == "package_missing" else
                    f"ray status; ray logs raylet.out --node-ip {node.ip}   # then re-run; the other nodes' results are above")
-            results.append(Result._engine_error(f"{report.error}", {"kind": report.kind, "node_id": node.node_id, "ip": node.ip,
-                                                                      **report.details}, fix)
-                           .stamped(name=NODE_RUN_CHECK, node=node.name, duration_s=report.elapsed_s))
+            results.append(error_result(NODE_RUN_CHECK, node.name, f"{report.error}",
+                                        {"kind": report.kind, "node_id": node.node_id, "ip": node.ip, **report.details}, fix,
+                                        duration_s=report.elapsed_s, actor=Actor.NODE))
             node_facts[node.name] = {"facts": {}, "fact_errors": {}}
             continue
         value = report.value
@@ -183,9 +186,10 @@ def _run(registry, node_checks, cluster_checks, profile, info, deadline, say, ex
         for d in value.get("results", []):
             results.append(Result.from_dict({**d, "node": node.name}))
         for name in value.get("unknown_checks", []):
-            results.append(Result._engine_error(
-                f"this node's dsv3-preflight {value.get('version')} does not know the check {name!r}", {"python": value.get("python")},
-                "pip install -U dsv3-preflight   # on that node, the same version as the driver's").stamped(name=name, node=node.name, duration_s=0.0))
+            results.append(error_result(
+                name, node.name, f"this node's dsv3-preflight {value.get('version')} does not know the check {name!r}",
+                {"python": value.get("python")},
+                "pip install -U dsv3-preflight   # on that node, the same version as the driver's", actor=Actor.NODE))
         entries.append(entry)
         node_facts[node.name] = entry
     present = [n.name for n in ranked]
@@ -237,8 +241,8 @@ def _listener_wave(registry, head, workers, reports, profile, deadline, say, nam
     for node_id, report in second.items():
         first = reports[node_id]
         if report.value is None:
-            first.value["results"].append(Result._engine_error(f"port-reach wave: {report.error}", {"kind": report.kind})
-                                          .stamped(name=NODE_RUN_CHECK, node=first.value["node_name"], duration_s=report.elapsed_s).to_dict())
+            first.value["results"].append(error_result(NODE_RUN_CHECK, first.value["node_name"], f"port-reach wave: {report.error}",
+                                                       {"kind": report.kind}, duration_s=report.elapsed_s).to_dict())
             continue
         first.value["entry"] = merge_entries(first.value["entry"], report.value["entry"])
         first.value["results"] += report.value["results"]

@@ -12,13 +12,13 @@ from .nodes import NodeInfo
 
 
 class ListenerActor:
-    """Holds a :class:`dsv3_preflight.net.listener.Listener` on the node it was placed on."""
+    """Holds a :class:`dsv3_preflight.net.probes.listener.Listener` on the node it was placed on."""
 
     def __init__(self) -> None:
         self._listener = None
 
     def start(self, host: str, port: int, deadline_s: float) -> dict[str, Any]:
-        from dsv3_preflight.net.listener import Listener
+        from dsv3_preflight.net.probes.listener import Listener
 
         try:
             self._listener = Listener(host=host, port=port, deadline_s=deadline_s).start()
@@ -36,7 +36,7 @@ class ListenerActor:
 
 def listener_available() -> bool:
     try:
-        from dsv3_preflight.net.listener import Listener  # noqa: F401
+        from dsv3_preflight.net.probes.listener import Listener  # noqa: F401
     except ImportError:
         return False
     return True

@@ -1,4 +1,4 @@
-"""The node side of cluster mode: what the Ray task runs on each node (through ``runner.run_this_node``).
+"""The node side of cluster mode: what the Ray task runs on each node (through ``preflight.run_preflight``).
 
 Only plain data crosses Ray: the payload in, a dict of results and the node entry out, so a node
 whose dsv3-preflight differs (or is missing, see :mod:`.bootstrap`) cannot break unpickling.
@@ -15,9 +15,10 @@ from typing import Any, Mapping
 def run_node(payload: Mapping[str, Any]) -> dict[str, Any]:
     """Run the selected node checks here; return results, the node entry and who this node is."""
     from .. import __version__
+    from ..preflight import RunOptions, run_preflight
     from ..profile import Profile
     from ..registry import load_registry
-    from ..runner import run_this_node, this_node_name
+    from ..runner import this_node_name
 
     started = time.monotonic()
     for key, value in (payload.get("env") or {}).items():  # e.g. the listener token for port_reach
@@ -29,14 +30,16 @@ def run_node(payload: Mapping[str, Any]) -> dict[str, Any]:
         node_id = ray.get_runtime_context().get_node_id()
     except Exception:  # noqa: BLE001 - outside Ray (tests of this function): no node id
         pass
-    registry = load_registry(payload.get("checks_dirs") or ())
+    checks_dirs = tuple(payload.get("checks_dirs") or ())
+    known = load_registry(checks_dirs).checks
     wanted = list(payload.get("checks") or ())
-    selected = [registry.checks[n] for n in wanted if n in registry.checks]
-    unknown = [n for n in wanted if n not in registry.checks]
-    profile = Profile.from_dict(payload["profile"])
+    unknown = [n for n in wanted if n not in known]
     name = this_node_name()
-    outcome = run_this_node(registry, selected, profile, node=name, timeout=payload.get("timeout"),
-                            cluster_checks_here=False)
+    doc = run_preflight(RunOptions(profile=Profile.from_dict(payload["profile"]), only=tuple(n for n in wanted if n in known),
+                                   checks_dirs=checks_dirs, timeout=payload.get("timeout"), node_name=name,
+                                   cluster_checks="defer", progress=False)) if set(wanted) - set(unknown) else None
+    entry = (doc or {}).get("nodes", [None])[0] or {"node": name, "state": "ok", "error": None, "facts": {},
+                                                     "fact_errors": {}, "fact_timings_s": {}}
     return {
         "ok": True,
         "node_id": node_id,
@@ -46,7 +49,7 @@ def run_node(payload: Mapping[str, Any]) -> dict[str, Any]:
         "python": sys.executable,
         "version": __version__,
         "unknown_checks": unknown,
-        "results": [r.to_dict() for r in outcome.results if r.node != "cluster"],
-        "entry": outcome.entry,
+        "results": [r for r in (doc or {}).get("results", []) if r["node"] != "cluster"],
+        "entry": entry,
         "elapsed_s": time.monotonic() - started,
     }

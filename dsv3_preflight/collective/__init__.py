@@ -10,7 +10,7 @@ Public API (importing this package does not import torch; the ranks run in child
     verdict = combine([outcome_node0, outcome_node1, outcome_node2], expected_world=3)
 
 ``probe_node`` runs this node's ranks ``rank_offset .. rank_offset+nproc_per_node-1`` (default
-``rank_offset = node_rank * nproc_per_node``) as ``python -m dsv3_preflight.collective.worker``
+``rank_offset = node_rank * nproc_per_node``) as ``python -m dsv3_preflight.collective.probes.worker``
 children that the tool owns. Global rank 0 hosts the rendezvous TCPStore on ``master_port``. Each
 rank goes through the phases started → imported → store_connected → all_joined → pg_up →
 first_collective → steady_state → [sweep_done] → done. The workers give up on their own shortly
@@ -43,6 +43,6 @@ from __future__ import annotations
 
 from .combine import combine
 from .decode import decode, nccl_interfaces
-from .node import DEFAULT_SWEEP_SIZES, probe_node
+from .probes.node import DEFAULT_SWEEP_SIZES, probe_node
 
 __all__ = ["probe_node", "combine", "decode", "nccl_interfaces", "DEFAULT_SWEEP_SIZES"]

@@ -154,7 +154,7 @@ def decode(*texts: str | None, interface: str | None = None) -> list[dict[str, A
 
 _STUCK = {
     None: ("never_started", "the rank's process never reported (Python or the package failed to start)",
-           "run `python -m dsv3_preflight.collective.worker --help` on this node to see the start-up error"),
+           "run `python -m dsv3_preflight.collective.probes.worker --help` on this node to see the start-up error"),
     "started": ("stuck_importing", "the rank did not finish importing torch before the deadline",
                 "the node is overloaded or torch is broken: `python -c 'import torch'`; or raise collective_timeout"),
     "imported": ("stuck_store_connect", "the rank could not connect to the rendezvous store at {master}",

@@ -33,39 +33,43 @@ def run(args) -> int:
         raise UsageError("name the training script after `--`: dsv3-preflight launch [options] -- src/train.py ARGS...")
     if args.facts_in and not args.dry_run:
         raise UsageError("--facts-in replays another run's facts: a launch needs this node's own preflight (use it with --dry-run)")
-    args.training_lines = _read_training_command(args)
+    training_lines, training_values = _read_training_command(args)
     if not args.all_nodes:
         from ..launch.command import training_script
 
         script = training_script(args.training, shlex.split(args.torchrun) if args.torchrun else None)
         if script and not args.dry_run and not os.path.exists(script):
             raise UsageError(f"the training script {script} does not exist (in {os.getcwd()}): nothing run")
-        return _launch(args, None)
+        return _launch(args, None, training_lines, training_values)
     # One Ray connection for the preflight and the launch: the same nodes, ids and ranks (run_all_nodes
     # reuses an open connection and leaves it open). A connection error is the preflight's red row.
     from ..cluster import ClusterError, connect, disconnect
     from ..cluster.driver import connect_timeout
-    from ..options import resolve_from_options
+    from ..preflight import resolve
+    from .run import options_from_args
 
-    run_timeout = args.timeout if args.timeout is not None else resolve_from_options(lambda k: getattr(args, k), os.environ).run_timeout
+    run_timeout = args.timeout if args.timeout is not None else resolve(options_from_args(args)).run_timeout
+    session: object
     try:
-        info = connect(args.ray_address, timeout=connect_timeout(run_timeout))
+        session = connect(args.ray_address, timeout=connect_timeout(run_timeout))
     except ClusterError as exc:
         # the preflight reports this error as its cluster.connect row; it must not connect a second time
         # (twice the wait, and a ray.init still running in the background may leave a half-open connection)
-        info, args.ray_connect_error = None, exc
+        session = exc
     try:
-        return _launch(args, info)
+        return _launch(args, session, training_lines, training_values)
     finally:
-        if info is not None:
-            disconnect(info)
+        if not isinstance(session, ClusterError):
+            disconnect(session)
 
 
-def _read_training_command(args) -> list[str]:
+def _read_training_command(args) -> tuple[list[str], dict]:
     """Take the profile values the training command carries (--deepspeed, --output_dir, --lora_target...):
-    the preflight judges what will run. Returns the lines said on stderr and kept in the launch log."""
+    the preflight judges what will run. Returns the lines said on stderr and kept in the launch log, and the
+    values as profile layers (field -> (value, where))."""
     from ..launch.trainer_args import contradictions, trainer_values
-    from ..options import resolve_from_options
+    from ..preflight import resolve
+    from .run import options_from_args
 
     found = trainer_values(args.training)
     lines = []
@@ -74,22 +78,29 @@ def _read_training_command(args) -> list[str]:
             f"{name}={value} ({found.origins[name]})" for name, value in found.values.items()))
     lines += [f"note: {n}" for n in found.notes]
     if found.values:
-        base = resolve_from_options(lambda k: getattr(args, k), os.environ)
+        base = resolve(options_from_args(args))
         lines += [f"warning: {w}" for w in contradictions(found, base)]
-    args.training_values = {name: (value, found.origins[name]) for name, value in found.values.items()}
+    values = {name: (value, found.origins[name]) for name, value in found.values.items()}
     for line in lines:
         print(line, file=sys.stderr)  # one line each, never wrapped
-    return lines
+    return lines, values
 
 
-def _launch(args, info) -> int:
+def _launch(args, session, training_lines: list[str], training_values: dict) -> int:
     from ..console import make_console, render_document
     from ..launch.command import build_command, default_torchrun, derive_env, shell_text
     from ..launch.gate import is_go, launch_log_path, launch_log_text, red_line, write_launch_log
-    from ..options import resolve_from_options
-    from .run import execute
+    from ..preflight import UsageError, run_preflight
+    from .run import options_from_args, write_outputs
 
-    doc, code, written = execute(args)
+    options = options_from_args(args, training_values=training_values, ray_session=session)
+    doc = run_preflight(options)
+    code = int(doc["exit_code"])
+    try:
+        written = write_outputs(doc, json_path=args.json_path, html_path=args.html_path, no_report=args.no_report,
+                                reports_dir=args.reports_dir)
+    except OSError as exc:
+        raise UsageError(f"cannot write the report: {exc}") from None
     err = make_console(args.no_color, stderr=True)
     render_document(doc, err, quiet=args.quiet)
     for path in written:
@@ -100,12 +111,14 @@ def _launch(args, info) -> int:
     if not is_go(doc, code):
         print(red_line(doc, code, written), file=sys.stderr, flush=True)
         if log:
-            write_launch_log(log, launch_log_text(doc, code, written, None, "NO-GO: torchrun not started", args.training_lines))
+            write_launch_log(log, launch_log_text(doc, code, written, None, "NO-GO: torchrun not started", training_lines))
         return code or 1
 
-    # The same resolution as the preflight's: a replay resolves against the recorded environment.
+    # torchrun gets the profile the preflight judged (a replay: the recorded one), not a second resolution
+    from ..profile import Profile
+
     environ = dict(doc["nodes"][0]["facts"].get("env") or {}) if args.facts_in else dict(os.environ)
-    profile = resolve_from_options(lambda k: getattr(args, k), environ, args.training_values)
+    profile = Profile.from_dict(doc["profile"])
     torchrun = shlex.split(args.torchrun) if args.torchrun else None
     if args.all_nodes:
         from ..launch.ray_launch import dry_run_text, launch_all_nodes
@@ -113,14 +126,15 @@ def _launch(args, info) -> int:
         if args.dry_run:
             text = dry_run_text(doc, profile, args.training, torchrun)
             if log:
-                write_launch_log(log, launch_log_text(doc, code, written, None, "dry run: not started", args.training_lines) + text)
+                write_launch_log(log, launch_log_text(doc, code, written, None, "dry run: not started", training_lines) + text)
             sys.stdout.write(text)
             return 0
-        header = launch_log_text(doc, code, written, None, "GO: starting torchrun on every node through Ray", args.training_lines)
+        header = launch_log_text(doc, code, written, None, "GO: starting torchrun on every node through Ray", training_lines)
         if log:
             write_launch_log(log, header)
             err.print(f"launch log {log}")
-        return launch_all_nodes(doc, args, profile=profile, torchrun=torchrun, launch_log=log, log_text=header)
+        return launch_all_nodes(doc, training=args.training, reports_dir=args.reports_dir, stop_grace=args.stop_grace,
+                                profile=profile, torchrun=torchrun, launch_log=log, log_text=header)
 
     derived, notes = derive_env(profile, doc["nodes"][0].get("facts") or {})
     command = build_command(profile, args.training, environ=environ, derived=derived,
@@ -129,12 +143,12 @@ def _launch(args, info) -> int:
         print(f"warning: {warning}", file=sys.stderr)  # one line each, never wrapped
     if args.dry_run:
         if log:
-            write_launch_log(log, launch_log_text(doc, code, written, command, "dry run: not started", args.training_lines))
+            write_launch_log(log, launch_log_text(doc, code, written, command, "dry run: not started", training_lines))
         sys.stdout.write(shell_text(command))
         return 0
     if log:
         write_launch_log(log, launch_log_text(doc, code, written, command, f"GO: exec {command.argv[0]} (pid {os.getpid()})",
-                                          args.training_lines))
+                                          training_lines))
         err.print(f"launch log {log}")
     sys.stdout.flush()
     sys.stderr.flush()

@@ -37,7 +37,7 @@ def run(args) -> int:
     import socket
 
     from ..cli import UsageError
-    from ..net.listener import TOKEN_ENV, Listener
+    from ..net.probes.listener import TOKEN_ENV, Listener
 
     port = _port(args.port)
     if not args.deadline > 0 or args.deadline > 24 * 3600:
@@ -88,7 +88,7 @@ def _holders(port: int) -> list[tuple[int | None, str]]:
     try:
         import psutil
 
-        from ..probes.resources import process_info
+        from ..host.probes.resources import process_info
     except ImportError:  # pragma: no cover
         return []
     lines = []

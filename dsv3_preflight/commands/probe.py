@@ -38,7 +38,7 @@ def run(args) -> int:
     from ..cli import UsageError
     from ..collective import combine, probe_node
     from ..options import resolve_from_options
-    from ..probes.collective import choose_backend
+    from ..collective.probes.local import choose_backend
 
     profile = resolve_from_options(lambda k: getattr(args, k), os.environ)
     per_node = 1 if args.mode == "one-per-node" else profile.nproc_per_node

@@ -35,92 +35,89 @@ def add_run_options(parser) -> None:
     cluster = parser.add_argument_group("cluster")
     cluster.add_argument("--all-nodes", action="store_true", help="run on every node of the Ray cluster, then the cluster checks")
     cluster.add_argument("--ray-address", default=None, metavar="ADDR", help="Ray cluster address (default $RAY_ADDRESS or auto)")
-    cluster.add_argument("--probe", action="store_true", help="with --all-nodes: also run the collective probe as a gang")
+    cluster.add_argument("--probe", nargs="?", const="gang", default=None, choices=("gang", "pairs"),
+                         help="with --all-nodes: also run the collective probe: `--probe` (or =gang) one all_reduce over "
+                              "all nodes; `--probe=pairs` every pair of nodes, naming a slow or lossy node or link")
+    cluster.add_argument("--pairs-sample", type=int, default=None, metavar="K",
+                         help="with --probe=pairs: test K pairs only (large clusters); the coverage says so")
 
 
 def add_arguments(parser) -> None:
     add_run_options(parser)
 
 
-def _timestamped(directory: str, node: str, suffix: str) -> Path:
+def options_from_args(args, **changes: Any):
+    """The typed run options for `run`/`launch` from their parsed arguments (argparse stops here)."""
+    from ..options import cli_profile_values
+    from ..preflight import RunOptions
+
+    probe = getattr(args, "probe", None)
+    values = dict(
+        profile_name=args.profile_name, config_path=args.config_path,
+        profile_values={k: v for k, v in cli_profile_values(lambda k: getattr(args, k)).items() if v is not None},
+        training_values=dict(getattr(args, "training_values", None) or {}),
+        only=tuple(args.only), skip=tuple(args.skip), tags=tuple(args.tags), checks_dirs=tuple(args.checks_dir),
+        timeout=args.timeout, strict=args.strict, facts_in=args.facts_in, facts_out=args.facts_out,
+        logs=tuple(args.logs), all_nodes=args.all_nodes, ray_address=args.ray_address,
+        probe=probe, pairs_sample=getattr(args, "pairs_sample", None),
+        progress=not args.quiet, no_color=args.no_color, command=tuple(getattr(args, "argv", ()) or ()),
+    )
+    values.update(changes)
+    return RunOptions(**values)
+
+
+def report_paths(directory: str | os.PathLike, label: str) -> tuple[Path, Path]:
+    """A fresh (json, html) pair of report paths in ``directory``: the JSON is created exclusively, so two
+    runs in the same second (two people, a run and a cron job) never write the same files."""
     stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", node)[:60] or "node"
-    return Path(directory) / f"preflight-{stamp}-{safe}.{suffix}"
+    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", label)[:60] or "node"
+    Path(directory).mkdir(parents=True, exist_ok=True)
+    for n in range(1, 10000):
+        base = Path(directory) / f"preflight-{stamp}-{safe}{'' if n == 1 else f'-{n}'}"
+        try:
+            fd = os.open(base.with_suffix(".json"), os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileExistsError:
+            continue
+        os.close(fd)
+        return base.with_suffix(".json"), base.with_suffix(".html")
+    raise OSError(f"{directory}: no free report name for {safe} at {stamp}")
+
+
+def write_outputs(doc: dict[str, Any], *, json_path: str | None, html_path: str | None, no_report: bool,
+                  reports_dir: str) -> list[Path]:
+    """Write the result document and its HTML report; returns the paths written."""
+    from ..document import write_document
+
+    written: list[Path] = []
+    nodes = doc.get("nodes") or []
+    label = "cluster" if doc.get("mode") == "cluster" else (nodes[0]["node"] if len(nodes) == 1 else "cluster")
+    default_json = default_html = None
+    if not no_report and not (json_path and html_path):
+        default_json, default_html = report_paths(reports_dir, label)
+        if json_path:  # only the HTML goes to the timestamped name
+            os.unlink(default_json)
+    json_target = json_path or default_json
+    if json_target:
+        written.append(write_document(doc, json_target))
+    html_target = html_path or default_html
+    if html_target:
+        from ..reports import write_html
+
+        written.append(write_html(doc, html_target))
+    return written
 
 
 def execute(args) -> tuple[dict[str, Any], int, list[Path]]:
     """Run the preflight as `args` asks; returns the result document, the exit code and the files written."""
-    from ..cli import UsageError
-    from ..document import build_document, write_document
-    from ..engine import exit_code
-    from ..facts import load_facts, save_facts
-    from ..options import resolve_from_options, split_commas
-    from ..registry import load_registry
-    from ..secrets import mask
+    from ..preflight import UsageError, run_preflight
 
-    if args.facts_in and args.all_nodes:
-        raise UsageError("--facts-in replays one node; it cannot be combined with --all-nodes")
-    started = _dt.datetime.now(_dt.timezone.utc)
-    facts_doc = load_facts(args.facts_in) if args.facts_in else None
-    # A replay resolves the profile against the recorded environment, so it reproduces the node.
-    environ = (facts_doc or {}).get("facts", {}).get("env", os.environ) if facts_doc else os.environ
-    profile = resolve_from_options(lambda k: getattr(args, k), environ, getattr(args, "training_values", None))
-    registry = load_registry(args.checks_dir)
-    selected, deselected = registry.select(split_commas(args.only), split_commas(args.skip), split_commas(args.tags))
-    timeout = args.timeout if args.timeout is not None else profile.run_timeout
-
-    if args.all_nodes:
-        from ..cluster import run_all_nodes
-
-        outcome = run_all_nodes(registry, selected, profile, args=args, timeout=timeout)
-        results, nodes, mode, extra = outcome.results, outcome.nodes, "cluster", outcome.extra
-    else:
-        from ..console import progress
-        from ..runner import run_this_node
-
-        with progress(len(selected), enabled=not args.quiet, no_color=args.no_color) as advance:
-            outcome = run_this_node(registry, selected, profile, facts_doc=facts_doc,
-                                    replay_source=args.facts_in, timeout=timeout, on_result=advance)
-        results, nodes, mode, extra = outcome.results, [outcome.entry], ("replay" if facts_doc else "node"), None
-        if args.facts_out:
-            save_facts(args.facts_out, outcome.node, profile.to_dict(),
-                       mask({k: outcome.entry[k] for k in ("facts", "fact_errors", "fact_timings_s")}))
-
-    for name, reason in deselected.items():
-        from ..result import Result
-
-        results.append(Result.skipped(reason).stamped(name=name, node="-", duration_s=0.0))
-    if args.logs:
-        from ..doctor import triage
-
-        diagnosis = triage(list(args.logs))
-        if diagnosis["unreadable"] and not diagnosis["files"]:
-            raise UsageError("--logs: " + "; ".join(f"{u['path']}: {u['error']}" for u in diagnosis["unreadable"]))
-        extra = {**(extra or {}), "doctor": diagnosis}
-    code = exit_code([r for r in results if r.name not in deselected] or ([] if not selected else results), args.strict)
-    doc = build_document(mode=mode, profile=profile.to_dict(), nodes=nodes, results=results, deselected=deselected,
-                         command=list(args.argv), exit_code=code, strict=args.strict, started=started, extra=extra)
+    doc = run_preflight(options_from_args(args))
     try:
-        written = _write_outputs(args, doc, nodes)
+        written = write_outputs(doc, json_path=args.json_path, html_path=args.html_path, no_report=args.no_report,
+                                reports_dir=args.reports_dir)
     except OSError as exc:
         raise UsageError(f"cannot write the report: {exc}") from None
-    return doc, code, written
-
-
-def _write_outputs(args, doc, nodes) -> list[Path]:
-    from ..document import write_document
-
-    written: list[Path] = []
-    node_label = nodes[0]["node"] if len(nodes) == 1 else "cluster"
-    json_path = args.json_path or (None if args.no_report else _timestamped(args.reports_dir, node_label, "json"))
-    if json_path:
-        written.append(write_document(doc, json_path))
-    html_path = args.html_path or (None if args.no_report else _timestamped(args.reports_dir, node_label, "html"))
-    if html_path:
-        from ..reports import write_html
-
-        written.append(write_html(doc, html_path))
-    return written
+    return doc, int(doc["exit_code"]), written
 
 
 def run(args) -> int:

@@ -1,3 +1,3 @@
-"""Network helpers of the net.* checks: NCCL/Gloo interface-selection rules (``ifselect``), the kernel's
-route to an address and the interface inventory (``route``), a classified TCP reach probe (``reach``)
-and the temporary rendezvous listener (``listener``). Standard library and psutil/netifaces only."""
+"""The network domain. ``probes/`` touches the system (netlink routes and interfaces, name resolution,
+the temporary rendezvous listener, TCP reach); ``ifselect`` holds the pure NCCL/Gloo interface-selection
+rules the net.* checks apply. Standard library and psutil/netifaces only."""

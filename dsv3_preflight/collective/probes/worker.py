@@ -1,4 +1,4 @@
-"""One rank of the collective probe, run as a child process: ``python -m dsv3_preflight.collective.worker``.
+"""One rank of the collective probe, run as a child process: ``python -m dsv3_preflight.collective.probes.worker``.
 
 The parent (:func:`dsv3_preflight.collective.probe_node`) owns this process: it passes the rank and
 rendezvous on the command line, reads the JSON lines this process appends to ``--status`` (one per
@@ -113,7 +113,7 @@ def _start_watchdog(at: float, status: _Status) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     t0 = time.time()
-    parser = argparse.ArgumentParser(prog="dsv3_preflight.collective.worker")
+    parser = argparse.ArgumentParser(prog="dsv3_preflight.collective.probes.worker")
     parser.add_argument("--rank", type=int, required=True)
     parser.add_argument("--local-rank", type=int, required=True)
     parser.add_argument("--world-size", type=int, required=True)

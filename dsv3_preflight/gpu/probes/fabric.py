@@ -15,9 +15,9 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from ..gpu.fm_log import findings, parse_version
-from ..registry import probe
-from .gpu import kernel_module_version, sysroot
+from dsv3_preflight.gpu.fm_log import findings, parse_version
+from dsv3_preflight.registry import probe
+from .nvml import kernel_module_version, sysroot
 
 NVIDIA_VENDOR = "0x10de"
 FM_UNIT = "nvidia-fabricmanager.service"

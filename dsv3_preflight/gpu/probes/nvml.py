@@ -1,7 +1,7 @@
 """Facts about the GPUs: NVML's view (driver, GPUs, ECC, processes, fabric) and CUDA initialisation.
 
 Hardware boundaries, each replaceable by a recorded machine for tests and offline replays:
-NVML through ``dsv3_preflight.gpu.nvml_replay.load_nvml`` (``$DSV3_PREFLIGHT_NVML_REPLAY``),
+NVML through ``dsv3_preflight.gpu.probes.replay.load_nvml`` (``$DSV3_PREFLIGHT_NVML_REPLAY``),
 libcuda through ``$DSV3_PREFLIGHT_LIBCUDA`` (default ``libcuda.so.1``), and files under
 ``$DSV3_PREFLIGHT_SYSROOT`` (default ``/``).
 """
@@ -15,9 +15,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..gpu.cuda_errors import decode, parse_torch_cuda_error
-from ..gpu.nvml_replay import load_nvml
-from ..registry import probe
+from dsv3_preflight.gpu.cuda_errors import decode, parse_torch_cuda_error
+from .replay import load_nvml
+from dsv3_preflight.registry import probe
 
 LIBCUDA_ENV = "DSV3_PREFLIGHT_LIBCUDA"
 SYSROOT_ENV = "DSV3_PREFLIGHT_SYSROOT"

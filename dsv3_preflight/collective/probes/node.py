@@ -1,6 +1,6 @@
 """Running this node's ranks of the collective probe as child processes the tool owns.
 
-:func:`probe_node` starts one ``python -m dsv3_preflight.collective.worker`` per local rank, each in
+:func:`probe_node` starts one ``python -m dsv3_preflight.collective.probes.worker`` per local rank, each in
 its own session with its output in a log file, waits for them under a hard deadline, and ends
 exactly those processes (by PID, with any children they made) when the deadline passes or when a
 sibling rank has failed. It never raises for a failure of the probe: everything is data.
@@ -20,8 +20,8 @@ import time
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from .decode import decode, nccl_interfaces, phase_finding
-from .phases import PHASES
+from ..decode import decode, nccl_interfaces, phase_finding
+from ..phases import PHASES
 
 LOG_TAIL_LINES = 40
 #: after a local rank failed, how long its siblings get to report their own error before being ended
@@ -232,7 +232,7 @@ def probe_node(
             rank = rank_offset + local
             status, log = workdir / f"rank{rank}.status.jsonl", workdir / f"rank{rank}.log"
             status.write_text("")
-            argv = [sys.executable, "-m", "dsv3_preflight.collective.worker", "--rank", str(rank),
+            argv = [sys.executable, "-m", "dsv3_preflight.collective.probes.worker", "--rank", str(rank),
                     "--local-rank", str(local), "--world-size", str(world_size), "--master-addr", master_addr,
                     "--master-port", str(master_port), "--backend", backend, "--deadline", f"{worker_deadline:.3f}",
                     "--status", str(status), "--watchdog-s", f"{_grace(float(timeout_s)) / 3:.3f}"]

@@ -1,5 +1,5 @@
 """Facts for the LoRA checks: the DeepSpeed config as parsed JSON, the model's targetable modules
-(from its local config.json, built on the meta device), and the adapter output directory."""
+(from its local config.json, built on the meta device), and the adapters already saved in the output directory."""
 from __future__ import annotations
 
 import json
@@ -8,7 +8,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from ..registry import probe
+from dsv3_preflight.registry import probe
 
 JSON_CAP = 4 * 1024 * 1024
 MAX_EXISTING_ADAPTERS = 20
@@ -72,58 +72,25 @@ def lora_model_modules(profile) -> dict[str, Any]:
         return {"configured": False}
     if not profile.lora_targets:
         return {"configured": True, "skipped": "the profile names no lora_targets", "path": profile.model_path}
-    from ..lora.targets import model_modules
+    from dsv3_preflight.lora.targets import model_modules
 
     return {"configured": True, **model_modules(profile.model_path)}
 
 
-@probe("lora_output_dir", needs=["profile"], timeout=120)
-def lora_output_dir(profile) -> dict[str, Any]:
-    """The adapter output dir (profile output_dir, else checkpoint_dir): filesystem, writability, adapters already in it."""
-    from .resources import NETWORK_FS, _mount_of
-
-    raw = profile.output_dir or profile.checkpoint_dir
-    if not raw:
-        return {"configured": False}
-    path = Path(raw).expanduser()
-    facts: dict[str, Any] = {"configured": True, "path": str(path), "key": "output_dir" if profile.output_dir else "checkpoint_dir",
-                             "exists": path.exists(), "is_dir": path.is_dir()}
-    probe_dir = path
-    while not probe_dir.exists() and probe_dir != probe_dir.parent:
-        probe_dir = probe_dir.parent
-    mount = _mount_of(probe_dir.resolve())
-    facts["mount"] = mount
-    facts["network_fs"] = bool(mount and mount["fstype"] in NETWORK_FS)
-    if not path.exists():
-        # the trainer creates output_dir itself: what matters is whether it can, under the nearest existing parent
-        facts["parent"] = str(probe_dir)
-        facts["parent_is_dir"] = probe_dir.is_dir()
-        if probe_dir.is_dir():
-            try:
-                with tempfile.NamedTemporaryFile(dir=probe_dir, prefix=".dsv3-preflight-lora-write-test-"):
-                    pass
-                facts["parent_writable"] = True
-            except OSError as exc:
-                facts["parent_writable"], facts["write_error"] = False, f"{exc.strerror or exc}"
-    if path.is_dir():
-        try:
-            with tempfile.NamedTemporaryFile(dir=path, prefix=".dsv3-preflight-lora-write-test-") as fh:
-                fh.write(b"ok")
-                fh.flush()
-                os.fsync(fh.fileno())
-            facts["writable"] = True
-        except OSError as exc:
-            facts["writable"], facts["write_error"] = False, f"{exc.strerror or exc}"
-        try:
-            facts["adapters"] = _existing_adapters(path)
-        except ImportError as exc:  # peft missing: the dir is still judged, its adapters are not
-            facts["adapters"], facts["adapters_error"] = [], f"{exc.name or exc} not installed: adapters not scanned"
-    return facts
+@probe("saved_adapters", needs=["output_dir"], timeout=120)
+def saved_adapters(output_dir) -> dict[str, Any]:
+    """Header-only verdicts on the newest adapters already in the output dir (a resumed run's saves)."""
+    if not output_dir.get("configured") or not output_dir.get("is_dir"):
+        return {"scanned": False, "adapters": [], "reason": "no output directory to scan"}
+    try:
+        return {"scanned": True, "adapters": _existing_adapters(Path(output_dir["path"]))}
+    except ImportError as exc:  # a scanner dependency missing: the dir is still judged, its adapters are not
+        return {"scanned": False, "adapters": [], "reason": f"{exc.name or exc} not installed: adapters not scanned"}
 
 
 def _existing_adapters(path: Path) -> list[dict[str, Any]]:
     """Header-only verdicts on the newest adapters already in the output dir (a resumed run's saves)."""
-    from ..lora.scan import find_adapters, scan_adapter
+    from dsv3_preflight.lora.scan import find_adapters, scan_adapter
 
     found, _ = find_adapters([path])
     out = []

@@ -13,7 +13,7 @@ import socket
 import time
 from typing import Any
 
-from ..registry import probe
+from dsv3_preflight.registry import probe
 
 IFNAME_VARS = ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "NCCL_SOCKET_FAMILY", "NCCL_COMM_ID")
 REACH_TIMEOUT_ENV = "DSV3_PREFLIGHT_REACH_TIMEOUT"
@@ -21,7 +21,7 @@ DEFAULT_REACH_TIMEOUT_S = 3.0
 
 
 def _resolve(name: str, timeout: float = 5.0) -> tuple[list[str], str | None]:
-    from ..net.resolve import resolve
+    from .resolve import resolve
 
     addresses, error, _errno = resolve(name, timeout)
     return addresses, error
@@ -42,7 +42,7 @@ def _role(profile, local: bool) -> tuple[str, str, bool]:
 @probe("nic_route", needs=["profile", "env"], timeout=10)
 def nic_route(profile, env) -> dict[str, Any]:
     """The interface the kernel uses to reach MASTER_ADDR (the one holding it on the head), with its state."""
-    from ..net.route import interfaces, route_get
+    from .route import interfaces, route_get
 
     ifaces = interfaces()
     fact: dict[str, Any] = {
@@ -119,8 +119,8 @@ def port_bind(profile, nic_route) -> dict[str, Any]:
 @probe("port_reach", needs=["profile", "nic_route", "env"], timeout=20)
 def port_reach(profile, nic_route, env) -> dict[str, Any]:
     """On a worker: TCP connect to MASTER_ADDR:MASTER_PORT, classified, and whether our listener answered."""
-    from ..net.listener import TOKEN_ENV
-    from ..net.reach import tcp_reach
+    from .listener import TOKEN_ENV
+    from .reach import tcp_reach
 
     fact: dict[str, Any] = {"role": nic_route.get("role"), "role_reason": nic_route.get("role_reason"),
                             "attempted": False, "host": profile.master_addr, "port": profile.master_port}

@@ -7,7 +7,7 @@ import socket
 from pathlib import Path
 from typing import Any
 
-from ..registry import probe
+from dsv3_preflight.registry import probe
 
 
 def _read(path: str) -> str | None:

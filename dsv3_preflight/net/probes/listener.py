@@ -2,7 +2,7 @@
 
 API (the CLI ``dsv3-preflight listen`` and the Ray cluster mode call exactly this)::
 
-    from dsv3_preflight.net.listener import Listener
+    from dsv3_preflight.net.probes.listener import Listener
 
     with Listener(host="0.0.0.0", port=39500, deadline_s=60.0, token=None) as lst:   # start() on enter
         print(lst.port, lst.token)        # the bound port (useful with port=0) and the token served

@@ -5,7 +5,7 @@ import glob
 import socket
 from typing import Any
 
-from ..registry import probe
+from dsv3_preflight.registry import probe
 
 #: the probe's own (engine) timeout; the real work is bounded by profile.collective_timeout inside, clamped below this
 PROBE_TIMEOUT_S = 3600.0
@@ -54,7 +54,7 @@ def choose_backend(profile) -> tuple[str, str | None]:
 @probe("collective", needs=["profile"], timeout=PROBE_TIMEOUT_S, after=["port_bind", "port_holders"])
 def collective(profile) -> dict[str, Any]:
     """torch.distributed init + all_reduce with a known sum across this node's ranks (child processes, hard timeout)."""
-    from ..collective import combine, probe_node
+    from dsv3_preflight.collective import combine, probe_node
 
     fact: dict[str, Any] = {"requested": False, "mode": None, "reason": None, "commands": [], "outcome": None,
                             "combined": None}

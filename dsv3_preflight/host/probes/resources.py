@@ -1,5 +1,4 @@
-"""Facts about local resources: /dev/shm, the checkpoint directory's filesystem, and processes
-holding the rendezvous port or GPU device files."""
+"""Facts about local resources: /dev/shm, and processes holding the rendezvous port or GPU device files."""
 from __future__ import annotations
 
 import os
@@ -9,11 +8,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..registry import probe
-
-NETWORK_FS = {"nfs", "nfs4", "cifs", "smb3", "smbfs", "lustre", "glusterfs", "fuse.glusterfs", "ceph", "fuse.ceph",
-              "beegfs", "gpfs", "fuse.sshfs", "9p", "fuse.s3fs", "fuse.gcsfuse", "wekafs", "fuse.juicefs"}
-
+from dsv3_preflight.registry import probe
 
 def process_info(pid: int) -> dict[str, Any]:
     """pid, user, command line and start time of a process (fields it cannot read are None)."""
@@ -32,22 +27,6 @@ def process_info(pid: int) -> dict[str, Any]:
     return info
 
 
-def _mount_of(path: Path) -> dict[str, Any] | None:
-    """The mount entry (device, mountpoint, fstype) holding path, by longest mountpoint prefix."""
-    import psutil
-
-    best = None
-    target = str(path)
-    for part in psutil.disk_partitions(all=True):
-        mp = part.mountpoint
-        if target == mp or target.startswith(mp.rstrip("/") + "/") or mp == "/":
-            if best is None or len(mp) > len(best.mountpoint):
-                best = part
-    if best is None:
-        return None
-    return {"device": best.device, "mountpoint": best.mountpoint, "fstype": best.fstype}
-
-
 @probe("shm", timeout=3)
 def shm() -> dict[str, Any]:
     """Size and free space of /dev/shm, where NCCL keeps its shared-memory segments."""
@@ -56,39 +35,6 @@ def shm() -> dict[str, Any]:
         return {"path": path, "exists": False}
     st = os.statvfs(path)
     return {"path": path, "exists": True, "total_bytes": st.f_blocks * st.f_frsize, "free_bytes": st.f_bavail * st.f_frsize}
-
-
-@probe("checkpoint_dir", needs=["profile"], timeout=10)
-def checkpoint_dir(profile) -> dict[str, Any]:
-    """The checkpoint directory (profile checkpoint_dir, else output_dir): filesystem, free space, writability."""
-    raw = profile.checkpoint_dir or profile.output_dir
-    if not raw:
-        return {"configured": False}
-    path = Path(raw).expanduser()
-    facts: dict[str, Any] = {"configured": True, "path": str(path), "exists": path.is_dir()}
-    probe_dir = path
-    while not probe_dir.exists() and probe_dir != probe_dir.parent:
-        probe_dir = probe_dir.parent
-    facts["nearest_existing"] = str(probe_dir)
-    facts["mount"] = _mount_of(probe_dir.resolve())
-    try:
-        st = os.statvfs(probe_dir)
-        facts["free_bytes"] = st.f_bavail * st.f_frsize
-        facts["total_bytes"] = st.f_blocks * st.f_frsize
-    except OSError as exc:
-        facts["statvfs_error"] = str(exc)
-    if path.is_dir():
-        try:
-            with tempfile.NamedTemporaryFile(dir=path, prefix=".dsv3-preflight-write-test-", delete=True) as fh:
-                fh.write(b"ok")
-                fh.flush()
-            facts["writable"] = True
-        except OSError as exc:
-            facts["writable"] = False
-            facts["write_error"] = f"{exc.strerror or exc}"
-    else:
-        facts["writable"] = os.access(probe_dir, os.W_OK)
-    return facts
 
 
 def _port_range(text: str | None) -> tuple[int, int] | None:

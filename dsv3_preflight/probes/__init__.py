@@ -1,1 +1,0 @@
-"""Built-in probes: the only code that touches the system. Each returns plain JSON data."""
