@@ -39,7 +39,8 @@ def resources(shm, output_dir, port_holders, gpu_holders, profile):
     if output_dir.get("configured"):
         path = output_dir["path"]
         free = output_dir.get("free_bytes")
-        if free is not None and free < MIN_CHECKPOINT_FREE_GIB * GIB:
+        usable = output_dir.get("writable") or output_dir.get("parent_writable")  # else lora.output_dir says why
+        if usable and free is not None and free < MIN_CHECKPOINT_FREE_GIB * GIB:
             warns.append(f"{output_dir.get('key', 'output_dir')} {path} has only {free / GIB:.1f} GiB free")
             fixes.append(f"df -h {output_dir.get('parent') or path}   # free room, or point {output_dir.get('key', 'output_dir')} "
                          "at a node-local disk with room for the checkpoints")
