@@ -78,3 +78,12 @@ def test_good_files_read_normally(tmp_path):
     assert read_json(tmp_path / "a.json")["zero_optimization"]["stage"] == 3
     assert read_toml(tmp_path / "a.toml") == {"nnodes": 3}
     assert read_yaml(tmp_path / "a.yaml") == {"lora_target": "q_a_proj,o_proj"}
+
+
+def test_control_sequences_from_inputs_are_shown_escaped_never_sent_raw():
+    from dsv3_preflight.text import safe_terminal
+
+    hostile = "ok\x1b]0;pwned\x07 \x1b[2J\rhidden\x9b31m\ttab\nnext"
+    shown = safe_terminal(hostile)
+    assert shown == "ok\\e]0;pwned\\x07 \\e[2J\\rhidden\\x9b31m\ttab\nnext"
+    assert not any(ord(c) < 0x20 and c not in "\t\n" or 0x7F <= ord(c) < 0xA0 for c in shown)
