@@ -21,6 +21,8 @@ from dsv3_preflight.result import STATUS_ORDER as _STATUS_ORDER
 from dsv3_preflight.result import severity
 from dsv3_preflight.secrets import mask
 
+from .rootcause import root_causes
+
 TEMPLATES = Path(__file__).with_name("templates")
 STATUS_ORDER = [s.value for s in _STATUS_ORDER]
 SYMBOL = {s.value: s.symbol for s in _STATUS_ORDER}
@@ -94,13 +96,16 @@ def build_view(doc: Mapping[str, Any]) -> dict[str, Any]:
     dead = [n for n in nodes if n.get("state") not in ("ok", "replayed")]
     red = [r for r in selected if r["status"] in ("fail", "error")]
     warn = [r for r in selected if r["status"] == "warn"]
+    causes = _causes(selected)
     summaries = [node_summary(n) for n in nodes]
     profile = doc.get("profile") or {}
     values = profile.get("values") or {}
     return {
         "doc": doc,
         "verdict": doc.get("verdict", "NO-GO"),
-        "why": _why(doc, red, warn, dead, selected),
+        "why": _why(doc, causes, warn, dead, selected),
+        "causes": causes,
+        "multi_node": len([n for n in node_names if n != "cluster"]) > 1,
         "counts": {s: (doc.get("counts") or {}).get(s, 0) for s in STATUS_ORDER},
         "results": selected,
         "deselected": deselected,
@@ -125,13 +130,32 @@ def build_view(doc: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def _why(doc, red, warn, dead, selected) -> list[str]:
-    """One line per reason for the verdict, most severe first."""
+def _causes(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The root causes (reports.rootcause), with the ids of the results they stand for, for the cards."""
+    out = []
+    for cause in root_causes(results):
+        lead = next((p for p in cause.problems if p.message == cause.title), cause.problems[0])
+        entry = cause.as_dict()
+        entry.update(lead_check=lead.check, also=[c for c in cause.checks if c != lead.check],
+                     evidence=[{"id": results[i]["id"], "name": results[i]["name"], "node": results[i]["node"]}
+                               for i in entry["results"]],
+                     fixes=[dict(f, label=(f"on {', '.join(f['nodes'])}" if len(entry["fixes"]) > 1 else ""))
+                            for f in entry["fixes"]])
+        out.append(entry)
+    return out
+
+
+def _why(doc, causes, warn, dead, selected) -> list[str]:
+    """One line per reason for the verdict, the root cause first (results sharing a cause are one line)."""
     lines = []
     for n in dead:
         lines.append(f"‼ node {n.get('node')} is down ({n.get('state')}): {n.get('error') or 'no result came back from it'}")
-    for r in red:
-        lines.append(f"{SYMBOL[r['status']]} {r['status'].upper()} {r['name']} on {r['node']}: {r['summary']}")
+    for c in causes:
+        if c["status"] not in ("fail", "error"):
+            continue
+        also = f" (also blocks {', '.join(c['also'])})" if c["also"] else ""
+        lines.append(f"{SYMBOL[c['status']]} {c['status'].upper()} {c['lead_check']} on {', '.join(c['nodes'])}: "
+                     f"{c['title']}{also} — who acts: {c['actor_label']}")
     if doc.get("strict") and warn:
         lines.append(f"--strict: {len(warn)} warning(s) count as failures")
     if not selected:

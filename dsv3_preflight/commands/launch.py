@@ -98,7 +98,7 @@ def _launch(args, session, training_lines: list[str], training_values: dict) -> 
     code = int(doc["exit_code"])
     try:
         written = write_outputs(doc, json_path=args.json_path, html_path=args.html_path, no_report=args.no_report,
-                                reports_dir=args.reports_dir)
+                                reports_dir=args.reports_dir, junit_path=args.junit_path)
     except OSError as exc:
         raise UsageError(f"cannot write the report: {exc}") from None
     err = make_console(args.no_color, stderr=True)

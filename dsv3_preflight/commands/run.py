@@ -21,6 +21,7 @@ def add_run_options(parser) -> None:
     out = parser.add_argument_group("output")
     out.add_argument("--json", dest="json_path", metavar="PATH", help="write the result document here")
     out.add_argument("--html", dest="html_path", metavar="PATH", help="write the HTML report here")
+    out.add_argument("--junit", dest="junit_path", metavar="PATH", help="also write the results as JUnit XML (for CI dashboards)")
     out.add_argument("--reports-dir", default=DEFAULT_REPORTS_DIR, metavar="DIR",
                      help=f"where timestamped result documents and reports go (default ./{DEFAULT_REPORTS_DIR})")
     out.add_argument("--no-report", action="store_true", help="write no files unless --json/--html name them")
@@ -84,8 +85,8 @@ def report_paths(directory: str | os.PathLike, label: str) -> tuple[Path, Path]:
 
 
 def write_outputs(doc: dict[str, Any], *, json_path: str | None, html_path: str | None, no_report: bool,
-                  reports_dir: str) -> list[Path]:
-    """Write the result document and its HTML report; returns the paths written."""
+                  reports_dir: str, junit_path: str | None = None) -> list[Path]:
+    """Write the result document, its HTML report and (asked for) JUnit XML; returns the paths written."""
     from ..document import write_document
 
     written: list[Path] = []
@@ -104,6 +105,10 @@ def write_outputs(doc: dict[str, Any], *, json_path: str | None, html_path: str 
         from ..reports import write_html
 
         written.append(write_html(doc, html_target))
+    if junit_path:
+        from ..reports import render, write_text
+
+        written.append(write_text(render(doc, "junit"), junit_path))
     return written
 
 
@@ -114,7 +119,7 @@ def execute(args) -> tuple[dict[str, Any], int, list[Path]]:
     doc = run_preflight(options_from_args(args))
     try:
         written = write_outputs(doc, json_path=args.json_path, html_path=args.html_path, no_report=args.no_report,
-                                reports_dir=args.reports_dir)
+                                reports_dir=args.reports_dir, junit_path=args.junit_path)
     except OSError as exc:
         raise UsageError(f"cannot write the report: {exc}") from None
     return doc, int(doc["exit_code"]), written

@@ -1,0 +1,134 @@
+"""Root cause first: the red and yellow results of a document, grouped by the cause they share.
+
+Pure presentation over the document (renderers never judge): a check says what it found, who must act
+and, when another check can fail for the same reason, a shared cause key (``Result.cause``,
+``Finding.cause``). This module turns that into the list a person reads first:
+
+- every distinct problem is one :class:`Problem` (a result's findings each, else the result itself);
+- problems with the same cause key, on any node, collapse into one :class:`Cause`: its title, who must
+  act, the checks it blocks, the nodes it hits, and its fix (one per distinct fix, with the nodes it is
+  for, since fixes carry each node's real values);
+- problems without a cause key group only with the same check saying the same thing on other nodes.
+
+Order: the most severe first (ERROR, FAIL, WARN), then the cause blocking the most checks, then the
+order the document lists them in.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping
+
+from dsv3_preflight.result import Actor, severity
+
+RED_OR_YELLOW = ("error", "fail", "warn")
+ACTOR_ORDER = {Actor.NODE.value: 0, Actor.NETWORK.value: 1, Actor.JOB.value: 2, None: 3}
+
+
+@dataclass(frozen=True)
+class Problem:
+    status: str
+    message: str
+    fix: str | None
+    actor: str | None
+    cause: str | None
+    check: str
+    node: str
+    result_index: int
+
+
+@dataclass
+class Cause:
+    key: str
+    status: str
+    title: str
+    actor: str | None
+    checks: list[str] = field(default_factory=list)
+    nodes: list[str] = field(default_factory=list)
+    #: (fix, nodes it is for): one entry per distinct fix
+    fixes: list[tuple[str, list[str]]] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+
+    @property
+    def actor_label(self) -> str:
+        try:
+            return Actor(self.actor).label if self.actor else "not said"
+        except ValueError:
+            return str(self.actor)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"key": self.key, "status": self.status, "title": self.title, "actor": self.actor,
+                "actor_label": self.actor_label, "checks": list(self.checks), "nodes": list(self.nodes),
+                "fixes": [{"fix": fix, "nodes": nodes} for fix, nodes in self.fixes],
+                "results": sorted({p.result_index for p in self.problems})}
+
+
+def problems(results: Iterable[Mapping[str, Any]]) -> list[Problem]:
+    """Every distinct problem of the red and yellow results, in document order."""
+    out: list[Problem] = []
+    for index, r in enumerate(results):
+        status = str(r.get("status"))
+        if status not in RED_OR_YELLOW:
+            continue
+        findings = [f for f in r.get("findings") or [] if isinstance(f, Mapping)]
+        if findings and status != "error":
+            for f in findings:
+                out.append(Problem(str(f.get("status") or status), str(f.get("message") or r.get("summary")),
+                                   f.get("fix"), f.get("actor") or r.get("actor"), f.get("cause"),
+                                   str(r.get("name")), str(r.get("node")), index))
+        else:
+            out.append(Problem(status, str(r.get("summary")), r.get("remediation"), r.get("actor"), r.get("cause"),
+                               str(r.get("name")), str(r.get("node")), index))
+    return out
+
+
+def root_causes(results: Iterable[Mapping[str, Any]]) -> list[Cause]:
+    """The causes behind the red and yellow results, the one to fix first at the top."""
+    results = list(results)
+    groups: dict[str, Cause] = {}
+    order: list[str] = []
+    for p in problems(results):
+        key = p.cause or f"{p.check}: {p.message}"
+        cause = groups.get(key)
+        if cause is None:
+            cause = groups[key] = Cause(key=key, status=p.status, title=p.message, actor=p.actor)
+            order.append(key)
+        cause.problems.append(p)
+        if severity(p.status) > severity(cause.status):
+            cause.status = p.status
+        if p.check not in cause.checks:
+            cause.checks.append(p.check)
+        if p.node not in cause.nodes:
+            cause.nodes.append(p.node)
+    for cause in groups.values():
+        _settle(cause)
+    position = {key: i for i, key in enumerate(order)}
+    return sorted(groups.values(), key=lambda c: (-severity(c.status), -len(c.checks), position[c.key]))
+
+
+def _settle(cause: Cause) -> None:
+    """Title, actor and fixes from the problem that leads: the most severe, with a fix, of the first check."""
+    lead = sorted(cause.problems, key=lambda p: (-severity(p.status), p.fix is None, p.check))[0]
+    cause.title = lead.message
+    cause.actor = lead.actor or next((p.actor for p in cause.problems if p.actor), None)
+    fixes: dict[str, list[str]] = {}
+    for p in sorted(cause.problems, key=lambda p: (-severity(p.status), p.check)):
+        if p.fix:
+            nodes = fixes.setdefault(p.fix, [])
+            if p.node not in nodes:
+                nodes.append(p.node)
+    if cause.problems and any(p.cause for p in cause.problems):
+        # one cause, one fix per node: the lead check's fix (the others' fixes repeat it or follow from it)
+        per_node: dict[str, str] = {}
+        for p in sorted(cause.problems, key=lambda p: (-severity(p.status), p.fix is None, p.check)):
+            if p.fix and p.node not in per_node:
+                per_node[p.node] = p.fix
+        fixes = {}
+        for node, fix in per_node.items():
+            fixes.setdefault(fix, []).append(node)
+    cause.fixes = list(fixes.items())
+
+
+def verdict_line_parts(doc: Mapping[str, Any]) -> str:
+    """'6 fail, 1 warn, 2 pass, 11 skip' for the verdict line (counts as the document has them)."""
+    counts = doc.get("counts") or {}
+    return ", ".join(f"{counts[s]} {s}" for s in ("error", "fail", "warn", "pass", "skip") if counts.get(s))
