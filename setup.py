@@ -11,5 +11,7 @@ MAPPED = {"dsv3_preflight.checks": "checks", "dsv3_preflight.launch": "launch", 
 packages = find_packages(include=["dsv3_preflight", "dsv3_preflight.*"])
 for name, directory in MAPPED.items():
     packages += [name] + [f"{name}.{sub}" for sub in find_packages(directory)]
+# directories of data files (no __init__.py) are packages too, so setuptools ships them without warnings
+packages += ["dsv3_preflight.schema", "dsv3_preflight.reports.templates"]
 
 setup(packages=sorted(set(packages)), package_dir=dict(MAPPED))

@@ -25,8 +25,9 @@ fi
 
 PY=${PYTHON:-python3}
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
-.venv/bin/python -m pip install --quiet --upgrade pip
-.venv/bin/python -m pip install --quiet torch==2.13.0 -e '.[test]'
+echo "[test.sh] installing torch 2.13.0 (CPU) and dsv3-preflight[test] into .venv" >&2
+.venv/bin/python -m pip install --quiet --disable-pip-version-check --upgrade pip
+.venv/bin/python -m pip install --quiet --disable-pip-version-check torch==2.13.0 -e '.[test]'
 
 # pytest's own exit codes pass through (5 = no tests collected is a failure here, not hidden).
 .venv/bin/python -m pytest -n 2 --dist loadgroup "$@"

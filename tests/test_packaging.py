@@ -15,7 +15,15 @@ def test_wheel_installs_in_a_fresh_venv_and_lists_checks_from_another_directory(
     build = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-w", str(dist), str(REPO)],
                            capture_output=True, text=True, timeout=600)
     assert build.returncode == 0, build.stderr[-3000:]
+    # our own packaging makes no noise (issue 16.9: the license table, package-data of the mapped packages)
+    noise = [line for line in (build.stdout + build.stderr).splitlines() if "Warning" in line or "deprecated" in line.lower()]
+    assert not noise, noise
     [wheel] = dist.glob("dsv3_preflight-*.whl")
+    # installing into a training environment never touches its torch: torch is only ever an extra
+    metadata = zipfile.ZipFile(wheel).read(next(n for n in zipfile.ZipFile(wheel).namelist()
+                                                if n.endswith(".dist-info/METADATA"))).decode()
+    torch_requires = [line for line in metadata.splitlines() if line.startswith("Requires-Dist: torch")]
+    assert torch_requires and all("extra ==" in line for line in torch_requires), torch_requires
     names = zipfile.ZipFile(wheel).namelist()
     top_level = {n.split("/")[0] for n in names}
     assert not top_level & {"checks", "launch", "reports", "tests", "benchmarks"}, top_level
@@ -29,6 +37,7 @@ def test_wheel_installs_in_a_fresh_venv_and_lists_checks_from_another_directory(
     py = env_dir / "bin" / "python"
     install = subprocess.run([str(py), "-m", "pip", "install", "--quiet", str(wheel)], capture_output=True, text=True, timeout=900)
     assert install.returncode == 0, install.stderr[-3000:]
+    assert subprocess.run([str(py), "-c", "import torch"], capture_output=True).returncode != 0  # not pulled in
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     listing = subprocess.run([str(env_dir / "bin" / "dsv3-preflight"), "list", "--no-color"], cwd=elsewhere,
