@@ -38,3 +38,61 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.get_closest_marker("ray"):
             item.add_marker(pytest.mark.xdist_group("ray"))
+
+
+# -- nothing left behind (issue 16.10) ----------------------------------------------------------------------
+#: what the tool and its tests may create in /tmp: Ray temp dirs of the cluster labs, the tool's own temp dirs
+LEFTOVER_PATTERNS = ("d3*", "dsv3pf-*", "dsv3-*")
+#: our processes: the tool, its rank workers, Ray's daemons started by the tests
+LEFTOVER_COMMANDS = ("dsv3_preflight", "dsv3-preflight", "raylet", "gcs_server", "ray::", "default_worker.py")
+
+
+def _tmp_entries() -> set[str]:
+    return {str(p) for pattern in LEFTOVER_PATTERNS for p in Path("/tmp").glob(pattern)}
+
+
+def _our_processes(since: float) -> dict[int, str]:
+    import psutil
+
+    mine = {os.getpid(), *(p.pid for p in psutil.Process().children(recursive=True))}
+    found = {}
+    for proc in psutil.process_iter(["pid", "cmdline", "create_time"]):
+        try:
+            cmdline = " ".join(proc.info["cmdline"] or [])
+            if proc.info["pid"] in mine or proc.info["create_time"] < since or "pytest" in cmdline:
+                continue
+            if any(word in cmdline for word in LEFTOVER_COMMANDS):
+                found[proc.info["pid"]] = cmdline[:200]
+        except (psutil.Error, TypeError):
+            continue
+    return found
+
+
+def pytest_sessionstart(session):
+    if not hasattr(session.config, "workerinput"):  # the controller (or a run without xdist)
+        import time
+
+        session.config._dsv3_before = (time.time(), _tmp_entries())
+
+
+def pytest_sessionfinish(session, exitstatus):
+    before = getattr(session.config, "_dsv3_before", None)
+    if before is None or not (os.environ.get("CI") or os.environ.get("DSV3_PREFLIGHT_CHECK_LEFTOVERS")):
+        return
+    import time
+
+    started, entries = before
+    deadline = time.monotonic() + 10.0  # processes asked to stop get a moment to exit
+    while True:
+        new_entries = sorted(_tmp_entries() - entries)
+        processes = _our_processes(started)
+        if not processes and not new_entries or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    if new_entries or processes:
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        lines = [f"left behind in /tmp: {e}" for e in new_entries] + [f"still running: pid {p}: {c}" for p, c in processes.items()]
+        if reporter:
+            reporter.write_line("\nthe tests left things behind (issue 16.10):\n  " + "\n  ".join(lines), red=True)
+        if session.exitstatus == 0:
+            session.exitstatus = 1
