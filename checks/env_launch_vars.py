@@ -1,29 +1,38 @@
-"""env.launch_vars: the variables the launch depends on are set and coherent."""
+"""env.launch_vars: the variables the launch depends on are set and coherent.
+
+Small pure rules over the environment, the profile and what MASTER_ADDR resolves to, each returning
+findings with their fix; MASTER_ADDR's problems carry the cause keys net.nic_route and net.port_reach
+share, with the same fix.
+"""
 from __future__ import annotations
 
-import ipaddress
 import re
 import shlex
+from typing import Any, Mapping
 
-from dsv3_preflight import Result, check
+from dsv3_preflight import check
+from dsv3_preflight.net import causes
+from dsv3_preflight.net.master import is_loopback, loopback_fix, training_addresses, unresolvable_fix
+from dsv3_preflight.result import Actor, Finding, Findings, failure, warning
 
 # Timeout-like variables users export for NCCL/torch, with their unit.
-_TIMEOUT_UNITS = {"_MS": 0.001, "_SEC": 1.0, "_SECS": 1.0, "_S": 1.0, "_SECONDS": 1.0}
-_BOOL_VARS = ("TORCH_NCCL_BLOCKING_WAIT", "TORCH_NCCL_ASYNC_ERROR_HANDLING", "NCCL_IB_DISABLE", "NCCL_P2P_DISABLE",
-              "NCCL_SHM_DISABLE", "TORCH_NCCL_ENABLE_MONITORING", "TORCH_NCCL_DUMP_ON_TIMEOUT")
+TIMEOUT_UNITS = {"_MS": 0.001, "_SEC": 1.0, "_SECS": 1.0, "_S": 1.0, "_SECONDS": 1.0}
+BOOL_VARS = ("TORCH_NCCL_BLOCKING_WAIT", "TORCH_NCCL_ASYNC_ERROR_HANDLING", "NCCL_IB_DISABLE", "NCCL_P2P_DISABLE",
+             "NCCL_SHM_DISABLE", "TORCH_NCCL_ENABLE_MONITORING", "TORCH_NCCL_DUMP_ON_TIMEOUT")
 MIN_COLLECTIVE_TIMEOUT_S = 60.0
 MAX_COLLECTIVE_TIMEOUT_S = 24 * 3600.0
+SUGGESTED_TIMEOUT_S = 1800.0  # 30 min: DeepSpeed's default process-group timeout
+DEFAULT_OMP_THREADS = "8"
+Env = Mapping[str, str]
 
 
-def _is_loopback(addr: str) -> bool:
-    try:
-        return ipaddress.ip_address(addr).is_loopback
-    except ValueError:
-        return addr == "localhost"
+def _export(name: str, value: str, comment: str = "") -> str:
+    return f"export {name}={shlex.quote(value)}" + (f"   # {comment}" if comment else "")
 
 
-def _timeout_seconds(name: str, value: str) -> float | None:
-    for suffix, scale in sorted(_TIMEOUT_UNITS.items(), key=lambda kv: -len(kv[0])):
+def timeout_seconds(name: str, value: str) -> float | None:
+    """The seconds a timeout variable means by its unit suffix (None: no unit suffix); ValueError if not a number."""
+    for suffix, scale in sorted(TIMEOUT_UNITS.items(), key=lambda kv: -len(kv[0])):
         if name.endswith(suffix):
             if not re.fullmatch(r"\d+(\.\d+)?", value.strip()):
                 raise ValueError(f"{name}={value!r} is not a non-negative number")
@@ -31,96 +40,148 @@ def _timeout_seconds(name: str, value: str) -> float | None:
     return None
 
 
-@check("env.launch_vars", needs=["env", "profile", "resolve_master"], tags=["env", "launch"], timeout=10)
-def launch_vars(env, profile, resolve_master):
-    """CUDA_DEVICE_ORDER, WORLD_SIZE, MASTER_ADDR/PORT, OMP_NUM_THREADS and NCCL timeouts are set and coherent."""
-    fails: list[str] = []
-    warns: list[str] = []
-    exports: dict[str, str] = {}
-    seen: dict[str, object] = {}
+def _suggested(name: str) -> str:
+    for suffix, scale in sorted(TIMEOUT_UNITS.items(), key=lambda kv: -len(kv[0])):
+        if name.endswith(suffix):
+            return f"{SUGGESTED_TIMEOUT_S / scale:.0f}"
+    return f"{SUGGESTED_TIMEOUT_S:.0f}"
 
-    if profile.expects_gpus:
-        order = env.get("CUDA_DEVICE_ORDER")
-        seen["CUDA_DEVICE_ORDER"] = order
-        if order != "PCI_BUS_ID":
-            fails.append(
-                f"CUDA_DEVICE_ORDER is {'unset' if order is None else repr(order)}, not 'PCI_BUS_ID': CUDA's FASTEST_FIRST order can differ between nodes "
-                "and put two ranks on one GPU"
-            )
-            exports["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
 
-    expected_world = profile.nnodes * profile.nproc_per_node
-    seen["WORLD_SIZE"] = env.get("WORLD_SIZE")
-    if profile.world_size is not None and profile.world_size != expected_world:
-        fails.append(
-            f"WORLD_SIZE={profile.world_size} ({profile.sources['world_size']}) but NNODES × NPROC_PER_NODE = "
-            f"{profile.nnodes} × {profile.nproc_per_node} = {expected_world}"
-        )
-        exports["WORLD_SIZE"] = str(expected_world)
+def is_head(profile) -> bool:
+    """node_rank 0 set explicitly: this node is the head."""
+    return profile.node_rank == 0 and profile.sources.get("node_rank", "default") != "default"
 
+
+# -- rules --------------------------------------------------------------------------------------------
+def cuda_device_order(env: Env, profile) -> Finding | None:
+    order = env.get("CUDA_DEVICE_ORDER")
+    if not profile.expects_gpus or order == "PCI_BUS_ID":
+        return None
+    return failure(f"CUDA_DEVICE_ORDER is {'unset' if order is None else repr(order)}, not 'PCI_BUS_ID': CUDA's "
+                   "FASTEST_FIRST order can differ between nodes and put two ranks on one GPU",
+                   "export CUDA_DEVICE_ORDER=PCI_BUS_ID", actor=Actor.JOB, cause="env.cuda_device_order")
+
+
+def world_size(profile) -> Finding | None:
+    expected = profile.nnodes * profile.nproc_per_node
+    if profile.world_size is None or profile.world_size == expected:
+        return None
+    return failure(f"WORLD_SIZE={profile.world_size} ({profile.sources['world_size']}) but NNODES × NPROC_PER_NODE = "
+                   f"{profile.nnodes} × {profile.nproc_per_node} = {expected}",
+                   f"export WORLD_SIZE={expected}", actor=Actor.JOB, cause="env.world_size")
+
+
+def master_resolves(profile, resolve_master: Mapping[str, Any]) -> Finding | None:
+    if resolve_master.get("ok"):
+        return None
+    name = profile.master_addr
+    return failure(f"MASTER_ADDR {name!r} does not resolve: {resolve_master.get('error')}", unresolvable_fix(name),
+                   actor=Actor.JOB, cause=causes.MASTER_UNRESOLVABLE)
+
+
+def master_not_loopback(profile, resolve_master: Mapping[str, Any], nic_route: Mapping[str, Any] | None = None) -> Finding | None:
     addr = profile.master_addr
-    seen["MASTER_ADDR"] = addr
-    seen["MASTER_ADDR source"] = profile.sources["master_addr"]
-    if not resolve_master.get("ok"):
-        fails.append(f"MASTER_ADDR {addr!r} does not resolve: {resolve_master.get('error')}")
-    else:
-        seen["MASTER_ADDR resolves to"] = resolve_master.get("addresses")
-    if profile.multi_node and (_is_loopback(addr) or any(_is_loopback(a) for a in resolve_master.get("addresses", []))):
-        fails.append(
-            f"MASTER_ADDR {addr!r} is a loopback address but the profile has {profile.nnodes} nodes: "
-            "workers cannot reach it"
-        )
-        exports["MASTER_ADDR"] = "<head node's address on the training network>"
+    addresses = list(resolve_master.get("addresses") or [])
+    if not profile.multi_node or not (is_loopback(addr) or any(is_loopback(a) for a in addresses)):
+        return None
+    fix = loopback_fix(addr, addresses, resolve_master.get("hosts_entries") or [],
+                       training_addresses((nic_route or {}).get("interfaces")), is_head(profile))
+    return failure(f"MASTER_ADDR {addr!r} is a loopback address but the profile has {profile.nnodes} nodes: "
+                   "workers cannot reach it", fix, actor=Actor.JOB, cause=causes.MASTER_LOOPBACK)
 
-    port = profile.master_port
-    seen["MASTER_PORT"] = port
-    if port < 1024:
-        warns.append(f"MASTER_PORT={port} is a privileged port; the rendezvous needs root to bind it")
 
+def master_port_unprivileged(profile) -> Finding | None:
+    if profile.master_port >= 1024:
+        return None
+    return warning(f"MASTER_PORT={profile.master_port} is a privileged port; the rendezvous needs root to bind it",
+                   "export MASTER_PORT=39500", actor=Actor.JOB, cause=causes.PORT_PRIVILEGED)
+
+
+def omp_threads(env: Env, profile) -> Finding | None:
     omp = env.get("OMP_NUM_THREADS")
-    seen["OMP_NUM_THREADS"] = omp
     if omp is None:
-        if profile.expects_gpus:
-            warns.append("OMP_NUM_THREADS is not set: torchrun then forces 1 thread per rank")
-            exports["OMP_NUM_THREADS"] = "8"
-    elif not re.fullmatch(r"[1-9]\d*", omp.strip()):
-        fails.append(f"OMP_NUM_THREADS={omp!r} is not a positive integer")
-        exports["OMP_NUM_THREADS"] = "8"
+        if not profile.expects_gpus:
+            return None
+        return warning("OMP_NUM_THREADS is not set: torchrun then forces 1 thread per rank",
+                       _export("OMP_NUM_THREADS", DEFAULT_OMP_THREADS), actor=Actor.JOB)
+    if re.fullmatch(r"[1-9]\d*", omp.strip()):
+        return None
+    return failure(f"OMP_NUM_THREADS={omp!r} is not a positive integer", _export("OMP_NUM_THREADS", DEFAULT_OMP_THREADS),
+                   actor=Actor.JOB)
 
+
+def nccl_variables(env: Env) -> list[Finding]:
+    """The NCCL/torch switches are 0 or 1, NCCL_IB_TIMEOUT is an exponent 1..31, and timeouts are sane numbers."""
+    found = []
+    for name in sorted(n for n in env if n.startswith(("NCCL_", "TORCH_NCCL_", "TORCH_DIST"))):
+        if name in BOOL_VARS:
+            found.append(_bool_var(name, env[name]))
+        elif name == "NCCL_IB_TIMEOUT":
+            found.append(_ib_timeout(env[name]))
+        elif "TIMEOUT" in name:
+            found.append(_timeout_var(name, env[name]))
+    return [f for f in found if f is not None]
+
+
+def _bool_var(name: str, value: str) -> Finding | None:
+    if value.strip() in ("0", "1"):
+        return None
+    return failure(f"{name}={value!r} must be 0 or 1", _export(name, "1", "or 0 to turn it off"), actor=Actor.JOB)
+
+
+def _ib_timeout(value: str) -> Finding | None:  # an exponent: 4.096 µs × 2^value, valid 1..31
+    if re.fullmatch(r"\d+", value.strip()) and 1 <= int(value) <= 31:
+        return None
+    return failure(f"NCCL_IB_TIMEOUT={value!r} must be an integer 1..31 (an exponent, not seconds)",
+                   _export("NCCL_IB_TIMEOUT", "22", "an exponent: 4.096 µs × 2^22, about 17 s"),
+                   actor=Actor.JOB)
+
+
+def _timeout_var(name: str, value: str) -> Finding | None:
+    fix = _export(name, _suggested(name), f"{SUGGESTED_TIMEOUT_S / 60:.0f} min")
+    try:
+        seconds = timeout_seconds(name, value)
+    except ValueError as exc:
+        return failure(str(exc), fix, actor=Actor.JOB)
+    if seconds is None:
+        return None if re.fullmatch(r"\d+(\.\d+)?", value.strip()) else failure(f"{name}={value!r} is not a number", fix,
+                                                                              actor=Actor.JOB)
+    if seconds < MIN_COLLECTIVE_TIMEOUT_S:
+        return warning(f"{name}={value} is {seconds:g} s: shorter than a first collective on a busy cluster can take",
+                       fix, actor=Actor.JOB)
+    if seconds > MAX_COLLECTIVE_TIMEOUT_S:
+        return warning(f"{name}={value} is {seconds / 3600:g} h: a hang would go unnoticed for that long", fix,
+                       actor=Actor.JOB)
+    return None
+
+
+def variables_seen(env: Env, profile, resolve_master: Mapping[str, Any]) -> dict[str, Any]:
+    """The variables this check looked at, as evidence."""
+    seen: dict[str, Any] = {}
+    if profile.expects_gpus:
+        seen["CUDA_DEVICE_ORDER"] = env.get("CUDA_DEVICE_ORDER")
+    seen.update({"WORLD_SIZE": env.get("WORLD_SIZE"), "MASTER_ADDR": profile.master_addr,
+                 "MASTER_ADDR source": profile.sources["master_addr"]})
+    if resolve_master.get("ok"):
+        seen["MASTER_ADDR resolves to"] = resolve_master.get("addresses")
+    seen.update({"MASTER_PORT": profile.master_port, "OMP_NUM_THREADS": env.get("OMP_NUM_THREADS")})
     for name in sorted(env):
-        if not (name.startswith(("NCCL_", "TORCH_NCCL_")) or name.startswith("TORCH_DIST")):
-            continue
-        value = env[name]
-        if name in _BOOL_VARS:
-            seen[name] = value
-            if value.strip() not in ("0", "1"):
-                fails.append(f"{name}={value!r} must be 0 or 1")
-            continue
-        if "TIMEOUT" not in name:
-            continue
-        seen[name] = value
-        if name == "NCCL_IB_TIMEOUT":  # an exponent: 4.096 µs × 2^value, valid 1..31
-            if not re.fullmatch(r"\d+", value.strip()) or not 1 <= int(value) <= 31:
-                fails.append(f"NCCL_IB_TIMEOUT={value!r} must be an integer 1..31 (an exponent, not seconds)")
-            continue
-        try:
-            seconds = _timeout_seconds(name, value)
-        except ValueError as exc:
-            fails.append(str(exc))
-            continue
-        if seconds is None:
-            if not re.fullmatch(r"\d+(\.\d+)?", value.strip()):
-                fails.append(f"{name}={value!r} is not a number")
-            continue
-        if seconds < MIN_COLLECTIVE_TIMEOUT_S:
-            warns.append(f"{name}={value} is {seconds:g} s: shorter than a first collective on a busy cluster can take")
-        elif seconds > MAX_COLLECTIVE_TIMEOUT_S:
-            warns.append(f"{name}={value} is {seconds / 3600:g} h: a hang would go unnoticed for that long")
+        if name in BOOL_VARS or (name.startswith(("NCCL_", "TORCH_NCCL_", "TORCH_DIST")) and "TIMEOUT" in name):
+            seen[name] = env[name]
+    return seen
 
-    evidence = {"variables": seen, "problems": fails, "warnings": warns}
-    remediation = "\n".join(f"export {k}={shlex.quote(v) if not v.startswith('<') else v}" for k, v in exports.items()) or None
-    if fails:
-        return Result.failed(fails[0] + (f" (+{len(fails) - 1} more)" if len(fails) > 1 else ""), evidence, remediation)
-    if warns:
-        return Result.warned(warns[0] + (f" (+{len(warns) - 1} more)" if len(warns) > 1 else ""), evidence, remediation)
-    return Result.passed(f"launch variables coherent (world size {expected_world}, rendezvous {addr}:{port})", evidence)
+
+@check("env.launch_vars", needs=["env", "profile", "resolve_master", "nic_route"], tags=["env", "launch"], timeout=10)
+def launch_vars(env, profile, resolve_master, nic_route=None):
+    """CUDA_DEVICE_ORDER, WORLD_SIZE, MASTER_ADDR/PORT, OMP_NUM_THREADS and NCCL timeouts are set and coherent."""
+    found = Findings()
+    found.check(cuda_device_order, env, profile)
+    found.check(world_size, profile)
+    found.check(master_resolves, profile, resolve_master)
+    found.check(master_not_loopback, profile, resolve_master, nic_route)
+    found.check(master_port_unprivileged, profile)
+    found.check(omp_threads, env, profile)
+    found.check(nccl_variables, env)
+    ok = (f"launch variables coherent (world size {profile.nnodes * profile.nproc_per_node}, "
+          f"rendezvous {profile.master_addr}:{profile.master_port})")
+    return found.result(ok, {"variables": variables_seen(env, profile, resolve_master)})

@@ -1,150 +1,300 @@
-"""net.nic_route: the interface toward MASTER_ADDR is up, usable, and the one NCCL and Gloo will select."""
+"""net.nic_route: the interface toward MASTER_ADDR is up, usable, and the one NCCL and Gloo will select.
+
+Each rule is a small pure function of the ``nic_route`` fact and the profile returning a finding or
+None; :func:`nic_route` runs the gate rules (MASTER_ADDR resolves, the kernel has a route, the route names
+an interface), then every other rule, and the accumulator keeps each problem with its own fix.
+"""
 from __future__ import annotations
 
-import ipaddress
+from typing import Any, Mapping
 
 from dsv3_preflight import Result, check
+from dsv3_preflight.net import causes
 from dsv3_preflight.net.ifselect import gloo_select, nccl_select, recommended_nccl_value
+from dsv3_preflight.net.master import is_loopback, loopback_fix, training_addresses, unresolvable_fix
+from dsv3_preflight.result import Actor, Finding, Findings, failure, warning
 
-_DOWN_STATES = {"down", "lowerlayerdown", "notpresent"}
-
-
-def _is_loopback(addr: str) -> bool:
-    try:
-        return ipaddress.ip_address(addr.split("%")[0]).is_loopback
-    except ValueError:
-        return False
+DOWN_STATES = frozenset({"down", "lowerlayerdown", "notpresent"})
+Fact = Mapping[str, Any]
 
 
-def _exports(ifname: str, interfaces, family_env) -> str:
-    value = recommended_nccl_value(ifname, interfaces, family_env)
+# -- what the rules share ---------------------------------------------------------------------------
+def _env(f: Fact) -> Mapping[str, Any]:
+    return f.get("env") or {}
+
+
+def export_fix(f: Fact) -> str:
+    """The exports that pin NCCL and Gloo to the route's interface (NCCL's prefix rules: ``eth0``, else ``=eth0``)."""
+    ifname = f.get("ifname")
+    value = recommended_nccl_value(ifname, f.get("interfaces") or [], _env(f).get("NCCL_SOCKET_FAMILY"))
     return f"export NCCL_SOCKET_IFNAME={value}\nexport GLOO_SOCKET_IFNAME={ifname}"
 
 
-def _verdict(fails, warns, evidence, remediation, ok_summary):
-    evidence["problems"], evidence["warnings"] = fails, warns
-    if fails:
-        return Result.failed(fails[0] + (f" (+{len(fails) - 1} more)" if len(fails) > 1 else ""), evidence, remediation)
-    if warns:
-        return Result.warned(warns[0] + (f" (+{len(warns) - 1} more)" if len(warns) > 1 else ""), evidence, remediation)
-    return Result.passed(ok_summary, evidence)
+def loopback_master(f: Fact, profile) -> bool:
+    """Multi-node and MASTER_ADDR reached through loopback: comparing NCCL/Gloo with ``lo`` means nothing
+    (the fix is a new MASTER_ADDR, and pinning lo would be wrong advice)."""
+    return profile.nnodes > 1 and bool(f.get("loopback"))
+
+
+def _nccl(f: Fact) -> dict[str, Any]:
+    return nccl_select(_env(f).get("NCCL_SOCKET_IFNAME"), f.get("interfaces") or [], _env(f).get("NCCL_SOCKET_FAMILY"))
+
+
+def _nccl_judged_against_route(f: Fact, profile) -> dict[str, Any] | None:
+    """NCCL's selection when it is set, valid, non-empty, and the job spans nodes (else None)."""
+    if _env(f).get("NCCL_SOCKET_IFNAME") is None or profile.nnodes <= 1 or loopback_master(f, profile):
+        return None
+    nccl = _nccl(f)
+    return nccl if not nccl["invalid"] and nccl["selected"] else None
+
+
+def _ifname_failure(message: str, f: Fact) -> Finding:
+    return failure(message, export_fix(f), actor=Actor.JOB, cause=causes.SOCKET_IFNAME)
+
+
+# -- gate rules: without them the others cannot be judged -------------------------------------------
+def master_resolves(f: Fact, profile=None) -> Finding | None:
+    if f.get("resolved"):
+        return None
+    name = f.get("master_addr")
+    return failure(f"MASTER_ADDR {name!r} does not resolve: {f.get('resolve_error')}", unresolvable_fix(str(name)),
+                   actor=Actor.JOB, cause=causes.MASTER_UNRESOLVABLE)
+
+
+def kernel_has_route(f: Fact, profile=None) -> Finding | None:
+    if not f.get("route_error"):
+        return None
+    target = f.get("target")
+    return failure(f"no route to MASTER_ADDR {f.get('master_addr')} ({target}): {f['route_error']}",
+                   f"ip route get {target}   # then add a route, or bring up the interface that should reach the head",
+                   actor=Actor.NODE, cause=causes.NO_ROUTE_TO_MASTER)
+
+
+def route_names_interface(f: Fact, profile=None) -> Finding | None:
+    if f.get("ifname"):
+        return None
+    return failure(f"the kernel's route to {f.get('target')} names no interface",
+                   f"ip route get {f.get('target')}   # shows the route the kernel takes", actor=Actor.NODE,
+                   cause=causes.NO_ROUTE_TO_MASTER)
+
+
+GATES = (master_resolves, kernel_has_route, route_names_interface)
+
+
+# -- the interface itself -----------------------------------------------------------------------------
+def interface_up(f: Fact, profile=None) -> Finding | None:
+    if f.get("up") is not False and (f.get("operstate") or "").lower() not in DOWN_STATES:
+        return None
+    ifname = f["ifname"]
+    return failure(f"{ifname}, the interface toward MASTER_ADDR {f.get('master_addr')}, is down (operstate {f.get('operstate')})",
+                   f"ip link set dev {ifname} up   # and check the cable/port: cat /sys/class/net/{ifname}/carrier",
+                   actor=Actor.NODE, cause=causes.NIC_DOWN)
+
+
+def not_loopback_on_multi_node(f: Fact, profile) -> Finding | None:
+    if not loopback_master(f, profile):
+        return None
+    name = str(f.get("master_addr"))
+    this_is_head = profile.node_rank == 0 and profile.sources.get("node_rank", "default") != "default"
+    fix = loopback_fix(name, f.get("addresses") or [], f.get("hosts_entries") or [],
+                       training_addresses(f.get("interfaces")), this_is_head)
+    return failure(f"MASTER_ADDR {name} is reached through loopback {f['ifname']} but the profile has {profile.nnodes} nodes",
+                   fix, actor=Actor.JOB, cause=causes.MASTER_LOOPBACK)
+
+
+def family_has_address(f: Fact, profile=None) -> Finding | None:
+    if _env(f).get("NCCL_SOCKET_FAMILY") != "AF_INET" or f.get("ipv4"):
+        return None
+    ifname = f["ifname"]
+    return failure(f"NCCL_SOCKET_FAMILY=AF_INET but {ifname} has no IPv4 address",
+                   f"unset NCCL_SOCKET_FAMILY   # or give {ifname} an IPv4 address (ip addr add ADDRESS/PREFIX dev {ifname})",
+                   actor=Actor.JOB, cause=causes.SOCKET_FAMILY)
+
+
+# -- NCCL_SOCKET_IFNAME ---------------------------------------------------------------------------------
+def nccl_value_honoured(f: Fact, profile=None) -> Finding | None:
+    note = _nccl(f).get("note")
+    return warning(note, export_fix(f), actor=Actor.JOB, cause=causes.SOCKET_IFNAME) if note else None
+
+
+def nccl_entries_valid(f: Fact, profile=None) -> Finding | None:
+    value = _env(f).get("NCCL_SOCKET_IFNAME")
+    invalid = _nccl(f)["invalid"] if value is not None else []
+    if not invalid:
+        return None
+    return _ifname_failure(f"NCCL_SOCKET_IFNAME={value!r} has entries that cannot be interface names: {invalid}", f)
+
+
+def nccl_selects_something(f: Fact, profile=None) -> Finding | None:
+    value = _env(f).get("NCCL_SOCKET_IFNAME")
+    nccl = _nccl(f)
+    if value is None or nccl["invalid"] or nccl["selected"]:
+        return None
+    return _ifname_failure(f"NCCL_SOCKET_IFNAME={value!r} selects no interface here (NCCL fails at init); "
+                           f"{f['ifname']} reaches MASTER_ADDR", f)
+
+
+def nccl_includes_route_interface(f: Fact, profile) -> Finding | None:
+    nccl = _nccl_judged_against_route(f, profile)
+    if nccl is None or f["ifname"] in nccl["selected"]:
+        return None
+    return _ifname_failure(f"NCCL_SOCKET_IFNAME={_env(f)['NCCL_SOCKET_IFNAME']!r} selects {', '.join(nccl['selected'])}, "
+                           f"not {f['ifname']} which reaches MASTER_ADDR {f.get('master_addr')}", f)
+
+
+def nccl_bootstraps_on_route_interface(f: Fact, profile) -> Finding | None:
+    nccl = _nccl_judged_against_route(f, profile)
+    ifname = f["ifname"]
+    if nccl is None or ifname not in nccl["selected"] or nccl["bootstrap"] == ifname:
+        return None
+    return _ifname_failure(f"NCCL_SOCKET_IFNAME={_env(f)['NCCL_SOCKET_IFNAME']!r} matches {', '.join(nccl['selected'])}: "
+                           f"NCCL bootstraps on the first, {nccl['bootstrap']}, not {ifname} which reaches MASTER_ADDR "
+                           f"{f.get('master_addr')}", f)
+
+
+def nccl_selects_only_route_interface(f: Fact, profile) -> Finding | None:
+    nccl = _nccl_judged_against_route(f, profile)
+    ifname = f["ifname"]
+    if nccl is None or nccl["bootstrap"] != ifname or len(nccl["selected"]) <= 1:
+        return None
+    others = [n for n in nccl["selected"] if n != ifname]
+    return warning(f"NCCL_SOCKET_IFNAME={_env(f)['NCCL_SOCKET_IFNAME']!r} also selects {', '.join(others)}: NCCL's socket "
+                   "transport uses every selected interface, and peers may not reach them",
+                   export_fix(f), actor=Actor.JOB, cause=causes.SOCKET_IFNAME)
+
+
+# -- GLOO_SOCKET_IFNAME (exact names, every one used) ---------------------------------------------------
+def _gloo(f: Fact) -> dict[str, Any] | None:
+    value = _env(f).get("GLOO_SOCKET_IFNAME")
+    return None if value is None else gloo_select(value, f.get("interfaces") or [])
+
+
+def gloo_names_valid(f: Fact, profile=None) -> Finding | None:
+    gloo = _gloo(f)
+    if not gloo or not gloo["invalid"]:
+        return None
+    return _ifname_failure(f"GLOO_SOCKET_IFNAME={_env(f)['GLOO_SOCKET_IFNAME']!r} has names that cannot be interfaces: "
+                           f"{gloo['invalid']}", f)
+
+
+def gloo_names_exist(f: Fact, profile=None) -> Finding | None:
+    gloo = _gloo(f)
+    if not gloo or gloo["invalid"] or not gloo["missing"]:
+        return None
+    return _ifname_failure(f"GLOO_SOCKET_IFNAME={_env(f)['GLOO_SOCKET_IFNAME']!r} names {', '.join(gloo['missing'])}, "
+                           "which does not exist here (Gloo needs exact names, no prefixes)", f)
+
+
+def gloo_names_have_address(f: Fact, profile=None) -> Finding | None:
+    gloo = _gloo(f)
+    if not gloo or gloo["invalid"] or gloo["missing"] or not gloo["no_address"]:
+        return None
+    return _ifname_failure(f"GLOO_SOCKET_IFNAME={_env(f)['GLOO_SOCKET_IFNAME']!r}: {', '.join(gloo['no_address'])} "
+                           "has no address", f)
+
+
+def gloo_uses_only_route_interface(f: Fact, profile) -> Finding | None:
+    gloo = _gloo(f)
+    if (not gloo or gloo["invalid"] or gloo["missing"] or gloo["no_address"] or profile.nnodes <= 1
+            or loopback_master(f, profile) or all(n == f["ifname"] for n in gloo["selected"])):
+        return None
+    return _ifname_failure(f"GLOO_SOCKET_IFNAME={_env(f)['GLOO_SOCKET_IFNAME']!r} uses {', '.join(gloo['selected'])}, "
+                           f"not only {f['ifname']} which reaches MASTER_ADDR {f.get('master_addr')}", f)
+
+
+# -- unset on a multi-node job: what the libraries would pick by themselves ----------------------------
+def _pins_matter(f: Fact, profile) -> bool:
+    return profile.nnodes > 1 and not loopback_master(f, profile)
+
+
+def gloo_host_name_address(f: Fact) -> str | None:
+    """The address Gloo binds when GLOO_SOCKET_IFNAME is unset (the host name's, when it is a usable local
+    address), or None when it would fall back to loopback."""
+    local = {a for i in f.get("interfaces") or [] for a in (i.get("ipv4") or []) + (i.get("ipv6") or [])}
+    usable = [a for a in f.get("hostname_addresses") or [] if a in local and not is_loopback(a)]
+    return usable[0] if usable else None
+
+
+def _gloo_hazard(f: Fact) -> str:
+    return (f"Gloo binds the address of the host name {f.get('hostname')!r}, which resolves to "
+            f"{', '.join(f.get('hostname_addresses') or []) or 'no address'}: no usable local address, so Gloo falls "
+            "back to loopback, unreachable from other nodes")
+
+
+def gloo_backend_has_a_reachable_address(f: Fact, profile) -> Finding | None:
+    """With the gloo backend and GLOO_SOCKET_IFNAME unset, a host name without a usable address breaks the job."""
+    if (profile.backend != "gloo" or _env(f).get("GLOO_SOCKET_IFNAME") is not None or not _pins_matter(f, profile)
+            or gloo_host_name_address(f)):
+        return None
+    return failure(_gloo_hazard(f), export_fix(f), actor=Actor.JOB, cause=causes.SOCKET_IFNAME_UNSET)
+
+
+def ifnames_pinned(f: Fact, profile) -> Finding | None:
+    env = _env(f)
+    unset = [v for v in ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME") if env.get(v) is None]
+    if not unset or not _pins_matter(f, profile):
+        return None
+    ifname = f["ifname"]
+    guesses = []
+    if env.get("NCCL_SOCKET_IFNAME") is None:
+        picked = _nccl(f)["bootstrap"]
+        guesses.append(f"NCCL would pick {picked}" + ("" if picked == ifname else f", not {ifname}"))
+    if env.get("GLOO_SOCKET_IFNAME") is None:
+        bound = gloo_host_name_address(f)
+        if bound:
+            guesses.append(f"Gloo would bind {bound} (the host name's address)")
+        elif profile.backend != "gloo":  # with the gloo backend it is a failure of its own
+            guesses.append(_gloo_hazard(f))
+    return warning(f"{' and '.join(unset)} unset: {'; '.join(guesses) or 'the libraries pick by themselves'}; "
+                   f"pin {ifname}, the interface toward MASTER_ADDR {f.get('master_addr')}",
+                   export_fix(f), actor=Actor.JOB, cause=causes.SOCKET_IFNAME_UNSET)
+
+
+#: every rule takes (nic_route fact, profile) and returns a Finding or None; in the order a reader fixes them
+RULES = (interface_up, not_loopback_on_multi_node, family_has_address,
+         nccl_value_honoured, nccl_entries_valid, nccl_selects_something, nccl_includes_route_interface,
+         nccl_bootstraps_on_route_interface, nccl_selects_only_route_interface,
+         gloo_names_valid, gloo_names_exist, gloo_names_have_address, gloo_uses_only_route_interface,
+         gloo_backend_has_a_reachable_address, ifnames_pinned)
+
+
+def evidence_of(f: Fact) -> dict[str, Any]:
+    env = _env(f)
+    evidence = {k: f.get(k) for k in ("master_addr", "target", "local", "role", "src", "gateway", "mtu", "operstate",
+                                      "speed_mbps", "ipv4", "method", "route_type")}
+    evidence.update(interface=f.get("ifname"), resolve_error=f.get("resolve_error"), route_error=f.get("route_error"),
+                    route_errno=f.get("route_errno"), hosts_entries=f.get("hosts_entries") or [],
+                    NCCL_SOCKET_IFNAME=env.get("NCCL_SOCKET_IFNAME"), GLOO_SOCKET_IFNAME=env.get("GLOO_SOCKET_IFNAME"),
+                    NCCL_SOCKET_FAMILY=env.get("NCCL_SOCKET_FAMILY"))
+    if f.get("ifname"):
+        nccl = _nccl(f)
+        evidence.update(nccl_selects=nccl["selected"], nccl_bootstrap_interface=nccl["bootstrap"],
+                        gloo_uses=(_gloo(f) or {}).get("selected", []))
+        if nccl.get("note"):
+            evidence["nccl_note"] = nccl["note"]
+    return evidence
+
+
+def ok_summary(f: Fact, profile) -> str:
+    summary = (f"MASTER_ADDR {f.get('master_addr')} via {f.get('ifname')} (src {f.get('src')}"
+               + (f", gateway {f['gateway']}" if f.get("gateway") else "")
+               + f", MTU {f.get('mtu')}, {f.get('operstate')})")
+    env = _env(f)
+    if profile.nnodes <= 1:
+        return summary + "; single node: NCCL/Gloo interface choice does not matter"
+    if env.get("NCCL_SOCKET_IFNAME") is not None or env.get("GLOO_SOCKET_IFNAME") is not None:
+        return summary + "; NCCL/Gloo select it"
+    return summary
 
 
 @check("net.nic_route", needs=["nic_route", "profile"], tags=["network"], timeout=10)
 def nic_route(nic_route, profile):
     """MASTER_ADDR's interface (from the kernel's route) is up, not loopback on multi-node, and selected by NCCL_/GLOO_SOCKET_IFNAME."""
     f = nic_route
-    addr = f.get("master_addr")
-    if not f.get("resolved"):
-        return Result.failed(
-            f"MASTER_ADDR {addr!r} does not resolve: {f.get('resolve_error')}",
-            {"master_addr": addr, "error": f.get("resolve_error")},
-            f"export MASTER_ADDR=<head node's IP on the training network>   # or add '<IP> {addr}' to /etc/hosts on every node",
-        )
-    if f.get("route_error"):
-        return Result.failed(
-            f"no route to MASTER_ADDR {addr} ({f['target']}): {f['route_error']}",
-            {"master_addr": addr, "target": f["target"], "error": f["route_error"], "errno": f.get("route_errno")},
-            f"ip route get {f['target']}   # then add a route or fix the interface that should reach the head",
-        )
-    ifname = f.get("ifname")
-    env = f.get("env") or {}
-    interfaces = f.get("interfaces") or []
-    family_env = env.get("NCCL_SOCKET_FAMILY")
-    evidence = {
-        "master_addr": addr, "target": f.get("target"), "local": f.get("local"), "role": f.get("role"),
-        "interface": ifname, "src": f.get("src"), "gateway": f.get("gateway"), "mtu": f.get("mtu"),
-        "operstate": f.get("operstate"), "speed_mbps": f.get("speed_mbps"), "ipv4": f.get("ipv4"),
-        "method": f.get("method"), "route_type": f.get("route_type"),
-        "NCCL_SOCKET_IFNAME": env.get("NCCL_SOCKET_IFNAME"), "GLOO_SOCKET_IFNAME": env.get("GLOO_SOCKET_IFNAME"),
-        "NCCL_SOCKET_FAMILY": family_env,
-    }
-    if not ifname:
-        return Result.failed(f"the kernel's route to {f.get('target')} names no interface", evidence,
-                             f"ip route get {f.get('target')}")
-    fixes: list[str] = []
-    fails: list[str] = []
-    warns: list[str] = []
-    multi = profile.nnodes > 1
-    if f.get("up") is False or (f.get("operstate") or "").lower() in _DOWN_STATES:
-        fails.append(f"{ifname}, the interface toward MASTER_ADDR {addr}, is down (operstate {f.get('operstate')})")
-        fixes.append(f"ip link set dev {ifname} up   # and check the cable/port: cat /sys/class/net/{ifname}/carrier")
-    if multi and f.get("loopback"):
-        fails.append(f"MASTER_ADDR {addr} is reached through loopback {ifname} but the profile has {profile.nnodes} nodes")
-        fixes.append("export MASTER_ADDR=<head node's IP on the training network>")
-    if family_env == "AF_INET" and not f.get("ipv4"):
-        fails.append(f"NCCL_SOCKET_FAMILY=AF_INET but {ifname} has no IPv4 address")
-        fixes.append(f"ip addr add <IPv4>/<prefix> dev {ifname}   # or: unset NCCL_SOCKET_FAMILY")
-
-    nccl_value = env.get("NCCL_SOCKET_IFNAME")
-    nccl = nccl_select(nccl_value, interfaces, family_env)
-    evidence["nccl_selects"] = nccl["selected"]
-    evidence["nccl_bootstrap_interface"] = nccl["bootstrap"]
-    if nccl.get("note"):
-        evidence["nccl_note"] = nccl["note"]
-    export_fix = _exports(ifname, interfaces, family_env)
-    if nccl_value is not None:
-        if nccl["invalid"]:
-            fails.append(f"NCCL_SOCKET_IFNAME={nccl_value!r} has entries that cannot be interface names: {nccl['invalid']}")
-        elif not nccl["selected"]:
-            fails.append(f"NCCL_SOCKET_IFNAME={nccl_value!r} selects no interface here (NCCL fails at init); {ifname} reaches MASTER_ADDR")
-        elif not multi:
-            pass  # one node: every rank reaches any local address; only an empty selection breaks init
-        elif ifname not in nccl["selected"]:
-            fails.append(f"NCCL_SOCKET_IFNAME={nccl_value!r} selects {', '.join(nccl['selected'])}, not {ifname} which reaches MASTER_ADDR {addr}")
-        elif nccl["bootstrap"] != ifname:
-            fails.append(f"NCCL_SOCKET_IFNAME={nccl_value!r} matches {', '.join(nccl['selected'])}: NCCL bootstraps on the first, "
-                         f"{nccl['bootstrap']}, not {ifname} which reaches MASTER_ADDR {addr}")
-        elif len(nccl["selected"]) > 1:
-            others = [n for n in nccl["selected"] if n != ifname]
-            warns.append(f"NCCL_SOCKET_IFNAME={nccl_value!r} also selects {', '.join(others)}: NCCL's socket transport "
-                         f"uses every selected interface, and peers may not reach them")
-        if nccl.get("note"):
-            warns.insert(0, nccl["note"])
-    gloo_value = env.get("GLOO_SOCKET_IFNAME")
-    gloo = gloo_select(gloo_value, interfaces)
-    evidence["gloo_uses"] = gloo["selected"]
-    if gloo_value is not None:
-        if gloo["invalid"]:
-            fails.append(f"GLOO_SOCKET_IFNAME={gloo_value!r} has names that cannot be interfaces: {gloo['invalid']}")
-        elif gloo["missing"]:
-            fails.append(f"GLOO_SOCKET_IFNAME={gloo_value!r} names {', '.join(gloo['missing'])}, which does not exist here "
-                         "(Gloo needs exact names, no prefixes)")
-        elif gloo["no_address"]:
-            fails.append(f"GLOO_SOCKET_IFNAME={gloo_value!r}: {', '.join(gloo['no_address'])} has no address")
-        elif multi and any(n != ifname for n in gloo["selected"]):
-            fails.append(f"GLOO_SOCKET_IFNAME={gloo_value!r} uses {', '.join(gloo['selected'])}, not only {ifname} which reaches MASTER_ADDR {addr}")
-    # on multi-node a loopback route is already a FAIL whose fix is a new MASTER_ADDR; pinning lo would be wrong advice
-    loopback_master = multi and bool(f.get("loopback"))
-    if (nccl_value is None or gloo_value is None) and multi and not loopback_master:
-        unset = [v for v, val in (("NCCL_SOCKET_IFNAME", nccl_value), ("GLOO_SOCKET_IFNAME", gloo_value)) if val is None]
-        guesses = []
-        if nccl_value is None:
-            picked = nccl["bootstrap"]
-            guesses.append(f"NCCL would pick {picked}" + ("" if picked == ifname else f", not {ifname}"))
-        if gloo_value is None:
-            host_addrs = f.get("hostname_addresses") or []
-            local = {a for i in interfaces for a in (i.get("ipv4") or []) + (i.get("ipv6") or [])}
-            usable = [a for a in host_addrs if a in local and not _is_loopback(a)]
-            if not usable:
-                hazard = (f"Gloo binds the address of the host name {f.get('hostname')!r}, which resolves to "
-                          f"{', '.join(host_addrs) or 'no address'}: no usable local address, so Gloo falls back to "
-                          "loopback, unreachable from other nodes")
-                (fails if profile.backend == "gloo" else guesses).append(hazard)
-            else:
-                guesses.append(f"Gloo would bind {usable[0]} (the host name's address)")
-        warns.append(f"{' and '.join(unset)} unset: {'; '.join(guesses) or 'the libraries pick by themselves'}; "
-                     f"pin {ifname}, the interface toward MASTER_ADDR {addr}")
-    if fails or warns:
-        if loopback_master:
-            fixes.append("# then rerun dsv3-preflight: it prints the NCCL_/GLOO_SOCKET_IFNAME exports for the route to the new address")
-        elif any("SOCKET_IFNAME" in m for m in fails + warns):
-            fixes.append(export_fix)
-    summary = (f"MASTER_ADDR {addr} via {ifname} (src {f.get('src')}"
-               + (f", gateway {f['gateway']}" if f.get("gateway") else "")
-               + f", MTU {f.get('mtu')}, {f.get('operstate')})")
-    if not multi:
-        summary += "; single node: NCCL/Gloo interface choice does not matter"
-    elif nccl_value is not None or gloo_value is not None:
-        summary += "; NCCL/Gloo select it"
-    return _verdict(fails, warns, evidence, "\n".join(dict.fromkeys(fixes)) or None, summary)
+    found = Findings()
+    for gate in GATES:
+        if found.check(gate, f, profile):
+            return found.result("", evidence_of(f))
+    for rule in RULES:
+        found.check(rule, f, profile)
+    return found.result(ok_summary(f, profile), evidence_of(f))

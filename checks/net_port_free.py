@@ -1,73 +1,108 @@
-"""net.port_free: on the head, MASTER_PORT can be bound; else who holds it and how to free it."""
+"""net.port_free: on the head, MASTER_PORT can be bound; else who holds it and how to free it.
+
+Small pure rules over the ``port_bind`` and ``port_holders`` facts (and ``nic_route`` for this node's own
+addresses), each returning a finding with its fix.
+"""
 from __future__ import annotations
 
+from typing import Any, Mapping
+
 from dsv3_preflight import Result, check
-from dsv3_preflight.text import one_line
+from dsv3_preflight.host.processes import describe, find_holder_fix, is_preflight_listener, kill_fix
+from dsv3_preflight.net import causes
+from dsv3_preflight.net.master import HEAD_ADDR, this_node_fix, training_addresses
+from dsv3_preflight.result import Actor, Finding, Findings, failure, warning
+
+Fact = Mapping[str, Any]
 
 
-def _is_our_listener(proc: dict | None) -> bool:
-    cmd = (proc or {}).get("cmdline") or ""
-    return ("dsv3-preflight listen" in cmd or "dsv3_preflight listen" in cmd) if cmd else False
+def failed_attempts(port_bind: Fact) -> list[dict]:
+    return [a for a in port_bind.get("attempts", []) if not a["ok"]]
 
 
-def _who(proc: dict | None) -> str:
-    if not proc:
-        return "a process this user cannot see (run as root, or it lives in another network namespace)"
-    return (f"pid {proc['pid']} ({one_line(proc.get('cmdline')) or proc.get('name') or '?'}, user {proc.get('user')}, "
-            f"since {proc.get('started')})")
+def holders_on_port(port_bind: Fact, port_holders: Fact) -> list[dict]:
+    return [h for h in port_holders.get("holders", []) if h["port"] == port_bind["port"]]
 
 
-@check("net.port_free", needs=["port_bind", "port_holders", "profile"], tags=["network"], timeout=10)
-def port_free(port_bind, port_holders, profile):
+def held_only_by_our_listener(port_bind: Fact, port_holders: Fact) -> bool:
+    """The port is held, and only by the dsv3-preflight listener serving the workers' reach test."""
+    on_port = holders_on_port(port_bind, port_holders)
+    return bool(on_port) and all(is_preflight_listener(h.get("process")) for h in on_port)
+
+
+# -- rules ------------------------------------------------------------------------------------------------
+def rank0_holds_master_addr(port_bind: Fact, profile, nic_route: Fact | None = None) -> Finding | None:
+    if not port_bind.get("rank0_without_master_addr"):
+        return None
+    candidates = training_addresses((nic_route or {}).get("interfaces"))
+    return failure(f"this node has node_rank 0 but MASTER_ADDR {profile.master_addr} is not one of its addresses: "
+                   "workers would wait for a rendezvous nobody serves",
+                   "# run rank 0 on the node that holds MASTER_ADDR, or make this node the head on every node:\n"
+                   + this_node_fix(candidates), actor=Actor.JOB, cause=causes.RANK0_NOT_MASTER)
+
+
+def port_binds(port_bind: Fact, port_holders: Fact) -> Finding | None:
+    """The first failed bind, explained: a privileged port, an address not on this node, a holder, or the error."""
+    failed = failed_attempts(port_bind)
+    if not failed or held_only_by_our_listener(port_bind, port_holders):
+        return None
+    first, port = failed[0], port_bind["port"]
+    where = f"{first['address']}:{port}"
+    if first.get("errno_name") == "EACCES":
+        return failure(f"cannot bind {where}: permission denied (ports below 1024 need root)", "export MASTER_PORT=39500",
+                       actor=Actor.JOB, cause=causes.PORT_PRIVILEGED)
+    if first.get("errno_name") == "EADDRNOTAVAIL":
+        return failure(f"cannot bind {where}: the address is not on this node",
+                       f'export MASTER_ADDR="{HEAD_ADDR}"   # an address of the head, which binds it',
+                       actor=Actor.JOB, cause=causes.RANK0_NOT_MASTER)
+    procs = [h.get("process") for h in holders_on_port(port_bind, port_holders)]
+    if procs:
+        fixes = [kill_fix(p) for p in procs if p] or [find_holder_fix(port)]
+        return failure(f"port {port} cannot be bound on {first['address']} ({first['error']}): held by {describe(procs[0])}",
+                       "\n".join(dict.fromkeys(fixes)), actor=Actor.NODE, cause=causes.PORT_HELD)
+    return failure(f"port {port} cannot be bound on {first['address']}: {first['error']}", find_holder_fix(port),
+                   actor=Actor.NODE, cause=causes.PORT_HELD)
+
+
+def nccl_port_range_free(port_bind: Fact, port_holders: Fact) -> Finding | None:
+    in_range = [h for h in port_holders.get("holders", []) if h["port"] != port_bind["port"]]
+    if not in_range:
+        return None
+    lo, hi = port_holders.get("nccl_port_range") or (None, None)
+    listing = ", ".join(f"{h['port']} ({describe(h.get('process'))})" for h in in_range[:5])
+    fixes = [kill_fix(h["process"], f"a leftover holding {h['port']}, inside NCCL_PORT_RANGE")
+             for h in in_range if h.get("process")]
+    fixes.append("# or move the range off the held ports\n"
+                 'export NCCL_PORT_RANGE="${NCCL_PORT_RANGE_FREE:?set NCCL_PORT_RANGE_FREE to a range of free ports, LOW-HIGH}"')
+    return warning(f"NCCL_PORT_RANGE {lo}-{hi} overlaps ports already held: {listing}", "\n".join(dict.fromkeys(fixes)),
+                   actor=Actor.JOB)
+
+
+def ok_summary(port_bind: Fact, port_holders: Fact) -> str:
+    port = port_bind["port"]
+    if held_only_by_our_listener(port_bind, port_holders):
+        pids = ", ".join(str(h["process"]["pid"]) for h in holders_on_port(port_bind, port_holders))
+        return (f"port {port} is held only by the dsv3-preflight listener (pid {pids}) serving the workers' reach test; "
+                "it exits at its deadline")
+    return f"port {port} can be bound on {', '.join(a['address'] for a in port_bind.get('attempts', []))}"
+
+
+@check("net.port_free", needs=["port_bind", "port_holders", "profile", "nic_route"], tags=["network"], timeout=10)
+def port_free(port_bind, port_holders, profile, nic_route=None):
     """On the head: MASTER_PORT can be bound where workers connect; names the process holding it; NCCL_PORT_RANGE holds nothing."""
     port = port_bind["port"]
     if port_bind.get("role") != "head":
         return Result.skipped(f"not the head: {port_bind.get('role_reason')}; the head checks that port {port} is free",
                               {"role": port_bind.get("role")})
-    evidence: dict = {"port": port, "role_reason": port_bind.get("role_reason"), "attempts": port_bind.get("attempts", [])}
-    if port_bind.get("rank0_without_master_addr"):
-        return Result.failed(
-            f"this node has node_rank 0 but MASTER_ADDR {profile.master_addr} is not one of its addresses: "
-            "workers would wait for a rendezvous nobody serves",
-            evidence,
-            "export MASTER_ADDR=<this node's IP on the training network>   # or run rank 0 on the node that holds MASTER_ADDR",
-        )
-    holders = port_holders.get("holders", [])
-    on_port = [h for h in holders if h["port"] == port]
-    in_range = [h for h in holders if h["port"] != port]
-    evidence["holders"] = on_port
-    failed = [a for a in port_bind.get("attempts", []) if not a["ok"]]
-    if failed:
-        first = failed[0]
-        where = f"{first['address']}:{port}"
-        if first.get("errno_name") == "EACCES":
-            return Result.failed(f"cannot bind {where}: permission denied (ports below 1024 need root)", evidence,
-                                 "export MASTER_PORT=39500")
-        if first.get("errno_name") == "EADDRNOTAVAIL":
-            return Result.failed(f"cannot bind {where}: the address is not on this node", evidence,
-                                 "export MASTER_ADDR=<this node's IP on the training network>")
-        if on_port and all(_is_our_listener(h.get("process")) for h in on_port):
-            pids = ", ".join(str(h["process"]["pid"]) for h in on_port)
-            evidence["held_by_listener"] = True
-            return Result.passed(f"port {port} is held only by the dsv3-preflight listener (pid {pids}) serving the "
-                                 "workers' reach test; it exits at its deadline", evidence)
-        if on_port:
-            procs = [h.get("process") for h in on_port]
-            who = _who(procs[0])
-            fixes = [f"kill {p['pid']}   # after checking it is a leftover of the previous run: {one_line(p.get('cmdline'))}\n"
-                     f"sleep 2; kill -0 {p['pid']} 2>/dev/null && kill -9 {p['pid']}"
-                     for p in procs if p]
-            remediation = "\n".join(dict.fromkeys(fixes)) or f"ss -ltnp 'sport = :{port}'   # then stop the holder (fuser -k {port}/tcp)"
-            return Result.failed(f"port {port} cannot be bound on {first['address']} ({first['error']}): held by {who}",
-                                 evidence, remediation)
-        return Result.failed(f"port {port} cannot be bound on {first['address']}: {first['error']}", evidence,
-                             f"ss -ltnp 'sport = :{port}'   # find the holder, then: fuser -k {port}/tcp")
-    if in_range:
-        evidence["range_holders"] = in_range
-        lo, hi = port_holders.get("nccl_port_range") or (None, None)
-        listing = ", ".join(f"{h['port']} ({_who(h.get('process'))})" for h in in_range[:5])
-        fixes = [f"kill {h['process']['pid']}   # holds {h['port']}, inside NCCL_PORT_RANGE" for h in in_range if h.get("process")]
-        return Result.warned(f"NCCL_PORT_RANGE {lo}-{hi} overlaps ports already held: {listing}", evidence,
-                             "\n".join(dict.fromkeys(fixes)) or f"export NCCL_PORT_RANGE=<a free range>")
-    bound = ", ".join(a["address"] for a in port_bind.get("attempts", []))
-    return Result.passed(f"port {port} can be bound on {bound}", evidence)
+    evidence: dict = {"port": port, "role_reason": port_bind.get("role_reason"), "attempts": port_bind.get("attempts", []),
+                      "holders": holders_on_port(port_bind, port_holders)}
+    found = Findings()
+    if found.check(rank0_holds_master_addr, port_bind, profile, nic_route):
+        return found.result("", evidence)
+    found.check(port_binds, port_bind, port_holders)
+    found.check(nccl_port_range_free, port_bind, port_holders)
+    if held_only_by_our_listener(port_bind, port_holders):
+        evidence["held_by_listener"] = True
+    if any(h["port"] != port for h in port_holders.get("holders", [])):
+        evidence["range_holders"] = [h for h in port_holders.get("holders", []) if h["port"] != port]
+    return found.result(ok_summary(port_bind, port_holders), evidence)

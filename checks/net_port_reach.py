@@ -1,66 +1,158 @@
-"""net.port_reach: a worker reaches MASTER_ADDR:MASTER_PORT over TCP (and our listener answers there)."""
+"""net.port_reach: a worker reaches MASTER_ADDR:MASTER_PORT over TCP (and our listener answers there).
+
+The ``port_reach`` fact classifies the connect (ok, refused, filtered, unreachable, name_resolution,
+invalid, error); each outcome has its own small pure rule returning the finding with its fix.
+"""
 from __future__ import annotations
 
-from dsv3_preflight import Result, check
+import errno
+from typing import Any, Callable, Mapping
 
-LISTEN_HINT = "on the head: dsv3-preflight listen --port {port} --deadline 120   # then re-run this check here"
+from dsv3_preflight import Result, check
+from dsv3_preflight.net import causes
+from dsv3_preflight.net.master import HEAD_ADDR, unresolvable_fix
+from dsv3_preflight.result import Actor, Finding, Findings, failure, warning
+
+Fact = Mapping[str, Any]
+EVIDENCE_KEYS = ("host", "address", "port", "outcome", "latency_ms", "elapsed_s", "timeout_s", "errno", "error", "invalid",
+                 "listener", "listener_expected", "token", "expected_token", "token_match", "banner")
+
+
+def _where(f: Fact) -> str:
+    return f"{f.get('host')}:{f.get('port')}"
+
+
+def _head(f: Fact) -> str:
+    """The head as this node reached it: ``the head (10.77.0.10)``."""
+    address = f.get("address")
+    return f"the head ({address})" if address else "the head"
+
+
+def listener_expected(f: Fact) -> bool:
+    """A dsv3-preflight listener was started for this check (this node expects its token)."""
+    return bool(f.get("listener_expected") or f.get("expected_token"))
+
+
+def listen_fix(f: Fact) -> str:
+    port = f.get("port")
+    return (f"# on {_head(f)}: serve the port for 120 s\n"
+            f"dsv3-preflight listen --port {port} --deadline 120\n"
+            "# then here: dsv3-preflight run --only net.port_reach")
+
+
+def firewall_fix(f: Fact) -> str:
+    """How to find the REJECT rule (iptables and nft listings with the real port) and open the port."""
+    port = f.get("port")
+    return (f"# on {_head(f)}, as root: list the rules that reject TCP port {port}\n"
+            f"iptables -L INPUT -n -v --line-numbers | grep -E 'REJECT|dpt:{port}'\n"
+            f"nft -a list ruleset | grep -E 'reject|dport {port}'\n"
+            f"# open it: insert an ACCEPT before the REJECT (or delete the REJECT by its number: iptables -D INPUT NUMBER)\n"
+            f"iptables -I INPUT -p tcp --dport {port} -j ACCEPT\n"
+            f"# on this node, an OUTPUT rule can reject it too: iptables -L OUTPUT -n -v --line-numbers | grep -E 'REJECT|dpt:{port}'\n"
+            f"# a REJECT on a router or in a cloud security group between the nodes shows in neither: open {port}/tcp there")
+
+
+# -- one rule per outcome -------------------------------------------------------------------------------
+def reached(f: Fact) -> Finding | None:
+    """Connected: our listener with the expected token, ours with another token, or something else."""
+    if f.get("listener") == "ours":
+        if f.get("token_match") is not False:
+            return None
+        return warning(
+            f"reached a dsv3-preflight listener at {_where(f)} in {f['latency_ms']:.1f} ms, but its token "
+            f"{f.get('token')} is not the expected {f.get('expected_token')} (a listener of another session?)",
+            # worded so that secret masking (which hides the value after a `--token` flag) leaves it pasteable
+            "echo $DSV3_PREFLIGHT_LISTENER_TOKEN   # on this worker: the token it expects\n"
+            "# on the head: stop the other `dsv3-preflight listen`, export that value there as "
+            "DSV3_PREFLIGHT_LISTENER_TOKEN, then:\n"
+            f"dsv3-preflight listen --port {f.get('port')} --deadline 120", actor=Actor.JOB)
+    return failure(
+        f"something other than the dsv3-preflight listener accepts on {_where(f)}"
+        + (f" (it said {f['banner']!r})" if f.get("banner") else " (it sent nothing)")
+        + ": torchrun's rendezvous cannot bind there",
+        f"# on {_head(f)}: find the process holding port {f.get('port')}, then stop it or pick another MASTER_PORT\n"
+        f"ss -ltnp 'sport = :{f.get('port')}'", actor=Actor.NODE, cause=causes.PORT_HELD)
+
+
+def refused(f: Fact) -> Finding:
+    """Refused (TCP RST, or ICMP port unreachable). With our listener up, a firewall REJECTs it."""
+    port = f.get("port")
+    if listener_expected(f):
+        return failure(
+            f"connection to {_where(f)} actively refused while the dsv3-preflight listener started for this check "
+            f"serves it: most likely a firewall REJECT rule for port {port} on {_head(f)} or on the path",
+            firewall_fix(f) + f"\n# if that listener has stopped (its deadline passed), start it again on the head: "
+                              f"dsv3-preflight listen --port {port} --deadline 120",
+            actor=Actor.NETWORK, cause=causes.PORT_REJECTED)
+    return failure(
+        f"connection to {_where(f)} refused: {_head(f)} answers but nothing listens on {port} (no `dsv3-preflight listen` "
+        "running?) or a firewall REJECTs it",
+        listen_fix(f) + f"\n# still refused while the listener runs: a firewall REJECT; on the head: "
+                        f"iptables -L INPUT -n --line-numbers | grep -E 'REJECT|dpt:{port}'",
+        actor=Actor.JOB, cause=causes.PORT_NOT_LISTENING)
+
+
+def filtered(f: Fact) -> Finding:
+    port = f.get("port")
+    return failure(
+        f"no answer from {_where(f)} within {f.get('timeout_s')} s: a firewall DROPs it or packets are lost"
+        + ("" if (f.get("error") or "").startswith("no answer") else f" ({f.get('error')})"),
+        f"# on {_head(f)}, as root: find the rule that drops TCP port {port}, then open it\n"
+        f"iptables -L INPUT -n -v --line-numbers | grep -E 'DROP|dpt:{port}'\n"
+        f"iptables -I INPUT -p tcp --dport {port} -j ACCEPT   # or open {port}/tcp in the cloud security group / nft "
+        "ruleset between the nodes", actor=Actor.NETWORK, cause=causes.PORT_FILTERED)
+
+
+def unreachable(f: Fact) -> Finding:
+    target = f.get("address") or f.get("host")
+    if f.get("errno") == errno.ENETUNREACH:  # this node's kernel has no route: net.nic_route says the same
+        return failure(f"{_where(f)} is unreachable from this node: {f.get('error')}",
+                       f"ip route get {target}   # then add a route, or bring up the interface that should reach the head",
+                       actor=Actor.NODE, cause=causes.NO_ROUTE_TO_MASTER)
+    return failure(
+        f"{_where(f)} is unreachable from this node: {f.get('error')} (the head is down, its address is wrong, "
+        "or a firewall rejects with icmp-host-prohibited)",
+        f"ip route get {target}   # the route this node takes; then check MASTER_ADDR and that {target} is up\n"
+        f"# on {_head(f)}, as root: iptables -L INPUT -n --line-numbers | grep -E 'REJECT|dpt:{f.get('port')}'",
+        actor=Actor.NETWORK, cause=causes.MASTER_UNREACHABLE)
+
+
+def name_resolution(f: Fact) -> Finding:
+    host = f.get("host")
+    return failure(f"MASTER_ADDR {host!r} does not resolve on this node: {f.get('error')}", unresolvable_fix(str(host)),
+                   actor=Actor.JOB, cause=causes.MASTER_UNRESOLVABLE)
+
+
+def invalid(f: Fact) -> Finding:
+    if f.get("invalid") == "address":
+        return failure(f"cannot test {_where(f)}: {f.get('error')}",
+                       f'export MASTER_ADDR="{HEAD_ADDR}"'
+                       "   # a global or private address of the head, not a link-local one",
+                       actor=Actor.JOB, cause=causes.MASTER_ADDR_INVALID)
+    return failure(f"cannot test {_where(f)}: {f.get('error')}", "export MASTER_PORT=39500", actor=Actor.JOB)
+
+
+def other_error(f: Fact) -> Finding:
+    target = f.get("address") or f.get("host")
+    return failure(f"TCP connect to {_where(f)} failed: {f.get('error')} (errno {f.get('errno')})",
+                   f"ip route get {target}   # the route this node takes toward the head", actor=Actor.NETWORK)
+
+
+#: outcome of the ``port_reach`` fact -> its rule
+RULES: dict[str, Callable[[Fact], Finding | None]] = {
+    "ok": reached, "refused": refused, "filtered": filtered, "unreachable": unreachable,
+    "name_resolution": name_resolution, "invalid": invalid,
+}
 
 
 @check("net.port_reach", needs=["port_reach", "profile"], tags=["network"], timeout=30)
 def port_reach(port_reach, profile):
     """On a worker: TCP to MASTER_ADDR:MASTER_PORT is ok, refused, filtered, unreachable or unresolvable — each with its fix."""
     f = port_reach
-    host, port = f.get("host"), f.get("port")
-    where = f"{host}:{port}"
     if not f.get("attempted"):
-        return Result.skipped(f"this node is the head ({f.get('role_reason')}); workers test reach to {where}",
+        return Result.skipped(f"this node is the head ({f.get('role_reason')}); workers test reach to {_where(f)}",
                               {"role": f.get("role")})
-    evidence = {k: f.get(k) for k in ("host", "address", "port", "outcome", "latency_ms", "elapsed_s", "timeout_s",
-                                      "errno", "error", "invalid", "listener", "token", "expected_token", "token_match", "banner")}
-    outcome = f.get("outcome")
-    hint = LISTEN_HINT.format(port=port)
-    if outcome == "ok":
-        if f.get("listener") == "ours":
-            if f.get("token_match") is False:
-                return Result.warned(
-                    f"reached a dsv3-preflight listener at {where} in {f['latency_ms']:.1f} ms, but its token "
-                    f"{f.get('token')} is not the expected {f.get('expected_token')} (a listener of another session?)",
-                    evidence,
-                    # worded so that secret masking (which hides the value after a `--token` flag) leaves it pasteable
-                    "echo $DSV3_PREFLIGHT_LISTENER_TOKEN   # on this worker: the token it expects\n"
-                    "# on the head: stop the other `dsv3-preflight listen`, export that value there as "
-                    "DSV3_PREFLIGHT_LISTENER_TOKEN, then:\n"
-                    f"dsv3-preflight listen --port {port} --deadline 120")
-            return Result.passed(f"reached the dsv3-preflight listener at {where} in {f['latency_ms']:.1f} ms"
-                                 + (" (token matches)" if f.get("token_match") else ""), evidence)
-        return Result.failed(
-            f"something other than the dsv3-preflight listener accepts on {where}"
-            + (f" (it said {f['banner']!r})" if f.get("banner") else " (it sent nothing)")
-            + ": torchrun's rendezvous cannot bind there",
-            evidence, f"on the head: ss -ltnp 'sport = :{port}'   # stop that process, or pick another MASTER_PORT")
-    if outcome == "refused":
-        return Result.failed(
-            f"connection to {where} refused: the head is up but nothing listens on {port} (no `dsv3-preflight listen` "
-            "running?) or a firewall REJECTs it",
-            evidence, f"{hint}\n# if it is still refused: on the head, iptables -S INPUT | grep {port}; "
-                      f"iptables -I INPUT -p tcp --dport {port} -j ACCEPT")
-    if outcome == "filtered":
-        return Result.failed(
-            f"no answer from {where} within {f.get('timeout_s')} s: a firewall DROPs it or packets are lost"
-            + ("" if (f.get("error") or "").startswith("no answer") else f" ({f.get('error')})"),
-            evidence, f"on the head: iptables -I INPUT -p tcp --dport {port} -j ACCEPT   # or open {port}/tcp in the "
-                      "cloud security group / nft ruleset between the nodes")
-    if outcome == "unreachable":
-        return Result.failed(
-            f"{where} is unreachable from this node: {f.get('error')}", evidence,
-            f"ip route get {f.get('address') or host}   # the route or the head's address is wrong; check MASTER_ADDR")
-    if outcome == "name_resolution":
-        return Result.failed(
-            f"MASTER_ADDR {host!r} does not resolve on this node: {f.get('error')}", evidence,
-            f"export MASTER_ADDR=<head IP>   # or add '<head IP> {host}' to /etc/hosts on every node")
-    if outcome == "invalid":
-        fix = ("export MASTER_ADDR=<head node's global or private IP on the training network>"
-               if f.get("invalid") == "address" else "export MASTER_PORT=39500")
-        return Result.failed(f"cannot test {where}: {f.get('error')}", evidence, fix)
-    return Result.failed(f"TCP connect to {where} failed: {f.get('error')} (errno {f.get('errno')})", evidence,
-                         f"ip route get {f.get('address') or host}")
+    found = Findings().check(RULES.get(f.get("outcome"), other_error), f)
+    ok = (f"reached the dsv3-preflight listener at {_where(f)} in {(f.get('latency_ms') or 0):.1f} ms"
+          + (" (token matches)" if f.get("token_match") else ""))
+    return found.result(ok, {k: f.get(k) for k in EVIDENCE_KEYS})

@@ -11,6 +11,7 @@ from dsv3_preflight.engine import run_cluster_checks
 from dsv3_preflight.profile import Profile
 from dsv3_preflight.registry import load_registry
 from netns_lab import netns_lab  # noqa: F401  (the fixture)
+from paste_lint import paste_problems
 
 pytestmark = [pytest.mark.netns, pytest.mark.slow]
 PY = sys.executable
@@ -90,10 +91,55 @@ def test_reject_on_the_port_is_refused(netns_lab, tmp_path, reject_with):
 
 
 def test_nothing_listening_at_the_head_is_refused_with_the_listen_hint(netns_lab, tmp_path):
-    worker, rc, _, _ = run_checks(netns_lab, tmp_path, 2, only="net.port_reach", **PINNED)
+    # no listener was started, and none is expected (no token exported)
+    worker, rc, _, _ = run_checks(netns_lab, tmp_path, 2, only="net.port_reach", DSV3_PREFLIGHT_LISTENER_TOKEN=None,
+                                  **PINNED)
     reach = worker["net.port_reach"]
     assert rc == 1 and reach["evidence"]["outcome"] == "refused"
-    assert "dsv3-preflight listen --port 39500" in reach["remediation"]
+    assert "nothing listens on 39500" in reach["summary"] and reach["cause"] == "net.port_not_listening"
+    assert "dsv3-preflight listen --port 39500 --deadline 120" in reach["remediation"].splitlines()
+    assert paste_problems(reach["remediation"]) == []
+
+
+def test_a_reject_while_our_listener_serves_is_called_a_firewall_and_its_fix_finds_and_opens_it(netns_lab, tmp_path):
+    # issue 19.4: the head REJECTs one worker while the listener serves; the other worker reaches it
+    lab = netns_lab
+    start_listener(lab, deadline=90)
+    lab.add_rule(0, ["-A", "INPUT", "-p", "tcp", "-s", lab.addr(1), "--dport", str(PORT), "-j", "REJECT",
+                     "--reject-with", "tcp-reset"])
+    other, rc2, _, _ = run_checks(lab, tmp_path, 2, only="net.port_reach", **PINNED)
+    assert rc2 == 0 and other["net.port_reach"]["evidence"]["listener"] == "ours"
+    worker, rc, facts, _ = run_checks(lab, tmp_path, 1, only="net.port_reach", **PINNED)
+    reach = worker["net.port_reach"]
+    assert rc == 1 and reach["evidence"]["outcome"] == "refused" and facts["facts"]["port_reach"]["listener_expected"]
+    assert "actively refused" in reach["summary"] and "firewall REJECT" in reach["summary"], reach["summary"]
+    assert "nothing listens" not in reach["summary"]
+    assert reach["cause"] == "net.port_rejected" and reach["actor"] == "network"
+    fix = reach["remediation"]
+    assert paste_problems(fix) == []
+    # the fix's own listing command, run on the head, shows the REJECT rule; its ACCEPT line opens the port
+    [listing] = [line for line in fix.splitlines() if line.startswith("iptables -L INPUT")]
+    shown = lab.exec(0, ["bash", "-c", listing], check=True).stdout
+    assert "REJECT" in shown and f"dpt:{PORT}" in shown and lab.addr(1) in shown, shown
+    [nft] = [line for line in fix.splitlines() if line.startswith("nft ")]
+    assert "reject" in lab.exec(0, ["bash", "-c", nft], check=True).stdout
+    [accept] = [line for line in fix.splitlines() if line.startswith("iptables -I INPUT")]
+    lab.exec(0, ["bash", "-c", accept], check=True)
+    again, rc, _, _ = run_checks(lab, tmp_path, 1, only="net.port_reach", **PINNED)
+    assert rc == 0 and again["net.port_reach"]["status"] == "pass", again["net.port_reach"]["summary"]
+
+
+def test_a_reject_with_icmp_host_prohibited_is_unreachable_and_names_the_firewall(netns_lab, tmp_path):
+    # firewalld's default REJECT answers icmp-host-prohibited: connect() says EHOSTUNREACH, not ECONNREFUSED
+    lab = netns_lab
+    start_listener(lab)
+    lab.add_rule(0, ["-A", "INPUT", "-p", "tcp", "--dport", str(PORT), "-j", "REJECT", "--reject-with",
+                     "icmp-host-prohibited"])
+    worker, rc, _, _ = run_checks(lab, tmp_path, 1, only="net.port_reach", **PINNED)
+    reach = worker["net.port_reach"]
+    assert rc == 1 and reach["evidence"]["outcome"] == "unreachable", reach["evidence"]
+    assert "icmp-host-prohibited" in reach["summary"] and reach["cause"] == "net.master_unreachable"
+    assert paste_problems(reach["remediation"]) == []
 
 
 def test_no_route_beyond_the_gateway_is_unreachable_and_the_route_shows_the_gateway(netns_lab, tmp_path):

@@ -1,4 +1,5 @@
-"""Facts about this host and its environment: identity, environment variables, name resolution."""
+"""Facts about this host and its environment: identity and environment variables (MASTER_ADDR's name
+resolution is the network domain's: ``net.probes.facts.resolve_master``)."""
 from __future__ import annotations
 
 import os
@@ -42,17 +43,3 @@ def host() -> dict[str, Any]:
 def env() -> dict[str, str]:
     """The process environment as the launch will inherit it (secrets are masked in every document)."""
     return dict(os.environ)
-
-
-@probe("resolve_master", needs=["profile"], timeout=5)
-def resolve_master(profile) -> dict[str, Any]:
-    """MASTER_ADDR resolved with the system resolver, as torch's TCPStore would."""
-    name = profile.master_addr
-    try:
-        infos = socket.getaddrinfo(name, profile.master_port, type=socket.SOCK_STREAM)
-    except socket.gaierror as exc:
-        return {"name": name, "ok": False, "error": f"{exc.strerror or exc} (errno {exc.errno})", "addresses": []}
-    except (UnicodeError, ValueError) as exc:
-        return {"name": name, "ok": False, "error": str(exc), "addresses": []}
-    addresses = sorted({info[4][0] for info in infos})
-    return {"name": name, "ok": True, "error": None, "addresses": addresses}

@@ -3,12 +3,12 @@ from __future__ import annotations
 
 import os
 import re
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 from dsv3_preflight.registry import probe
+
 
 def process_info(pid: int) -> dict[str, Any]:
     """pid, user, command line and start time of a process (fields it cannot read are None)."""

@@ -1,5 +1,6 @@
-"""Network facts: the kernel's route to MASTER_ADDR (``nic_route``), whether the head can bind the
-rendezvous port (``port_bind``), and whether a worker reaches it over TCP (``port_reach``).
+"""Network facts: what MASTER_ADDR resolves to (``resolve_master``), the kernel's route to it
+(``nic_route``), whether the head can bind the rendezvous port (``port_bind``), and whether a worker
+reaches it over TCP (``port_reach``).
 
 Who is the head: a node that holds MASTER_ADDR; also a node whose NODE_RANK is explicitly 0 (then
 ``rank0_without_master_addr`` tells when it does not hold MASTER_ADDR). With one node, it is the head.
@@ -20,11 +21,27 @@ REACH_TIMEOUT_ENV = "DSV3_PREFLIGHT_REACH_TIMEOUT"
 DEFAULT_REACH_TIMEOUT_S = 3.0
 
 
-def _resolve(name: str, timeout: float = 5.0) -> tuple[list[str], str | None]:
+RESOLVE_TIMEOUT_S = 5.0
+
+
+def _resolve(name: str, timeout: float = RESOLVE_TIMEOUT_S) -> tuple[list[str], str | None]:
     from .resolve import resolve
 
     addresses, error, _errno = resolve(name, timeout)
     return addresses, error
+
+
+@probe("resolve_master", needs=["profile"], timeout=10)
+def resolve_master(profile) -> dict[str, Any]:
+    """MASTER_ADDR resolved with the system resolver (getaddrinfo order, as torch's TCPStore tries them), within
+    a deadline, with the /etc/hosts lines that map the name."""
+    from .resolve import hosts_entries, resolve
+
+    name = profile.master_addr
+    started = time.monotonic()
+    addresses, error, err_no = resolve(name, RESOLVE_TIMEOUT_S)
+    return {"name": name, "ok": bool(addresses), "error": error, "errno": err_no, "addresses": addresses,
+            "elapsed_s": round(time.monotonic() - started, 4), "hosts_entries": hosts_entries(name)}
 
 
 def _role(profile, local: bool) -> tuple[str, str, bool]:
@@ -39,8 +56,8 @@ def _role(profile, local: bool) -> tuple[str, str, bool]:
     return "worker", f"MASTER_ADDR {profile.master_addr} is not an address of this node (node_rank {profile.node_rank})", False
 
 
-@probe("nic_route", needs=["profile", "env"], timeout=10)
-def nic_route(profile, env) -> dict[str, Any]:
+@probe("nic_route", needs=["profile", "env", "resolve_master"], timeout=10)
+def nic_route(profile, env, resolve_master) -> dict[str, Any]:
     """The interface the kernel uses to reach MASTER_ADDR (the one holding it on the head), with its state."""
     from .route import interfaces, route_get
 
@@ -51,8 +68,9 @@ def nic_route(profile, env) -> dict[str, Any]:
         "resolved": False, "resolve_error": None, "addresses": [], "target": None, "family": None,
         "local": False, "method": None, "route_type": None, "route_error": None, "route_errno": None,
         "ifname": None, "ifindex": None, "src": None, "gateway": None,
+        "hosts_entries": resolve_master.get("hosts_entries") or [],
     }
-    addresses, error = _resolve(profile.master_addr)
+    addresses, error = list(resolve_master.get("addresses") or []), resolve_master.get("error")
     fact["addresses"], fact["resolve_error"] = addresses, error
     fact["hostname"] = socket.gethostname()
     fact["hostname_addresses"], _ = _resolve(fact["hostname"], timeout=3.0)
@@ -123,7 +141,10 @@ def port_reach(profile, nic_route, env) -> dict[str, Any]:
     from .reach import tcp_reach
 
     fact: dict[str, Any] = {"role": nic_route.get("role"), "role_reason": nic_route.get("role_reason"),
-                            "attempted": False, "host": profile.master_addr, "port": profile.master_port}
+                            "attempted": False, "host": profile.master_addr, "port": profile.master_port,
+                            # a token to expect means a dsv3-preflight listener was started for this check (by
+                            # `run --all-nodes` on node 0, or by hand with `dsv3-preflight listen`)
+                            "listener_expected": bool(env.get(TOKEN_ENV))}
     if nic_route.get("role") == "head":
         return fact
     try:

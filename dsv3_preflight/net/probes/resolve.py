@@ -35,3 +35,29 @@ def resolve(name: str, timeout: float = DEFAULT_TIMEOUT_S) -> tuple[list[str], s
         if addr not in seen:
             seen.append(addr)
     return seen, None, None
+
+
+HOSTS_FILE = "/etc/hosts"
+
+
+def hosts_entries(name: str, path: str = HOSTS_FILE, limit: int = 1 << 20) -> list[dict]:
+    """The lines of the hosts file that map ``name`` (case-insensitive): ``{"line", "address", "names", "text"}``.
+
+    Inside ``ip netns exec`` this is the namespace's own ``/etc/netns/<ns>/hosts``. A file that cannot be
+    read gives no entries. At most ``limit`` bytes are read.
+    """
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(limit).decode("utf-8", "replace")
+    except OSError:
+        return []
+    wanted = name.strip().lower().rstrip(".")
+    found = []
+    for number, raw in enumerate(data.splitlines(), 1):
+        fields = raw.split("#", 1)[0].split()
+        if len(fields) < 2:
+            continue
+        names = fields[1:]
+        if wanted in (n.lower().rstrip(".") for n in names):
+            found.append({"line": number, "address": fields[0], "names": names, "text": " ".join(raw.split())[:200]})
+    return found

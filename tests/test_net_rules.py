@@ -1,0 +1,426 @@
+"""Each rule of net.nic_route, net.port_free and net.port_reach on its own, as tables over facts recorded in
+the netns lab (tests/data/net/lab_*.json), varied per row; and the MASTER_ADDR fixes they share.
+
+Every finding a rule returns must name who acts, and its fix must paste (tests/paste_lint.py).
+"""
+import copy
+import json
+
+import pytest
+
+from dsv3_preflight.checks import net_nic_route as nic
+from dsv3_preflight.checks import net_port_free as free
+from dsv3_preflight.checks import net_port_reach as reach
+from dsv3_preflight.net import causes
+from dsv3_preflight.net.master import (HEAD_ADDR, is_loopback, loopback_fix, training_addresses,
+                                       unresolvable_fix)
+from dsv3_preflight.profile import resolve_profile
+from dsv3_preflight.result import Actor, Status
+from paste_lint import paste_problems
+
+MULTI = resolve_profile(environ={"NNODES": "3", "MASTER_ADDR": "10.77.0.10", "NODE_RANK": "1"})
+HEAD = resolve_profile(environ={"NNODES": "3", "MASTER_ADDR": "10.77.0.10", "NODE_RANK": "0"})
+MULTI_GLOO = resolve_profile(environ={"NNODES": "3", "MASTER_ADDR": "10.77.0.10", "NODE_RANK": "1"},
+                             profile_name="cpu").with_values("test", nnodes=3)
+SINGLE = resolve_profile(profile_name="cpu")
+
+
+@pytest.fixture
+def lab(data_dir):
+    def load(name):
+        return copy.deepcopy(json.loads((data_dir / "net" / f"lab_{name}.json").read_text())["facts"])
+    return load
+
+
+def route(lab, node="worker_two_nics", **changes):
+    fact = lab(node)["nic_route"]
+    env = {k: changes.pop(k) for k in list(changes) if k.isupper()}
+    fact["env"].update(env)
+    fact.update(changes)
+    return fact
+
+
+def assert_finding(found, status, cause, actor, *words):
+    assert found is not None, "the rule found nothing"
+    assert found.status is status, found
+    assert found.cause == cause and found.actor is actor, found
+    for word in words:
+        assert word in found.message, found.message
+    assert found.fix and paste_problems(found.fix) == [], (found.fix, paste_problems(found.fix))
+
+
+# -- net.nic_route: gate rules ------------------------------------------------------------------------
+def test_master_resolves_names_the_cause_shared_with_env_and_port_reach(lab):
+    bad = route(lab, resolved=False, resolve_error="Name or service not known (errno -2)", master_addr="head.invalid")
+    found = nic.master_resolves(bad)
+    assert_finding(found, Status.FAIL, causes.MASTER_UNRESOLVABLE, Actor.JOB, "'head.invalid' does not resolve")
+    assert found.fix == unresolvable_fix("head.invalid")
+    assert nic.master_resolves(route(lab)) is None
+
+
+def test_kernel_has_route_gives_the_ip_route_get_of_the_target(lab):
+    found = nic.kernel_has_route(route(lab, route_error="Network is unreachable", route_errno=101, target="10.99.0.1"))
+    assert_finding(found, Status.FAIL, causes.NO_ROUTE_TO_MASTER, Actor.NODE, "no route", "Network is unreachable")
+    assert found.fix.startswith("ip route get 10.99.0.1")
+    assert nic.kernel_has_route(route(lab)) is None
+
+
+def test_route_names_interface(lab):
+    assert_finding(nic.route_names_interface(route(lab, ifname=None)), Status.FAIL, causes.NO_ROUTE_TO_MASTER,
+                   Actor.NODE, "names no interface")
+    assert nic.route_names_interface(route(lab)) is None
+
+
+def test_a_gate_stops_the_other_rules(lab):
+    # an unresolvable MASTER_ADDR leaves no route to judge NCCL against: one finding, not a cascade
+    result = nic.nic_route(route(lab, resolved=False, resolve_error="x", ifname=None, NCCL_SOCKET_IFNAME="ib"), MULTI)
+    assert [f.rule for f in result.findings] == ["master_resolves"]
+
+
+# -- net.nic_route: the interface ---------------------------------------------------------------------------
+@pytest.mark.parametrize("changes, down", [
+    ({}, False),
+    ({"up": False}, True),
+    ({"operstate": "down"}, True),
+    ({"operstate": "lowerlayerdown"}, True),  # carrier lost at the switch
+    ({"operstate": "unknown"}, False),        # virtual links report unknown while working
+])
+def test_interface_up(lab, changes, down):
+    found = nic.interface_up(route(lab, **changes))
+    if not down:
+        assert found is None
+    else:
+        assert_finding(found, Status.FAIL, causes.NIC_DOWN, Actor.NODE, "eth0, the interface toward MASTER_ADDR", "is down")
+        assert found.fix.startswith("ip link set dev eth0 up")
+
+
+@pytest.mark.parametrize("profile, changes, fires", [
+    (MULTI, {"ifname": "lo", "loopback": True, "master_addr": "127.0.0.1", "target": "127.0.0.1"}, True),
+    (SINGLE, {"ifname": "lo", "loopback": True, "master_addr": "127.0.0.1", "target": "127.0.0.1"}, False),
+    (MULTI, {}, False),
+])
+def test_not_loopback_on_multi_node(lab, profile, changes, fires):
+    found = nic.not_loopback_on_multi_node(route(lab, **changes), profile)
+    if not fires:
+        assert found is None
+        return
+    assert_finding(found, Status.FAIL, causes.MASTER_LOOPBACK, Actor.JOB, "through loopback lo", "3 nodes")
+    assert "IFNAME=lo" not in found.fix
+    # not known to be the head (node_rank 1): a placeholder, and this node's own addresses in a comment
+    assert f'export MASTER_ADDR="{HEAD_ADDR}"' in found.fix and "eth0 10.77.0.11, eth1 10.77.1.11" in found.fix
+
+
+def test_not_loopback_names_the_hosts_line_and_the_heads_address_when_this_node_is_the_head(lab):
+    fact = route(lab, "head", ifname="lo", loopback=True, master_addr="lab-head", target="127.0.1.1",
+                 addresses=["127.0.1.1"],
+                 hosts_entries=[{"line": 2, "address": "127.0.1.1", "names": ["lab-head"], "text": "127.0.1.1 lab-head"}])
+    found = nic.not_loopback_on_multi_node(fact, HEAD)
+    assert_finding(found, Status.FAIL, causes.MASTER_LOOPBACK, Actor.JOB, "lab-head")
+    assert "# /etc/hosts line 2 maps lab-head to loopback: 127.0.1.1 lab-head" in found.fix
+    assert "sudo sed -i -E '2s/[[:space:]]+lab-head([[:space:]]|$)/\\1/' /etc/hosts" in found.fix
+    assert 'echo "10.77.0.10 lab-head" | sudo tee -a /etc/hosts' in found.fix  # the head's own address, known
+
+
+@pytest.mark.parametrize("family, ipv4, fires", [("AF_INET", [], True), ("AF_INET", ["10.77.0.11"], False),
+                                                  (None, [], False), ("AF_INET6", [], False)])
+def test_family_has_address(lab, family, ipv4, fires):
+    found = nic.family_has_address(route(lab, ipv4=ipv4, NCCL_SOCKET_FAMILY=family))
+    if fires:
+        assert_finding(found, Status.FAIL, causes.SOCKET_FAMILY, Actor.JOB, "AF_INET", "no IPv4")
+        assert found.fix.startswith("unset NCCL_SOCKET_FAMILY")
+    else:
+        assert found is None
+
+
+# -- net.nic_route: NCCL_SOCKET_IFNAME ----------------------------------------------------------------------
+EXPORTS = "export NCCL_SOCKET_IFNAME=eth0\nexport GLOO_SOCKET_IFNAME=eth0"
+
+NCCL_RULES = [nic.nccl_value_honoured, nic.nccl_entries_valid, nic.nccl_selects_something,
+              nic.nccl_includes_route_interface, nic.nccl_bootstraps_on_route_interface,
+              nic.nccl_selects_only_route_interface]
+
+
+@pytest.mark.parametrize("value, profile, rule, status, words", [
+    ("eth0", MULTI, None, None, []),
+    ("=eth0", MULTI, None, None, []),
+    (None, MULTI, None, None, []),
+    # NCCL ignores a one-character value and picks by itself: eth0 and eth1 here
+    ("e", MULTI, ("nccl_value_honoured", "nccl_selects_only_route_interface"), Status.WARN, ["NCCL ignores"]),
+    ("eth0 ;reboot", MULTI, "nccl_entries_valid", Status.FAIL, ["cannot be interface names"]),
+    ("ib", MULTI, "nccl_selects_something", Status.FAIL, ["selects no interface"]),
+    ("ib", SINGLE, "nccl_selects_something", Status.FAIL, ["selects no interface"]),
+    ("eth1", MULTI, "nccl_includes_route_interface", Status.FAIL, ["selects eth1, not eth0"]),
+    ("eth1", SINGLE, None, None, []),  # one node: any existing interface works
+    ("^eth0", MULTI, "nccl_includes_route_interface", Status.FAIL, ["selects lo, eth1, docker0, not eth0"]),
+    ("lo,eth", MULTI, "nccl_bootstraps_on_route_interface", Status.FAIL, ["bootstraps on the first, lo, not eth0"]),
+    ("eth", MULTI, "nccl_selects_only_route_interface", Status.WARN, ["also selects eth1"]),
+    ("^docker,lo", MULTI, "nccl_selects_only_route_interface", Status.WARN, ["also selects eth1"]),
+])
+def test_each_nccl_rule_fires_alone(lab, value, profile, rule, status, words):
+    fact = route(lab, NCCL_SOCKET_IFNAME=value)
+    fired = {r.__name__: r(fact, profile) for r in NCCL_RULES}
+    fired = {name: f for name, f in fired.items() if f is not None}
+    rules = [rule] if isinstance(rule, str) else list(rule or [])
+    assert list(fired) == rules, fired
+    if rules:
+        assert_finding(fired[rules[0]], status, causes.SOCKET_IFNAME, Actor.JOB, *words)
+        assert all(f.fix == EXPORTS for f in fired.values())
+
+
+def test_nccl_is_not_compared_with_lo_when_master_addr_is_loopback(lab):
+    # the loopback finding's fix is a new MASTER_ADDR; "selects eth0, not lo" would advise pinning lo
+    fact = route(lab, ifname="lo", loopback=True, master_addr="127.0.0.1", NCCL_SOCKET_IFNAME="eth0",
+                 GLOO_SOCKET_IFNAME="eth0")
+    assert nic.nccl_includes_route_interface(fact, MULTI) is None
+    assert nic.gloo_uses_only_route_interface(fact, MULTI) is None
+    assert nic.ifnames_pinned(route(lab, ifname="lo", loopback=True), MULTI) is None
+
+
+# -- net.nic_route: GLOO_SOCKET_IFNAME ----------------------------------------------------------------------
+GLOO_RULES = [nic.gloo_names_valid, nic.gloo_names_exist, nic.gloo_names_have_address]
+
+
+@pytest.mark.parametrize("value, rule, words", [
+    ("eth0", None, []),
+    (None, None, []),
+    ("eth0 x", "gloo_names_valid", ["cannot be interfaces"]),  # whitespace: no interface name
+    ("eth", "gloo_names_exist", ["names eth, which does not exist here", "exact names"]),
+    ("eth0,eth9", "gloo_names_exist", ["names eth9"]),
+])
+def test_each_gloo_name_rule_fires_alone(lab, value, rule, words):
+    fact = route(lab, GLOO_SOCKET_IFNAME=value)
+    fired = {r.__name__: r(fact) for r in GLOO_RULES}
+    fired = {name: f for name, f in fired.items() if f is not None}
+    assert list(fired) == ([rule] if rule else []), fired
+    if rule:
+        assert_finding(fired[rule], Status.FAIL, causes.SOCKET_IFNAME, Actor.JOB, *words)
+
+
+def test_gloo_names_have_address(lab):
+    fact = route(lab, GLOO_SOCKET_IFNAME="eth1")
+    next(i for i in fact["interfaces"] if i["name"] == "eth1").update(ipv4=[], ipv6=[])
+    assert_finding(nic.gloo_names_have_address(fact), Status.FAIL, causes.SOCKET_IFNAME, Actor.JOB, "eth1 has no address")
+
+
+@pytest.mark.parametrize("value, profile, fires", [("eth1", MULTI, True), ("eth0,eth1", MULTI, True),
+                                                   ("eth0", MULTI, False), ("eth1", SINGLE, False)])
+def test_gloo_uses_only_route_interface(lab, value, profile, fires):
+    found = nic.gloo_uses_only_route_interface(route(lab, GLOO_SOCKET_IFNAME=value), profile)
+    if fires:
+        assert_finding(found, Status.FAIL, causes.SOCKET_IFNAME, Actor.JOB, f"uses {value.replace(',', ', ')}",
+                       "not only eth0")
+    else:
+        assert found is None
+
+
+# -- net.nic_route: unset on a multi-node job -----------------------------------------------------------------
+def test_ifnames_pinned_warns_with_what_the_libraries_would_pick(lab):
+    found = nic.ifnames_pinned(route(lab), MULTI)
+    assert_finding(found, Status.WARN, causes.SOCKET_IFNAME_UNSET, Actor.JOB, "NCCL_SOCKET_IFNAME and GLOO_SOCKET_IFNAME unset",
+                   "NCCL would pick eth0", "falls back to loopback")
+    assert found.fix == EXPORTS
+    assert nic.ifnames_pinned(route(lab, NCCL_SOCKET_IFNAME="eth0", GLOO_SOCKET_IFNAME="eth0"), MULTI) is None
+    assert nic.ifnames_pinned(route(lab), SINGLE) is None
+
+
+def test_gloo_host_name_address_is_used_when_it_is_local(lab):
+    fact = route(lab, hostname_addresses=["10.77.0.11"])
+    assert nic.gloo_host_name_address(fact) == "10.77.0.11"
+    assert "Gloo would bind 10.77.0.11" in nic.ifnames_pinned(fact, MULTI).message
+    assert nic.gloo_host_name_address(route(lab)) is None  # recorded: the host name resolves to 127.0.0.1
+
+
+def test_gloo_backend_fails_when_the_host_name_gives_no_reachable_address(lab):
+    found = nic.gloo_backend_has_a_reachable_address(route(lab), MULTI_GLOO)
+    assert_finding(found, Status.FAIL, causes.SOCKET_IFNAME_UNSET, Actor.JOB, "falls back to loopback")
+    assert nic.gloo_backend_has_a_reachable_address(route(lab), MULTI) is None  # nccl backend: only a warning
+    assert nic.gloo_backend_has_a_reachable_address(route(lab, GLOO_SOCKET_IFNAME="eth0"), MULTI_GLOO) is None
+    assert nic.gloo_backend_has_a_reachable_address(route(lab, hostname_addresses=["10.77.0.11"]), MULTI_GLOO) is None
+
+
+def test_nic_route_keeps_every_distinct_problem_with_its_own_fix(lab):
+    fact = route(lab, up=False, operstate="down", NCCL_SOCKET_IFNAME="eth1", GLOO_SOCKET_IFNAME="eth9")
+    result = nic.nic_route(fact, MULTI)
+    assert [f.rule for f in result.findings] == ["interface_up", "nccl_includes_route_interface", "gloo_names_exist"]
+    assert result.cause == causes.NIC_DOWN and result.actor is Actor.NODE  # the first failure leads
+    assert "(+" not in result.summary
+    assert result.remediation.splitlines()[0].startswith("ip link set dev eth0 up")
+    assert result.remediation.count("export NCCL_SOCKET_IFNAME=eth0") == 1  # one fix shared by two findings
+    assert paste_problems(result.remediation) == []
+
+
+# -- MASTER_ADDR helpers ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("addr, loop", [("127.0.0.1", True), ("127.0.1.1", True), ("::1", True), ("localhost", True),
+                                        ("10.77.0.10", False), ("head", False), ("", False), (None, False)])
+def test_is_loopback(addr, loop):
+    assert is_loopback(addr) is loop
+
+
+def test_training_addresses_leave_out_loopback_bridges_and_link_local(lab):
+    interfaces = lab("worker_two_nics")["nic_route"]["interfaces"]
+    assert training_addresses(interfaces) == [("eth0", "10.77.0.11"), ("eth1", "10.77.1.11")]
+    down = copy.deepcopy(interfaces)
+    down[2]["up"] = False
+    assert training_addresses(down) == [("eth0", "10.77.0.11")]
+
+
+@pytest.mark.parametrize("name, addresses, entries, candidates, head, has", [
+    ("127.0.0.1", ["127.0.0.1"], [], [("eth0", "10.0.0.5")], True, "export MASTER_ADDR=10.0.0.5   # this node is the head"),
+    ("127.0.0.1", ["127.0.0.1"], [], [("eth0", "10.0.0.5")], False, f'export MASTER_ADDR="{HEAD_ADDR}"'),
+    ("127.0.0.1", ["127.0.0.1"], [], [("eth0", "10.0.0.5"), ("eth1", "10.1.0.5")], True, f'export MASTER_ADDR="{HEAD_ADDR}"'),
+    ("head", ["127.0.1.1"], [{"line": 3, "address": "127.0.1.1", "text": "127.0.1.1 vm head"}], [], False,
+     f'echo "{HEAD_ADDR} head" | sudo tee -a /etc/hosts'),
+    ("my.head-1", ["127.0.1.1"], [{"line": 7, "address": "127.0.1.1", "text": "127.0.1.1 my.head-1"}], [], False,
+     "'7s/[[:space:]]+my\\.head-1([[:space:]]|$)/\\1/'"),
+    ("head", ["127.0.1.1"], [], [], False, "# MASTER_ADDR head is loopback (it resolves to 127.0.1.1)"),
+])
+def test_loopback_fix_pastes_and_names_what_it_knows(name, addresses, entries, candidates, head, has):
+    fix = loopback_fix(name, addresses, entries, candidates, head)
+    assert has in fix, fix
+    assert paste_problems(fix) == []
+
+
+def test_the_hosts_line_fix_drops_only_that_name(tmp_path):
+    # the sed line of the fix, run on a copy of a Debian hosts file: the name goes, the other names stay
+    import subprocess
+
+    hosts = tmp_path / "hosts"
+    hosts.write_text("127.0.0.1 localhost\n127.0.1.1 vm head\n10.77.0.11 lab-node1\n")
+    fix = loopback_fix("head", ["127.0.1.1"], [{"line": 2, "address": "127.0.1.1", "text": "127.0.1.1 vm head"}], [], False)
+    [sed] = [line for line in fix.splitlines() if line.startswith("sudo sed")]
+    command = sed.split("   #")[0].replace("sudo ", "").replace("/etc/hosts", str(hosts))
+    subprocess.run(["bash", "-c", command], check=True, timeout=10)
+    assert hosts.read_text() == "127.0.0.1 localhost\n127.0.1.1 vm\n10.77.0.11 lab-node1\n"
+
+
+def test_unresolvable_fix_fails_loudly_without_the_head_address():
+    import subprocess
+
+    fix = unresolvable_fix("head.invalid")
+    assert paste_problems(fix) == []
+    proc = subprocess.run(["bash", "-c", fix + "\necho reached"], capture_output=True, text=True, timeout=10,
+                          env={"PATH": "/usr/bin:/bin"})
+    assert proc.returncode != 0 and "reached" not in proc.stdout
+    assert "set HEAD_ADDR to the head node address on the training network" in proc.stderr
+    proc = subprocess.run(["bash", "-c", fix + "\necho $MASTER_ADDR"], capture_output=True, text=True, timeout=10,
+                          env={"PATH": "/usr/bin:/bin", "HEAD_ADDR": "10.77.0.10"})
+    assert proc.stdout.strip() == "10.77.0.10"
+
+
+# -- net.port_free ---------------------------------------------------------------------------------------------
+def test_port_binds_names_the_holder_and_its_kill_lines(lab):
+    f = lab("head")
+    f["port_holders"]["holders"][0]["process"]["cmdline"] = "python train.py"
+    found = free.port_binds(f["port_bind"], f["port_holders"])
+    pid = f["port_holders"]["holders"][0]["process"]["pid"]
+    assert_finding(found, Status.FAIL, causes.PORT_HELD, Actor.NODE, f"held by pid {pid} (python train.py")
+    assert found.fix.splitlines()[0].startswith(f"kill {pid}   # after checking it is a leftover")
+
+
+def test_port_binds_passes_our_own_listener(lab):
+    f = lab("head")  # recorded: the port is held by `dsv3-preflight listen`
+    assert free.held_only_by_our_listener(f["port_bind"], f["port_holders"])
+    assert free.port_binds(f["port_bind"], f["port_holders"]) is None
+
+
+@pytest.mark.parametrize("errno_name, words, fix, cause", [
+    ("EACCES", ["permission denied"], "export MASTER_PORT=39500", causes.PORT_PRIVILEGED),
+    ("EADDRNOTAVAIL", ["not on this node"], "export MASTER_ADDR=", causes.RANK0_NOT_MASTER),
+    ("EIO", ["Input/output error"], "ss -ltnp 'sport = :39500'", causes.PORT_HELD),
+])
+def test_port_binds_explains_each_errno(lab, errno_name, words, fix, cause):
+    f = lab("head")
+    f["port_bind"]["attempts"] = [{"address": "0.0.0.0", "ok": False, "errno": 1, "error": "Input/output error",
+                                   "errno_name": errno_name}]
+    found = free.port_binds(f["port_bind"], {"holders": []})
+    assert found.cause == cause and fix in found.fix and all(w in found.message for w in words), found
+    assert paste_problems(found.fix) == []
+
+
+def test_rank0_holds_master_addr_proposes_this_nodes_own_address(lab):
+    f = lab("worker")
+    f["port_bind"].update(role="head", rank0_without_master_addr=True, attempts=[])
+    found = free.rank0_holds_master_addr(f["port_bind"], MULTI, f["nic_route"])
+    assert_finding(found, Status.FAIL, causes.RANK0_NOT_MASTER, Actor.JOB, "node_rank 0")
+    assert "export MASTER_ADDR=10.77.0.12   # this node's address on eth0" in found.fix  # worker 2's one address
+    assert free.rank0_holds_master_addr(lab("head")["port_bind"], MULTI) is None
+
+
+def test_nccl_port_range_free(lab):
+    f = lab("head")
+    held = f["port_holders"]["holders"][0]
+    held.update(port=39510)
+    f["port_holders"].update(nccl_port_range=[39500, 39531])
+    found = free.nccl_port_range_free(f["port_bind"], f["port_holders"])
+    assert found.status is Status.WARN and found.actor is Actor.JOB and "39500-39531" in found.message
+    assert f"kill {held['process']['pid']}" in found.fix and paste_problems(found.fix) == []
+    f["port_holders"]["holders"] = []
+    assert free.nccl_port_range_free(f["port_bind"], f["port_holders"]) is None
+
+
+# -- net.port_reach --------------------------------------------------------------------------------------------
+def worker_reach(lab, **changes):
+    fact = lab("worker")["port_reach"]
+    fact.update(changes)
+    return fact
+
+
+REFUSED = {"outcome": "refused", "listener": None, "latency_ms": None, "errno": 111, "error": "Connection refused"}
+
+
+@pytest.mark.parametrize("changes, status, cause, actor, words", [
+    ({}, None, None, None, []),
+    ({"token_match": False, "token": "other"}, Status.WARN, None, Actor.JOB, ["not the expected"]),
+    ({"listener": "other", "banner": "SSH-2.0-OpenSSH_9.2"}, Status.FAIL, causes.PORT_HELD, Actor.NODE, ["something other"]),
+    ({**REFUSED, "expected_token": None, "listener_expected": False}, Status.FAIL, causes.PORT_NOT_LISTENING, Actor.JOB,
+     ["nothing listens"]),
+    ({**REFUSED, "listener_expected": True}, Status.FAIL, causes.PORT_REJECTED, Actor.NETWORK,
+     ["actively refused", "firewall REJECT"]),
+    ({"outcome": "filtered", "listener": None, "error": "no answer within 3 s"}, Status.FAIL, causes.PORT_FILTERED,
+     Actor.NETWORK, ["no answer", "DROPs"]),
+    ({"outcome": "unreachable", "errno": 113, "error": "No route to host"}, Status.FAIL, causes.MASTER_UNREACHABLE,
+     Actor.NETWORK, ["unreachable"]),
+    ({"outcome": "unreachable", "errno": 101, "error": "Network is unreachable"}, Status.FAIL, causes.NO_ROUTE_TO_MASTER,
+     Actor.NODE, ["unreachable"]),
+    ({"outcome": "name_resolution", "errno": -2, "error": "Name or service not known", "host": "head.invalid"},
+     Status.FAIL, causes.MASTER_UNRESOLVABLE, Actor.JOB, ["does not resolve"]),
+    ({"outcome": "invalid", "invalid": "address", "error": "fe80::1 is an IPv6 link-local address"}, Status.FAIL,
+     causes.MASTER_ADDR_INVALID, Actor.JOB, ["link-local"]),
+    ({"outcome": "error", "errno": 5, "error": "Input/output error"}, Status.FAIL, None, Actor.NETWORK, ["errno 5"]),
+])
+def test_each_reach_outcome_has_its_rule(lab, changes, status, cause, actor, words):
+    fact = worker_reach(lab, **changes)
+    found = reach.RULES.get(fact["outcome"], reach.other_error)(fact)
+    if status is None:
+        assert found is None
+        return
+    assert found.status is status and found.cause == cause and found.actor is actor, found
+    assert all(w in found.message for w in words), found.message
+    assert paste_problems(found.fix) == [], found.fix
+
+
+def test_refused_while_our_listener_serves_shows_how_to_find_and_open_the_reject(lab):
+    found = reach.refused(worker_reach(lab, **REFUSED, listener_expected=True))
+    lines = found.fix.splitlines()
+    assert "iptables -L INPUT -n -v --line-numbers | grep -E 'REJECT|dpt:39500'" in lines
+    assert "nft -a list ruleset | grep -E 'reject|dport 39500'" in lines
+    assert "iptables -I INPUT -p tcp --dport 39500 -j ACCEPT" in lines
+    assert "the head (10.77.0.10)" in found.message and "no `dsv3-preflight listen` running" not in found.message
+
+
+def test_refused_with_no_listener_expected_starts_one(lab):
+    found = reach.refused(worker_reach(lab, **REFUSED, expected_token=None, listener_expected=False))
+    assert "dsv3-preflight listen --port 39500 --deadline 120" in found.fix.splitlines()
+
+
+def test_unresolvable_master_addr_has_one_fix_in_all_three_checks(lab):
+    from dsv3_preflight.checks.env_launch_vars import master_resolves as env_rule
+
+    name = "head.invalid"
+    profile = resolve_profile(environ={"NNODES": "3", "MASTER_ADDR": name, "NODE_RANK": "1"})
+    fixes = {
+        env_rule(profile, {"name": name, "ok": False, "error": "Name or service not known", "addresses": []}).fix,
+        nic.master_resolves(route(lab, resolved=False, master_addr=name, resolve_error="x")).fix,
+        reach.name_resolution(worker_reach(lab, outcome="name_resolution", host=name, error="x")).fix,
+    }
+    assert fixes == {unresolvable_fix(name)}
