@@ -9,6 +9,7 @@ Exit codes (pytest's): 0 no FAIL/ERROR · 1 some FAIL/ERROR · 2 interrupted · 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import pkgutil
 import sys
@@ -51,7 +52,41 @@ def build_parser() -> argparse.ArgumentParser:
         cmd.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
         module.add_arguments(cmd)
         cmd.set_defaults(_run=module.run)
+    _bound_numbers(parser)
     return parser
+
+
+#: numeric options where 0 is meaningful (no grace period, no evidence lines); every other number must be > 0
+_ZERO_OK = {"stop_grace", "max_evidence", "settle", "max_seconds"}
+
+
+def _number_type(kind: type, flag: str, zero_ok: bool):
+    """An argparse type for a numeric option: finite, > 0 (>= 0 where zero means something): `--timeout 0`,
+    `nan`, `inf` or `-5` are usage errors (exit 4), never "no limit" or an ERROR for every check."""
+    import math
+
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {'an integer' if kind is int else 'a number'}, got {text!r}") from None
+        if (isinstance(value, float) and not math.isfinite(value)) or value < 0 or (value == 0 and not zero_ok):
+            raise argparse.ArgumentTypeError(f"expected a {'finite ' if kind is float else ''}number "
+                                             f"{'>= 0' if zero_ok else '> 0'}, got {text!r}")
+        return value
+
+    parse.__name__ = kind.__name__  # argparse names the type in its messages
+    return parse
+
+
+def _bound_numbers(parser: argparse.ArgumentParser) -> None:
+    """Give every plain ``type=float``/``type=int`` option of every command (and subcommand) the bounded type."""
+    for action in parser._actions:  # argparse keeps no public list of them
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in set(action.choices.values()):
+                _bound_numbers(sub)
+        elif action.type in (float, int) and action.option_strings:
+            action.type = _number_type(action.type, action.option_strings[-1], action.dest in _ZERO_OK)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -67,22 +102,44 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return EXIT_USAGE
     args.argv = ["dsv3-preflight", *(sys.argv[1:] if argv is None else argv)]
+    from . import signals
+    from .text import safe_terminal
+
+    signals.install()
+    code = EXIT_INTERNAL
     try:
-        return int(args._run(args))
+        code = int(args._run(args))
     except (UsageError, ConfigError, RegistryError, FactError, DocumentError) as exc:
         if args.debug:
             raise
-        print(f"dsv3-preflight: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except KeyboardInterrupt:
-        print("dsv3-preflight: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
+        print(f"dsv3-preflight: error: {safe_terminal(exc)}", file=sys.stderr)
+        code = EXIT_USAGE
+    except KeyboardInterrupt as exc:  # SIGINT, SIGTERM, SIGHUP (signals.Interrupted) or Ctrl-C
+        code = EXIT_INTERRUPTED
+        _interrupted(getattr(exc, "signum", None) or signals.received())
     except Exception as exc:  # noqa: BLE001 - the one path for internal errors
         if args.debug:
             raise
-        print(f"dsv3-preflight: internal error: {type(exc).__name__}: {exc} (run again with --debug for the traceback)",
-              file=sys.stderr)
-        return EXIT_INTERNAL
+        print(f"dsv3-preflight: internal error: {type(exc).__name__}: {safe_terminal(exc)} "
+              "(run again with --debug for the traceback)", file=sys.stderr)
+        code = EXIT_INTERNAL
+    finally:
+        # every exit, not only an interrupt: a probe still running past the run's deadline leaves nothing behind
+        signals.cleanup()
+        if signals.received() is not None and code != EXIT_INTERRUPTED:
+            code = EXIT_INTERRUPTED  # a command that caught the interrupt itself, or a signal during the cleanup
+            _interrupted(signals.received())
+        signals.uninstall()
+    return code
+
+
+def _interrupted(signum: int | None) -> None:
+    import signal
+
+    name = signal.Signals(signum).name if signum else "SIGINT"
+    with contextlib.suppress(OSError, ValueError):  # stderr closed with the terminal (SIGHUP)
+        print(f"dsv3-preflight: interrupted by {name}: stopped the processes it started (exit {EXIT_INTERRUPTED})",
+              file=sys.stderr, flush=True)
 
 
 def entry() -> None:  # pragma: no cover

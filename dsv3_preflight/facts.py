@@ -14,14 +14,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
+from .portclaim import PortBusy
 from .registry import ENGINE_FACTS, Registry
 
 FACTS_FORMAT = "dsv3-preflight/facts"
 FACTS_VERSION = 1
+#: a facts document (--facts-in) larger than this is refused before parsing (a node's facts are < 1 MiB)
+MAX_FACTS_BYTES = 32 << 20
 
 
 class FactError(Exception):
     """A fact could not be gathered: the probe raised, timed out, or the replay lacks it."""
+
+
+class FactBusy(FactError):
+    """A fact was not gathered because another dsv3-preflight run on this node held the port it binds or
+    inspects (the message names that run's pid): not a finding about this node, never a PASS."""
 
 
 @dataclass
@@ -32,6 +40,7 @@ class _Slot:
     started: float = 0.0
     duration_s: float | None = None
     timeout: float = 0.0
+    busy: bool = False
 
 
 class FactStore:
@@ -52,6 +61,8 @@ class FactStore:
         self._replay_source = replay_source
         self._recorded = dict(recorded or {})
         self._recorded_errors = dict(recorded_errors or {})
+        #: probes that had to wait for a port another dsv3-preflight run held: fact -> what happened
+        self.waits: dict[str, str] = {}
 
     @property
     def replaying(self) -> bool:
@@ -98,23 +109,53 @@ class FactStore:
 
     def _run_probe(self, fact: str, slot: _Slot) -> None:
         spec = self._registry.probes[fact]
+        claims: list[Any] = []
         try:
             kwargs = {}
             for need in spec.needs:
                 kwargs[need] = self.get(need)
             self._wait_for_earlier(spec)
+            claims = self._claim(fact, spec)
             slot.started = time.monotonic()  # the probe's own timeout starts once its inputs are there
             slot.value = spec.gather(**kwargs)
             json.dumps(slot.value, allow_nan=False)  # facts are plain JSON data
         except FactError as exc:
             slot.error = f"needs a fact that could not be gathered: {exc}"
-        except Exception as exc:  # a probe that raises is an error for this fact only
+        except PortBusy as exc:  # another dsv3-preflight run holds the port: said, never judged as ours
+            slot.error, slot.busy = str(exc), True
+        except BaseException as exc:  # noqa: BLE001 - a probe that raises or exits is an error for this fact only
             tb = traceback.extract_tb(exc.__traceback__)
             where = f" (at {tb[-1].filename}:{tb[-1].lineno})" if tb else ""
             slot.error = f"probe {fact!r} raised {type(exc).__name__}: {exc}{where}"
         finally:
+            for held in claims:
+                held.release()
             slot.duration_s = time.monotonic() - slot.started
             slot.done.set()
+
+    def _claim(self, fact: str, spec) -> list[Any]:
+        """Claim the ports the probe binds or inspects (portclaim), waiting at most its timeout for another run."""
+        if not spec.claims or self.replaying:
+            return []
+        from .portclaim import claim
+
+        profile = self._engine.get("profile")
+        held = []
+        for field_name in spec.claims:
+            port = getattr(profile, field_name, None) if profile is not None else None
+            if not isinstance(port, int):
+                continue
+            try:
+                got = claim(port, wait_s=spec.timeout)
+            except BaseException:
+                for h in held:
+                    h.release()
+                raise
+            held.append(got)
+            if got.waited_for is not None:
+                self.waits[fact] = (f"waited {got.waited_s:.1f} s for port {port}: it was in use by "
+                                    f"{got.waited_for.describe()}")
+        return held
 
     def _wait_for_earlier(self, spec) -> None:
         """Wait (bounded by their timeouts) for the probes this one runs ``after``, when this run gathers them."""
@@ -142,7 +183,7 @@ class FactStore:
                 raise FactError(f"probe {fact!r} timed out after {slot.timeout:g} s")
             slot.done.wait(min(limit - now, 0.5))
         if slot.error is not None:
-            raise FactError(slot.error)
+            raise (FactBusy if slot.busy else FactError)(slot.error)
         return slot.value
 
     def ready(self, fact: str) -> bool:
@@ -163,6 +204,8 @@ class FactStore:
         # a probe ordered after others waits for them, and they for their own inputs
         allowance += sum(self._registry.probes[n].timeout + self._dependency_allowance(n)
                          for n in spec.after if n in self._slots)
+        if spec.claims and not self.replaying:  # it may wait up to its own timeout for another run's claim
+            allowance += spec.timeout
         return allowance
 
     def snapshot(self) -> dict[str, Any]:
@@ -177,7 +220,10 @@ class FactStore:
             else:
                 facts[name] = slot.value
             timings[name] = round(slot.duration_s or 0.0, 6)
-        return {"facts": facts, "fact_errors": errors, "fact_timings_s": timings}
+        snap = {"facts": facts, "fact_errors": errors, "fact_timings_s": timings}
+        if self.waits:
+            snap["fact_waits"] = dict(sorted(self.waits.items()))
+        return snap
 
 
 def save_facts(path: str | Path, node: str, profile: Mapping[str, Any], snapshot: Mapping[str, Any]) -> None:
@@ -187,12 +233,12 @@ def save_facts(path: str | Path, node: str, profile: Mapping[str, Any], snapshot
 
 def load_facts(path: str | Path) -> dict[str, Any]:
     """Read a facts document (as written by ``--facts-out`` or found in a result document's nodes)."""
+    from .inputs import InputError, read_json
+
     try:
-        doc = json.loads(Path(path).read_text())
-    except FileNotFoundError:
-        raise FactError(f"{path}: no such file") from None
-    except (OSError, ValueError) as exc:
-        raise FactError(f"{path}: not a readable JSON facts file: {exc}") from None
+        doc = read_json(path, what="--facts-in", max_bytes=MAX_FACTS_BYTES)
+    except InputError as exc:
+        raise FactError(f"{path}: not a readable JSON facts file: {exc.reason}") from None
     if isinstance(doc, dict) and doc.get("format") == "dsv3-preflight/result":
         nodes = doc.get("nodes") or []
         if len(nodes) != 1:

@@ -31,7 +31,22 @@ STDIN = "-"
 
 
 class InputError(UsageError):
-    """An input cannot be read safely: not a regular file, too large, too deep, or not decodable (exit 4)."""
+    """An input cannot be read safely: not a regular file, too large, too deep, or not decodable (exit 4).
+
+    ``str(exc)`` is "WHAT PATH: REASON"; ``exc.path`` and ``exc.reason`` hold the parts."""
+
+    def __init__(self, message: str, *, path: str = "", reason: str = "") -> None:
+        super().__init__(message)
+        self.path, self.reason = path, reason or message
+
+
+def _error(what: str, path: object, reason: str) -> InputError:
+    return InputError(f"{what} {path}: {reason}", path=str(path), reason=reason)
+
+
+def _too_large(what: str, path: object, max_bytes: int) -> InputError:
+    size = f"{max_bytes // MIB} MiB" if max_bytes >= MIB else f"{max_bytes} bytes"
+    return _error(what, os.fspath(path), f"larger than {size}: not a {what} this tool reads")
 
 
 def _kind(mode: int) -> str:
@@ -62,15 +77,15 @@ def open_regular(path: str | os.PathLike, *, what: str = "input", allow_stdin: b
     try:
         fd = os.open(text, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
-        raise InputError(f"{what} {text}: no such file") from None
+        raise _error(what, text, f"no such file") from None
     except IsADirectoryError:
-        raise InputError(f"{what} {text}: is a directory, not a file") from None
+        raise _error(what, text, f"is a directory, not a file") from None
     except OSError as exc:
-        raise InputError(f"{what} {text}: cannot open: {exc.strerror or exc}") from None
+        raise _error(what, text, f"cannot open: {exc.strerror or exc}") from None
     try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
-            raise InputError(f"{what} {text}: is {_kind(mode)}, not a regular file")
+            raise _error(what, text, f"is {_kind(mode)}, not a regular file")
         os.set_blocking(fd, True)
         return os.fdopen(fd, "rb")
     except BaseException:
@@ -83,15 +98,16 @@ def read_bytes(path: str | os.PathLike, *, what: str = "input", max_bytes: int =
     """The whole content of a regular file (or stdin), refused when it is larger than ``max_bytes``."""
     fh = open_regular(path, what=what, allow_stdin=allow_stdin)
     try:
+        if fh is not sys.stdin.buffer and os.fstat(fh.fileno()).st_size > max_bytes:
+            raise _too_large(what, path, max_bytes)  # refused from its size, before a byte is read
         data = fh.read(max_bytes + 1)
     except OSError as exc:
-        raise InputError(f"{what} {os.fspath(path)}: cannot read: {exc.strerror or exc}") from None
+        raise _error(what, os.fspath(path), f"cannot read: {exc.strerror or exc}") from None
     finally:
         if fh is not sys.stdin.buffer:
             fh.close()
     if len(data) > max_bytes:
-        raise InputError(f"{what} {os.fspath(path)}: larger than {max_bytes // MIB or max_bytes} "
-                         f"{'MiB' if max_bytes >= MIB else 'bytes'}: not a {what} this tool reads")
+        raise _too_large(what, path, max_bytes)
     return data
 
 
@@ -102,8 +118,8 @@ def read_text(path: str | os.PathLike, *, what: str = "input", max_bytes: int = 
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise InputError(f"{what} {os.fspath(path)}: not UTF-8 text (byte {exc.start}: {data[exc.start:exc.start + 1]!r}); "
-                         "is it a binary file?") from None
+        raise _error(what, os.fspath(path), f"not UTF-8 text (byte {exc.start}: {data[exc.start:exc.start + 1]!r}); "
+                                            "is it a binary file?") from None
 
 
 def depth(value: Any, limit: int = DEFAULT_MAX_DEPTH) -> int:
@@ -122,7 +138,7 @@ def depth(value: Any, limit: int = DEFAULT_MAX_DEPTH) -> int:
 
 def _bounded(value: Any, path: str, what: str, max_depth: int) -> Any:
     if depth(value, max_depth) > max_depth:
-        raise InputError(f"{what} {path}: nested deeper than {max_depth} levels: not a {what} this tool reads")
+        raise _error(what, path, f"nested deeper than {max_depth} levels: not a {what} this tool reads")
     return value
 
 
@@ -143,9 +159,9 @@ def parse_json(text: str | bytes, *, source: str, what: str = "JSON", max_depth:
     try:
         value = json.loads(text, parse_constant=None if allow_nan else _no_constant)
     except RecursionError:
-        raise InputError(f"{what} {source}: nested too deeply to parse") from None
+        raise _error(what, source, f"nested too deeply to parse") from None
     except (ValueError, UnicodeDecodeError) as exc:
-        raise InputError(f"{what} {source}: not valid JSON: {exc}") from None
+        raise _error(what, source, f"not valid JSON: {exc}") from None
     return _bounded(value, source, what, max_depth)
 
 
@@ -160,9 +176,9 @@ def read_toml(path: str | os.PathLike, *, what: str = "TOML file", max_bytes: in
     try:
         value = tomllib.loads(text)
     except RecursionError:
-        raise InputError(f"{what} {os.fspath(path)}: nested too deeply to parse") from None
+        raise _error(what, os.fspath(path), f"nested too deeply to parse") from None
     except tomllib.TOMLDecodeError as exc:
-        raise InputError(f"{what} {os.fspath(path)}: invalid TOML: {exc}") from None
+        raise _error(what, os.fspath(path), f"invalid TOML: {exc}") from None
     return _bounded(value, os.fspath(path), what, max_depth)
 
 
@@ -175,9 +191,9 @@ def read_yaml(path: str | os.PathLike, *, what: str = "YAML file", max_bytes: in
     try:
         value = yaml.safe_load(io.StringIO(text))
     except RecursionError:
-        raise InputError(f"{what} {os.fspath(path)}: nested too deeply to parse") from None
+        raise _error(what, os.fspath(path), f"nested too deeply to parse") from None
     except yaml.YAMLError as exc:
-        raise InputError(f"{what} {os.fspath(path)}: invalid YAML: {str(exc).splitlines()[0]}") from None
+        raise _error(what, os.fspath(path), f"invalid YAML: {str(exc).splitlines()[0]}") from None
     return _bounded(value, os.fspath(path), what, max_depth)
 
 

@@ -7,15 +7,9 @@ from __future__ import annotations
 
 import ipaddress
 import re
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 DEFAULT_MASTER_PORT = 39500
 
@@ -149,6 +143,15 @@ FIELDS: tuple[Field, ...] = (
     Field("collective_timeout", _float(1.0), 60.0, "seconds the collective probe may take"),
     Field("run_timeout", _float(1.0), 300.0, "seconds the whole run may take"),
     Field("min_busbw_gbps", _float(0.0), None, "minimum all_reduce bus bandwidth in GB/s"),
+    # --probe=pairs (dist.pairs): every pair of nodes as a 2-rank process group
+    Field("pairs_timeout", _float(1.0), 30.0, "seconds each pair of --probe=pairs may take (past it: a finding)"),
+    Field("pairs_iters", _int(1, 100000), 20,
+          "all_reduces per pair: the latency is the p50 of this many small ones; as many for the bandwidth"),
+    Field("pairs_busbw_bytes", _int(4, 1 << 34), 16 * 1024 * 1024, "message size (bytes) of the pairs' busbw"),
+    Field("pairs_latency_ratio", _float(1.0), 3.0,
+          "a pair is slow past this many times the median p50 latency of the pairs without its nodes"),
+    Field("pairs_busbw_ratio", _float(0.0), 0.5,
+          "a pair is slow below this fraction of the median busbw of the pairs without its nodes"),
 )
 FIELD_BY_NAME = {f.name: f for f in FIELDS}
 
@@ -220,17 +223,14 @@ def _parse(field: Field, raw: Any, source: str) -> Any:
 
 
 def read_toml(path: str | Path) -> dict[str, Any]:
+    """The --config TOML, read through the one bounded reader (a directory, a FIFO, /dev/zero, a binary or a
+    huge file is a ConfigError naming it, at once: never a blocking read, never a crash)."""
+    from .inputs import InputError, read_toml as bounded_toml
+
     try:
-        with open(path, "rb") as fh:
-            return tomllib.load(fh)
-    except FileNotFoundError:
-        raise ConfigError(f"--config {path}: no such file") from None
-    except IsADirectoryError:
-        raise ConfigError(f"--config {path}: is a directory, not a TOML file") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"--config {path}: invalid TOML: {exc}") from None
-    except OSError as exc:
-        raise ConfigError(f"--config {path}: cannot read: {exc.strerror}") from None
+        return bounded_toml(path, what="--config")
+    except InputError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 def resolve_profile(

@@ -9,9 +9,11 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import inspect
+import os
 import pkgutil
+import re
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Callable, Iterable
@@ -20,10 +22,26 @@ SCOPES = ("node", "cluster")
 ENTRY_POINT_GROUP = "dsv3_preflight.checks"
 #: facts the engine provides itself, not a probe: the resolved profile; in cluster scope the node ranks.
 ENGINE_FACTS = {"profile": "node and cluster", "node_ranks": "cluster"}
+#: profile fields that are TCP ports a probe may claim
+PORT_FIELDS = ("master_port",)
+#: built-in probes that bind or inspect MASTER_PORT and claim it while they run (portclaim), until their modules
+#: declare it themselves with ``@probe(..., claims=["master_port"])``
+BUILTIN_CLAIMS = {"port_bind": ("master_port",), "port_holders": ("master_port",), "collective": ("master_port",)}
+#: checks that stand for a plugin that could not be loaded: always selected, always an ERROR
+PLUGIN_CHECK_PREFIX = "plugin."
+#: seconds a plugin may take to import (a plugin that hangs at import becomes an ERROR for that plugin)
+PLUGIN_IMPORT_TIMEOUT_S = 10.0
+PLUGIN_TIMEOUT_ENV = "DSV3_PREFLIGHT_PLUGIN_IMPORT_TIMEOUT"
+#: a plugin file larger than this is not a check module
+PLUGIN_MAX_BYTES = 16 << 20
 
 
 class RegistryError(Exception):
-    """A plugin cannot be loaded or is inconsistent (duplicate name, unknown fact, bad declaration)."""
+    """Plugins are inconsistent (duplicate name, unknown fact, bad declaration): a usage error, exit 4."""
+
+
+class PluginLoadError(Exception):
+    """A plugin hung, raised or tried to exit while it was imported: the ERROR of its ``plugin.*`` check."""
 
 
 @dataclass(frozen=True)
@@ -60,6 +78,9 @@ class ProbeSpec:
     #: facts that must be finished (gathered or failed) before this probe starts, when this run gathers them too;
     #: for probes that disturb what another observes (the collective probe listens on the port others inspect)
     after: tuple[str, ...] = ()
+    #: profile fields naming TCP ports this probe binds or inspects (``("master_port",)``): while it runs it holds
+    #: a claim on them, so two dsv3-preflight runs on one node never see each other's test listeners (portclaim)
+    claims: tuple[str, ...] = ()
 
 
 def _check_needs(func: Callable[..., Any], needs: Iterable[str], what: str) -> tuple[str, ...]:
@@ -104,17 +125,25 @@ def check(
 
 
 def probe(fact: str, *, needs: Iterable[str] = (), timeout: float = 10.0,
-          after: Iterable[str] = ()) -> Callable[[Callable[..., Any]], ProbeSpec]:
+          after: Iterable[str] = (), claims: Iterable[str] = ()) -> Callable[[Callable[..., Any]], ProbeSpec]:
     """Declare a probe that gathers the fact ``fact`` (plain JSON data) from this machine.
 
     ``after``: facts whose probes must have finished before this one starts when the same run gathers them
     (an ordering, not an input: they are not started for it and their failure does not fail it).
+    ``claims``: profile fields naming the TCP ports the probe binds or inspects (``["master_port"]``); another
+    dsv3-preflight run on this node waits for them, or says which run holds them (see portclaim).
     """
+    claims = tuple(claims)
+    unknown = [c for c in claims if c not in PORT_FIELDS]
+    if unknown:
+        raise RegistryError(f"probe {fact!r}: claims {unknown}: only port fields of the profile can be claimed "
+                            f"({', '.join(PORT_FIELDS)})")
 
     def decorate(func: Callable[..., Any]) -> ProbeSpec:
         need_tuple = _check_needs(func, needs, f"probe {fact!r}")
         doc = inspect.getdoc(func) or ""
-        return ProbeSpec(fact, need_tuple, float(timeout), func, doc.split("\n\n")[0], after=tuple(after))
+        return ProbeSpec(fact, need_tuple, float(timeout), func, doc.split("\n\n")[0], after=tuple(after),
+                         claims=claims)
 
     return decorate
 
@@ -123,6 +152,20 @@ def probe(fact: str, *, needs: Iterable[str] = (), timeout: float = 10.0,
 class Registry:
     checks: dict[str, CheckSpec] = field(default_factory=dict)
     probes: dict[str, ProbeSpec] = field(default_factory=dict)
+    #: plugins that could not be loaded (hung, raised, exited at import): name of their ERROR check -> why
+    failed_plugins: dict[str, str] = field(default_factory=dict)
+
+    def add_failed_plugin(self, label: str, origin: str, error: str) -> None:
+        """Record a plugin that could not be loaded as an always-selected check whose judging is an ERROR."""
+        name = PLUGIN_CHECK_PREFIX + (re.sub(r"[^A-Za-z0-9_]+", "_", label).strip("_") or "unnamed")
+        message = f"the plugin {origin} could not be loaded: {error}"
+
+        def judge() -> Any:
+            raise PluginLoadError(message)
+
+        judge.__module__ = __name__
+        self.checks[name] = CheckSpec(name, "node", (), ("plugin",), 5.0, judge, message, origin=origin)
+        self.failed_plugins[name] = message
 
     def add_module(self, module: ModuleType, origin: str) -> None:
         """Collect every CheckSpec and ProbeSpec a module declares."""
@@ -135,7 +178,7 @@ class Registry:
     def add_check(self, spec: CheckSpec, origin: str) -> None:
         known = self.checks.get(spec.name)
         if known is not None:
-            if known.judge is spec.judge:
+            if _unwrapped(known.judge) is _unwrapped(spec.judge):
                 return
             raise RegistryError(f"two checks are named {spec.name!r}: one in {known.origin}, one in {origin}")
         self.checks[spec.name] = _with_origin(spec, origin)
@@ -143,7 +186,7 @@ class Registry:
     def add_probe(self, spec: ProbeSpec, origin: str) -> None:
         known = self.probes.get(spec.fact)
         if known is not None:
-            if known.gather is spec.gather:
+            if _unwrapped(known.gather) is _unwrapped(spec.gather):
                 return
             raise RegistryError(f"two probes gather the fact {spec.fact!r}: one in {known.origin}, one in {origin}")
         if spec.fact in ENGINE_FACTS:
@@ -212,6 +255,9 @@ class Registry:
         selected, deselected = [], {}
         for name in sorted(self.checks):
             spec = self.checks[name]
+            if name in self.failed_plugins and not any(_matches(p, name) for p in skip):
+                selected.append(spec)  # the user asked for this plugin: its failure is shown whatever the selection
+                continue
             if only and not any(_matches(p, name) for p in only):
                 continue
             if tags and not set(tags) & set(spec.tags):
@@ -251,6 +297,10 @@ def _matches(pattern: str, name: str) -> bool:
     return name == pattern
 
 
+def _unwrapped(func: Any) -> Any:
+    return getattr(func, "__wrapped__", func)
+
+
 def _with_origin(spec: Any, origin: str) -> Any:
     from dataclasses import replace
 
@@ -268,44 +318,82 @@ def _import_package_modules(package: str) -> Iterable[ModuleType]:
 def _load_entry_points(registry: Registry) -> None:
     from importlib.metadata import entry_points
 
+    from . import plugin_guard
+
     for ep in entry_points(group=ENTRY_POINT_GROUP):
         origin = f"entry point {ep.name} = {ep.value}"
-        try:
-            obj = ep.load()
-        except Exception as exc:  # a broken third-party plugin is a load error with its name
-            raise RegistryError(f"cannot load {origin}: {type(exc).__name__}: {exc}") from exc
+        obj, error = plugin_guard.load(origin, ep.load, plugin_import_timeout())
+        if error is not None:  # a broken third-party plugin is an ERROR with its name; the run goes on
+            registry.add_failed_plugin(ep.name, origin, error)
+            continue
         if isinstance(obj, ModuleType):
-            registry.add_module(obj, origin)
+            _add_plugin_module(registry, obj, origin)
         elif isinstance(obj, CheckSpec):
-            registry.add_check(obj, origin)
+            registry.add_check(plugin_guard.guard_check(obj, origin), origin)
         elif isinstance(obj, ProbeSpec):
-            registry.add_probe(obj, origin)
+            registry.add_probe(plugin_guard.guard_probe(obj, origin), origin)
         else:
             raise RegistryError(f"{origin} is neither a module nor a check nor a probe")
 
 
+def plugin_import_timeout() -> float:
+    """Seconds a plugin may take to import ($DSV3_PREFLIGHT_PLUGIN_IMPORT_TIMEOUT, default 10)."""
+    try:
+        value = float(os.environ.get(PLUGIN_TIMEOUT_ENV, "") or PLUGIN_IMPORT_TIMEOUT_S)
+    except ValueError:
+        return PLUGIN_IMPORT_TIMEOUT_S
+    return value if 0 < value < 3600 else PLUGIN_IMPORT_TIMEOUT_S
+
+
+def _add_plugin_module(registry: Registry, module: ModuleType, origin: str) -> None:
+    """Collect a plugin module's checks and probes, each guarded (exits and stdout, see plugin_guard)."""
+    from . import plugin_guard
+
+    for value in list(vars(module).values()):
+        if isinstance(value, CheckSpec):
+            registry.add_check(plugin_guard.guard_check(value, origin), origin)
+        elif isinstance(value, ProbeSpec):
+            registry.add_probe(plugin_guard.guard_probe(value, origin), origin)
+
+
 def load_checks_dir(registry: Registry, directory: str | Path) -> None:
-    """Import every ``*.py`` of a site's own checks directory (not ``_*``, ``test_*``, ``conftest``)."""
+    """Import every ``*.py`` of a site's own checks directory (not ``_*``, ``test_*``, ``conftest``).
+
+    Each file is imported under a deadline (:func:`plugin_import_timeout`) with its exits guarded: a file that
+    is not a regular file, hangs, raises, or calls ``sys.exit``/``os._exit`` at import becomes an ERROR check
+    ``plugin.<file>`` naming the file and why, and the other plugins and the run go on."""
+    from . import plugin_guard
+    from .inputs import InputError, open_regular
+
     path = Path(directory)
     if not path.is_dir():
         raise RegistryError(f"--checks-dir {directory}: not a directory")
     for file in sorted(path.glob("*.py")):
         if file.name.startswith(("_", "test_")) or file.stem == "conftest":
             continue
+        try:  # a FIFO named x.py would block the import forever; a device or a 1 GB file is not a check module
+            with open_regular(file, what="--checks-dir file") as fh:
+                if os.fstat(fh.fileno()).st_size > PLUGIN_MAX_BYTES:
+                    raise InputError(f"--checks-dir file {file}: larger than {PLUGIN_MAX_BYTES >> 20} MiB",
+                                     path=str(file), reason=f"larger than {PLUGIN_MAX_BYTES >> 20} MiB")
+        except InputError as exc:
+            registry.add_failed_plugin(file.stem, str(file), exc.reason)
+            continue
         mod_name = f"dsv3_preflight_site.{abs(hash(str(file.resolve())))}_{file.stem}"
         module = sys.modules.get(mod_name)
         if module is None:
             spec = importlib.util.spec_from_file_location(mod_name, file)
             if spec is None or spec.loader is None:
-                raise RegistryError(f"cannot import {file}")
+                registry.add_failed_plugin(file.stem, str(file), "not importable as a Python module")
+                continue
             module = importlib.util.module_from_spec(spec)
             sys.modules[mod_name] = module
-            try:
-                spec.loader.exec_module(module)
-            except Exception as exc:
-                del sys.modules[mod_name]
-                raise RegistryError(f"cannot import {file}: {type(exc).__name__}: {exc}") from exc
-        registry.add_module(module, str(file))
+            _, error = plugin_guard.load(str(file), lambda: spec.loader.exec_module(module), plugin_import_timeout())
+            if error is not None:
+                sys.modules.pop(mod_name, None)
+                registry.add_failed_plugin(file.stem, str(file), error)
+                continue
+        _add_plugin_module(registry, module, str(file))
 
 
 #: the domains: each is a package of dsv3_preflight whose ``probes`` subpackage holds every probe of that domain
@@ -341,6 +429,10 @@ def load_registry(checks_dirs: Iterable[str | Path] = (), entry_points: bool = T
     for package in probe_packages():
         for module in _walk(package):
             registry.add_module(module, module.__name__)
+    for fact, claims in BUILTIN_CLAIMS.items():
+        spec = registry.probes.get(fact)
+        if spec is not None and not spec.claims:
+            registry.probes[fact] = replace(spec, claims=claims)
     for module in _import_package_modules("dsv3_preflight.checks"):
         registry.add_module(module, module.__name__)
     if entry_points:

@@ -1,57 +1,205 @@
-"""Masking secrets (tokens, keys, passwords) by name pattern, wherever they appear in a document."""
+"""Masking secrets wherever they appear in a document, a report, a log or the console.
+
+Two rules, the way maintained secret scanners work:
+
+- by **name**: the value of a variable, key or flag whose name says it is a secret (``HF_TOKEN``,
+  ``DB_PASS``, ``SSHPASS``, ``GITHUB_PAT``, ``CI_JOB_JWT``, ``WANDB_API_KEY``, ``--hf_token``...), in a
+  mapping, an argv list, or free text (``NAME=value``, ``NAME: value``, ``"NAME": "value"``, ``--name value``);
+- by **value**: a string that looks like a credential whatever it is called. The provider patterns
+  (AWS, GitHub, GitLab, Slack, JWT, private keys, Azure storage keys, Stripe, npm, PyPI...) are Yelp's
+  detect-secrets' own regular expressions, read from its plugins; ours add what it lacks: Hugging Face
+  tokens, fine-grained GitHub tokens, the secret path of a Slack webhook, ``https://TOKEN@host`` and
+  ``https://:PASS@host`` URLs, ``Authorization: Bearer``.
+
+Not secrets, and never masked: ``PWD``/``OLDPWD`` (the shell's directory), ``RAY_AUTH_MODE`` and other
+``*_AUTH_MODE``-like settings, ``TOKENIZERS_PARALLELISM``, key *file* paths (``--key-file``). docs/security.md
+says what is covered.
+"""
 from __future__ import annotations
 
 import re
-from typing import Any
+from functools import lru_cache
+from typing import Any, Iterable
 
 MASK = "***"
-_SECRET_NAME = re.compile(
-    r"(?i)(token|secret|passw(or)?d|pwd|credential|api[_-]?key|access[_-]?key|private[_-]?key|auth|cookie|(^|_)key$)"
-)
-# NAME=value, NAME: value, --name value, --name=value inside free text (command lines, log lines)
-_WORD = (r"[\w.-]*(token|secret|passw(or)?d|credentials?|api[_-]?key|access[_-]?key([_-]?id)?|private[_-]?key"
-         r"|[a-z0-9]_key)(?![\w])")
-_VALUE = r"(?P<value>\"[^\"]*\"|'[^']*'|[^\s,;&]+)"
-_INLINE = re.compile(
-    rf"(?i)(?P<name>--{_WORD}|(?<![\w-]){_WORD})(?P<sep>\s*[=:]\s*)" + _VALUE
-    + rf"|(?P<flag>--{_WORD})(?P<space>\s+)(?P<fvalue>\"[^\"]*\"|'[^']*'|[^\s-][^\s]*)"
-)
-# https://user:PASSWORD@host (proxies, git remotes, object stores) and "Authorization: Bearer TOKEN"
-_URL_PASSWORD = re.compile(r"(?P<head>\b[a-z][a-z0-9+.-]*://[^\s:/@]+:)[^\s@/]+(?=@)", re.I)
-_BEARER = re.compile(r"(?P<head>\bauthorization\s*[:=]\s*(bearer\s+|basic\s+|token\s+)?|\bbearer\s+)"
-                     r"[A-Za-z0-9._~+/=-]{8,}", re.I)
-_SECRET_FLAG = re.compile(rf"(?i)--{_WORD}")
+
+# -- by name ------------------------------------------------------------------------------------------------
+#: a word of a name that makes it a secret wherever it stands (DB_PASS, GITHUB_PAT, CI_JOB_JWT, hfToken)
+_SECRET_WORDS = frozenset({
+    "token", "tokens", "secret", "secrets", "password", "passwd", "passphrase", "pass", "pat", "jwt",
+    "credential", "credentials", "cookie", "cookies", "apikey", "accesskey", "privatekey", "secretkey", "authkey",
+    "authorization", "bearer", "sshpass", "pgpass", "dsn", "sessionid", "signature", "sig",
+})
+#: a word that makes a name a secret when it ends the name: SSH_KEY, ACCOUNT_KEY, BASIC_AUTH (not AUTH_MODE,
+#: KEY_FILE, KEY_PATH)
+_LAST_WORDS = frozenset({"key", "auth"})
+#: a word made of a secret word and a prefix (apitoken, hftoken, dbpassword, mysqlpwd)
+_SUFFIXES = ("token", "password", "passwd", "secret", "apikey", "accesskey", "privatekey")
+#: pairs of words that make a secret anywhere in the name (AWS_ACCESS_KEY_ID, API_KEY_V2, PRIVATE_KEY_PEM)
+_PAIRS = frozenset({("api", "key"), ("access", "key"), ("private", "key"), ("secret", "key"), ("account", "key"),
+                    ("auth", "token"), ("client", "secret"), ("session", "id")})
+#: names that hold a secret-looking word and are not secrets
+_NOT_SECRET = frozenset({"pwd", "oldpwd", "tokenizers_parallelism", "keyfile", "key_file", "passthrough"})
+_WORD_SPLIT = re.compile(r"[^A-Za-z0-9]+|(?<=[a-z0-9])(?=[A-Z])")
 
 
+def _words(name: str) -> list[str]:
+    return [w.lower() for w in _WORD_SPLIT.split(name) if w]
+
+
+@lru_cache(maxsize=4096)
 def is_secret_name(name: str) -> bool:
-    return bool(_SECRET_NAME.search(name))
+    """Whether a variable, key or flag name says its value is a secret (``HF_TOKEN``, ``DB_PASS``, ``--api-key``).
+
+    ``PWD``, ``RAY_AUTH_MODE``, ``TOKENIZERS_PARALLELISM``, ``SSH_KEY_FILE`` are not."""
+    bare = name.strip().lstrip("-")
+    if not bare or bare.lower() in _NOT_SECRET:
+        return False
+    words = _words(bare)
+    if not words:
+        return False
+    if any(w in _SECRET_WORDS for w in words):
+        return True
+    if any(w == "pwd" for w in words):  # MYSQL_PWD; bare PWD/OLDPWD were let through above
+        return True
+    if words[-1] in _LAST_WORDS:
+        return True
+    if any(w.endswith(_SUFFIXES) and w not in ("tokenizer",) for w in words):
+        return True
+    return any(pair in _PAIRS for pair in zip(words, words[1:]))
+
+
+# -- by value -------------------------------------------------------------------------------------------------
+#: detect-secrets plugins left out: a public IPv4 address is what a network report is about, not a secret
+_DS_EXCLUDED = {"IPPublicDetector"}
+_OWN_PATTERNS: tuple[tuple[str, str], ...] = (
+    # the secret path of a Slack webhook: keep the service, hide the path
+    ("Slack webhook", r"(?P<keep>https://hooks\.slack\.com/(?:services|workflows|triggers)/)(?P<secret>[A-Za-z0-9_/-]+)"),
+    ("Hugging Face token", r"(?<![A-Za-z0-9])(?P<secret>hf_[A-Za-z0-9]{30,})"),
+    ("GitHub fine-grained token", r"(?P<secret>github_pat_[A-Za-z0-9_]{22,})"),
+    ("GitHub token", r"(?P<secret>gh[pousr]_[A-Za-z0-9_]{30,})"),
+    ("Weights & Biases key", r"(?i)(?P<keep>wandb[^\n]{0,30}?[=:]\s*[\"']?)(?P<secret>[0-9a-f]{40})(?![0-9a-f])"),
+    ("Azure connection string key",
+     r"(?i)(?P<keep>(?:AccountKey|SharedAccessKey|SharedAccessSignature|sig)=)(?P<secret>[^;\s\"']+)"),
+    # scheme://user:PASSWORD@host and scheme://:PASSWORD@host (proxies, git remotes, object stores, databases)
+    ("URL password", r"(?i)(?P<keep>\b[a-z][a-z0-9+.-]*://[^\s:/@\"']*:)(?P<secret>[^\s@/\"']+)(?=@)"),
+    # https://TOKEN@host: a user-only credential in an http(s) URL is how tokens are passed (not ssh://git@host)
+    ("URL token", r"(?i)(?P<keep>\bhttps?://)(?P<secret>[^\s:/@\"']+)(?=@[^\s/@\"']+)"),
+    ("Authorization header", r"(?i)(?P<keep>\bauthorization\s*[:=]\s*[\"']?(?:bearer\s+|basic\s+|token\s+)?|\bbearer\s+)"
+                             r"(?P<secret>[A-Za-z0-9._~+/=-]{8,})"),
+    ("private key block", r"(?s)(?P<keep>-----BEGIN [A-Z ]*PRIVATE KEY( BLOCK)?-----)(?P<secret>.*?)(?=-----END|\Z)"),
+)
+
+
+@lru_cache(maxsize=1)
+def _value_patterns() -> tuple[tuple[str, "re.Pattern[str]"], ...]:
+    """Our patterns, then detect-secrets' own (its RegexBasedDetector plugins' deny lists), compiled once."""
+    patterns = [(name, re.compile(rx)) for name, rx in _OWN_PATTERNS]
+    patterns += [(f"detect-secrets {name}", rx) for name, rx in detect_secrets_patterns()]
+    return tuple(patterns)
+
+
+def detect_secrets_patterns() -> list[tuple[str, "re.Pattern[str]"]]:
+    """(plugin class name, compiled regex) for every regex-based detect-secrets plugin we use; [] when it is
+    not installed (then our own patterns and the name rules still apply)."""
+    try:
+        from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
+        from detect_secrets.plugins.base import RegexBasedDetector
+    except ImportError:  # pragma: no cover - a dependency; a broken install still masks by name and our patterns
+        return []
+    found = []
+    for cls in sorted(get_mapping_from_secret_type_to_class().values(), key=lambda c: c.__name__):
+        if not issubclass(cls, RegexBasedDetector) or cls.__name__ in _DS_EXCLUDED:
+            continue
+        for rx in cls().denylist:
+            found.append((cls.__name__, rx if isinstance(rx, re.Pattern) else re.compile(rx)))
+    return found
+
+
+def _mask_span(text: str, match: "re.Match[str]") -> tuple[int, int]:
+    """The span of a match to replace: the named group ``secret``, else the first group, else all of it."""
+    if "secret" in match.re.groupindex:
+        return match.span("secret")
+    if match.re.groups and match.group(1):
+        return match.span(1)
+    return match.span()
+
+
+def _mask_values(text: str) -> str:
+    for _name, rx in _value_patterns():
+        pieces, last = [], 0
+        for match in rx.finditer(text):
+            start, end = _mask_span(text, match)
+            if start < last or start == end or text[start:end] == MASK:
+                continue
+            pieces.append(text[last:start])
+            pieces.append(MASK)
+            last = end
+        if pieces:
+            pieces.append(text[last:])
+            text = "".join(pieces)
+    return text
+
+
+# NAME=value, NAME: value, "NAME": "value", NAME='value' and --name value / --name=value in free text
+_ASSIGN = re.compile(
+    r"""(?P<name>(?<![\w.-])-{0,2}[A-Za-z_][\w.-]*)(?P<q>["']?)(?P<sep>[ \t]*[=:][ \t]*)"""
+    r"""(?P<value>"[^"\n]*"|'[^'\n]*'|[^\s,;&"'}\])]+)"""
+)
+_FLAG = re.compile(r"""(?P<name>(?<![\w-])--?[A-Za-z_][\w.-]*)(?P<sep>[ \t]+)(?P<value>"[^"\n]*"|'[^'\n]*'|[^\s"'-][^\s]*)""")
+
+
+def _assign_repl(match: "re.Match[str]") -> str:
+    name, value = match.group("name"), match.group("value")
+    if (not is_secret_name(name) or value.strip("\"'") in ("", MASK) or value.startswith("//")
+            or value.lower() in ("bearer", "basic", "token")):
+        return match.group(0)
+    quote = value[0] if value[:1] in "\"'" and len(value) > 1 and value[-1] == value[0] else ""
+    return f"{name}{match.group('q')}{match.group('sep')}{quote}{MASK}{quote}"
+
+
+def _flag_repl(match: "re.Match[str]") -> str:
+    name, value = match.group("name"), match.group("value")
+    if not name.startswith("--") or not is_secret_name(name) or value == MASK:
+        return match.group(0)
+    quote = value[0] if value[:1] in "\"'" and len(value) > 1 and value[-1] == value[0] else ""
+    return f"{name}{match.group('sep')}{quote}{MASK}{quote}"
 
 
 def mask_text(text: str) -> str:
-    """Mask the values after secret-looking names in free text."""
-    def repl(m: re.Match) -> str:
-        if m.group("flag"):
-            return f"{m.group('flag')}{m.group('space')}{MASK}"
-        return f"{m.group('name')}{m.group('sep')}{MASK}"
+    """``text`` with every secret masked: values after secret names, and credential-looking values."""
+    if not text or len(text) < 6:
+        return text
+    text = _mask_values(text)
+    text = _ASSIGN.sub(_assign_repl, text)
+    return _FLAG.sub(_flag_repl, text)
 
-    text = _URL_PASSWORD.sub(lambda m: m.group("head") + MASK, text)
-    text = _BEARER.sub(lambda m: m.group("head") + MASK, text)
-    return _INLINE.sub(repl, text)
+
+def _is_secret_flag(item: Any) -> bool:
+    return isinstance(item, str) and item.startswith("-") and "=" not in item and is_secret_name(item)
 
 
 def mask(value: Any, key: str | None = None) -> Any:
-    """A copy of a JSON value with secrets masked: values under secret-looking keys, and inline NAME=value."""
+    """A copy of a JSON value with secrets masked: values under secret names (mapping keys, the element after a
+    secret flag in an argv list) and credential-looking values anywhere."""
     if isinstance(value, dict):
-        return {k: mask(v, k) for k, v in value.items()}
-    if isinstance(value, list):
-        # an argv list: the element after a bare secret flag (["--hf_token", "hf_..."]) is its value
+        return {k: mask(v, k if isinstance(k, str) else None) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
         out = [mask(v, key) for v in value]
-        for i in range(1, len(value)):
-            if isinstance(value[i - 1], str) and _SECRET_FLAG.fullmatch(value[i - 1]) and isinstance(value[i], str):
+        for i in range(1, len(value)):  # an argv list: ["--hf_token", "hf_..."]
+            if _is_secret_flag(value[i - 1]) and isinstance(value[i], str) and not value[i].startswith("-"):
                 out[i] = MASK
         return out
     if isinstance(value, str):
-        if key is not None and is_secret_name(key) and value:
+        if key is not None and value and is_secret_name(key):
             return MASK
         return mask_text(value)
     return value
+
+
+def leaks(artifact: str, planted: Iterable[str]) -> list[str]:
+    """The planted secret values that still appear in ``artifact`` (a test's and a reviewer's helper)."""
+    return [p for p in planted if p and p in artifact]
+
+
+__all__ = ["MASK", "detect_secrets_patterns", "is_secret_name", "leaks", "mask", "mask_text"]

@@ -10,7 +10,6 @@ gate closed without repeating every path in the profile.
 """
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
@@ -66,22 +65,13 @@ def _take(out: TrainerValues, key: str, value: Any, origin: str) -> None:
 
 
 def _read_config(path: str) -> tuple[Mapping[str, Any] | None, str | None]:
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read(CONFIG_CAP + 1)
-    except OSError as exc:
-        return None, f"cannot read it: {exc.strerror or exc}"
-    if len(data) > CONFIG_CAP:
-        return None, f"larger than {CONFIG_CAP // 1024} KiB: not read as a trainer config"
-    try:
-        if path.endswith(".json"):
-            doc = json.loads(data)
-        else:
-            import yaml
+    from dsv3_preflight.inputs import InputError, read_json, read_yaml
 
-            doc = yaml.safe_load(data)
-    except Exception as exc:  # a YAML/JSON syntax error: the training would fail on it too
-        return None, f"not valid {'JSON' if path.endswith('.json') else 'YAML'}: {str(exc).splitlines()[0]}"
+    reader = read_json if path.endswith(".json") else read_yaml
+    try:  # the one bounded reader: regular files only, size and nesting bounded, never a blocking read
+        doc = reader(path, what="trainer config", max_bytes=CONFIG_CAP)
+    except InputError as exc:  # a YAML/JSON syntax error: the training would fail on it too
+        return None, exc.reason
     return (doc, None) if isinstance(doc, dict) else (None, None)
 
 

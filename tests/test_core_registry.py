@@ -84,10 +84,15 @@ def test_probe_cycle_is_a_load_error():
         registry.validate()
 
 
-def test_checks_dir_that_fails_to_import_names_the_file(tmp_path):
+def test_checks_dir_that_fails_to_import_is_an_always_selected_error_check_naming_the_file(tmp_path):
     _write(tmp_path, "broken.py", "import no_such_module_xyz\n")
-    with pytest.raises(RegistryError, match=r"cannot import .*broken.py: ModuleNotFoundError"):
-        load_checks_dir(Registry(), tmp_path)
+    registry = Registry()
+    load_checks_dir(registry, tmp_path)
+    spec = registry.checks["plugin.broken"]
+    assert registry.failed_plugins["plugin.broken"].startswith(f"the plugin {tmp_path / 'broken.py'} could not be loaded: "
+                                                                "ModuleNotFoundError")
+    assert spec in registry.select(only=["env.*"]).selected  # whatever the selection, the failure is shown
+    assert spec not in registry.select(skip=["plugin.broken"]).selected
 
 
 def test_missing_checks_dir_is_a_clear_error(tmp_path):

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from dsv3_preflight.gpu.fm_log import findings, parse_version
+from dsv3_preflight import signals
 from dsv3_preflight.registry import probe
 from .nvml import kernel_module_version, sysroot
 
@@ -39,7 +40,7 @@ def _run(argv: list[str], timeout: float = CMD_TIMEOUT) -> dict[str, Any]:
     if exe is None:
         return {"found": False, "argv": argv}
     try:
-        proc = subprocess.run([exe, *argv[1:]], capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+        proc = signals.run([exe, *argv[1:]], capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
     except subprocess.TimeoutExpired:
         return {"found": True, "argv": argv, "timed_out": True, "rc": None, "stdout": "", "stderr": f"timed out after {timeout:g} s"}
     except OSError as exc:
