@@ -86,8 +86,10 @@ def master_not_loopback(profile, resolve_master: Mapping[str, Any], nic_route: M
         return None
     fix = loopback_fix(addr, addresses, resolve_master.get("hosts_entries") or [],
                        training_addresses((nic_route or {}).get("interfaces")), is_head(profile))
-    return failure(f"MASTER_ADDR {addr!r} is a loopback address but the profile has {profile.nnodes} nodes: "
-                   "workers cannot reach it", fix, actor=Actor.JOB, cause=causes.MASTER_LOOPBACK)
+    what = ("is a loopback address" if is_loopback(addr)
+            else f"resolves to loopback {', '.join(a for a in addresses if is_loopback(a))} on this node")
+    return failure(f"MASTER_ADDR {addr!r} {what} but the profile has {profile.nnodes} nodes: workers cannot reach it", fix,
+                   actor=Actor.JOB, cause=causes.MASTER_LOOPBACK)
 
 
 def master_port_unprivileged(profile) -> Finding | None:

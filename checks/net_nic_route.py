@@ -2,7 +2,8 @@
 
 Each rule is a small pure function of the ``nic_route`` fact and the profile returning a finding or
 None; :func:`nic_route` runs the gate rules (MASTER_ADDR resolves, the kernel has a route, the route names
-an interface), then every other rule, and the accumulator keeps each problem with its own fix.
+an interface), then every other rule (only those about the variables' names when a gate failed: the rest
+compare with the route's interface), and the accumulator keeps each problem with its own fix.
 """
 from __future__ import annotations
 
@@ -23,9 +24,17 @@ def _env(f: Fact) -> Mapping[str, Any]:
     return f.get("env") or {}
 
 
+#: when the route is unknown (MASTER_ADDR does not resolve, no route): the interface is the reader's to name
+PIN_UNKNOWN = ("# once MASTER_ADDR resolves, pin the interface of the route to it (ip route get shows it)\n"
+               'export NCCL_SOCKET_IFNAME="${TRAINING_IF:?set TRAINING_IF to the interface toward the head}"\n'
+               'export GLOO_SOCKET_IFNAME="$TRAINING_IF"')
+
+
 def export_fix(f: Fact) -> str:
     """The exports that pin NCCL and Gloo to the route's interface (NCCL's prefix rules: ``eth0``, else ``=eth0``)."""
     ifname = f.get("ifname")
+    if not ifname or f.get("route_error") or not f.get("resolved"):
+        return PIN_UNKNOWN
     value = recommended_nccl_value(ifname, f.get("interfaces") or [], _env(f).get("NCCL_SOCKET_FAMILY"))
     return f"export NCCL_SOCKET_IFNAME={value}\nexport GLOO_SOCKET_IFNAME={ifname}"
 
@@ -130,8 +139,8 @@ def nccl_selects_something(f: Fact, profile=None) -> Finding | None:
     nccl = _nccl(f)
     if value is None or nccl["invalid"] or nccl["selected"]:
         return None
-    return _ifname_failure(f"NCCL_SOCKET_IFNAME={value!r} selects no interface here (NCCL fails at init); "
-                           f"{f['ifname']} reaches MASTER_ADDR", f)
+    reaches = f"; {f['ifname']} reaches MASTER_ADDR" if f.get("ifname") and not f.get("route_error") else ""
+    return _ifname_failure(f"NCCL_SOCKET_IFNAME={value!r} selects no interface here (NCCL fails at init){reaches}", f)
 
 
 def nccl_includes_route_interface(f: Fact, profile) -> Finding | None:
@@ -250,6 +259,8 @@ def ifnames_pinned(f: Fact, profile) -> Finding | None:
                    export_fix(f), actor=Actor.JOB, cause=causes.SOCKET_IFNAME_UNSET)
 
 
+#: rules about the variables' names alone: judged even when the route is unknown
+NAME_RULES = (nccl_entries_valid, nccl_selects_something, gloo_names_valid, gloo_names_exist, gloo_names_have_address)
 #: every rule takes (nic_route fact, profile) and returns a Finding or None; in the order a reader fixes them
 RULES = (interface_up, not_loopback_on_multi_node, family_has_address,
          nccl_value_honoured, nccl_entries_valid, nccl_selects_something, nccl_includes_route_interface,
@@ -266,7 +277,7 @@ def evidence_of(f: Fact) -> dict[str, Any]:
                     route_errno=f.get("route_errno"), hosts_entries=f.get("hosts_entries") or [],
                     NCCL_SOCKET_IFNAME=env.get("NCCL_SOCKET_IFNAME"), GLOO_SOCKET_IFNAME=env.get("GLOO_SOCKET_IFNAME"),
                     NCCL_SOCKET_FAMILY=env.get("NCCL_SOCKET_FAMILY"))
-    if f.get("ifname"):
+    if f.get("interfaces"):
         nccl = _nccl(f)
         evidence.update(nccl_selects=nccl["selected"], nccl_bootstrap_interface=nccl["bootstrap"],
                         gloo_uses=(_gloo(f) or {}).get("selected", []))
@@ -292,9 +303,11 @@ def nic_route(nic_route, profile):
     """MASTER_ADDR's interface (from the kernel's route) is up, not loopback on multi-node, and selected by NCCL_/GLOO_SOCKET_IFNAME."""
     f = nic_route
     found = Findings()
+    rules = RULES
     for gate in GATES:
         if found.check(gate, f, profile):
-            return found.result("", evidence_of(f))
-    for rule in RULES:
+            rules = NAME_RULES  # the others compare with the route's interface
+            break
+    for rule in rules:
         found.check(rule, f, profile)
     return found.result(ok_summary(f, profile), evidence_of(f))

@@ -244,3 +244,36 @@ def test_a_stalled_resolver_is_cut_off_at_the_deadline(netns_lab):
             "a,e,n=resolve('head.example.internal', 0.5); print(json.dumps([a, e, time.monotonic()-t]))")
     addresses, error, took = json.loads(lab.exec(2, [PY, "-c", code], timeout=30, check=True).stdout)
     assert addresses == [] and "within 0.5 s" in error and took < 2
+
+
+def test_a_head_whose_hosts_file_maps_master_addr_to_loopback_gets_the_hosts_line_and_its_own_address(netns_lab, tmp_path):
+    # issue 19.2 on the head: MASTER_ADDR lab-head, which the head's own /etc/hosts maps to 127.0.1.1 (Debian's
+    # default for the host's own name); the fix names that line and the head's address, and applying it works
+    import os
+    from netns_lab import NETNS_ETC
+
+    lab = netns_lab
+    hosts = os.path.join(NETNS_ETC, lab.ns(0), "hosts")
+    with open(hosts, "a") as fh:
+        fh.write("127.0.1.1\tlab-head\n")
+    line = sum(1 for _ in open(hosts))
+    results, rc, facts, _ = run_checks(lab, tmp_path, 0, only="env.launch_vars,net.nic_route", MASTER_ADDR="lab-head",
+                                       **PINNED)
+    env, nic = results["env.launch_vars"], results["net.nic_route"]
+    assert rc == 1 and nic["status"] == "fail" and env["status"] == "fail"
+    assert facts["facts"]["resolve_master"]["hosts_entries"] == [
+        {"line": line, "address": "127.0.1.1", "names": ["lab-head"], "text": "127.0.1.1 lab-head"}]
+    [env_loop] = [f for f in env["findings"] if f["cause"] == "net.master_loopback"]
+    [nic_loop] = [f for f in nic["findings"] if f["cause"] == "net.master_loopback"]
+    assert env_loop["fix"] == nic_loop["fix"]  # one cause, one fix
+    fix = nic_loop["fix"]
+    assert f"# /etc/hosts line {line} maps lab-head to loopback: 127.0.1.1 lab-head" in fix
+    assert f'echo "{lab.addr(0)} lab-head"' in fix and paste_problems(fix) == []
+    applied = lab.exec(0, ["bash", "-c", fix.replace("sudo ", "")], env={"TMPDIR": str(tmp_path)}, check=True)
+    assert applied.returncode == 0
+    assert "lab-head" not in open(hosts).read().splitlines()[line - 1]
+    again, rc, facts, _ = run_checks(lab, tmp_path, 0, only="env.launch_vars,net.nic_route", MASTER_ADDR="lab-head",
+                                     **PINNED)
+    assert facts["facts"]["resolve_master"]["addresses"] == [lab.addr(0)]
+    assert again["net.nic_route"]["status"] == "pass" and again["net.nic_route"]["evidence"]["interface"] == "eth0"
+    assert not [f for f in again["env.launch_vars"]["findings"] if f["cause"] == "net.master_loopback"]

@@ -71,10 +71,17 @@ def test_route_names_interface(lab):
     assert nic.route_names_interface(route(lab)) is None
 
 
-def test_a_gate_stops_the_other_rules(lab):
-    # an unresolvable MASTER_ADDR leaves no route to judge NCCL against: one finding, not a cascade
-    result = nic.nic_route(route(lab, resolved=False, resolve_error="x", ifname=None, NCCL_SOCKET_IFNAME="ib"), MULTI)
-    assert [f.rule for f in result.findings] == ["master_resolves"]
+def test_a_gate_leaves_only_the_rules_about_names(lab):
+    # an unresolvable MASTER_ADDR leaves no route to compare NCCL with; a name that matches nothing is still wrong
+    fact = route(lab, resolved=False, resolve_error="x", ifname=None, NCCL_SOCKET_IFNAME="ib", GLOO_SOCKET_IFNAME="eth9")
+    result = nic.nic_route(fact, MULTI)
+    assert [f.rule for f in result.findings] == ["master_resolves", "nccl_selects_something", "gloo_names_exist"]
+    assert result.cause == causes.MASTER_UNRESOLVABLE
+    assert "reaches MASTER_ADDR" not in result.findings[1].message
+    assert result.findings[1].fix == nic.PIN_UNKNOWN and paste_problems(nic.PIN_UNKNOWN) == []
+    pinned = nic.nic_route(route(lab, resolved=False, resolve_error="x", ifname=None, NCCL_SOCKET_IFNAME="eth0",
+                                 GLOO_SOCKET_IFNAME="eth0"), MULTI)
+    assert [f.rule for f in pinned.findings] == ["master_resolves"]
 
 
 # -- net.nic_route: the interface ---------------------------------------------------------------------------
@@ -117,8 +124,8 @@ def test_not_loopback_names_the_hosts_line_and_the_heads_address_when_this_node_
     found = nic.not_loopback_on_multi_node(fact, HEAD)
     assert_finding(found, Status.FAIL, causes.MASTER_LOOPBACK, Actor.JOB, "lab-head")
     assert "# /etc/hosts line 2 maps lab-head to loopback: 127.0.1.1 lab-head" in found.fix
-    assert "sudo sed -i -E '2s/[[:space:]]+lab-head([[:space:]]|$)/\\1/' /etc/hosts" in found.fix
-    assert 'echo "10.77.0.10 lab-head" | sudo tee -a /etc/hosts' in found.fix  # the head's own address, known
+    assert "  sed -E '2s/[[:space:]]+lab-head([[:space:]]|$)/\\1/' /etc/hosts > \"$new_hosts\" &&" in found.fix
+    assert '  echo "10.77.0.10 lab-head" >> "$new_hosts" &&' in found.fix  # the head's own address, known
 
 
 @pytest.mark.parametrize("family, ipv4, fires", [("AF_INET", [], True), ("AF_INET", ["10.77.0.11"], False),
@@ -269,7 +276,7 @@ def test_training_addresses_leave_out_loopback_bridges_and_link_local(lab):
     ("127.0.0.1", ["127.0.0.1"], [], [("eth0", "10.0.0.5")], False, f'export MASTER_ADDR="{HEAD_ADDR}"'),
     ("127.0.0.1", ["127.0.0.1"], [], [("eth0", "10.0.0.5"), ("eth1", "10.1.0.5")], True, f'export MASTER_ADDR="{HEAD_ADDR}"'),
     ("head", ["127.0.1.1"], [{"line": 3, "address": "127.0.1.1", "text": "127.0.1.1 vm head"}], [], False,
-     f'echo "{HEAD_ADDR} head" | sudo tee -a /etc/hosts'),
+     f'echo "{HEAD_ADDR} head" >> "$new_hosts" &&'),
     ("my.head-1", ["127.0.1.1"], [{"line": 7, "address": "127.0.1.1", "text": "127.0.1.1 my.head-1"}], [], False,
      "'7s/[[:space:]]+my\\.head-1([[:space:]]|$)/\\1/'"),
     ("head", ["127.0.1.1"], [], [], False, "# MASTER_ADDR head is loopback (it resolves to 127.0.1.1)"),
@@ -280,17 +287,31 @@ def test_loopback_fix_pastes_and_names_what_it_knows(name, addresses, entries, c
     assert paste_problems(fix) == []
 
 
-def test_the_hosts_line_fix_drops_only_that_name(tmp_path):
-    # the sed line of the fix, run on a copy of a Debian hosts file: the name goes, the other names stay
+def test_the_hosts_line_fix_drops_only_that_name_and_maps_it_to_the_head(tmp_path):
+    # the fix, run on a copy of a Debian hosts file: the name leaves the loopback line, the other names stay
     import subprocess
 
     hosts = tmp_path / "hosts"
     hosts.write_text("127.0.0.1 localhost\n127.0.1.1 vm head\n10.77.0.11 lab-node1\n")
-    fix = loopback_fix("head", ["127.0.1.1"], [{"line": 2, "address": "127.0.1.1", "text": "127.0.1.1 vm head"}], [], False)
-    [sed] = [line for line in fix.splitlines() if line.startswith("sudo sed")]
-    command = sed.split("   #")[0].replace("sudo ", "").replace("/etc/hosts", str(hosts))
-    subprocess.run(["bash", "-c", command], check=True, timeout=10)
-    assert hosts.read_text() == "127.0.0.1 localhost\n127.0.1.1 vm\n10.77.0.11 lab-node1\n"
+    fix = loopback_fix("head", ["127.0.1.1"], [{"line": 2, "address": "127.0.1.1", "text": "127.0.1.1 vm head"}],
+                       [("eth0", "10.77.0.10")], True)
+    script = fix.replace("sudo ", "").replace("/etc/hosts", str(hosts))
+    subprocess.run(["bash", "-c", script], check=True, timeout=10, env={"PATH": "/usr/bin:/bin", "TMPDIR": str(tmp_path)})
+    assert hosts.read_text() == "127.0.0.1 localhost\n127.0.1.1 vm\n10.77.0.11 lab-node1\n10.77.0.10 head\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["hosts"]  # its temporary file is gone
+
+
+def test_the_hosts_line_fix_changes_nothing_without_the_head_address(tmp_path):
+    import subprocess
+
+    hosts = tmp_path / "hosts"
+    hosts.write_text("127.0.1.1 vm head\n")
+    fix = loopback_fix("head", ["127.0.1.1"], [{"line": 1, "address": "127.0.1.1", "text": "127.0.1.1 vm head"}], [], False)
+    script = fix.replace("sudo ", "").replace("/etc/hosts", str(hosts))
+    proc = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=10,
+                          env={"PATH": "/usr/bin:/bin", "TMPDIR": str(tmp_path)})
+    assert proc.returncode != 0 and "set HEAD_ADDR" in proc.stderr
+    assert hosts.read_text() == "127.0.1.1 vm head\n"
 
 
 def test_unresolvable_fix_fails_loudly_without_the_head_address():

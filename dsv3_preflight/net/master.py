@@ -92,14 +92,19 @@ def loopback_fix(name: str, addresses: Sequence[str], hosts_entries: Sequence[Ma
     lines: list[str] = []
     mapped = [e for e in hosts_entries if is_loopback(str(e.get("address")))]
     if mapped and not is_address(name) and _HOST_NAME.fullmatch(name):
+        pattern = re.escape(name).replace("\\-", "-")
+        sed = "; ".join(f"{int(e['line'])}s/[[:space:]]+{pattern}([[:space:]]|$)/\\1/" for e in mapped)
         for entry in mapped:
             lines.append(f"# /etc/hosts line {entry['line']} maps {name} to loopback: {' '.join(str(entry.get('text')).split())}")
-            pattern = re.escape(name).replace("\\-", "-")
-            lines.append(f"sudo sed -i -E '{int(entry['line'])}s/[[:space:]]+{pattern}([[:space:]]|$)/\\1/' /etc/hosts"
-                         f"   # drops {name} from that line")
-        if head:
-            lines.append(f"# this node is the head (node_rank 0); its address on {head[0]} is {head[1]}")
-        lines.append(f'echo "{value} {name}" | sudo tee -a /etc/hosts')
+        if candidates and not head:
+            lines.append(_own_addresses(candidates))
+        lines.append(f"# drop {name} from {'that line' if len(mapped) == 1 else 'those lines'} and map it to "
+                     + (f"this node's address on {head[0]}, {head[1]} (node_rank 0: this node is the head)" if head
+                        else "the head's address") + "; cp writes in place, also where /etc/hosts is a bind mount")
+        lines.append("new_hosts=$(mktemp) &&")
+        lines.append(f"  sed -E '{sed}' /etc/hosts > \"$new_hosts\" &&")
+        lines.append(f'  echo "{value} {name}" >> "$new_hosts" &&')
+        lines.append('  sudo cp "$new_hosts" /etc/hosts && rm -f "$new_hosts"')
     else:
         via = f" (it resolves to {', '.join(addresses)})" if addresses and list(addresses) != [name] else ""
         lines.append(f"# MASTER_ADDR {name} is loopback{via}: the other nodes cannot reach it")
@@ -107,11 +112,14 @@ def loopback_fix(name: str, addresses: Sequence[str], hosts_entries: Sequence[Ma
             lines.append(f"export MASTER_ADDR={head[1]}   # this node is the head (node_rank 0): its address on {head[0]}")
         else:
             if candidates:
-                lines.append("# this node's addresses (the head's address is one of its own): "
-                             + ", ".join(f"{i} {a}" for i, a in candidates))
+                lines.append(_own_addresses(candidates))
             lines.append(f'export MASTER_ADDR="{HEAD_ADDR}"')
     lines.append(RERUN)
     return "\n".join(lines)
+
+
+def _own_addresses(candidates: Sequence[tuple[str, str]]) -> str:
+    return "# this node's addresses (the head's address is one of its own): " + ", ".join(f"{i} {a}" for i, a in candidates)
 
 
 def this_node_fix(candidates: Sequence[tuple[str, str]], variable: str = "MASTER_ADDR") -> str:
