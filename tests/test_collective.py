@@ -7,10 +7,13 @@ import sys
 
 import pytest
 
-from dsv3_preflight.checks.dist_allreduce import judge_collective
+from dsv3_preflight.collective.judge import (judge_collective, judge_gang, rule_busbw, rule_completed,
+                                            rule_duplicate_gpus, rule_nic_mismatch)
+from dsv3_preflight.registry import load_registry
+from paste_lint import paste_problems
 from dsv3_preflight.collective import combine, decode, nccl_interfaces
 from dsv3_preflight.profile import resolve_profile
-from dsv3_preflight.result import Status
+from dsv3_preflight.result import Actor, Status
 
 CASES = json.loads((__import__("pathlib").Path(__file__).parent / "data" / "collective" / "errors.json").read_text())["cases"]
 
@@ -102,7 +105,9 @@ def _profile(**values):
 
 
 def _fact(outcomes, world, **extra):
-    return {"requested": True, "mode": "full", "backend": "gloo", "outcome": outcomes[0], "combined": combine(outcomes, world), **extra}
+    """A `collective` fact of the shape the probe writes (collective/probes/local.py): the outcome, no verdict."""
+    return {"requested": True, "mode": "full", "backend": "gloo", "world": world, "partial": False,
+            "outcome": outcomes[0], **extra}
 
 
 def test_check_skips_multi_node_with_the_commands_to_run():
@@ -226,3 +231,112 @@ def test_an_unresolvable_master_addr_is_the_first_cause_not_a_store_that_did_not
     assert [f["kind"] for f in decode(text)][0] == "master_unresolvable"
     outcome = {"ranks": [{"rank": 0, "last_phase": "imported", "findings": decode(text), "timings": {}}]}
     assert "does not resolve" in combine([outcome], 2)["summary"]
+
+
+# -- the shared rules, one by one ----------------------------------------------------------------------------
+DUP_PCI = "00000000:53:00.0"
+
+
+def _dup_ranks(host="n0"):
+    rank_map = {"0": {"host": host, "pci_bus_id": DUP_PCI}, "1": {"host": host, "pci_bus_id": DUP_PCI}}
+    return [_rank(0, host=host, pci=DUP_PCI, rank_map=rank_map), _rank(1, host=host, pci=DUP_PCI)]
+
+
+def test_rule_duplicate_gpus_names_both_ranks_in_nccls_words_and_the_job_acts():
+    dup = [{"host": "n0", "pci_bus_id": DUP_PCI, "message": "Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 53000"}]
+    [f] = rule_duplicate_gpus(dup)
+    assert f.status is Status.FAIL and f.actor is Actor.JOB and f.cause == "gpu.duplicate_gpu"
+    assert f.message == f"Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 53000 (n0, PCI {DUP_PCI})"
+    assert rule_duplicate_gpus([]) == []
+
+
+def test_rule_completed_leads_with_the_most_telling_cause_and_names_the_missing_node():
+    missing = decode("rendezvous: ranks [2] never joined the store at 10.0.0.1:39500 (world 3) before the deadline")
+    c = combine([_outcome(0, [_rank(0, "store_connected", missing=[2], findings=missing)]), _outcome(1, [_rank(1, host="n1")])], 3)
+    f = rule_completed(c, rank_names={0: "n0", 1: "n1", 2: "n2"})
+    assert f.status is Status.FAIL and f.message.startswith("rank(s) 2 of 3 never joined the rendezvous")
+    assert "(node n2)" in f.message and f.actor is Actor.JOB
+    assert rule_completed(combine([_outcome(0, [_rank(0), _rank(1)])], 2)) is None
+
+
+def test_rule_busbw_fails_below_the_floor_passes_above_and_warns_without_a_sweep():
+    sweep = [{"size_bytes": 1 << 20, "busbw_gbps": 0.2, "algbw_gbps": 0.2, "time_us": 5000.0}]
+    c = combine([_outcome(0, [_rank(0), _rank(1)], sweep=sweep)], 2)
+    low = rule_busbw(c, 5.0, "gloo")
+    assert low.status is Status.FAIL and low.actor is Actor.NETWORK and "0.2 GB/s" in low.message
+    assert paste_problems(low.fix) == []
+    assert rule_busbw(c, 0.1, "gloo") is None and rule_busbw(c, None, "gloo") is None
+    nosweep = rule_busbw(combine([_outcome(0, [_rank(0), _rank(1)])], 2), 5.0, "gloo")
+    assert nosweep.status is Status.WARN and paste_problems(nosweep.fix) == []
+
+
+def test_rule_nic_mismatch_warns_with_the_route_interface_in_the_fix():
+    c = combine([_outcome(0, [_rank(0), _rank(1)])], 2)
+    notes = ["NIC mismatch: the route to MASTER_ADDR leaves through eth0 (net.nic_route) but the probe used docker0"]
+    f = rule_nic_mismatch(c, notes, {"ifname": "eth0"})
+    assert f.status is Status.WARN and f.fix.startswith("export NCCL_SOCKET_IFNAME=eth0 GLOO_SOCKET_IFNAME=eth0")
+    assert rule_nic_mismatch(c, [], {"ifname": "eth0"}) is None
+
+
+def test_every_decoded_fix_pastes_into_bash_with_and_without_the_interface():
+    for case in CASES:
+        for interface in (None, "eth0"):
+            for f in decode(case["text"], interface=interface):
+                assert paste_problems(f["remediation"]) == [], (case["text"], f["remediation"])
+                assert f["actor"] in ("job", "node", "network") and f["cause_key"], f
+    from dsv3_preflight.collective.decode import phase_finding
+
+    for phase in (None, "started", "imported", "store_connected", "all_joined", "pg_up", "first_collective"):
+        for interface in (None, "eth0"):
+            f = phase_finding(phase, master="10.0.0.1:39500", ifnames="", interface=interface)
+            assert paste_problems(f["remediation"]) == [], f
+
+
+# -- the gang is judged exactly as the node check: every rule, through the registered checks -----------------
+def _gang_facts(outcomes, world):
+    """`collective_gang` facts of the shape the probe writes (collective/probes/gang.py), one per node."""
+    return {f"n{o['node_rank']}": {"requested": True, "mode": "gang", "world": world, "node_rank": o["node_rank"],
+                                   "master_addr": "10.0.0.1", "master_port": 39500, "backend": "gloo",
+                                   "timeout_s": 60.0, "outcome": o} for o in outcomes}
+
+
+CHECKS = load_registry().checks
+
+
+def test_a_duplicate_gpu_in_gang_facts_fails_the_cluster_check_exactly_as_dist_allreduce():
+    ranks = _dup_ranks()
+    node = CHECKS["dist.allreduce"](collective=_fact([_outcome(0, ranks)], 2), profile=_profile(), nic_route=None,
+                                     port_reach=None)
+    one_per_node = [_outcome(0, [ranks[0]]), _outcome(1, [dict(ranks[1], host="n0")])]
+    gang = CHECKS["dist.allreduce_cluster"](collective_gang=_gang_facts(one_per_node, 2), profile=_profile(),
+                                            node_ranks={"n0": 0, "n1": 1})
+    assert node.status is Status.FAIL and gang.status is Status.FAIL
+    assert gang.summary == node.summary and "Duplicate GPU detected" in gang.summary
+    assert gang.remediation == node.remediation and "CUDA_DEVICE_ORDER=PCI_BUS_ID" in gang.remediation
+    assert gang.actor is node.actor is Actor.JOB and gang.cause == node.cause == "gpu.duplicate_gpu"
+
+
+def test_a_busbw_below_min_busbw_gbps_in_gang_facts_fails_the_cluster_check_exactly_as_dist_allreduce():
+    sweep = [{"size_bytes": 1 << 20, "busbw_gbps": 0.2, "algbw_gbps": 0.2, "time_us": 5000.0}]
+    profile = _profile(min_busbw_gbps=5)
+    node = CHECKS["dist.allreduce"](collective=_fact([_outcome(0, [_rank(0), _rank(1)], sweep=sweep)], 2),
+                                     profile=profile, nic_route=None, port_reach=None)
+    gang = CHECKS["dist.allreduce_cluster"](
+        collective_gang=_gang_facts([_outcome(0, [_rank(0)], sweep=sweep), _outcome(1, [_rank(1, host="n1")])], 2),
+        profile=profile, node_ranks={"n0": 0, "n1": 1})
+    assert node.status is gang.status is Status.FAIL
+    assert gang.summary == node.summary == "all_reduce bus bandwidth peaks at 0.2 GB/s, below min_busbw_gbps=5 (2 ranks, gloo)"
+    assert gang.remediation == node.remediation
+
+
+def test_the_gang_check_names_the_node_whose_rank_never_joined():
+    facts = _gang_facts([_outcome(0, [_rank(0, "store_connected", missing=[2])]), _outcome(1, [_rank(1, host="n1")])], 3)
+    facts["n2"] = {"requested": False, "reason": "not requested"}   # its gang task never ran
+    r = judge_gang(facts, _profile(), {"n0": 0, "n1": 1, "n2": 2})
+    assert r.status is Status.FAIL and r.summary.startswith("rank(s) 2 of 3 never joined the rendezvous (node n2)")
+    assert r.evidence["not_reported"] == ["n2"]
+
+
+def test_the_gang_check_skips_when_no_node_was_asked_to_run_it():
+    r = judge_gang({"n0": {"requested": False, "reason": "not requested"}}, _profile(), {"n0": 0})
+    assert r.status is Status.SKIP and "--all-nodes --probe" in r.summary

@@ -25,7 +25,7 @@ def start_nodes(lab, tmp_path, env_by_node=None, nodes=(0, 1, 2), timeout=TIMEOU
     for n in nodes:
         argv = [sys.executable, "-m", "dsv3_preflight", "probe", "--nnodes", "3", "--node-rank", str(n),
                 "--master-addr", lab.addr(0), "--master-port", str(PORT), "--backend", "gloo",
-                "--timeout", str(timeout), "--json", str(tmp_path / f"n{n}.json")]
+                "--timeout", str(timeout), "--json", str(tmp_path / f"n{n}.json"), "--no-color"]
         env = {"GLOO_SOCKET_IFNAME": lab.PRIMARY_IF, **((env_by_node or {}).get(n, {}))}
         procs[n] = lab.popen(n, argv, env=env)
     return procs
@@ -35,9 +35,12 @@ def finish(procs, tmp_path, t0):
     out = {}
     for n, p in procs.items():
         stdout, stderr = p.communicate(timeout=TIMEOUT + 30)
-        doc = json.loads((tmp_path / f"n{n}.json").read_text())
-        out[n] = {"rc": p.returncode, "stdout": stdout, "stderr": stderr, **doc}
-        for r in doc["outcome"]["ranks"]:
+        doc = json.loads((tmp_path / f"n{n}.json").read_text())   # the result document `probe --json` writes
+        [result] = [r for r in doc["results"] if r["name"] == "dist.allreduce"]
+        outcome = doc["nodes"][0]["facts"]["collective"]["outcome"]
+        out[n] = {"rc": p.returncode, "stdout": stdout, "stderr": stderr, "outcome": outcome, "result": result,
+                  "findings": result["evidence"].get("findings") or []}
+        for r in outcome["ranks"]:
             assert not psutil.pid_exists(r["pid"]) or psutil.Process(r["pid"]).status() == psutil.STATUS_ZOMBIE
     return out, time.monotonic() - t0
 
@@ -47,7 +50,9 @@ def test_three_namespaced_nodes_all_reduce_correctly(netns_lab, tmp_path):
     out, elapsed = finish(start_nodes(netns_lab, tmp_path), tmp_path, t0)
     for n, res in out.items():
         assert res["rc"] == 0, res["stdout"] + res["stderr"]
-        assert "PASS: all_reduce over 3 ranks correct (sum 6)" in res["stdout"]
+        assert res["result"]["status"] == "pass", res["stdout"]
+        assert res["result"]["summary"].startswith("all_reduce over 3 ranks correct (sum 6)")
+        assert "GO: 1 pass" in res["stdout"]
     rank_map = out[0]["outcome"]["rank_map"]
     assert sorted(rank_map) == ["0", "1", "2"]
     assert out[1]["outcome"]["route_interface"]["ifname"] == netns_lab.PRIMARY_IF
@@ -59,9 +64,9 @@ def test_master_port_dropped_fails_on_time_naming_the_unreachable_store(netns_la
     out, elapsed = finish(start_nodes(netns_lab, tmp_path), tmp_path, t0)
     assert elapsed <= TIMEOUT + MARGIN_S, elapsed
     assert all(res["rc"] == 1 for res in out.values())
-    assert "FAIL: rank(s) 1-2 of 3 never joined the rendezvous" in out[0]["stdout"]
+    assert out[0]["result"]["summary"].startswith("rank(s) 1-2 of 3 never joined the rendezvous")
     for n in (1, 2):
-        kinds = [f["kind"] for f in out[n]["verdict"]["findings"]]
+        kinds = [f["kind"] for f in out[n]["findings"]]
         stdout = out[n]["stdout"]
         # the worker either saw the store connect time out itself, or was ended at the deadline while connecting
         assert "store_connect_timeout" in kinds or "rank(s) " in stdout, stdout
@@ -80,7 +85,7 @@ def test_blocked_rank_ports_with_store_port_open_still_end_on_time(netns_lab, tm
         ranks = res["outcome"]["ranks"]
         # everyone reached the store; nobody got a process group
         assert all(r["last_phase"] in ("store_connected", "all_joined") for r in ranks), ranks
-    all_kinds = {f["kind"] for res in out.values() for f in res["verdict"]["findings"]}
+    all_kinds = {f["kind"] for res in out.values() for f in res["findings"]}
     assert all_kinds & {"gloo_full_mesh_connect", "stuck_in_init"}, all_kinds
     assert "could not connect to each other" in out[1]["stdout"] or "full-mesh" in out[1]["stdout"]
 
@@ -92,6 +97,6 @@ def test_wrong_gloo_socket_ifname_on_the_head_gets_the_head_nic_in_the_fix_not_l
                                       timeout=12.0), tmp_path, t0)
     head = out[0]
     assert head["rc"] == 1
-    fixes = {f["kind"]: f["remediation"] for f in head["verdict"]["findings"]}
+    fixes = {f["kind"]: f["remediation"] for f in head["findings"]}
     assert fixes["gloo_ifname_missing"].startswith(f"export GLOO_SOCKET_IFNAME={netns_lab.PRIMARY_IF} "), fixes
     assert "=lo" not in head["stdout"] and "route get" not in head["stdout"], head["stdout"]

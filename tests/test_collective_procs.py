@@ -15,6 +15,7 @@ import psutil
 import pytest
 
 from dsv3_preflight.collective import combine, probe_node
+from paste_lint import paste_problems
 
 pytestmark = pytest.mark.slow
 #: what the probe may take beyond its own timeout (reading logs, reaping)
@@ -174,33 +175,91 @@ def cli(*args, timeout=120, **kw):
                             stderr=subprocess.STDOUT, text=True, **kw)
 
 
+def _probe_doc(path):
+    """The result document `probe --json` wrote: (the collective fact's outcome, the dist.allreduce result)."""
+    doc = json.loads(path.read_text())
+    [result] = [r for r in doc["results"] if r["name"] == "dist.allreduce"]
+    return doc, doc["nodes"][0]["facts"]["collective"]["outcome"], result
+
+
 def test_probe_command_on_two_nodes_passes(tmp_path):
     port = str(free_port())
-    common = ["--nnodes", "2", "--master-addr", "127.0.0.1", "--master-port", port, "--backend", "gloo", "--timeout", "60"]
+    common = ["--nnodes", "2", "--master-addr", "127.0.0.1", "--master-port", port, "--backend", "gloo", "--timeout", "60",
+              "--no-color"]
     n0 = cli("probe", "--node-rank", "0", *common, "--json", str(tmp_path / "n0.json"))
     n1 = cli("probe", "--node-rank", "1", *common, "--json", str(tmp_path / "n1.json"))
     out0, _ = n0.communicate(timeout=90)
     out1, _ = n1.communicate(timeout=90)
     assert n0.returncode == 0, out0
     assert n1.returncode == 0, out1
-    assert "PASS: all_reduce over 2 ranks correct (sum 3)" in out0
+    assert "rank   0 pid" in out0 and "sum 3 (expected 3) ok" in out0   # the ranks' table
+    assert "GO: 1 pass" in out0                                          # the document's verdict line
     for f in ("n0.json", "n1.json"):
-        doc = json.loads((tmp_path / f).read_text())
-        assert doc["verdict"]["ok"]
-        assert_gone(doc["outcome"])
+        doc, outcome, result = _probe_doc(tmp_path / f)
+        assert doc["verdict"] == "GO" and doc["exit_code"] == 0
+        assert result["status"] == "pass" and result["summary"].startswith("all_reduce over 2 ranks correct (sum 3)")
+        assert_gone(outcome)
 
 
 def test_probe_command_fails_naming_the_node_that_never_started(tmp_path):
     timeout = 12.0
     t0 = time.monotonic()
     p = cli("probe", "--nnodes", "2", "--node-rank", "0", "--master-addr", "127.0.0.1", "--master-port",
-            str(free_port()), "--backend", "gloo", "--timeout", str(timeout), "--json", str(tmp_path / "o.json"))
+            str(free_port()), "--backend", "gloo", "--timeout", str(timeout), "--json", str(tmp_path / "o.json"),
+            "--no-color")
     out, _ = p.communicate(timeout=60)
     elapsed = time.monotonic() - t0
     assert p.returncode == 1, out
-    assert "FAIL: rank(s) 1 of 2 never joined the rendezvous" in out
-    assert elapsed <= timeout + MARGIN_S + 1.5  # + interpreter start-up of the CLI itself
-    assert_gone(json.loads((tmp_path / "o.json").read_text())["outcome"])
+    doc, outcome, result = _probe_doc(tmp_path / "o.json")
+    assert doc["verdict"] == "NO-GO" and result["status"] == "fail"
+    assert result["summary"].startswith("rank(s) 1 of 2 never joined the rendezvous")
+    assert "rank(s) 1 of 2 never joined the rendezvous" in out and "NO-GO" in out
+    assert paste_problems(result["remediation"]) == [] and result["actor"] == "job"
+    assert elapsed <= timeout + MARGIN_S + 2.5  # + interpreter start-up of the CLI itself and the route fact
+    assert_gone(outcome)
+
+
+def test_the_collective_fact_holds_the_outcome_and_no_verdict():
+    from dsv3_preflight.profile import resolve_profile
+    from dsv3_preflight.registry import load_registry
+
+    profile = resolve_profile(cli={"master_port": free_port()}, environ={}, profile_name="cpu")
+    fact = load_registry().probes["collective"].gather(profile=profile)
+    assert fact["requested"] and fact["world"] == 2 and fact["outcome"]["ranks"]
+    verdicts = {"combined", "ok", "summary", "verdict", "status"}
+    assert not verdicts & set(fact), sorted(fact)
+    assert_gone(fact["outcome"])
+
+
+EXIT_MID_PROBE = """
+import glob, os, sys, threading, time
+from dsv3_preflight.collective import probe_node
+port = int(sys.argv[1])
+threading.Thread(target=probe_node, kwargs=dict(master_addr="127.0.0.1", master_port=port, world_size=2, node_rank=0,
+                 nproc_per_node=2, backend="gloo", timeout_s=60), daemon=True).start()
+deadline = time.monotonic() + 30
+while time.monotonic() < deadline:   # wait for the ranks' status files: the probe is under way
+    if glob.glob(os.path.join(os.environ["TMPDIR"], "dsv3pf-collective-*", "rank1.status.jsonl")):
+        print("probing", flush=True)
+        sys.exit(0)                   # as `run --timeout 1` does: the run ends while the probe's thread works
+    time.sleep(0.01)
+sys.exit("the probe never started")
+"""
+
+
+def test_a_process_that_exits_mid_probe_leaves_no_temp_dir_and_no_rank_behind(tmp_path):
+    """Issue 16.10 (`run --timeout 1` left /tmp/dsv3pf-collective-*): at exit the ranks still running are
+    ended by PID and the probe's temp dir is removed."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    p = subprocess.run([sys.executable, "-c", EXIT_MID_PROBE, str(free_port())], capture_output=True, text=True,
+                       timeout=60, env={**os.environ, "TMPDIR": str(tmp)})
+    assert p.returncode == 0 and "probing" in p.stdout, p.stdout + p.stderr
+    assert list(tmp.glob("dsv3pf-collective-*")) == []
+    left = [q for q in psutil.process_iter(["cmdline"])
+            if "dsv3_preflight.collective.probes.worker" in " ".join(q.info["cmdline"] or [])
+            and str(tmp) in " ".join(q.info["cmdline"] or [])]
+    assert left == [], [q.pid for q in left]
 
 
 def test_run_cpu_profile_dist_checks_are_green(tmp_path):

@@ -127,7 +127,8 @@ def run_all_nodes(
                                             duration_s=time.monotonic() - t0, actor=Actor.NODE)], [], extra)
     say.say(info.message)
     try:
-        return _run(registry, node_checks, cluster_checks, profile, info, deadline, say, extra, probe, checks_dirs)
+        return _run(registry, node_checks, cluster_checks, profile, info, deadline, say, extra,
+                    probe and (probe, pairs_sample), checks_dirs)
     finally:
         if info is not session:
             disconnect(info)
@@ -198,8 +199,11 @@ def _run(registry, node_checks, cluster_checks, profile, info, deadline, say, ex
                         "error": f"the profile expects {profile.nnodes} nodes; Ray has {len(ranked)} alive",
                         "identity": {}, "facts": {}, "fact_errors": {}, "fact_timings_s": {}})
     node_ranks = {n.name: n.node_rank for n in ranked}
-    if probe:
-        results.append(_gang(ranked, profile, deadline, say, cluster_info))
+    if probe:  # the probe wave records facts; its registered cluster check judges them with the others below
+        probe_errors, probe_checks = _probe_wave(registry, probe, ranked, node_facts, profile, deadline, say,
+                                                 cluster_info, payload)
+        results += probe_errors
+        cluster_checks = cluster_checks + [c for c in probe_checks if c not in cluster_checks]
     from ..engine import run_cluster_checks
 
     if cluster_checks:
@@ -249,19 +253,30 @@ def _listener_wave(registry, head, workers, reports, profile, deadline, say, nam
     return info
 
 
-def _gang(ranked, profile, deadline, say, cluster_info) -> Result:
-    from .gang import CHECK_NAME, collective_available, run_gang
+def _probe_wave(registry, probe, ranked, node_facts, profile, deadline, say, cluster_info, payload):
+    """``--probe``: the gang (``gang.py``) or the pairs rounds (``pairs.py``). They put what each node measured
+    into its facts; returns (ERROR results of node tasks that failed, the registered cluster check to judge)."""
+    kind, sample = probe
+    if kind == "pairs":
+        from .pairs import PAIRS_CHECK as name, run_pairs
 
+        def wave():
+            return run_pairs(ranked, profile, deadline, node_facts, payload, say, sample)
+    else:
+        from .gang import GANG_CHECK as name, run_gang
+
+        def wave():
+            return run_gang(ranked, profile, deadline, node_facts, payload, say)
+    spec = registry.checks.get(name)
+    if spec is None:
+        return [error_result(name, "cluster", f"--probe={kind}: this installation has no check {name!r}",
+                             remediation="pip install -U dsv3-preflight   # the same version on every node",
+                             actor=Actor.NODE)], []
     started = time.monotonic()
-    if not collective_available():
-        return Result.skipped("--probe: dsv3_preflight.collective is not installed here").stamped(
-            name=CHECK_NAME, node="cluster", duration_s=0.0)
-    say.say(f"--probe: collective gang over {len(ranked)} node(s), {profile.backend}, master {ranked[0].ip}:{profile.master_port}")
     try:
-        result, details = run_gang(ranked, profile, deadline - 2.0)
-    except Exception as exc:  # noqa: BLE001 - the gang's failure is its ERROR, the rest of the run stands
-        result, details = Result._engine_error(f"the gang probe raised {type(exc).__name__}: {exc}"), {}
-    cluster_info["probe"] = {k: v for k, v in details.items() if k != "combined"}
-    say.say(f"--probe: {result.status.value} {result.summary}")
-    return result.stamped(name=CHECK_NAME, node="cluster", duration_s=time.monotonic() - started)
-
+        errors, cluster_info["probe"] = wave()
+    except Exception as exc:  # noqa: BLE001 - the wave's failure is its ERROR, the rest of the run stands
+        cluster_info["probe"] = {"kind": kind, "error": f"{type(exc).__name__}: {exc}"}
+        return [error_result(name, "cluster", f"the {kind} probe could not run: {type(exc).__name__}: {exc}",
+                             duration_s=time.monotonic() - started, actor=Actor.NODE)], []
+    return errors, [spec]

@@ -7,7 +7,9 @@ sibling rank has failed. It never raises for a failure of the probe: everything 
 """
 from __future__ import annotations
 
+import atexit
 import ipaddress
+import itertools
 import json
 import os
 import shutil
@@ -16,6 +18,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -31,6 +34,45 @@ DEFAULT_SWEEP_SIZES = tuple(4096 * 4 ** i for i in range(7))
 #: environment variables worth showing in evidence
 _ENV_SHOWN = ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "NCCL_IB_DISABLE", "NCCL_P2P_DISABLE", "NCCL_SHM_DISABLE",
               "NCCL_SOCKET_FAMILY", "NCCL_PORT_RANGE", "NCCL_DEBUG", "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER")
+
+
+# -- nothing left behind: the runs in progress, ended at interpreter exit ------------------------------------
+# A run whose caller stops waiting (`run --timeout 1` returns while this probe's thread still works) must not
+# leave its ranks or its temp dir (/tmp/dsv3pf-collective-*) behind when the process exits.
+_ACTIVE: dict[int, tuple[list[subprocess.Popen], Path | None]] = {}
+_ACTIVE_LOCK = threading.Lock()
+_IDS = itertools.count()
+_EXITING = False
+
+
+class ProbeShutdown(RuntimeError):
+    """The process is exiting: no rank is started any more."""
+
+
+@atexit.register
+def end_active_runs() -> None:
+    """End every rank still running (by PID, with its children) and remove the runs' temp dirs."""
+    global _EXITING
+    with _ACTIVE_LOCK:
+        _EXITING = True
+        runs = list(_ACTIVE.values())
+        _ACTIVE.clear()
+    for procs, workdir in runs:
+        for proc in list(procs):
+            if proc.poll() is None:
+                _kill(proc)
+        if workdir is not None:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _spawn(run_id: int, argv: list[str], **kwargs: Any) -> subprocess.Popen:
+    """Start a rank, registered for :func:`end_active_runs` (refused once the process is exiting)."""
+    with _ACTIVE_LOCK:
+        if _EXITING or run_id not in _ACTIVE:
+            raise ProbeShutdown("the process is exiting")
+        proc = subprocess.Popen(argv, **kwargs)
+        _ACTIVE[run_id][0].append(proc)
+        return proc
 
 
 def _grace(timeout_s: float) -> float:
@@ -151,6 +193,8 @@ def _rank_outcome(rank: int, local_rank: int, proc: subprocess.Popen, status: Pa
         "init_s": _delta(phases, "imported", "pg_up"),
         "first_collective_s": info.get("first_collective_s"),
         "steady_s": info.get("steady_s"),
+        "steady_min_s": info.get("steady_min_s"),
+        "steady_max_s": info.get("steady_max_s"),
         "total_s": phases.get("done"),
     }
     return {
@@ -200,11 +244,16 @@ def probe_node(
     sweep_sizes: tuple[int, ...] | None = None,
     log_dir: str | None = None,
     device_indices: Sequence[int] | None = None,
+    steady_iters: int | None = None,
+    sweep_iters: int | None = None,
+    sweep_warmup: int | None = None,
 ) -> dict[str, Any]:
     """Run this node's ranks of the probe and return its outcome (JSON types); see the package docstring.
 
     Extra keywords: ``sweep_sizes`` (bytes; default 4 KiB … 16 MiB), ``log_dir`` (keep each rank's log and
-    status file there), ``device_indices`` (CUDA device per local rank; default the local rank).
+    status file there), ``device_indices`` (CUDA device per local rank; default the local rank),
+    ``steady_iters`` (small-message all_reduces whose p50 is the latency; default 5), ``sweep_iters`` /
+    ``sweep_warmup`` (timed and untimed iterations per sweep size; default 20 / 5).
     """
     if backend not in ("gloo", "nccl"):
         raise ValueError(f"backend must be gloo or nccl, not {backend!r}")
@@ -217,6 +266,9 @@ def probe_node(
     worker_deadline = hard_deadline - _grace(float(timeout_s))
     workdir = Path(log_dir) if log_dir else Path(tempfile.mkdtemp(prefix="dsv3pf-collective-"))
     workdir.mkdir(parents=True, exist_ok=True)
+    run_id = next(_IDS)
+    with _ACTIVE_LOCK:
+        _ACTIVE[run_id] = ([], None if log_dir else workdir)
     base_env = dict(os.environ)
     base_env.update(env or {})
     base_env["PYTHONUNBUFFERED"] = "1"
@@ -242,13 +294,17 @@ def probe_node(
                 argv += ["--device-index", str(device_indices[local])]
             if sizes:
                 argv += ["--sweep-sizes", ",".join(str(s) for s in sizes)]
+            for flag, value in (("--steady-iters", steady_iters), ("--sweep-iters", sweep_iters),
+                                ("--sweep-warmup", sweep_warmup)):
+                if value is not None:
+                    argv += [flag, str(int(value))]
             child_env = dict(base_env, RANK=str(rank), LOCAL_RANK=str(local), WORLD_SIZE=str(world_size),
                              LOCAL_WORLD_SIZE=str(nproc_per_node), MASTER_ADDR=master_addr, MASTER_PORT=str(master_port),
                              NODE_RANK=str(node_rank))
             spawned[rank] = time.time()
             with open(log, "wb") as fh:
-                proc = subprocess.Popen(argv, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                        env=child_env, start_new_session=True)
+                proc = _spawn(run_id, argv, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                              env=child_env, start_new_session=True)
             procs.append((rank, local, proc, status, log))
 
         killed: dict[int, str] = {}
@@ -272,6 +328,8 @@ def probe_node(
                     killed[rank] = f"ended after local rank(s) {failed} failed"
                 break
             time.sleep(0.05)
+    except ProbeShutdown:
+        killed = {rank: "the process exited before this rank finished" for rank, *_ in procs}
     finally:
         for _, _, proc, _, _ in procs:  # an exception or an interrupt here must not leave a rank behind
             if proc.poll() is None:
@@ -286,6 +344,8 @@ def probe_node(
     elapsed = time.time() - started
     rank_map = next((r["rank_map"] for r in ranks if r["rank_map"]), None)
     sweep_rows = next((r["sweep"] for r in ranks if r["sweep"]), None)
+    with _ACTIVE_LOCK:
+        _ACTIVE.pop(run_id, None)
     if not log_dir:
         shutil.rmtree(workdir, ignore_errors=True)
     return {

@@ -128,6 +128,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="comma-separated message sizes in bytes (empty: no sweep); rank 0's choice holds for all")
     parser.add_argument("--sweep-iters", type=int, default=20)
     parser.add_argument("--sweep-warmup", type=int, default=5)
+    parser.add_argument("--steady-iters", type=int, default=STEADY_ITERS,
+                        help="small-message all_reduces timed after the first (their p50 is the latency)")
     parser.add_argument("--device-index", type=int, default=None, help="CUDA device (default: local rank)")
     args = parser.parse_args(argv)
     status = _Status(args.status, t0)
@@ -199,7 +201,7 @@ def _run(args, status: _Status, host: str) -> int:
                    sum_ok=sum_ok)
 
     times = []
-    for _ in range(STEADY_ITERS):
+    for _ in range(max(args.steady_iters, 1)):
         x.fill_(float(rank + 1))
         t = time.perf_counter()
         dist.all_reduce(x)
@@ -207,7 +209,9 @@ def _run(args, status: _Status, host: str) -> int:
             torch.cuda.synchronize(device)
         times.append(time.perf_counter() - t)
         sum_ok = sum_ok and bool(torch.all(x == expected).item())
-    status.reached("steady_state", steady_s=round(sorted(times)[len(times) // 2], 6), sum_ok=sum_ok)
+    times.sort()
+    status.reached("steady_state", steady_s=round(times[len(times) // 2], 6), steady_min_s=round(times[0], 6),
+                   steady_max_s=round(times[-1], 6), steady_iters=len(times), steady_bytes=SUM_ELEMENTS * 4, sum_ok=sum_ok)
 
     agreed = store.get(f"{KEY_PREFIX}/sweep_sizes").decode()
     if agreed != "-":
