@@ -57,8 +57,12 @@ def _nccl_judged_against_route(f: Fact, profile) -> dict[str, Any] | None:
     return nccl if not nccl["invalid"] and nccl["selected"] else None
 
 
-def _ifname_failure(message: str, f: Fact) -> Finding:
-    return failure(message, export_fix(f), actor=Actor.JOB, cause=causes.SOCKET_IFNAME)
+def _nccl_failure(message: str, f: Fact) -> Finding:
+    return failure(message, export_fix(f), actor=Actor.JOB, cause=causes.NCCL_IFNAME)
+
+
+def _gloo_failure(message: str, f: Fact) -> Finding:
+    return failure(message, export_fix(f), actor=Actor.JOB, cause=causes.GLOO_IFNAME)
 
 
 # -- gate rules: without them the others cannot be judged -------------------------------------------
@@ -123,7 +127,7 @@ def family_has_address(f: Fact, profile=None) -> Finding | None:
 # -- NCCL_SOCKET_IFNAME ---------------------------------------------------------------------------------
 def nccl_value_honoured(f: Fact, profile=None) -> Finding | None:
     note = _nccl(f).get("note")
-    return warning(note, export_fix(f), actor=Actor.JOB, cause=causes.SOCKET_IFNAME) if note else None
+    return warning(note, export_fix(f), actor=Actor.JOB, cause=causes.NCCL_IFNAME) if note else None
 
 
 def nccl_entries_valid(f: Fact, profile=None) -> Finding | None:
@@ -131,7 +135,7 @@ def nccl_entries_valid(f: Fact, profile=None) -> Finding | None:
     invalid = _nccl(f)["invalid"] if value is not None else []
     if not invalid:
         return None
-    return _ifname_failure(f"NCCL_SOCKET_IFNAME={value!r} has entries that cannot be interface names: {invalid}", f)
+    return _nccl_failure(f"NCCL_SOCKET_IFNAME={value!r} has entries that cannot be interface names: {invalid}", f)
 
 
 def nccl_selects_something(f: Fact, profile=None) -> Finding | None:
@@ -140,14 +144,14 @@ def nccl_selects_something(f: Fact, profile=None) -> Finding | None:
     if value is None or nccl["invalid"] or nccl["selected"]:
         return None
     reaches = f"; {f['ifname']} reaches MASTER_ADDR" if f.get("ifname") and not f.get("route_error") else ""
-    return _ifname_failure(f"NCCL_SOCKET_IFNAME={value!r} selects no interface here (NCCL fails at init){reaches}", f)
+    return _nccl_failure(f"NCCL_SOCKET_IFNAME={value!r} selects no interface here (NCCL fails at init){reaches}", f)
 
 
 def nccl_includes_route_interface(f: Fact, profile) -> Finding | None:
     nccl = _nccl_judged_against_route(f, profile)
     if nccl is None or f["ifname"] in nccl["selected"]:
         return None
-    return _ifname_failure(f"NCCL_SOCKET_IFNAME={_env(f)['NCCL_SOCKET_IFNAME']!r} selects {', '.join(nccl['selected'])}, "
+    return _nccl_failure(f"NCCL_SOCKET_IFNAME={_env(f)['NCCL_SOCKET_IFNAME']!r} selects {', '.join(nccl['selected'])}, "
                            f"not {f['ifname']} which reaches MASTER_ADDR {f.get('master_addr')}", f)
 
 
@@ -156,7 +160,7 @@ def nccl_bootstraps_on_route_interface(f: Fact, profile) -> Finding | None:
     ifname = f["ifname"]
     if nccl is None or ifname not in nccl["selected"] or nccl["bootstrap"] == ifname:
         return None
-    return _ifname_failure(f"NCCL_SOCKET_IFNAME={_env(f)['NCCL_SOCKET_IFNAME']!r} matches {', '.join(nccl['selected'])}: "
+    return _nccl_failure(f"NCCL_SOCKET_IFNAME={_env(f)['NCCL_SOCKET_IFNAME']!r} matches {', '.join(nccl['selected'])}: "
                            f"NCCL bootstraps on the first, {nccl['bootstrap']}, not {ifname} which reaches MASTER_ADDR "
                            f"{f.get('master_addr')}", f)
 
@@ -169,7 +173,7 @@ def nccl_selects_only_route_interface(f: Fact, profile) -> Finding | None:
     others = [n for n in nccl["selected"] if n != ifname]
     return warning(f"NCCL_SOCKET_IFNAME={_env(f)['NCCL_SOCKET_IFNAME']!r} also selects {', '.join(others)}: NCCL's socket "
                    "transport uses every selected interface, and peers may not reach them",
-                   export_fix(f), actor=Actor.JOB, cause=causes.SOCKET_IFNAME)
+                   export_fix(f), actor=Actor.JOB, cause=causes.NCCL_IFNAME)
 
 
 # -- GLOO_SOCKET_IFNAME (exact names, every one used) ---------------------------------------------------
@@ -182,7 +186,7 @@ def gloo_names_valid(f: Fact, profile=None) -> Finding | None:
     gloo = _gloo(f)
     if not gloo or not gloo["invalid"]:
         return None
-    return _ifname_failure(f"GLOO_SOCKET_IFNAME={_env(f)['GLOO_SOCKET_IFNAME']!r} has names that cannot be interfaces: "
+    return _gloo_failure(f"GLOO_SOCKET_IFNAME={_env(f)['GLOO_SOCKET_IFNAME']!r} has names that cannot be interfaces: "
                            f"{gloo['invalid']}", f)
 
 
@@ -190,7 +194,7 @@ def gloo_names_exist(f: Fact, profile=None) -> Finding | None:
     gloo = _gloo(f)
     if not gloo or gloo["invalid"] or not gloo["missing"]:
         return None
-    return _ifname_failure(f"GLOO_SOCKET_IFNAME={_env(f)['GLOO_SOCKET_IFNAME']!r} names {', '.join(gloo['missing'])}, "
+    return _gloo_failure(f"GLOO_SOCKET_IFNAME={_env(f)['GLOO_SOCKET_IFNAME']!r} names {', '.join(gloo['missing'])}, "
                            "which does not exist here (Gloo needs exact names, no prefixes)", f)
 
 
@@ -198,7 +202,7 @@ def gloo_names_have_address(f: Fact, profile=None) -> Finding | None:
     gloo = _gloo(f)
     if not gloo or gloo["invalid"] or gloo["missing"] or not gloo["no_address"]:
         return None
-    return _ifname_failure(f"GLOO_SOCKET_IFNAME={_env(f)['GLOO_SOCKET_IFNAME']!r}: {', '.join(gloo['no_address'])} "
+    return _gloo_failure(f"GLOO_SOCKET_IFNAME={_env(f)['GLOO_SOCKET_IFNAME']!r}: {', '.join(gloo['no_address'])} "
                            "has no address", f)
 
 
@@ -207,7 +211,7 @@ def gloo_uses_only_route_interface(f: Fact, profile) -> Finding | None:
     if (not gloo or gloo["invalid"] or gloo["missing"] or gloo["no_address"] or profile.nnodes <= 1
             or loopback_master(f, profile) or all(n == f["ifname"] for n in gloo["selected"])):
         return None
-    return _ifname_failure(f"GLOO_SOCKET_IFNAME={_env(f)['GLOO_SOCKET_IFNAME']!r} uses {', '.join(gloo['selected'])}, "
+    return _gloo_failure(f"GLOO_SOCKET_IFNAME={_env(f)['GLOO_SOCKET_IFNAME']!r} uses {', '.join(gloo['selected'])}, "
                            f"not only {f['ifname']} which reaches MASTER_ADDR {f.get('master_addr')}", f)
 
 

@@ -170,7 +170,7 @@ def test_each_nccl_rule_fires_alone(lab, value, profile, rule, status, words):
     rules = [rule] if isinstance(rule, str) else list(rule or [])
     assert list(fired) == rules, fired
     if rules:
-        assert_finding(fired[rules[0]], status, causes.SOCKET_IFNAME, Actor.JOB, *words)
+        assert_finding(fired[rules[0]], status, causes.NCCL_IFNAME, Actor.JOB, *words)
         assert all(f.fix == EXPORTS for f in fired.values())
 
 
@@ -200,13 +200,13 @@ def test_each_gloo_name_rule_fires_alone(lab, value, rule, words):
     fired = {name: f for name, f in fired.items() if f is not None}
     assert list(fired) == ([rule] if rule else []), fired
     if rule:
-        assert_finding(fired[rule], Status.FAIL, causes.SOCKET_IFNAME, Actor.JOB, *words)
+        assert_finding(fired[rule], Status.FAIL, causes.GLOO_IFNAME, Actor.JOB, *words)
 
 
 def test_gloo_names_have_address(lab):
     fact = route(lab, GLOO_SOCKET_IFNAME="eth1")
     next(i for i in fact["interfaces"] if i["name"] == "eth1").update(ipv4=[], ipv6=[])
-    assert_finding(nic.gloo_names_have_address(fact), Status.FAIL, causes.SOCKET_IFNAME, Actor.JOB, "eth1 has no address")
+    assert_finding(nic.gloo_names_have_address(fact), Status.FAIL, causes.GLOO_IFNAME, Actor.JOB, "eth1 has no address")
 
 
 @pytest.mark.parametrize("value, profile, fires", [("eth1", MULTI, True), ("eth0,eth1", MULTI, True),
@@ -214,7 +214,7 @@ def test_gloo_names_have_address(lab):
 def test_gloo_uses_only_route_interface(lab, value, profile, fires):
     found = nic.gloo_uses_only_route_interface(route(lab, GLOO_SOCKET_IFNAME=value), profile)
     if fires:
-        assert_finding(found, Status.FAIL, causes.SOCKET_IFNAME, Actor.JOB, f"uses {value.replace(',', ', ')}",
+        assert_finding(found, Status.FAIL, causes.GLOO_IFNAME, Actor.JOB, f"uses {value.replace(',', ', ')}",
                        "not only eth0")
     else:
         assert found is None

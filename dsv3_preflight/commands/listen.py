@@ -58,7 +58,10 @@ def run(args) -> int:
             for _pid, line in holders:
                 print(f"  held by {line}")
             pids = " ".join(dict.fromkeys(str(pid) for pid, _ in holders if pid))
-            print(f"  free it (after checking it is a leftover): kill {pids or '<pid>'}   # or pick another MASTER_PORT")
+            if pids:
+                print(f"  free it (after checking it is a leftover): kill {pids}   # or pick another MASTER_PORT")
+            else:  # the holder is not visible to this user: how to find it, never a `kill <pid>` to fill in
+                print(f"  find it: ss -ltnp 'sport = :{port}'   # as root; then kill that pid, or pick another MASTER_PORT")
         return 1
     print(f"listening on {args.host}:{listener.port} for {args.deadline:g} s (token {listener.token})")
     print(f"on each worker: export {TOKEN_ENV}={listener.token}; dsv3-preflight run --only net.port_reach", flush=True)

@@ -1,3 +1,5 @@
-"""The network domain. ``probes/`` touches the system (netlink routes and interfaces, name resolution,
-the temporary rendezvous listener, TCP reach); ``ifselect`` holds the pure NCCL/Gloo interface-selection
-rules the net.* checks apply. Standard library and psutil/netifaces only."""
+"""The network domain. ``probes/`` is the only part that touches the system (name resolution with a deadline
+and the /etc/hosts lines, netlink routes and interfaces, the temporary rendezvous listener, TCP reach).
+The rest is pure: ``ifselect`` (NCCL's and Gloo's interface-selection rules), ``master`` (MASTER_ADDR:
+loopback or not, this node's training addresses, the fixes that name them) and ``causes`` (the root-cause
+keys the net.* and env.* checks share). Standard library and psutil/netifaces only."""

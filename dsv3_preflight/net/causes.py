@@ -18,8 +18,11 @@ NO_ROUTE_TO_MASTER = "net.no_route_to_master"
 MASTER_UNREACHABLE = "net.master_unreachable"
 #: the interface toward MASTER_ADDR is down or has lost its carrier (net.nic_route)
 NIC_DOWN = "net.nic_down"
-#: NCCL_/GLOO_SOCKET_IFNAME select another interface than the route's, or nothing (net.nic_route)
-SOCKET_IFNAME = "net.socket_ifname"
+#: NCCL_SOCKET_IFNAME selects another interface than the route's, or nothing (net.nic_route; a collective on the
+#: wrong NIC fails for it)
+NCCL_IFNAME = "net.nccl_socket_ifname"
+#: GLOO_SOCKET_IFNAME names a missing interface, one without an address, or another than the route's (net.nic_route)
+GLOO_IFNAME = "net.gloo_socket_ifname"
 #: NCCL_/GLOO_SOCKET_IFNAME are unset on a multi-node job: the libraries guess (net.nic_route)
 SOCKET_IFNAME_UNSET = "net.socket_ifname_unset"
 #: NCCL_SOCKET_FAMILY asks for an address family the route's interface lacks (net.nic_route)
