@@ -29,3 +29,50 @@ ROWS = [
 def test_origin_comes_from_the_line_prefixes(line, node, rank, local_rank, device):
     o = origin_of(line)
     assert (o.node, o.rank, o.local_rank, o.device) == (node, rank, local_rank, device)
+
+
+SRUN_AND_MORE = [
+    # srun --label (https://github.com/clessig/atmorep/issues/77, dev corpus pci_rank_dup_011)
+    ("3: Duplicate GPU detected : rank 3 and rank 0 both on CUDA device 3000", None, 3, None, None),
+    # Open MPI --tag-output (https://github.com/aws/aws-k8s-tester/pull/503)
+    ("[1,0]<stdout>:# Out of bounds values : 0 OK", None, 0, None, None),
+    # pdsh / DeepSpeed multi-node without a rank prefix (https://github.com/deepspeedai/DeepSpeed/issues/2899)
+    ("gpu-q-13: torch.cuda.OutOfMemoryError: CUDA out of memory.", "gpu-q-13", None, None, None),
+    # NCCL prefix after a timestamp (https://github.com/NVIDIA/nccl/issues/1488 style)
+    ("[2025-05-10 23:09:41] bm-h100-02:630335:630409 [2] transport/nvls.cc:254 NCCL WARN Cuda failure 1", "bm-h100-02", None, None, 2),
+    # an exception name followed by ": " is not a host
+    ("RuntimeError: CUDA error: invalid device ordinal", None, None, None, None),
+    ("Error: rank 27 and rank 19 both on CUDA device 53000", None, None, None, None),
+]
+
+
+@pytest.mark.parametrize("line,node,rank,local_rank,device", SRUN_AND_MORE, ids=[r[0][:30] for r in SRUN_AND_MORE])
+def test_more_launcher_prefixes(line, node, rank, local_rank, device):
+    o = origin_of(line)
+    assert (o.node, o.rank, o.local_rank, o.device) == (node, rank, local_rank, device)
+
+
+TIMES = [
+    ("[rank0]:[E1206 18:44:12.715298746 ProcessGroupNCCL.cpp:607] [Rank 0] Watchdog", (12, 6, 18 * 3600 + 44 * 60 + 12.715298746)),
+    ("E0325 20:57:27.620000 2606 site-packages/torch/distributed/elastic/multiprocessing/api.py:869] failed", (3, 25, 75447.62)),
+    ("[2024-05-08 08:47:31,877] torch.distributed.elastic.multiprocessing.api: [ERROR] failed", (5, 8, 31651.877)),
+    ("2020-08-03T10:20:25 | mmf.trainers.core.training_loop: Starting training...", (8, 3, 37225.0)),
+    ("09/04/2024 02:49:57 - INFO - __main__ - Distributed environment: MULTI_GPU", (9, 4, 10197.0)),
+    ("ERROR 05-29 04:08:22 worker_base.py:145] RuntimeError: Gloo connectFullMesh failed", (5, 29, 14902.0)),
+    ("Feb 24 09:28:28 ip-172-31-92-157 nv-fabricmanager[1507]: fabric manager", (2, 24, 34108.0)),
+    ("[Sun Mar 30 08:24:00 2025] Out of memory: Killed process 7899 (python)", (3, 30, 30240.0)),
+    ("[default0]:15:44:10 SUCCESS Step 0 | Time: 53.67s", (None, None, 56650.0)),
+    ("[2059991.491542] Out of memory: Killed process 25315 (python3)", None),   # dmesg uptime: not wall-clock
+    ("RuntimeError: CUDA error: out of memory", None),
+]
+
+
+@pytest.mark.parametrize("line,expected", TIMES, ids=[t[0][:30] for t in TIMES])
+def test_timestamps_of_the_common_formats(line, expected):
+    from dsv3_preflight.doctor.attribution import time_of
+
+    got = time_of(line)
+    if expected is None:
+        assert got is None
+    else:
+        assert (got.month, got.day) == expected[:2] and abs(got.seconds - expected[2]) < 1e-6

@@ -1,4 +1,5 @@
-"""`dsv3-preflight doctor` as a user runs it: files, directories, stdin, gzip, --json, exit codes 0/1/4."""
+"""`dsv3-preflight doctor` as a user runs it: files, directories, stdin, gzip, --json, and the exit codes:
+0 progress and no error, 1 a failure (recognised or not), 4 a refused input, 5 neither errors nor progress."""
 import gzip
 import json
 import subprocess
@@ -10,35 +11,48 @@ from conftest import python_cli
 DATA = Path(__file__).resolve().parent / "data" / "doctor"
 
 
-def _run(*args, stdin: bytes | None = None):
-    return subprocess.run(python_cli("doctor", *args), input=stdin, capture_output=True, timeout=60)
+def _run(*args, stdin: bytes | None = None, timeout: int = 60):
+    return subprocess.run(python_cli("doctor", *args), input=stdin, capture_output=True, timeout=timeout)
 
 
 def test_failed_run_exits_1_and_prints_cause_fix_and_check():
-    p = _run(str(DATA / "duplicate_gpu.log"), "--no-color")
+    p = _run(str(DATA / "duplicate_gpu.log"))
     out = p.stdout.decode()
     assert p.returncode == 1, p.stderr
-    assert "doctor: FAILURE" in out and "Duplicate GPU: rank 11 and rank 8 both on CUDA device 53000" in out
-    assert f"{DATA / 'duplicate_gpu.log'}:4" in out
-    assert "export CUDA_DEVICE_ORDER=PCI_BUS_ID" in out and "dsv3-preflight run --only 'gpu.rank_mapping'" in out
+    assert "doctor: FAILURE (exit 1)" in out and "Duplicate GPU: rank 11 and rank 8 both on CUDA device 53000" in out
+    assert f"{DATA / 'duplicate_gpu.log'}:2" in out
+    assert "export CUDA_DEVICE_ORDER=PCI_BUS_ID" in out and "caught before launch by: dsv3-preflight run --only gpu.rank_mapping" in out
+    assert "first failure: node gpu-node-1, rank 11" in out
 
 
 def test_healthy_log_exits_0():
-    p = _run(str(DATA / "healthy_run.log"), "--no-color")
+    p = _run(str(DATA / "healthy_run.log"))
     assert p.returncode == 0 and "doctor: HEALTHY" in p.stdout.decode()
 
 
-def test_unknown_log_exits_0_and_says_it_does_not_know():
-    p = _run(str(DATA / "unrecognised_error.log"), "--no-color")
+def test_unrecognised_failure_exits_1_with_cause_not_recognised_the_lines_and_nearest_causes():
+    p = _run(str(DATA / "unrecognised_error.log"))
     out = p.stdout.decode()
-    assert p.returncode == 0 and "doctor: UNKNOWN" in out and "match no signature" in out
+    assert p.returncode == 1 and "doctor: FAILURE" in out and "cause not recognised" in out
+    assert "TensorBoardCallback requires tensorboard" in out and "nearest known causes" in out
+
+
+def test_log_without_errors_or_progress_exits_5_never_0():
+    p = _run(str(DATA / "no_known_failure.log"))
+    assert p.returncode == 5 and "doctor: UNKNOWN" in p.stdout.decode()
+    assert "no error and no sign of progress" in p.stdout.decode()
+
+
+def test_empty_stdin_is_unknown_not_healthy():
+    p = _run("-", stdin=b"")
+    assert p.returncode == 5
 
 
 def test_directory_of_node_logs_and_json_output():
     p = _run(str(DATA / "nodes"), "--json")
     assert p.returncode == 1
     doc = json.loads(p.stdout)
-    assert doc["verdict"] == "failure" and doc["findings"][0]["node"] == "gpu-node-2"
+    assert doc["verdict"] == "failure" and doc["findings"][0]["node"] == "gpu-node-2" and doc["exit_code"] == 1
     assert len(doc["files"]) == 3
 
 
@@ -59,16 +73,17 @@ def test_gz_file(tmp_path):
 
 
 def test_missing_file_exits_4_and_names_it(tmp_path):
-    p = _run(str(tmp_path / "nope.log"), "--no-color")
+    p = _run(str(tmp_path / "nope.log"))
     assert p.returncode == 4
-    assert f"cannot read {tmp_path / 'nope.log'}: no such file or directory" in p.stderr.decode()
+    assert f"refused input {tmp_path / 'nope.log'}: no such file or directory" in p.stderr.decode()
     assert "no readable log" in p.stdout.decode()
 
 
 def test_corrupt_gzip_exits_4(tmp_path):
     path = tmp_path / "bad.log.gz"
     path.write_bytes(b"\x1f\x8b\x08\x00garbage")
-    assert _run(str(path), "--json").returncode == 4
+    p = _run(str(path), "--json")
+    assert p.returncode == 4 and str(path) in p.stderr.decode()
 
 
 def test_no_path_is_a_usage_error():
@@ -80,6 +95,9 @@ def test_list_signatures_shows_the_table():
     p = _run("--list-signatures", "--json")
     rows = json.loads(p.stdout)
     assert p.returncode == 0 and any(r["id"] == "cuda.error_802" and r["check"] == "gpu.cuda_init" for r in rows)
+    assert any(r["id"] == "ras.dead" for r in rows)
+    text = _run("--list-signatures").stdout.decode()
+    assert "fabricmanager.version_mismatch" in text
 
 
 def test_help_does_not_import_torch_or_ray():
@@ -88,6 +106,14 @@ def test_help_does_not_import_torch_or_ray():
             "print(sorted(m for m in ('torch', 'ray', 'deepspeed', 'peft') if m in sys.modules))")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert p.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_a_log_run_does_not_import_torch(tmp_path):
+    code = ("import sys\nfrom dsv3_preflight.doctor import triage\n"
+            f"triage([{str(DATA / 'multirank_interleaved.log')!r}])\n"
+            "print(sorted(m for m in ('torch', 'ray', 'deepspeed') if m in sys.modules))")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert p.stdout.strip().splitlines()[-1] == "[]", p.stderr
 
 
 def test_a_file_named_twice_is_read_once():

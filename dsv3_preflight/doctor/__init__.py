@@ -10,36 +10,46 @@ The document (plain JSON types)::
     {
       "tool": "dsv3-preflight doctor",
       "verdict": "failure" | "healthy" | "unknown",
+      "exit_code": 1 | 0 | 5 | 4,          # 4: an input was refused (the rest is still diagnosed)
+      "cause_recognised": true,            # false: a failure whose cause no signature knows
+      "cause_class": "gpu_oom",            # the headline's class; "unrecognised", "healthy" or "no_progress"
       "summary": "one line",
-      "findings": [                        # ordered by causality: root causes (upstream first), then consequences
+      "first_failure": {"node", "rank", "local_rank", "file", "line", "time", "text", "finding", "inferred_from"},
+      "findings": [                        # root causes (headline first), then consequences
         {"id": "cuda.error_802",           # signature id (dsv3_preflight.doctor.signatures)
-         "class": "cuda_init",             # cuda_init, rank_mapping, rendezvous, nic_selection,
-                                           # collective_timeout, transport, oom, lora_save, process_exit
-         "kind": "cause" | "symptom" | "suspect",
-         "role": "root_cause" | "consequence",
-         "title": "...", "root_cause": "...", "fix": "commands/config to paste",
-         "check": "gpu.cuda_init" | null,  # the preflight check that catches it before launch
-         "node": "node2" | null, "rank": 16 | null, "local_rank": 0 | null,   # of the first occurrence
+         "class": "cuda_fabric",           # CLASSES, or null for a consequence that names no cause
+         "class_title": "...", "kind": "cause" | "suspect" | "symptom", "tier": 0,
+         "role": "root_cause" | "consequence", "headline": true,   # headline only on the first
+         "title": "...", "root_cause": "...", "fix": "lines that paste into bash",
+         "check": "gpu.fabric_manager" | null,   # the preflight check that catches it before launch
+         "node": "node2" | null, "rank": 16 | null, "local_rank": 0 | null, "time": "03-21 02:05:38.764" | null,
          "nodes": [...], "ranks": [...], "count": 8,
          "first_seen": {"file": "...", "line": 12},
          "explained_by": "cuda.error_802" | null,   # for consequences: the headline root cause
-         "evidence": [{"file": "...", "line": 12, "text": "... (secrets masked)"}]}
+         "evidence": [{"file": "...", "line": 12, "text": "... (secrets masked)"}],
+         "detail": {...}}                  # drift values per node, RAS mismatch lines (when any)
       ],
-      "warnings": [...],                   # suspects (e.g. NCCL on lo) in a log without failure, same shape
+      "warnings": [...],                   # suspects (NCCL on lo) in a log without failure, same shape
+      "error_lines": [{"file", "line", "text", "node", "rank"}],   # error lines no signature knows
+      "nearest_causes": [{"id", "class", "title", "check", "score"}],   # when the cause is not recognised
+      "silent_ranks": [5],                 # ranks that did not report the collective timeout the others did
       "healthy_signs": [{"id", "title", "count", "first": {"file", "line", "text"}}],
-      "unrecognised": {"count": 0, "first": [{"file", "line", "text"}]},   # error lines no signature knows
+      "unrecognised": {"count": 0, "first": [{"file", "line", "text"}]},
+      "nccl": {"nodes": {"node1": {"nccl_version": [...], "cuda_driver": [...], "bootstrap_iface": [...],
+                                   "network": [...], "net_plugin": [...]}}, "nranks": 16},
+      "ras": {"dead": [...], "missing": [...], "mismatch": [...], "errors": [...]} | null,
+      "flight_recorder": {...} | null,     # with --flight-recorder DIR
       "files": [{"path", "node", "lines", "bytes"}],
       "unreadable": [{"path", "error"}]
     }
 
-Verdict: ``failure`` when a cause or symptom is found; ``healthy`` when the log shows a successful start
-(NCCL Init COMPLETE, HF "Running training", DeepSpeed ZeRO init end) and no error line; else ``unknown``
-(the tool says it does not know rather than guessing).
+Verdicts: ``failure`` (exit 1) when a cause, a symptom or any error line is found; ``healthy`` (exit 0) only when
+the logs show progress and no error line; ``unknown`` (exit 5) when they show neither (never exit 0).
 """
 from __future__ import annotations
 
-from .reader import UnreadableLog
-from .signatures import SIGNATURES, Signature
+from .reader import InputError, UnreadableLog
+from .signatures import CLASSES, DERIVED, SIGNATURES, Signature
 from .triage import Triage, triage
 
-__all__ = ["triage", "Triage", "SIGNATURES", "Signature", "UnreadableLog"]
+__all__ = ["triage", "Triage", "SIGNATURES", "DERIVED", "CLASSES", "Signature", "InputError", "UnreadableLog"]

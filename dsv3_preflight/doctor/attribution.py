@@ -1,25 +1,48 @@
-"""Which node and rank printed a line, from the prefixes launchers and libraries put on it.
+"""Which node and rank printed a line, and when, from the prefixes launchers and libraries put on it.
 
-Recognised (each seen in public logs of the tools):
-- NCCL: ``host:pid:tid [cudaDev] NCCL ...``                          → node host, local device
+Recognised prefixes (each seen in public logs of the tools):
+
+- NCCL: ``host:pid:tid [cudaDev] NCCL ...``                            → node host, local device
 - torch (2.2+): ``[rank3]:[E1206 ...]``, watchdog ``[Rank 3]``/``[PG 1 Rank 3]`` → global rank
-- torchrun ``--tee``/``--role``: ``[default3]:``                      → local rank
-- DeepSpeed's pdsh launcher: ``worker-5: [rank22]: ...``             → node worker-5, rank 22
-- Open MPI/Horovod: ``[1,3]<stdout>:``                               → rank 3
-- Ray: ``(RayTrainWorker pid=285, ip=192.168.177.12)``                → node 192.168.177.12
+- torchrun ``--tee``/``--role``: ``[default3]:``                        → local rank
+- DeepSpeed's pdsh launcher, clush: ``worker-5: [rank22]: ...``       → node worker-5
+- srun ``--label``: ``3: ...``                                         → rank 3 (the task id)
+- Open MPI ``--tag-output``/Horovod: ``[1,3]<stdout>:``                → rank 3
+- Ray: ``(RayTrainWorker pid=285, ip=192.168.177.12)``                  → node 192.168.177.12
 - syslog/journal: ``Feb 24 09:28:28 gpu-node-2 nv-fabricmanager[1507]: ...`` → node gpu-node-2
+
+Timestamps (``time_of``): glog ``E1206 18:44:12.715`` (torch C++), ``2024-05-08 08:47:31,877`` and ISO
+``2020-08-03T10:20:25`` (Python logging, DeepSpeed, NeMo), ``08/06/2023 05:26:52`` (HF examples), ``05-29
+04:08:22`` (vLLM), ``2024/06/22 06:29:35``, syslog ``Feb 24 09:28:28``, ``Sun Mar 30 08:24:00 2025`` (dmesg -T).
+A timestamp is ``(month, day, seconds of day)``; month and day are ``None`` when the line shows only a time of
+day. ``dmesg`` uptime stamps (``[2059991.49]``) are not wall-clock time and are left out.
 """
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import NamedTuple
 
 _NCCL = re.compile(r"(?:^|[\s:\])])(?P<host>(?=[\w.-]*[A-Za-z])[A-Za-z0-9][\w.-]*):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\] ")
-_RANK = re.compile(r"\[rank(?P<rank>\d+)\]:|\[(?:PG [^\]]*?)?Rank (?P<rank2>\d+)\]|^\[\d+,(?P<rank3>\d+)\]<std(?:out|err)>:")
+_RANK = re.compile(r"\[rank(?P<rank>\d+)\]:|\[(?:PG [^\]]*?)?Rank (?P<rank2>\d+)\]|^\[\d+,(?P<rank3>\d+)\]<std(?:out|err)>:"
+                   r"|^(?P<rank4>\d{1,5}): (?=\S)")
 _TEE = re.compile(r"^\[(?P<role>[A-Za-z_]+?)(?P<local_rank>\d+)\]:")
-_PDSH = re.compile(r"^(?P<host>[A-Za-z][\w.-]*): (?=\[rank\d+\])")
+# `worker-5: ...` (pdsh, clush, DeepSpeed's multi-node runner): a host name with a digit or a dash
+_PDSH = re.compile(r"^(?P<host>(?=[\w.-]*[A-Za-z])(?=[\w.-]*[\d-])[A-Za-z][\w.-]*): (?=\S)")
 _JOURNAL = re.compile(r"^[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d (?P<host>[\w.-]+) [\w.@/-]+(?:\[\d+\])?: ")
-_RAY = re.compile(r"\((?P<actor>[A-Za-z_]\w*) pid=(?P<pid>\d+)(?:, ip=(?P<ip>[\d.]+))?\)")
+_RAY = re.compile(r"\((?P<actor>[A-Za-z_]\w*)? ?pid=(?P<pid>\d+)(?:, ip=(?P<ip>[\d.]+))?\)")
+_NOT_HOSTS = frozenset({"http", "https", "file", "line", "error", "warning", "info", "debug", "note"})
+
+_MONTHS = {m: i for i, m in enumerate(("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"), 1)}
+_T = r"(?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)(?:[.,](?P<f>\d+))?"
+_TIME_RES = (
+    re.compile(r"(?<!\d)(?P<y>20\d\d)[-/](?P<mo>\d\d)[-/](?P<d>\d\d)[ T_]" + _T),       # 2024-05-08 08:47:31,877
+    re.compile(r"(?<![\d/])(?P<mo>\d\d)/(?P<d>\d\d)/(?P<y>20\d\d)[ ,]+" + _T),          # 08/06/2023 05:26:52
+    re.compile(r"(?:^|[\[\s:])[IWEF](?P<mo>[01]\d)(?P<d>[0-3]\d) " + _T),               # glog E1206 18:44:12.71
+    re.compile(r"\b(?:[A-Z][a-z]{2} )?(?P<mon>[A-Z][a-z]{2}) +(?P<d>\d{1,2}) " + _T),   # Feb 24 09:28:28, Sun Mar 30 …
+    re.compile(r"(?:^|[\s\[])(?P<mo>[01]\d)-(?P<d>[0-3]\d) " + _T),                     # vLLM: INFO 05-29 04:08:22
+    re.compile(r"(?:^|[\s\[:])" + _T + r"(?!\.\d+\.)"),                                 # 15:44:10 (time of day only)
+)
 
 
 @dataclass
@@ -30,12 +53,19 @@ class Origin:
     device: int | None = None
 
 
+class Stamp(NamedTuple):
+    month: int | None
+    day: int | None
+    seconds: float
+
+
 def origin_of(text: str) -> Origin:
     """Node and rank named by the line's own prefixes (``None`` where the line does not say)."""
     o = Origin()
     m = _RANK.search(text)
     if m:
-        o.rank = int(m.group("rank") or m.group("rank2") or m.group("rank3"))
+        r = m.group("rank") or m.group("rank2") or m.group("rank3") or m.group("rank4")
+        o.rank = int(r)
     m = _TEE.match(text)
     if m and m.group("role") != "rank":
         o.local_rank = int(m.group("local_rank"))
@@ -45,7 +75,7 @@ def origin_of(text: str) -> Origin:
         o.device = int(m.group("dev"))
     if o.node is None:
         m = _PDSH.match(text)
-        if m:
+        if m and m.group("host").lower() not in _NOT_HOSTS:
             o.node = m.group("host")
     if o.node is None:
         m = _JOURNAL.match(text)
@@ -56,3 +86,38 @@ def origin_of(text: str) -> Origin:
         if m and m.group("ip"):
             o.node = m.group("ip")
     return o
+
+
+def time_of(text: str) -> Stamp | None:
+    """The wall-clock time a line carries, or None (see the module docstring for the formats)."""
+    head = text[:160]
+    for rx in _TIME_RES:
+        m = rx.search(head)
+        if not m:
+            continue
+        g = m.groupdict()
+        h, mi, s = int(g["h"]), int(g["mi"]), int(g["s"])
+        if h > 23 or mi > 59 or s > 60:
+            continue
+        frac = float("0." + g["f"]) if g.get("f") else 0.0
+        month = _MONTHS.get(g["mon"]) if g.get("mon") else (int(g["mo"]) if g.get("mo") else None)
+        if g.get("mon") and month is None:
+            continue
+        day = int(g["d"]) if g.get("d") else None
+        if month is not None and not (1 <= month <= 12 and day and 1 <= day <= 31):
+            continue
+        return Stamp(month, day, h * 3600 + mi * 60 + s + frac)
+    return None
+
+
+def stamp_key(a: Stamp, with_date: bool) -> tuple:
+    return (a.month, a.day, a.seconds) if with_date else (a.seconds,)
+
+
+def stamp_text(s: Stamp | None) -> str | None:
+    if s is None:
+        return None
+    h, rem = divmod(s.seconds, 3600)
+    mi, sec = divmod(rem, 60)
+    clock = f"{int(h):02d}:{int(mi):02d}:{sec:06.3f}"
+    return f"{s.month:02d}-{s.day:02d} {clock}" if s.month else clock

@@ -1,10 +1,17 @@
-"""Streaming log reader: files, directories, stdin and gzip, in bounded memory.
+"""Bounded, streaming log reader: regular files, directories, stdin and gzip.
 
-The reader never holds a whole log. It reads fixed-size byte chunks, cuts them at the last line break
-(``\\n`` or ``\\r``: a progress bar's ``\\r`` updates are separate segments), and searches each chunk for the
-signatures' literal needles with one compiled bytes regex. Only the segments that contain a needle are
-decoded (UTF-8, undecodable bytes replaced), stripped of ANSI escape codes and handed on with their line
-number (counted in ``\\n``, as an editor shows it).
+Inputs are checked before they are read (``expand_inputs``, ``open_log``): a path that is not a regular file
+(a FIFO nobody writes, ``/dev/zero``, ``/dev/urandom``, a socket, a block device) is refused without being
+opened for reading, so the doctor cannot block or read forever; so is a file whose first bytes are not text
+(NUL or control bytes: an archive, a core dump, random data), an xz/zstd/bzip2 file (only gzip is read), a
+corrupt or truncated gzip, and a gzip that inflates beyond ``MAX_RATIO`` times its size or ``MAX_BYTES``. A
+refused input is an ``InputError`` naming the file; ``dsv3-preflight doctor`` turns it into exit 4.
+
+The reader never holds a whole log. It reads fixed-size byte chunks, cuts them at the last line break (``\\n``
+or ``\\r``: a progress bar's ``\\r`` updates are separate segments), and searches each chunk for the
+signatures' literal needles. Only the segments that contain a needle are decoded (UTF-8, undecodable bytes
+replaced), stripped of ANSI escape codes and handed on with their line number (counted in ``\\n``).
+Memory: about ``4 * CHUNK`` at most, whatever the input.
 """
 from __future__ import annotations
 
@@ -13,8 +20,10 @@ import io
 import os
 import re
 import shutil
+import stat
 import subprocess
 import sys
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Iterable, Iterator
@@ -22,14 +31,27 @@ from typing import BinaryIO, Iterable, Iterator
 CHUNK = 8 << 20          # bytes read at once
 MAX_SEGMENT = 16 << 10   # a longer "line" (no break for 16 KiB) is cut around the needle
 _FORCE_CUT = 4 * CHUNK   # a chunk with no line break at all is cut anyway (bounded memory)
+MAX_BYTES = 64 << 30     # bytes read from one input (after gunzip)
+MAX_RATIO = 200          # a gzip inflating more than this many times its size is refused (a bomb, not a log)
+SNIFF = 64 << 10         # bytes looked at to tell text from binary
 ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
 STDIN = "-"
 ENGINE_ENV = "DSV3_PREFLIGHT_DOCTOR_ENGINE"   # "python" forces the pure-Python needle search
 GREP_TIMEOUT_S = 60                           # per chunk (8 MiB): generous, grep needs milliseconds
+_TEXT_CONTROLS = set(b"\t\n\r\x0b\x0c\x1b\x08\x07")
+_OTHER_COMPRESSION = ((b"\xfd7zXZ\x00", "xz"), (b"\x28\xb5\x2f\xfd", "zstd"), (b"BZh", "bzip2"), (b"PK\x03\x04", "zip"))
 
 
-class UnreadableLog(Exception):
-    """An input that cannot be read (missing, permission denied, corrupt gzip)."""
+class InputError(Exception):
+    """An input that is refused or cannot be read; ``path`` names it. The CLI maps it to exit 4."""
+
+    def __init__(self, path: str, reason: str):
+        super().__init__(reason)
+        self.path = path
+        self.reason = reason
+
+
+UnreadableLog = InputError   # the name this module had before
 
 
 @dataclass
@@ -39,28 +61,65 @@ class FileStats:
     bytes: int = 0
 
 
+def _kind(mode: int) -> str | None:
+    """None for a regular file, else what the path is (for the refusal message)."""
+    if stat.S_ISREG(mode):
+        return None
+    for test, name in ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a directory")):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
 def expand_inputs(paths: Iterable[str]) -> tuple[list[str], list[dict]]:
-    """Files to read (directories walked recursively, sorted; hidden entries skipped) and the unreadable paths."""
+    """Files to read and the refused inputs (``{"path", "error"}``).
+
+    Directories are walked (sorted, hidden entries and symlinked directories skipped); a non-regular entry inside
+    a directory is refused like a named one. A file named twice is read once (its lines would count twice and
+    stdin cannot be read again).
+    """
     files: list[str] = []
-    unreadable: list[dict] = []
+    refused: list[dict] = []
     for raw in paths:
         p = str(raw)
         if p == STDIN:
             files.append(STDIN)
-        elif os.path.isdir(p):
-            found = []
-            for root, dirs, names in os.walk(p, onerror=lambda e: unreadable.append({"path": e.filename, "error": e.strerror})):
+            continue
+        try:
+            st = os.stat(p)
+        except FileNotFoundError:
+            refused.append({"path": p, "error": "no such file or directory"})
+            continue
+        except OSError as exc:
+            refused.append({"path": p, "error": str(exc.strerror or exc)})
+            continue
+        if stat.S_ISDIR(st.st_mode):
+            found: list[str] = []
+            for root, dirs, names in os.walk(p, onerror=lambda e: refused.append({"path": e.filename, "error": e.strerror})):
                 dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-                found += [os.path.join(root, n) for n in sorted(names) if not n.startswith(".")]
+                for n in sorted(names):
+                    if n.startswith("."):
+                        continue
+                    full = os.path.join(root, n)
+                    try:
+                        kind = _kind(os.stat(full).st_mode)
+                    except OSError as exc:
+                        refused.append({"path": full, "error": str(exc.strerror or exc)})
+                        continue
+                    if kind:
+                        refused.append({"path": full, "error": f"{kind}, not a log file: refused"})
+                    else:
+                        found.append(full)
             if not found:
-                unreadable.append({"path": p, "error": "directory holds no log files"})
+                refused.append({"path": p, "error": "directory holds no log files"})
             files += found
-        elif os.path.exists(p):
-            files.append(p)
-        else:
-            unreadable.append({"path": p, "error": "no such file or directory"})
-    # A file named twice (`doctor logs/ logs/node1.log`, `doctor - -`) is read once: its lines would
-    # count twice and stdin cannot be read again.
+            continue
+        kind = _kind(st.st_mode)
+        if kind:
+            refused.append({"path": p, "error": f"{kind}, not a log file: refused (only regular files, directories and '-' are read)"})
+            continue
+        files.append(p)
     seen: set[str] = set()
     unique = []
     for f in files:
@@ -68,30 +127,101 @@ def expand_inputs(paths: Iterable[str]) -> tuple[list[str], list[dict]]:
         if key not in seen:
             seen.add(key)
             unique.append(f)
-    return unique, unreadable
+    return unique, refused
+
+
+class _Bounded(io.RawIOBase):
+    """A stream that refuses to give more than ``limit`` bytes (gzip bombs, endless inputs)."""
+
+    def __init__(self, inner: BinaryIO, path: str, limit: int, why: str):
+        self.inner, self.path, self.left, self.why = inner, path, limit, why
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b) -> int:  # type: ignore[override]
+        try:
+            data = self.inner.read(min(len(b), max(self.left, 0) + 1))
+        except (OSError, EOFError, zlib.error, gzip.BadGzipFile) as exc:
+            raise InputError(self.path, f"corrupt or truncated input: {exc}") from exc
+        if len(data) > self.left:
+            raise InputError(self.path, self.why)
+        self.left -= len(data)
+        b[:len(data)] = data
+        return len(data)
+
+    def close(self) -> None:
+        try:
+            self.inner.close()
+        finally:
+            super().close()
 
 
 def open_log(path: str) -> BinaryIO:
-    """A binary stream of the log's bytes, gunzipped when it starts with the gzip magic (whatever its name)."""
-    try:
-        raw: BinaryIO = sys.stdin.buffer if path == STDIN else open(path, "rb")  # noqa: SIM115
-    except OSError as exc:
-        raise UnreadableLog(str(exc.strerror or exc)) from exc
+    """A bounded binary stream of the log's text, gunzipped when it starts with the gzip magic (whatever its name).
+
+    Raises ``InputError`` for anything that is not a readable text log (see the module docstring).
+    """
+    size = None
+    if path == STDIN:
+        raw: BinaryIO = sys.stdin.buffer
+    else:
+        try:
+            # O_NONBLOCK: were the path swapped for a FIFO after expand_inputs looked, open() must not wait for a writer
+            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+        except OSError as exc:
+            raise InputError(path, str(exc.strerror or exc)) from exc
+        st = os.fstat(fd)
+        kind = _kind(st.st_mode)
+        if kind:
+            os.close(fd)
+            raise InputError(path, f"{kind}, not a log file: refused")
+        size = st.st_size
+        raw = os.fdopen(fd, "rb")
     if not hasattr(raw, "peek"):
         raw = io.BufferedReader(raw)  # type: ignore[arg-type]
     try:
-        head = raw.peek(2)[:2]  # type: ignore[attr-defined]
+        head = raw.peek(8)[:8]  # type: ignore[attr-defined]
     except OSError as exc:
-        raise UnreadableLog(str(exc.strerror or exc)) from exc
-    if head == b"\x1f\x8b":
-        return gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[return-value]
-    return raw
+        raise InputError(path, str(exc.strerror or exc)) from exc
+    if head[:2] == b"\x1f\x8b":
+        limit = MAX_BYTES if size is None else min(MAX_BYTES, max(size * MAX_RATIO, 1 << 20))
+        why = (f"gzip inflates beyond {MAX_RATIO}x its size ({size} bytes compressed): refused as a decompression bomb"
+               if size is not None and limit < MAX_BYTES else f"more than {MAX_BYTES >> 30} GiB of text: refused")
+        stream: BinaryIO = io.BufferedReader(_Bounded(gzip.GzipFile(fileobj=raw, mode="rb"), path, limit, why), CHUNK)  # type: ignore[arg-type]
+        return _sniffed(stream, path, compressed=True)
+    for magic, name in _OTHER_COMPRESSION:
+        if head.startswith(magic):
+            raw.close()
+            raise InputError(path, f"{name} compressed: only plain text and gzip are read (decompress it first)")
+    stream = io.BufferedReader(_Bounded(raw, path, MAX_BYTES, f"more than {MAX_BYTES >> 30} GiB: refused"), CHUNK)  # type: ignore[arg-type]
+    return _sniffed(stream, path, compressed=False)
+
+
+def _sniffed(stream: BinaryIO, path: str, compressed: bool) -> BinaryIO:
+    """Refuse a stream whose first bytes are not text: NUL bytes, or many control bytes."""
+    try:
+        head = stream.peek(SNIFF)[:SNIFF]  # type: ignore[attr-defined]
+    except InputError:
+        stream.close()
+        raise
+    if looks_binary(head):
+        stream.close()
+        what = "gzip of binary data" if compressed else "binary data"
+        raise InputError(path, f"{what} (NUL/control bytes), not a text log: refused")
+    return stream
+
+
+def looks_binary(head: bytes) -> bool:
+    if not head:
+        return False
+    nul = head.count(0)
+    controls = sum(1 for b in head if b < 32 and b not in _TEXT_CONTROLS) + head.count(0x7f)
+    return nul > max(1, len(head) // 1000) or controls > len(head) // 20
 
 
 def _gnu_grep() -> str | None:
     """Path of a GNU grep (multi-literal search at memory speed), or None."""
-    if os.environ.get(ENGINE_ENV, "auto") == "python":
-        return None
     path = shutil.which("grep")
     if not path:
         return None
@@ -102,20 +232,24 @@ def _gnu_grep() -> str | None:
     return path if b"GNU grep" in out else None
 
 
+_GREP_CACHE: list = []
+
+
 class NeedleSet:
     """Where literal byte strings occur in a chunk.
 
     Engine ``grep``: the chunk is piped to GNU ``grep -F -o -b`` (Aho-Corasick style search of all needles at
-    once, about a GB/s). Engine ``python``: one ``bytes.find`` pass per needle (~15 MB/s for ~50 needles), used
-    when no GNU grep is installed or ``DSV3_PREFLIGHT_DOCTOR_ENGINE=python``. Both give the same positions'
-    lines; an alternation regex over the literals would be ~5x slower still.
+    once, about a GB/s). Engine ``python``: one ``bytes.find`` pass per needle, used when no GNU grep is
+    installed or ``DSV3_PREFLIGHT_DOCTOR_ENGINE=python``. Both give the same lines.
     """
 
     def __init__(self, needles: Iterable[bytes]):
         unique = set(needles)
         # a needle containing another is redundant: the shorter one finds the same lines
         self.needles = sorted(n for n in unique if not any(o != n and o in n for o in unique))
-        self.grep = _gnu_grep()
+        if not _GREP_CACHE:
+            _GREP_CACHE.append(_gnu_grep())
+        self.grep = _GREP_CACHE[0] if os.environ.get(ENGINE_ENV, "auto") != "python" else None
         self.engine = "grep" if self.grep else "python"
 
     def positions(self, body: bytes) -> list[int]:
@@ -165,8 +299,10 @@ def _chunks(stream: BinaryIO, stats: FileStats) -> Iterator[bytes]:
     while True:
         try:
             data = stream.read(CHUNK)
-        except (OSError, EOFError, gzip.BadGzipFile) as exc:
-            raise UnreadableLog(str(exc)) from exc
+        except InputError:
+            raise
+        except (OSError, EOFError, zlib.error, gzip.BadGzipFile) as exc:
+            raise InputError(stats.path, f"corrupt or truncated input: {exc}") from exc
         if not data:
             if carry:
                 yield carry
@@ -183,20 +319,31 @@ def _chunks(stream: BinaryIO, stats: FileStats) -> Iterator[bytes]:
         yield buf[:cut + 1]
 
 
-def scan(stream: BinaryIO, needles: NeedleSet, stats: FileStats) -> Iterator[tuple[int, bytes]]:
-    """(line number, raw segment) for each line segment that contains a needle; fills ``stats`` as it goes."""
+def scan(stream: BinaryIO, needles, stats: FileStats) -> Iterator[tuple[int, bytes, bytes]]:
+    """(line number, raw segment, the raw segment after it) for each line segment that contains a needle; fills
+    ``stats`` as it goes. The next segment lets the triage read a message wrapped over two lines (issue
+    threads and terminals wrap long lines); it is empty at a chunk's end.
+
+    ``needles`` is a NeedleSet or a callable returning the NeedleSet to use for the next chunk (the triage drops
+    the progress needles once it has seen progress).
+    """
     line_base = 1
     last = b""
     for body in _chunks(stream, stats):
+        ns = needles() if callable(needles) else needles
         cur_line, cur_pos, next_allowed = line_base, 0, 0
-        for pos in needles.positions(body):
+        for pos in ns.positions(body):
             if pos < next_allowed:
                 continue
             start, end = _segment_bounds(body, pos)
             cur_line += body.count(b"\n", cur_pos, start)
             cur_pos = start
             next_allowed = end
-            yield cur_line, body[start:end]
+            nxt = b""
+            if end < len(body):
+                n_end = body.find(b"\n", end + 1, end + 1 + MAX_SEGMENT)
+                nxt = body[end + 1:n_end if n_end >= 0 else min(len(body), end + 1 + MAX_SEGMENT)]
+            yield cur_line, body[start:end], nxt
         line_base += body.count(b"\n")
         last = body[-1:]
     stats.lines = line_base - 1 + (1 if last and last != b"\n" else 0)
@@ -206,8 +353,14 @@ def label_for(path: str) -> str:
     """A node label from a file name: node2.log.gz → node2."""
     if path == STDIN:
         return "stdin"
-    name = Path(path).name
+    p = Path(path)
+    name = p.name
     for suffix in (".gz", ".log", ".txt", ".out", ".err"):
         if name.endswith(suffix) and len(name) > len(suffix):
             name = name[: -len(suffix)]
+    if name in _GENERIC_NAMES and p.parent.name:   # torchrun --log-dir: <run>/attempt_0/<local_rank>/stderr.log
+        name = f"{p.parent.name}/{name}"
     return name
+
+
+_GENERIC_NAMES = frozenset({"stdout", "stderr", "output", "error", "log", "console", "train", "std"})

@@ -1,10 +1,11 @@
-"""Console rendering of a doctor document (the JSON form is the document itself)."""
+"""Text rendering of a doctor document (the JSON form is the document itself).
+
+``render_text`` is a pure function: it returns the text and prints nothing, so any caller (the CLI, a report)
+decides where it goes.
+"""
 from __future__ import annotations
 
-from rich.console import Console
-from rich.markup import escape
-
-_VERDICT_STYLE = {"failure": "bold red", "healthy": "green", "unknown": "yellow"}
+_VERDICT = {"failure": "FAILURE", "healthy": "HEALTHY", "unknown": "UNKNOWN"}
 
 
 def _where(f: dict) -> str:
@@ -18,39 +19,80 @@ def _where(f: dict) -> str:
     extra = len(f.get("ranks") or []) - 1
     if extra > 0:
         parts.append(f"+{extra} other rank(s)")
+    if f.get("time"):
+        parts.append(f"at {f['time']}")
     return ", ".join(parts)
 
 
-def print_document(doc: dict, console: Console) -> None:
-    verdict = doc["verdict"]
-    console.print(f"[{_VERDICT_STYLE[verdict]}]doctor: {verdict.upper()}[/] — {escape(doc['summary'])}")
-    for i, f in enumerate(doc["findings"], 1):
+def _indent(text: str, prefix: str) -> str:
+    return "\n".join(prefix + line for line in text.splitlines())
+
+
+def render_text(diagnosis: dict) -> str:
+    """The doctor's diagnosis as plain text (what ``dsv3-preflight doctor`` prints without --json)."""
+    d = diagnosis
+    out: list[str] = []
+    verdict = d.get("verdict", "unknown")
+    code = d.get("exit_code")
+    out.append(f"doctor: {_VERDICT.get(verdict, verdict.upper())}" + (f" (exit {code})" if code is not None else "")
+               + f" — {d.get('summary', '')}")
+    ff = d.get("first_failure")
+    if ff:
+        where = ", ".join(x for x in (ff.get("node") and f"node {ff['node']}",
+                                      ff.get("rank") is not None and f"rank {ff['rank']}",
+                                      ff.get("time") and f"at {ff['time']}") if x)
+        loc = f"{ff['file']}:{ff['line']}" if ff.get("file") and ff.get("line") else ""
+        out.append(f"first failure: {where or 'origin not shown in the log'}" + (f"  ({loc})" if loc else ""))
+        if ff.get("inferred_from"):
+            out.append(f"  (rank inferred from {ff['inferred_from']})")
+    if verdict == "failure" and not d.get("cause_recognised"):
+        out.append("")
+        out.append("cause not recognised. The error lines:")
+        for ev in d.get("error_lines") or []:
+            out.append(f"  {ev['file']}:{ev['line']}  {ev['text']}")
+        near = d.get("nearest_causes") or []
+        if near:
+            out.append("nearest known causes (a hint, not a diagnosis):")
+            for n in near:
+                out.append(f"  - [{n['class']}] {n['title']}" + (f"  (check: {n['check']})" if n.get("check") else ""))
+    for i, f in enumerate(d.get("findings") or [], 1):
         where = _where(f)
         mark = "✘" if f["role"] == "root_cause" else "·"
-        style = "bold red" if f["role"] == "root_cause" else "dim"
-        console.print()
-        console.print(f"[{style}]{i}. {mark} {escape(f['title'])}[/]  [dim]\\[{f['class']}]"
-                      + (f" {escape(where)}" if where else "") + (f" ×{f['count']}" if f["count"] > 1 else "") + "[/]")
-        for ev in f["evidence"]:
-            console.print(f"   [cyan]{escape(ev['file'])}:{ev['line']}[/]  {escape(ev['text'])}")
-        if f["role"] == "consequence" and f.get("explained_by"):
-            console.print(f"   consequence of [bold]{escape(f['explained_by'])}[/]: {escape(f['root_cause'])}")
+        head = f"{i}. {mark} {f['title']}  [{f.get('class') or 'consequence'}]" + (f" {where}" if where else "")
+        head += f" ×{f['count']}" if f.get("count", 1) > 1 else ""
+        out.append("")
+        out.append(head)
+        for ev in f.get("evidence") or []:
+            out.append(f"   {ev['file']}:{ev['line']}  {ev['text']}")
+        if f["role"] == "consequence":
+            if f.get("explained_by"):
+                out.append(f"   consequence of {f['explained_by']}: {f['root_cause']}")
+            else:
+                out.append(f"   {f['root_cause']}")
             continue
-        console.print(f"   [bold]cause:[/] {escape(f['root_cause'])}")
-        if f["fix"]:
-            fix = f["fix"].replace("\n", "\n        ")
-            console.print(f"   [bold]fix:[/]   {escape(fix)}")
-        if f["check"]:
-            console.print(f"   [bold]caught before launch by:[/] dsv3-preflight run --only '{escape(f['check'])}'")
-    for w in doc["warnings"]:
-        ev = w["evidence"][0]
-        console.print(f"\n[yellow]! {escape(w['title'])}[/]  [dim]{escape(ev['file'])}:{ev['line']}[/]\n"
-                      f"   {escape(w['root_cause'])}\n   [bold]check:[/] {escape(w['check'] or '-')}")
-    unrec = doc["unrecognised"]
-    if unrec["count"]:
-        console.print(f"\n[yellow]{unrec['count']} error line(s) match no signature[/] (first shown; add a signature "
-                      f"in dsv3_preflight/doctor/signatures.py):")
-        for ev in unrec["first"]:
-            console.print(f"   [cyan]{escape(ev['file'])}:{ev['line']}[/]  {escape(ev['text'])}")
-    for u in doc["unreadable"]:
-        console.print(f"[bold magenta]unreadable:[/] {escape(u['path'])}: {escape(u['error'])}")
+        out.append(f"   cause: {f['root_cause']}")
+        if f.get("fix"):
+            out.append("   fix:")
+            out.append(_indent(f["fix"], "     "))
+        if f.get("check"):
+            out.append(f"   caught before launch by: dsv3-preflight run --only {f['check']}")
+    if d.get("silent_ranks"):
+        out.append("")
+        out.append(f"ranks that did not report the timeout (look at their logs first): {d['silent_ranks']}")
+    for w in d.get("warnings") or []:
+        ev = (w.get("evidence") or [{}])[0]
+        out.append("")
+        out.append(f"! {w['title']}  {ev.get('file', '')}:{ev.get('line', '')}")
+        out.append(f"   {w['root_cause']}")
+        if w.get("check"):
+            out.append(f"   check: dsv3-preflight run --only {w['check']}")
+    if verdict == "healthy" and d.get("healthy_signs"):
+        out.append("")
+        out.append("signs of progress: " + ", ".join(f"{h['title']} ×{h['count']}" for h in d["healthy_signs"]))
+    if verdict == "unknown":
+        out.append("")
+        out.append("no error line and no sign of progress: the log may be truncated, from the wrong process, or from a "
+                   "run that never started (exit 5, not 0)")
+    for u in d.get("unreadable") or []:
+        out.append(f"refused input: {u['path']}: {u['error']}")
+    return "\n".join(out) + "\n"

@@ -1,22 +1,34 @@
 """The signature table: log patterns → failure class, root cause, fix and the preflight check that catches it.
 
 A signature is data. To add one, append a ``Signature(...)`` to ``SIGNATURES`` with a real ``example`` line
-(copied from a public issue thread or the library's source, named in ``source``); the parametrised test
-``tests/test_doctor_signatures.py`` then proves the example is recognised by that signature and no earlier one.
+(copied from a public log, or built from the library's own format string; ``source`` names it). The tests prove
+every example is recognised by its own signature and no earlier one, and that every fix passes ``bash -n``.
+
+Signatures were written from the development part of ``tests/data/doctor/corpus`` and from the libraries'
+source text (NCCL, torch, DeepSpeed, PEFT, transformers, safetensors, glibc/kernel messages), never from the
+held-out part (``benchmarks/bench_doctor_accuracy.py`` measures them there).
 
 Fields:
-- ``needles``: literal byte strings, at least one of which must occur in a line for ``pattern`` to be tried.
-  The reader scans big files for needles only (fast), then runs the full pattern on the cleaned line.
-- ``pattern``: a Python regex searched in the cleaned line (ANSI codes stripped, one ``\\r`` segment). Named
-  groups fill ``{name}`` placeholders in ``title``, ``root_cause`` and ``fix``.
-- ``kind``: ``cause`` (a root cause), ``symptom`` (what other ranks print once something else failed),
-  ``suspect`` (a cause only when the log also shows a failure, e.g. NCCL choosing ``lo``), ``healthy`` (a sign
-  of a successful init), ``context`` (lines that attribute later lines: the torchrun failure summary).
-- ``priority``: causal depth, lower is further upstream (CUDA init explains everything after it). Causes are
-  ordered by priority, then by first appearance.
-- ``check``: the preflight check that catches this before launch (``None`` for pure consequences).
-- ``consequence_of``: ids of signatures that, when also present, explain this one (CUDA error 802 is the
-  consequence of a Fabric Manager version mismatch); it is then listed as their consequence.
+
+- ``cls``: the failure class (``CLASSES``), or None for a pure consequence that names no cause (a process
+  exit code, ``ChildFailedError``): a log with only those is a failure whose cause is not recognised.
+- ``kind``: ``cause`` (a root cause), ``suspect`` (a cause only when the log also shows a failure, e.g. NCCL on
+  ``lo``), ``symptom`` (what ranks print once something else failed: watchdog timeouts, broken pipes),
+  ``progress`` (a sign the run was working), ``benign`` (a line that looks alarming and is not: NCCL failing to
+  open libibverbs on a machine without InfiniBand), ``context`` (lines that attribute later lines).
+- ``tier``: causal depth. The headline root cause is the finding with the lowest tier, and within a tier the
+  first in time: 0 the environment (CUDA/driver/fabric, versions), 1 a specific cause, 2 a weak cause (a
+  SIGKILL, a suspect), 3 a symptom with a class (collective timeouts), 4 a symptom without one.
+- ``needles``: literal byte strings, at least one of which must occur in a line for ``pattern`` to be tried
+  (the reader scans big files for needles only).
+- ``pattern``: a Python regex searched in the cleaned line. Named groups fill ``{name}`` in ``title``,
+  ``root_cause`` and ``fix`` (in ``fix`` the value is shell-quoted).
+- ``fix``: lines to paste into bash (``bash -n`` clean): commands, ``${NAME:?what to put}`` placeholders for
+  what only the user knows, prose only in ``#`` comments.
+- ``check``: the ``dsv3-preflight`` check that catches this before launch.
+- ``consequence_of``: ids of signatures that, when also present, explain this one.
+- ``requires``: a context key that must have been seen in the few lines before (a JSON error is a config error
+  only inside DeepSpeed's or accelerate's config loading).
 
 Table order matters: on one line the first matching signature wins, so specific entries precede general ones.
 """
@@ -26,15 +38,28 @@ import re
 from dataclasses import dataclass, field
 from typing import Pattern
 
-CLASSES = ("cuda_init", "rank_mapping", "rendezvous", "nic_selection", "collective_timeout", "transport", "oom",
-           "lora_save", "process_exit")
-KINDS = ("cause", "symptom", "suspect", "healthy", "context")
+CLASSES = ("cuda_fabric", "version_drift", "pci_rank_dup", "port_rendezvous", "nic_iface", "nccl_hang",
+           "nccl_transport", "gpu_oom", "host_resources", "lora_empty", "config")
+KINDS = ("cause", "suspect", "symptom", "progress", "benign", "context")
+CLASS_TITLES = {
+    "cuda_fabric": "CUDA cannot initialise (driver / Fabric Manager / NVSwitch)",
+    "version_drift": "versions that do not fit together (driver vs CUDA build, NCCL or torch across nodes)",
+    "pci_rank_dup": "ranks mapped onto GPUs wrongly (two ranks on one GPU, more ranks than GPUs)",
+    "port_rendezvous": "rendezvous: port held, store unreachable or timing out, name resolution",
+    "nic_iface": "the wrong network interface (loopback, docker, a name that does not exist)",
+    "nccl_hang": "a collective that never completes (watchdog timeout, desynchronised ranks)",
+    "nccl_transport": "NCCL's data transport (InfiniBand/RoCE, /dev/shm, P2P/NVLink)",
+    "gpu_oom": "GPU out of memory",
+    "host_resources": "host resources (RAM and the OOM killer, disk, shared memory, ulimits)",
+    "lora_empty": "LoRA adapters empty, targets not found, or weights files corrupt",
+    "config": "DeepSpeed / accelerate / trainer configuration",
+}
 
 
 @dataclass(frozen=True)
 class Signature:
     id: str
-    cls: str
+    cls: str | None
     kind: str
     needles: tuple[bytes, ...]
     pattern: str
@@ -42,354 +67,1008 @@ class Signature:
     root_cause: str = ""
     fix: str = ""
     check: str | None = None
-    priority: int = 50
+    tier: int | None = None
     example: str = ""
     source: str = ""
     consequence_of: tuple[str, ...] = ()
+    requires: str | None = None
     regex: Pattern[str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        if self.cls not in CLASSES and self.kind not in ("healthy", "context"):
-            raise ValueError(f"signature {self.id}: unknown class {self.cls!r}")
         if self.kind not in KINDS:
             raise ValueError(f"signature {self.id}: unknown kind {self.kind!r}")
+        if self.cls is not None and self.cls not in CLASSES:
+            raise ValueError(f"signature {self.id}: unknown class {self.cls!r}")
+        if self.kind in ("cause", "suspect") and self.cls is None:
+            raise ValueError(f"signature {self.id}: a {self.kind} needs a class")
         if not self.needles:
             raise ValueError(f"signature {self.id}: needs at least one needle")
         object.__setattr__(self, "regex", re.compile(self.pattern))
+        if self.tier is None:
+            default = {"cause": 1, "suspect": 2, "symptom": 3 if self.cls else 4}.get(self.kind, 9)
+            object.__setattr__(self, "tier", default)
 
 
 S = Signature
-FM_FIX = ("systemctl status nvidia-fabricmanager; journalctl -u nvidia-fabricmanager -b --no-pager | tail -20\n"
-          "# install the Fabric Manager of exactly the driver version (nvidia-smi --query-gpu=driver_version --format=csv,noheader):\n"
-          "apt-get install -y nvidia-fabricmanager-<branch>=<driver version>-1 && apt-mark hold nvidia-fabricmanager-<branch>\n"
-          "systemctl enable --now nvidia-fabricmanager")
 
-# The interface toward MASTER_ADDR: `ip route get $MASTER_ADDR` says `dev lo` on the head itself, so the preflight
-# (which knows the head holds the address) is the first answer; the by-hand way differs on the head and the workers.
-IFACE_HOWTO = ("dsv3-preflight run --only net.nic_route    # on each node: prints the exact exports for its interface\n"
-               "# by hand: on a worker, the 'dev' of `ip route get $MASTER_ADDR`; on the head, the interface holding "
-               "MASTER_ADDR: ip -br addr | grep -wF \"$MASTER_ADDR\"\n")
+# ---------------------------------------------------------------------------------------------- shared fixes
+FM_FIX = ("systemctl status nvidia-fabricmanager --no-pager; journalctl -u nvidia-fabricmanager -b --no-pager | tail -20\n"
+          "# Fabric Manager must be exactly the driver's version:\n"
+          "DRIVER_VERSION=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -1)\n"
+          "apt-get install -y \"nvidia-fabricmanager-${DRIVER_BRANCH:?driver branch, e.g. 535}=${DRIVER_VERSION}-1\"\n"
+          "systemctl enable --now nvidia-fabricmanager\n"
+          "# if it was restarted while jobs held the GPUs: stop them, then nvidia-smi -r (or reboot the node)")
+IFACE_FIX = ("dsv3-preflight run --only net.nic_route    # on each node: prints the exports for the interface toward MASTER_ADDR\n"
+             "# by hand: on a worker the 'dev' of: ip route get \"$MASTER_ADDR\"; on the head the interface that holds MASTER_ADDR\n"
+             "export NCCL_SOCKET_IFNAME=${IFACE:?interface toward MASTER_ADDR, e.g. eth0} GLOO_SOCKET_IFNAME=${IFACE}")
+DRIVER_FIX = ("nvidia-smi | head -4; python -c 'import torch; print(torch.__version__, torch.version.cuda)'\n"
+              "# the driver must support the CUDA the program was built with: upgrade the driver, or install a build for the driver's CUDA:\n"
+              "pip install torch --index-url \"https://download.pytorch.org/whl/${CUDA_TAG:?CUDA tag the driver supports, e.g. cu121}\"")
+VERSIONS_FIX = ("dsv3-preflight run --only gpu.versions    # every version that must agree, node by node\n"
+                "# install the same driver, CUDA, NCCL, torch and DeepSpeed everywhere (one container image on all nodes)")
+STORE_FIX = ("nc -vz -w 3 \"$MASTER_ADDR\" \"$MASTER_PORT\"    # from every node; the head must be listening\n"
+             "dsv3-preflight run --only net.port_reach,cluster.master_node")
+ALLREDUCE_FIX = "dsv3-preflight run --only dist.allreduce    # the data path between all ranks, with a timeout and the cause"
+SHM_FIX = ("df -h /dev/shm; ls /dev/shm | head\n"
+           "# docker: run with --ipc=host or --shm-size=16g; Kubernetes: mount an emptyDir with medium: Memory at /dev/shm\n"
+           "rm -f /dev/shm/nccl-*    # stale segments of dead runs (no job running)")
+DS_CONFIG_FIX = "dsv3-preflight run --only lora.deepspeed_config    # reads the DeepSpeed config the run uses"
 
 SIGNATURES: tuple[Signature, ...] = (
-    # ---------------------------------------------------------------- CUDA init / Fabric Manager
-    S("fabricmanager.version_mismatch", "cuda_init", "cause", (b"fabric manager NVIDIA GPU driver interface version",),
+    # ======================================================================== benign lines that look like errors
+    S("nccl.no_libibverbs", None, "benign", (b"Failed to open libibverbs",), r"Failed to open libibverbs",
+      "NCCL: no libibverbs (no InfiniBand on this machine; NCCL uses sockets)",
+      example="v100-gpu-1:14926:14926 [0] misc/ibvwrap.cc:63 NCCL WARN Failed to open libibverbs.so[.1]",
+      source="https://github.com/NVIDIA/nccl-tests/issues/82"),
+    S("nccl.no_path_for_pattern", None, "benign", (b"Could not find a path for pattern",),
+      r"Could not find a path for pattern \d+, falling back",
+      "NCCL graph search fell back to a simpler order (performance, not an error)",
+      example="Meowth:8756:8772 [1] graph/search.cc:890 NCCL WARN Could not find a path for pattern 4, falling back to simple order",
+      source="https://github.com/NVIDIA/nccl-tests/issues/131"),
+    S("text.not_an_error", None, "benign", (b"This is not an error", b"This is not an error"),
+      r"This is not an error", "a library says the line is not an error",
+      example="UserWarning: Grad strides do not match bucket view strides. This may indicate grad was not created "
+              "according to the gradient layout contract, or that the param's strides changed since DDP was "
+              "constructed.  This is not an error, but may impair performance.",
+      source="torch/csrc/distributed/c10d/reducer.cpp"),
+    S("text.null_error", None, "benign", (b'"raw_error": null', b"'raw_error': None", b"exitcode: 0", b"exit code: 0",
+                                           b"return code = 0", b"Out of bounds values : 0"),
+      r"\"raw_error\": null|'raw_error': None|exit ?code:? 0\b|return code = 0\b|Out of bounds values : 0 OK",
+      "an exit status or error field that says success",
+      example='{"name": "torchelastic.worker.status.SUCCEEDED", "source": "WORKER", "raw_error": null}',
+      source="torch/distributed/elastic/events (torchelastic worker status events)"),
+
+    # ======================================================================== cuda_fabric: CUDA init, FM, NVSwitch
+    S("fabricmanager.version_mismatch", "cuda_fabric", "cause", (b"fabric manager NVIDIA GPU driver interface version",),
       r"fabric manager NVIDIA GPU driver interface version (?P<fm>\S+) do(?:n['’]t|esn['’]t) match with driver version (?P<driver>\d+(?:\.\d+)+)",
       "Fabric Manager {fm} does not match the driver {driver}",
       "nv-fabricmanager refuses to start when its version differs from the kernel driver's; without it the NVSwitch "
       "fabric is never configured and CUDA fails with error 802 (system not yet initialized).",
-      FM_FIX.replace("<driver version>", "{driver}"), "gpu.cuda_init", 0,
-      "Feb 24 09:28:28 ip-172-31-92-157 nv-fabricmanager[1507]: fabric manager NVIDIA GPU driver interface version "
-      "535.183.01 don't match with driver version 535.230.02. Please update with matching NVIDIA driver package.",
-      "https://github.com/NVIDIA/gpu-operator/issues/544 ; https://github.com/dstackai/dstack/issues/2348"),
-    S("fabricmanager.service_failed", "cuda_init", "cause", (b"fabricmanager.service", b"fabric manager service"),
-      r"nvidia-fabricmanager\.service: (?:Main|Control) process exited, code=\w+, status=(?P<status>[\w/]+)"
-      r"|Failed to start NVIDIA fabric manager service",
-      "nvidia-fabricmanager service failed",
-      "The Fabric Manager service is not running, so the NVSwitch fabric is not configured and CUDA init fails "
-      "with error 802 on every GPU of the node.", FM_FIX, "gpu.cuda_init", 0,
+      FM_FIX, "gpu.fabric_manager", 0,
+      "nv-fabricmanager[3228]: fabric manager NVIDIA GPU driver interface version 530.30.02 don't match with driver "
+      "version 530.41.03. Please update with matching NVIDIA driver package.",
+      "https://github.com/NVIDIA/gpu-operator/issues/544"),
+    S("fabricmanager.service_failed", "cuda_fabric", "cause", (b"fabricmanager", b"fabric manager", b"Fabric Manager", b"FabricManager"),
+      r"nvidia-fabricmanager(?:\.service)?: (?:Main|Control) process exited|Failed to start (?:NVIDIA )?[Ff]abric ?[Mm]anager"
+      r"|(?:[Ff]abric ?[Mm]anager|fabricmanager)\S*.{0,80}?(?:failed|error|not running|inactive|timed out)",
+      "nvidia-fabricmanager is not running",
+      "The Fabric Manager service failed or is stopped, so the NVSwitch fabric is not configured and CUDA init fails "
+      "with error 802 on every GPU of the node.", FM_FIX, "gpu.fabric_manager", 0,
       "Nov 05 13:55:26 node1 systemd[1]: nvidia-fabricmanager.service: Control process exited, code=exited, status=1/FAILURE",
-      "https://github.com/akash-network/website/pull/632",
-      consequence_of=('fabricmanager.version_mismatch',)),
-    S("cuda.error_802", "cuda_init", "cause", (b"system not yet initialized", b"cudaErrorSystemNotReady"),
-      r"(?:Error 802: system not yet initialized|\(802\) : system not yet initialized|code=802\(cudaErrorSystemNotReady\)"
-      r"|CUDA error: system not yet initialized|system not yet initialized)",
+      "systemd unit failure format; https://github.com/akash-network/website/pull/632",
+      consequence_of=("fabricmanager.version_mismatch",)),
+    S("cuda.error_802", "cuda_fabric", "cause",
+      (b"system not yet initialized", b"SystemNotReady", b"SYSTEM_NOT_READY", b"returned 802", b"error 802", b"Error 802", b"(802)"),
+      r"system not yet initialized|cudaErrorSystemNotReady|CUDA_ERROR_SYSTEM_NOT_READY|returned 802\b|[Ee]rror 802\b|\(802\)",
       "CUDA error 802: system not yet initialized",
       "On NVSwitch systems (HGX A100/H100) CUDA cannot initialise until nv-fabricmanager has configured the fabric: "
-      "the service is missing, stopped, or its version differs from the driver's.", FM_FIX, "gpu.cuda_init", 1,
-      "RuntimeError: Unexpected error from cudaGetDeviceCount(). Did you run some cuda functions before calling "
-      "NumCudaDevices() that might have already set an error? Error 802: system not yet initialized",
-      "https://github.com/huggingface/huggingface_hub/issues/4134 ; https://github.com/pytorch/pytorch/issues/35710",
-      consequence_of=('fabricmanager.version_mismatch', 'fabricmanager.service_failed')),
-    S("cuda.error_803", "cuda_init", "cause", (b"Error 803", b"unsupported display driver / cuda driver combination"),
-      r"(?:Error 803: )?system has unsupported display driver / cuda driver combination",
-      "CUDA error 803: unsupported display driver / cuda driver combination",
-      "The user-space CUDA driver (libcuda.so, often a cuda-compat copy inside the container) is a different version "
-      "from the loaded kernel module.",
+      "the service is missing, stopped, or its version differs from the driver's.", FM_FIX, "gpu.cuda_init", 0,
+      "CUDA error at bandwidthTest.cu:256 code=802(cudaErrorSystemNotReady) \"cudaSetDevice(currentDevice)\"",
+      "https://github.com/pytorch/pytorch/issues/35710",
+      consequence_of=("fabricmanager.version_mismatch", "fabricmanager.service_failed")),
+    S("cuda.error_803", "cuda_fabric", "cause", (b"unsupported display driver / cuda driver combination", b"SystemDriverMismatch",
+                                               b"SYSTEM_DRIVER_MISMATCH", b"803 vs"),
+      r"unsupported display driver / cuda driver combination|cudaErrorSystemDriverMismatch|CUDA_ERROR_SYSTEM_DRIVER_MISMATCH|\(803 vs\.? 0\)",
+      "CUDA error 803: the CUDA user-space driver does not match the kernel driver",
+      "libcuda.so (often a cuda-compat copy inside the container, or a driver upgraded without a reboot) is a "
+      "different version from the loaded kernel module.",
       "cat /proc/driver/nvidia/version; ldconfig -p | grep libcuda.so\n"
-      "# use the host's libcuda (nvidia-container-toolkit) or remove the cuda-compat directory from LD_LIBRARY_PATH",
-      "gpu.cuda_init", 1,
-      "RuntimeError: Unexpected error from cudaGetDeviceCount(). Did you run some cuda functions before calling "
-      "NumCudaDevices() that might have already set an error? Error 803: system has unsupported display driver / cuda driver combination",
-      "torch c10/cuda/CUDAFunctions.cpp message with cudaGetErrorString(803)"),
-    S("cuda.error_804", "cuda_init", "cause", (b"forward compatibility was attempted",),
-      r"(?:Error 804: )?forward compatibility was attempted on non supported HW",
+      "# use the host's libcuda (nvidia-container-toolkit), drop a cuda-compat directory from LD_LIBRARY_PATH, or reboot after a driver upgrade",
+      "gpu.cuda_init", 0,
+      "Error: Unexpected error from cudaGetDeviceCount(). Did you run some cuda functions before calling NumCudaDevices() "
+      "that might have already set an error? Error 803: system has unsupported display driver / cuda driver combination",
+      "https://github.com/pytorch/pytorch/issues (torch c10/cuda/CUDAFunctions.cpp with cudaGetErrorString(803))"),
+    S("cuda.error_804", "cuda_fabric", "cause", (b"forward compatibility was attempted", b"CompatNotSupportedOnDevice",
+                                               b"COMPAT_NOT_SUPPORTED_ON_DEVICE"),
+      r"forward compatibility was attempted on non supported HW|cudaErrorCompatNotSupportedOnDevice|CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE",
       "CUDA error 804: forward compatibility was attempted on non supported HW",
-      "The container's CUDA forward-compatibility libraries (cuda-compat) are newer than the host driver supports "
-      "on this GPU.",
-      "# upgrade the host driver to the container's CUDA branch, or drop /usr/local/cuda/compat from LD_LIBRARY_PATH",
-      "gpu.cuda_init", 1,
+      "The container's CUDA forward-compatibility libraries (cuda-compat) need a driver branch or a data-center "
+      "GPU this host does not have.",
+      "nvidia-smi | head -4\n"
+      "# upgrade the host driver to the container's CUDA branch, or remove /usr/local/cuda/compat from LD_LIBRARY_PATH:\n"
+      "export LD_LIBRARY_PATH=$(printf %s \"$LD_LIBRARY_PATH\" | tr : '\\n' | grep -v cuda/compat | paste -sd:)",
+      "gpu.cuda_init", 0,
       "RuntimeError: Unexpected error from cudaGetDeviceCount(). Did you run some cuda functions before calling "
       "NumCudaDevices() that might have already set an error? Error 804: forward compatibility was attempted on non supported HW",
       "https://github.com/gpustack/gpustack/issues/1254"),
-    # ---------------------------------------------------------------- rank → device mapping
-    S("nccl.duplicate_gpu", "rank_mapping", "cause", (b"both on CUDA device",),
-      r"rank (?P<rank_a>\d+) and rank (?P<rank_b>\d+) both on CUDA device (?P<busid>\w+)",
-      "Duplicate GPU: rank {rank_a} and rank {rank_b} both on CUDA device {busid}",
-      "Two ranks of one node opened the same GPU (bus id {busid}): LOCAL_RANK is not applied with "
-      "torch.cuda.set_device, CUDA_VISIBLE_DEVICES is narrowed differently per process, or device ordering "
-      "differs between processes/nodes.",
-      "export CUDA_DEVICE_ORDER=PCI_BUS_ID CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7\n"
-      "# in the script, before init_process_group: torch.cuda.set_device(int(os.environ['LOCAL_RANK']))",
-      "gpu.rank_mapping", 10,
-      "smc-gpu-03:29880:30398 [0] init.cc:497 NCCL WARN Duplicate GPU detected : rank 2 and rank 0 both on CUDA device 1000",
-      "https://github.com/horovod/horovod/issues/3929 ; https://github.com/NVIDIA/Megatron-LM/issues/661"),
-    # ---------------------------------------------------------------- network interface selection
-    S("nccl.no_socket_interface", "nic_selection", "cause", (b"no socket interface found",),
-      r"Bootstrap ?: no socket interface found",
-      "NCCL found no usable socket interface",
-      "NCCL_SOCKET_IFNAME names an interface that does not exist on this node/container (or has no address of "
-      "NCCL_SOCKET_FAMILY), so NCCL cannot bootstrap.",
-      IFACE_HOWTO + "export NCCL_SOCKET_IFNAME=<that interface> GLOO_SOCKET_IFNAME=<that interface>",
-      "net.nic_route", 20,
-      "Bootstrap : no socket interface found",
-      "https://github.com/EasonXiao-888/MambaTree/issues/14"),
-    S("gloo.no_address_for_interface", "nic_selection", "cause", (b"Unable to find address for",),
-      r"Unable to find address for:? (?P<iface>\S+)",
-      "Gloo cannot find interface {iface}",
-      "GLOO_SOCKET_IFNAME={iface} is not an interface of this node with an address (Gloo takes one concrete "
-      "name, not NCCL's '^lo,docker' list syntax).",
-      IFACE_HOWTO + "export GLOO_SOCKET_IFNAME=<that interface>",
-      "net.nic_route", 20,
-      "RuntimeError: [enforce fail at .../gloo/transport/tcp/device.cc:84] ifa != nullptr. Unable to find address for: ^lo",
-      "https://github.com/aws-samples/aws-do-eks/pull/51"),
-    S("nccl.no_interface_same_subnet", "nic_selection", "cause", (b"No interface found in the same subnet",),
-      r"No interface found in the same subnet as remote address ?(?P<addr>\S*)",
-      "NCCL found no interface in the same subnet as {addr}",
-      "No local interface shares a subnet with the bootstrap address (NCCL_COMM_ID / master): the nodes are on "
-      "different networks or the wrong interface is up.",
-      IFACE_HOWTO + "export NCCL_SOCKET_IFNAME=<interface on the master's subnet>",
-      "net.nic_route", 20,
-      "misc/socket.cc:361 NCCL WARN Net : No interface found in the same subnet as remote address 10.136.80.18<43431>",
-      "https://github.com/NVIDIA/nccl/issues/474"),
-    S("gloo.connect_full_mesh", "nic_selection", "cause", (b"connectFullMesh failed",),
-      r"Gloo connectFullMesh failed with (?P<detail>.*)",
-      "Gloo could not connect the full mesh of ranks",
-      "Gloo bound to an address the other nodes cannot reach (typically the hostname resolving to 127.0.1.1 or a "
-      "docker/bridge interface), so its pairwise connections fail.",
-      IFACE_HOWTO + "export GLOO_SOCKET_IFNAME=<that interface> NCCL_SOCKET_IFNAME=<that interface>",
-      "net.nic_route", 22,
-      "[rank4]:[E421 02:05:38.764490322 ProcessGroupGloo.cpp:143] Gloo connectFullMesh failed with "
-      "[../third_party/gloo/gloo/transport/tcp/pair.cc:144] no error",
-      "https://github.com/sgl-project/sglang/issues/3226 ; https://github.com/gpustack/gpustack/issues/2125"),
-    S("nccl.loopback_selected", "nic_selection", "suspect", (b"Using lo:127.", b"]lo:127."),
-      r"(?:Bootstrap|NET/Socket) ?: Using (?:\[\d+\])?lo:(?P<addr>127\.[\d.]+)",
-      "NCCL selected the loopback interface lo ({addr})",
-      "With only lo usable (or NCCL_SOCKET_IFNAME=lo), ranks on other nodes cannot reach this one: multi-node "
-      "init hangs or times out.",
-      IFACE_HOWTO + "export NCCL_SOCKET_IFNAME=<that interface>",
-      "net.nic_route", 21,
-      "axa:3048391:3048391 [0] NCCL INFO Bootstrap : Using lo:127.0.0.1<0>",
-      "https://github.com/NVIDIA/nccl/pull/2047 ; https://github.com/NVIDIA/nccl/issues/1053"),
-    # ---------------------------------------------------------------- rendezvous / ports
-    S("c10d.address_in_use", "rendezvous", "cause", (b"Address already in use", b"EADDRINUSE"),
-      r"failed to (?:bind to|listen on) \S*?:(?P<port>\d+) \(errno: 98 - Address already in use\)"
-      r"|port: (?P<port2>\d+), useIpv6: \w+, code: -98, name: EADDRINUSE",
-      "Rendezvous port {port} already in use",
-      "Port {port} on the master is still held, usually by a leftover torchrun/python of the previous run or "
-      "another job using the same MASTER_PORT.",
-      "ss -ltnp 'sport = :{port}'    # find the holder\nkill <pid>    # after checking it is a leftover; or choose another MASTER_PORT",
-      "net.port_free", 30,
-      "[W socket.cpp:426] [c10d] The server socket has failed to bind to [::]:25641 (errno: 98 - Address already in use).",
-      "https://github.com/hunto/DIST_KD/issues/10 ; https://github.com/deepspeedai/DeepSpeed/issues/3916"),
-    S("c10d.numeric_hostname", "rendezvous", "cause", (b"network address of (", b"network addresses of (", b"::ffff:0."),
+    S("nccl.nvls_failure", "cuda_fabric", "cause", (b"nvls.cc", b"NVLS", b"NVLink SHARP", b"Multicast", b"IMEX"),
+      r"nvls\.cc:\d+ NCCL WARN Cuda failure|NVLink SHARP \(NVLS\)|cuMulticast\w* failed|Multicast memory.*(?:fail|error)"
+      r"|IMEX.{0,60}(?:fail|error|not found|missing)",
+      "NVLink SHARP (NVLS) multicast setup failed",
+      "NCCL's NVLS needs the NVSwitch fabric configured by nv-fabricmanager (and IMEX channels on multi-node NVLink); "
+      "Fabric Manager is not running, or was restarted while processes held the GPUs.",
+      FM_FIX + "\nexport NCCL_NVLS_ENABLE=0    # to run meanwhile without NVLS", "gpu.fabric_manager", 0,
+      "node23:12098:12141 [2] transport/nvls.cc:244 NCCL WARN Cuda failure 1 'invalid argument'",
+      "https://github.com/NVIDIA/nccl/issues/1488 (NCCL src/transport/nvls.cc)"),
+    S("cuda.no_driver", "cuda_fabric", "cause", (b"Found no NVIDIA driver", b"NVIDIA driver is not loaded", b"driver initialization failed",
+                                               b"NVIDIA-SMI has failed because it couldn't communicate"),
+      r"Found no NVIDIA driver on your system|CUDA driver initialization failed|NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver",
+      "No usable NVIDIA driver",
+      "The kernel driver is not loaded (or not visible in the container): CUDA cannot initialise.",
+      "nvidia-smi; lsmod | grep nvidia; dmesg | grep -i nvrm | tail\n"
+      "# in a container: run with the NVIDIA runtime (--gpus all / nvidia-container-toolkit)",
+      "gpu.cuda_init", 0,
+      "RuntimeError: Found no NVIDIA driver on your system. Please check that you have an NVIDIA GPU and installed a driver from http://www.nvidia.com/Download/index.aspx",
+      "torch/cuda/__init__.py (_check_driver)"),
+
+    # ======================================================================== version_drift
+    S("nccl.version_mismatch", "version_drift", "cause", (b"Mismatched NCCL version", b"NCCL version mismatch"),
+      r"Mismatched NCCL version detected ?: rank (?P<rank_a>\d+) version (?P<va>\d+) rank (?P<rank_b>\d+) version (?P<vb>\d+)"
+      r"|NCCL version mismatch with remote peer (?P<peer>\S+) \(local: (?P<va2>[^;]+); remote:? (?P<vb2>[^)]+)\)",
+      "NCCL versions differ between ranks[[ ({va} vs {vb})]]",
+      "Ranks loaded different NCCL libraries (a different torch/NCCL/container on some nodes); NCCL refuses to "
+      "build the communicator.", VERSIONS_FIX, "gpu.versions", 0,
+      "node1:1234:1290 [0] init.cc:1043 NCCL WARN Mismatched NCCL version detected : rank 8 version 22105 rank 0 version 21903",
+      "NCCL src/init.cc (initTransportsRank) and src/ras/ras.cc format strings"),
+    S("torch.driver_too_old", "version_drift", "cause", (b"driver on your system is too old",),
+      r"NVIDIA driver on your system is too old(?: \(found version (?P<found>\d+)\))?",
+      "The NVIDIA driver is too old for this build[[ (the driver supports CUDA {found})]]",
+      "The installed torch (or container) was built for a newer CUDA than the host driver supports.",
+      DRIVER_FIX, "gpu.cuda_init", 0,
+      "RuntimeError: The NVIDIA driver on your system is too old (found version 11040). Please update your GPU driver "
+      "by downloading and installing a new version from the URL: http://www.nvidia.com/Download/index.aspx",
+      "https://github.com/lllyasviel/Fooocus/issues/1313 (torch/cuda/__init__.py)"),
+    S("cuda.insufficient_driver", "version_drift", "cause", (b"driver version is insufficient", b"InsufficientDriver",
+                                                            b"INSUFFICIENT_DRIVER"),
+      r"CUDA driver version is insufficient for CUDA runtime version|cudaErrorInsufficientDriver|CUDA_ERROR_INSUFFICIENT_DRIVER",
+      "CUDA driver version is insufficient for the CUDA runtime",
+      "The program's CUDA runtime is newer than the host driver supports (CUDA error 35).",
+      DRIVER_FIX, "gpu.cuda_init", 0,
+      "ERROR: cudaGetDeviceCount CUDA driver version is insufficient for CUDA runtime version",
+      "https://github.com/uzh-rpg/rpg_open_remode/issues/9 (cudaGetErrorString(35))"),
+    S("cuda.unsupported_ptx", "version_drift", "cause", (b"unsupported toolchain", b"UnsupportedPtxVersion", b"UNSUPPORTED_PTX_VERSION"),
+      r"PTX was compiled with an unsupported toolchain|cudaErrorUnsupportedPtxVersion|CUDA_ERROR_UNSUPPORTED_PTX_VERSION",
+      "PTX compiled by a newer CUDA than the driver supports",
+      "Kernels were built with a CUDA toolkit newer than the host driver (CUDA error 222).",
+      DRIVER_FIX, "gpu.cuda_init", 0,
+      "CUDA Runtime error cudaEventCreate(&begin_) # the provided PTX was compiled with an unsupported toolchain., code = cudaErrorUnsupportedPtxVersion [ 222 ]",
+      "https://github.com/NVIDIA-AI-IOT/Lidar_AI_Solution/issues/289"),
+    S("cuda.no_kernel_image", "version_drift", "cause", (b"no kernel image is available", b"NoKernelImageForDevice",
+                                                        b"is not compatible with the current PyTorch installation"),
+      r"no kernel image is available for execution on the device|cudaErrorNoKernelImageForDevice"
+      r"|with CUDA capability (?P<sm>sm_\d+) is not compatible with the current PyTorch installation",
+      "This build has no kernels for the GPU's architecture[[ {sm}]]",
+      "torch or an extension was compiled for other GPU architectures (TORCH_CUDA_ARCH_LIST) or an older CUDA "
+      "that does not know this GPU.",
+      "python -c 'import torch; print(torch.__version__, torch.version.cuda, torch.cuda.get_arch_list())'\n"
+      "# install a build that includes this GPU's sm_XX, or rebuild the extension with TORCH_CUDA_ARCH_LIST set for it",
+      "gpu.versions", 0,
+      "RuntimeError: CUDA error: no kernel image is available for execution on the device",
+      "torch c10 CUDA error text (cudaGetErrorString(209)); torch/cuda/__init__.py capability warning"),
+    S("nvml.driver_library_mismatch", "version_drift", "cause", (b"Driver/library version mismatch", b"LIB_RM_VERSION_MISMATCH"),
+      r"Driver/library version mismatch|NVML_ERROR_LIB_RM_VERSION_MISMATCH",
+      "NVML: the loaded kernel driver and the user-space driver libraries differ",
+      "The driver was upgraded without reloading the kernel module (or the container carries other driver "
+      "libraries than the host).",
+      "cat /proc/driver/nvidia/version; nvidia-smi\n# reboot the node (or unload and reload the nvidia modules) after a driver upgrade",
+      "gpu.versions", 0,
+      "Failed to initialize NVML: Driver/library version mismatch",
+      "NVML nvmlErrorString(NVML_ERROR_LIB_RM_VERSION_MISMATCH)"),
+    S("deepspeed.torch_mismatch", "version_drift", "cause", (b"DeepSpeed ops were compiled", b"does not match the version torch was compiled with",
+                                                            b"mismatches the version that was used to compile PyTorch",
+                                                            b"compiled with different CUDA major versions"),
+      r"DeepSpeed ops were compiled and installed with a different version|Installed CUDA version (?P<have>\S+) does not match the version torch was compiled with (?P<want>\S+?),?"
+      r"|The detected CUDA version \((?P<have2>[^)]+)\) mismatches the version that was used to compile\s+PyTorch \((?P<want2>[^)]+)\)"
+      r"|compiled with different CUDA major versions",
+      "A compiled extension does not match the installed torch / CUDA",
+      "DeepSpeed ops (or another extension) were built against another torch or CUDA than the one running.",
+      "python -c 'import torch; print(torch.__version__, torch.version.cuda)'; ds_report | head -30\n"
+      "pip install --force-reinstall --no-cache-dir deepspeed    # rebuild against the installed torch",
+      "gpu.versions", 0,
+      "RuntimeError: PyTorch version mismatch! DeepSpeed ops were compiled and installed with a different version than what is being used at runtime.",
+      "https://github.com/S95Sedan/Deepspeed-Windows/issues/4 (deepspeed/ops/op_builder/builder.py)"),
+    S("python.undefined_symbol", "version_drift", "cause", (b"undefined symbol",),
+      r"(?P<lib>[\w.+-]+\.so(?:\.\d+)*): undefined symbol: (?P<sym>\S+)|undefined symbol: (?P<sym2>nccl\w+|cuda\w+|_ZN\S+)",
+      "A compiled library does not match what it is loaded with[[ (undefined symbol {sym})]]",
+      "A binary extension or libnccl/libcudart was built against a different version of torch, NCCL or CUDA "
+      "than the one installed.", VERSIONS_FIX, "gpu.versions", 0,
+      "ImportError: /usr/local/lib/python3.10/dist-packages/torch/lib/libtorch_cuda.so: undefined symbol: ncclCommRegister",
+      "glibc dynamic loader message; torch + system NCCL mismatch"),
+
+    # ======================================================================== pci_rank_dup
+    S("nccl.duplicate_gpu", "pci_rank_dup", "cause", (b"Duplicate GPU detected", b"both on CUDA device"),
+      r"(?:Duplicate GPU detected ?: )?rank (?P<rank_a>\d+) and rank (?P<rank_b>\d+) both on CUDA device (?P<busid>\w+)|Duplicate GPU detected",
+      "Duplicate GPU[[: rank {rank_a} and rank {rank_b} both on CUDA device {busid}]]",
+      "Two ranks of one node opened the same GPU: LOCAL_RANK is not applied with torch.cuda.set_device, the script "
+      "forces one device, CUDA_VISIBLE_DEVICES is narrowed per process, or more ranks are started than GPUs.",
+      "export CUDA_DEVICE_ORDER=PCI_BUS_ID\n"
+      "# in the script, before init_process_group: torch.cuda.set_device(int(os.environ['LOCAL_RANK']))\n"
+      "dsv3-preflight run --only gpu.rank_mapping,gpu.rank_mapping_cluster",
+      "gpu.rank_mapping", 1,
+      "Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 4f000",
+      "https://github.com/rulixiang/afa/issues/26 (NCCL src/init.cc)"),
+    S("cuda.invalid_device_ordinal", "pci_rank_dup", "cause", (b"invalid device ordinal", b"cudaErrorInvalidDevice", b"CUDA_ERROR_INVALID_DEVICE"),
+      r"invalid device ordinal|cudaErrorInvalidDevice\b|CUDA_ERROR_INVALID_DEVICE\b",
+      "CUDA error: invalid device ordinal (a rank asked for a GPU that is not there)",
+      "More ranks per node than visible GPUs (--nproc_per_node larger than the GPU count, or CUDA_VISIBLE_DEVICES "
+      "narrower than the launch), so LOCAL_RANK names a GPU that does not exist.",
+      "nvidia-smi -L; echo \"CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES-}\"\n"
+      "# launch with --nproc_per_node equal to the GPUs this node shows\n"
+      "dsv3-preflight run --only gpu.rank_mapping",
+      "gpu.rank_mapping", 1,
+      "RuntimeError: CUDA error: invalid device ordinal",
+      "https://github.com/cfzd/Ultra-Fast-Lane-Detection/issues/193 (cudaGetErrorString(101))"),
+    S("cuda.devices_busy", "pci_rank_dup", "cause", (b"busy or unavailable", b"cudaErrorDevicesUnavailable"),
+      r"all CUDA-capable devices are busy or unavailable|cudaErrorDevicesUnavailable",
+      "CUDA devices busy or unavailable",
+      "The GPU is in exclusive-process mode and already used: two ranks share one GPU, or another job holds it.",
+      "nvidia-smi --query-gpu=index,compute_mode --format=csv; nvidia-smi --query-compute-apps=pid,gpu_uuid --format=csv\n"
+      "dsv3-preflight run --only gpu.rank_mapping,gpu.inventory",
+      "gpu.rank_mapping", 1,
+      "RuntimeError: CUDA error: all CUDA-capable devices are busy or unavailable",
+      "cudaGetErrorString(46)"),
+
+    # ======================================================================== port_rendezvous
+    S("c10d.address_in_use", "port_rendezvous", "cause", (b"Address already in use", b"EADDRINUSE", b"errno: 98"),
+      r"(?:bind to|listen on) \S*?:(?P<port>\d+) \(errno: 98 - Address already in use\)"
+      r"|port: (?P<port2>\d+), useIpv6: \w+, code: -98, name: EADDRINUSE|Address already in use|EADDRINUSE",
+      "Rendezvous port[[ {port}]] already in use",
+      "The port[[ {port}]] on the master is still held, usually by a leftover torchrun/python of an earlier run or another "
+      "job using the same MASTER_PORT on this machine.",
+      "ss -ltnp \"sport = :${MASTER_PORT:?the port in the error}\"    # who holds it\n"
+      "# stop that leftover process, or launch with another MASTER_PORT\n"
+      "dsv3-preflight run --only net.port_free",
+      "net.port_free", 1,
+      "torch.distributed.DistNetworkError: The server socket has failed to listen on any local network address. "
+      "The server socket has failed to bind to [::]:29500 (errno: 98 - Address already in use).",
+      "https://github.com/meta-pytorch/torchtune/issues/392 (torch/csrc/distributed/c10d/socket.cpp)"),
+    S("c10d.numeric_hostname", "port_rendezvous", "cause", (b"network address of (", b"network addresses of (", b"::ffff:0."),
       r"network address(?:es)? of \((?P<host>\d+), (?P<port>\d+)\)|connect to \[::ffff:(?P<addr>0\.\d+\.\d+\.\d+)\]:(?P<port2>\d+)",
       "Hostname '{host}' is only digits and is read as an IP address",
-      "getaddrinfo/inet_aton parse an all-digit hostname as a 32-bit IPv4 number (e.g. 6841231 → 0.104.99.143), "
-      "so ranks connect to a nonsense address instead of the master.",
-      "export MASTER_ADDR=$(getent ahostsv4 <master host> | awk 'NR==1{print $1}')    # use the IP, or a name with a letter",
-      "net.port_reach", 31,
+      "getaddrinfo/inet_aton parse an all-digit hostname as a 32-bit IPv4 number (6841231 → 0.104.99.143), so "
+      "ranks connect to a nonsense address instead of the master.",
+      "export MASTER_ADDR=$(getent ahostsv4 \"${MASTER_HOST:?the master host name}\" | awk 'NR==1{print $1}')    # use its IP",
+      "env.launch_vars", 1,
       "[E socket.cpp:753] [c10d] The client socket has failed to connect to any network address of (6841231, 47389).",
       "https://github.com/hpcaitech/Open-Sora/issues/667"),
-    S("c10d.client_timeout", "rendezvous", "cause", (b"client socket has timed out", b"failed to connect/validate"),
-      r"client socket has timed out after (?P<after>\S+) while trying to connect to \((?P<host>[^,]+), (?P<port>\d+)\)"
-      r"|TCP client failed to connect/validate to host (?P<host2>[^:\s]+):(?P<port2>\d+) - timed out",
-      "Cannot reach the rendezvous store at {host}:{port}",
-      "Nothing answered on {host}:{port}: the master's agent had not started or died, MASTER_ADDR/PORT differ "
-      "between nodes, or a firewall/security group drops the port.",
-      "nc -vz -w 3 {host} {port}    # from every node, while the master is listening\n"
-      "# open the port between the nodes; use the same MASTER_ADDR/MASTER_PORT everywhere",
-      "net.port_reach", 32,
-      "[E socket.cpp:793] [c10d] The client socket has timed out after 1800s while trying to connect to (127.0.0.1, 48391).",
-      "https://github.com/lllyasviel/ControlNet/issues/382 ; https://github.com/vllm-project/vllm/issues/19670",
-      consequence_of=('c10d.numeric_hostname',)),
-    S("c10d.client_connect_failed", "rendezvous", "cause", (b"client socket has failed to connect",),
-      r"client socket has failed to connect to (?P<target>\S+?)\.? \(errno: (?P<errno>\d+) - (?P<err>[^)]*)\)",
-      "Cannot connect to the rendezvous store {target} ({err})",
-      "The store address {target} refused or dropped the connection ({err}): wrong MASTER_ADDR/PORT, the master "
-      "is not listening yet, or a firewall.",
-      "nc -vz -w 3 $MASTER_ADDR $MASTER_PORT    # from every node",
-      "net.port_reach", 33,
-      "[W socket.cpp:697] [c10d] The client socket has failed to connect to 0.104.99.143:47389 (errno: 110 - Connection timed out).",
-      "https://github.com/hpcaitech/Open-Sora/issues/667",
-      consequence_of=('c10d.numeric_hostname',)),
-    S("elastic.rendezvous_connection", "rendezvous", "cause", (b"RendezvousConnectionError",),
-      r"RendezvousConnectionError: The connection to the C10d store has failed",
-      "torchrun could not connect to the C10d rendezvous store",
-      "The rendezvous endpoint (--rdzv-endpoint / MASTER_ADDR:MASTER_PORT) is unreachable from this node.",
-      "nc -vz -w 3 $MASTER_ADDR $MASTER_PORT    # from every node",
-      "net.port_reach", 34,
-      "\"message\": \"RendezvousConnectionError: The connection to the C10d store has failed. See inner exception for details.\",",
-      "https://github.com/pytorch/pytorch/issues/79388",
-      consequence_of=('c10d.client_timeout', 'c10d.client_connect_failed', 'c10d.numeric_hostname', 'c10d.address_in_use')),
-    S("c10d.ipv6_lookup", "rendezvous", "suspect", (b"cannot be retrieved (gai error",),
-      r"The IPv6 network addresses of \((?P<host>[^,]+), (?P<port>\d+)\) cannot be retrieved \(gai error: (?P<gai>-?\d+) - (?P<msg>[^)]*)\)",
-      "Name lookup of {host} failed ({msg})",
-      "The master hostname {host} does not resolve on this node (an IPv6 miss alone is harmless; it matters when "
-      "the connection then fails).",
-      "getent hosts {host}    # on every node; or set MASTER_ADDR to the master's IP",
-      "net.port_reach", 35,
+    S("c10d.ipv6_lookup", "port_rendezvous", "suspect", (b"cannot be retrieved (gai error: -2",),
+      r"The IPv6 network addresses of \((?P<host>[^,]+), (?P<port>\d+)\) cannot be retrieved \(gai error: -2",
+      "IPv6 lookup of {host} failed",
+      "{host} has no IPv6 address (harmless by itself; it matters when the connection then fails).",
+      "getent hosts {host}    # on every node", "env.launch_vars", 2,
       "[W socket.cpp:601] [c10d] The IPv6 network addresses of (localhost, 51595) cannot be retrieved (gai error: -2 - Name or service not known).",
       "https://github.com/antgroup/animate-x/issues/15"),
-    # ---------------------------------------------------------------- host resources
-    S("nccl.shm_no_space", "transport", "cause", (b"/dev/shm/", b"posix_fallocate failed", b"shared memory segment"),
-      r"failed to extend (?P<path>/dev/shm/\S+) to (?P<size>\d+) bytes"
-      r"|Error while creating shared memory segment (?P<path2>\S+) \(size (?P<size2>\d+)\)"
-      r"|posix_fallocate failed : No space left on device",
+    S("net.name_resolution", "port_rendezvous", "cause", (b"name resolution", b"Name or service not known", b"nodename nor servname",
+                                                         b"Could not resolve hostname", b"gai error", b"getaddrinfo", b"Unknown host"),
+      r"(?:gai error: -?\d+ - )?(?:Temporary failure in name resolution|Name or service not known|nodename nor servname provided)"
+      r"|Could not resolve hostname (?P<host>\S+?):|getaddrinfo(?: failed|\(\) failed|: )|Unknown host",
+      "Host name does not resolve",
+      "A host name used for the rendezvous (MASTER_ADDR, a node in the hostfile) does not resolve on this node: "
+      "missing /etc/hosts or DNS entry.",
+      "getent hosts \"$MASTER_ADDR\"    # on every node\n"
+      "# add the name to /etc/hosts on all nodes, or set MASTER_ADDR to the master's IP\n"
+      "dsv3-preflight run --only env.launch_vars",
+      "env.launch_vars", 1,
+      "[W socket.cpp:601] [c10d] The IPv6 network addresses of (user, 53821) cannot be retrieved (gai error: -3 - Temporary failure in name resolution).",
+      "https://github.com/nyu-systems/Grendel-GS/issues/9 (glibc gai_strerror(EAI_AGAIN))"),
+    S("c10d.store_timeout", "port_rendezvous", "cause", (b"client socket has timed out", b"failed to connect/validate",
+                                                        b"connect() timed out", b"Socket Timeout", b"waiting for clients",
+                                                        b"store based barrier", b"wait timeout after", b"RendezvousTimeoutError"),
+      r"client socket has timed out after (?P<after>\S+) while trying to connect to \(?(?P<host>[^,\s)]+)(?:, |:)(?P<port>\d+)"
+      r"|TCP client failed to connect/validate to host (?P<host2>\S+?):(?P<port2>\d+)|connect\(\) timed out"
+      r"|Socket Timeout|Timed out after \d+ seconds waiting for clients|Timed out initializing process group in store based barrier"
+      r"|wait timeout after \d+ms, keys:|RendezvousTimeoutError",
+      "Rendezvous store[[ {host}:{port}]] not reached in time",
+      "This node could not reach the rendezvous store (MASTER_ADDR:MASTER_PORT) or not all ranks joined in time: "
+      "the master is not started, the address or port is wrong, a firewall drops the packets, or a node never launched.",
+      STORE_FIX, "net.port_reach", 1,
+      "[E108 20:04:34.467642512 socket.cpp:957] [c10d] The client socket has timed out after 900s while trying to connect to (33.145.124.128, 29500).",
+      "https://github.com/pytorch/pytorch/issues/105782 (torch/csrc/distributed/c10d/socket.cpp)",
+      consequence_of=("c10d.numeric_hostname", "c10d.address_in_use", "net.name_resolution")),
+    S("c10d.client_connect_failed", "port_rendezvous", "cause", (b"client socket has failed to connect",),
+      r"client socket has failed to connect to (?P<target>\S+?)\.? \(errno: (?P<errno>\d+) - (?P<err>[^)]*)\)"
+      r"|client socket has failed to connect to any network address",
+      "Cannot connect to the rendezvous store[[ {target}]][[ ({err})]]",
+      "The store address refused or dropped the connection: wrong MASTER_ADDR/PORT, the master is not listening yet, "
+      "or a firewall.", STORE_FIX, "net.port_reach", 1,
+      "[W socket.cpp:697] [c10d] The client socket has failed to connect to 10.0.0.5:29500 (errno: 111 - Connection refused).",
+      "torch/csrc/distributed/c10d/socket.cpp",
+      consequence_of=("c10d.numeric_hostname", "c10d.address_in_use", "net.name_resolution")),
+    S("c10d.server_waiting", "port_rendezvous", "suspect", (b"server socket on",),
+      r"server socket on (?P<addr>\S+) has timed out, will retry",
+      "The rendezvous server waited for clients that did not connect",
+      "Workers are not reaching the master's store (wrong MASTER_ADDR on the workers, a firewall, or they never started).",
+      STORE_FIX, "net.port_reach", 2,
+      "[W416 15:37:25.363094293 socket.cpp:933] [c10d] The server socket on [::ffff:36.xxx.xxx.13]:40613 has timed out, will retry.",
+      "torch/csrc/distributed/c10d/socket.cpp"),
+    S("elastic.rendezvous_connection", "port_rendezvous", "cause", (b"RendezvousConnectionError",),
+      r"RendezvousConnectionError",
+      "torchrun could not connect to the C10d rendezvous store",
+      "The rendezvous endpoint (--rdzv-endpoint / MASTER_ADDR:MASTER_PORT) is unreachable from this node.",
+      STORE_FIX, "net.port_reach", 1,
+      "torch.distributed.elastic.rendezvous.api.RendezvousConnectionError: The connection to the C10d store has failed. See inner exception for details.",
+      "https://github.com/pytorch/pytorch/issues/107021",
+      consequence_of=("c10d.store_timeout", "c10d.client_connect_failed", "c10d.numeric_hostname", "c10d.address_in_use",
+                      "net.name_resolution")),
+    S("c10d.store_closed", None, "symptom", (b"Connection was likely closed", b"got 0 bytes"),
+      r"got 0 bytes\. Connection was likely closed|Connection was likely closed",
+      "The rendezvous store closed the connection",
+      "The process hosting the TCPStore (rank 0 / the master) went away: a consequence of its own failure.",
+      STORE_FIX, "net.port_reach", 4,
+      "torch.distributed.DistNetworkError: Failed to recv, got 0 bytes. Connection was likely closed. Did the remote server shutdown or crash?",
+      "torch/csrc/distributed/c10d/TCPStore.cpp"),
+    S("c10d.bind_not_local", "port_rendezvous", "cause", (b"Cannot assign requested address", b"errno: 99"),
+      r"(?:bind to|listen on) (?P<addr>\S+?) \(errno: 99 - Cannot assign requested address\)|Cannot assign requested address",
+      "The rendezvous address[[ {addr}]] is not an address of this host",
+      "The process that hosts the store (node rank 0) was given a MASTER_ADDR that belongs to another machine or "
+      "interface, so it cannot listen there: node ranks or MASTER_ADDR are wrong.",
+      "ip -br addr | grep -wF \"$MASTER_ADDR\"    # on the node that should be the master\n"
+      "dsv3-preflight run --only cluster.master_node,env.launch_vars",
+      "cluster.master_node", 1,
+      "[W socket.cpp:436] [c10d] The server socket has failed to bind to 10.0.0.1:29500 (errno: 99 - Cannot assign requested address).",
+      "torch/csrc/distributed/c10d/socket.cpp (strerror(EADDRNOTAVAIL))"),
+    S("c10d.store_error", "port_rendezvous", "cause", (b"DistStoreError", b"DistNetworkError", b"TCPStore"),
+      r"DistStoreError|DistNetworkError|TCPStore\S*.{0,60}(?:failed|timed out|Timeout)",
+      "The rendezvous store (TCPStore) failed",
+      "torch's rendezvous store could not be reached or did not answer in time (wrong MASTER_ADDR/PORT, the master "
+      "not running, a firewall, or not all ranks joining).", STORE_FIX, "net.port_reach", 2,
+      "torch.distributed.DistStoreError: Stop_waiting response is expected",
+      "torch/csrc/distributed/c10d/TCPStore.cpp (DistStoreError, DistNetworkError)"),
+    S("launcher.ssh_unreachable", "port_rendezvous", "cause", (b"ssh: connect to host", b"ORTE was unable to reliably start",
+                                                              b"Permission denied (publickey"),
+      r"ssh: connect to host (?P<host>\S+) port \d+: (?P<err>.+)|ORTE was unable to reliably start one or more daemons"
+      r"|Permission denied \(publickey",
+      "The launcher cannot reach a node[[ ({host})]]",
+      "mpirun/pdsh/deepspeed reach the other nodes over ssh: the host is unreachable, sshd is not listening, or keys "
+      "are not set up.",
+      "ssh -o BatchMode=yes \"${NODE:?a node of the hostfile}\" true    # from the launching node, to every node\n"
+      "dsv3-preflight run --only cluster.node_count",
+      "cluster.node_count", 1,
+      "ssh: connect to host worker-2 port 22: Connection refused",
+      "OpenSSH client message; Open MPI orte/mca/plm help text"),
+    S("ray.gcs_unreachable", "port_rendezvous", "cause", (b"GCS",),
+      r"(?:Failed|Unable) to connect to GCS|GCS (?:server|client).{0,40}(?:timed out|unavailable|failed)|Timed out while waiting for GCS",
+      "Ray workers cannot reach the head (GCS)",
+      "The Ray head is not started, or its address/port (6379 by default) is not reachable from this node.",
+      "ray status --address \"${RAY_HEAD:?head address:port}\"    # from the failing node\n"
+      "dsv3-preflight run --only net.port_reach,cluster.master_node",
+      "net.port_reach", 1,
+      "Failed to connect to GCS at address 10.0.0.1:6379 within 5 seconds.",
+      "ray python/ray/_private/gcs_utils.py"),
+
+    # ======================================================================== nic_iface
+    S("nccl.no_socket_interface", "nic_iface", "cause", (b"no socket interface found", b"No usable listening interface",
+                                                         b"NET/Socket : no interface found", b"no device found matching"),
+      r"no socket interface found|No usable listening interface found|NET/Socket ?: no interface found|no device found (?:matching|after excluding)",
+      "NCCL found no usable socket interface",
+      "NCCL_SOCKET_IFNAME names an interface that does not exist on this node or container (or has no address of "
+      "NCCL_SOCKET_FAMILY), so NCCL cannot bootstrap.",
+      IFACE_FIX, "net.nic_route", 1,
+      "Bootstrap : no socket interface found",
+      "https://github.com/EasonXiao-888/MambaTree/issues/14 (NCCL src/bootstrap.cc)"),
+    S("gloo.no_address_for_interface", "nic_iface", "cause", (b"Unable to find address for",),
+      r"Unable to find address for:? (?P<iface>\S+)",
+      "Gloo cannot find an address for {iface}",
+      "GLOO_SOCKET_IFNAME (or the host name Gloo resolves) is not an interface of this node with an address; Gloo "
+      "takes one concrete interface name, not NCCL's '^lo,docker' list syntax.",
+      IFACE_FIX, "net.nic_route", 1,
+      "RuntimeError: Unable to find address for: eth0",
+      "https://github.com/spark-arena/sparkrun/issues/275 (gloo/transport/tcp/device.cc)"),
+    S("nccl.no_interface_same_subnet", "nic_iface", "cause", (b"No interface found in the same subnet",),
+      r"No interface found in the same subnet as remote address ?(?P<addr>\S*)",
+      "NCCL found no interface in the same subnet as the bootstrap address[[ {addr}]]",
+      "No local interface shares a subnet with the bootstrap address: the nodes are on different networks or the "
+      "wrong interface is up.", IFACE_FIX, "net.nic_route", 1,
+      "misc/socket.cc:361 NCCL WARN Net : No interface found in the same subnet as remote address 10.136.80.18<43431>",
+      "https://github.com/NVIDIA/nccl/issues/474"),
+    S("gloo.connect_full_mesh", "nic_iface", "cause", (b"connectFullMesh failed",),
+      r"Gloo connectFullMesh failed with (?P<detail>.*)",
+      "Gloo could not connect the full mesh of ranks",
+      "Gloo bound to an address the other nodes cannot reach (the host name resolving to 127.0.1.1, or a "
+      "docker/bridge interface), so its pairwise connections fail.", IFACE_FIX, "net.nic_route", 1,
+      "[rank10]:[E130 18:11:34.707542570 ProcessGroupGloo.cpp:143] Gloo connectFullMesh failed with [../third_party/gloo/gloo/transport/tcp/pair.cc:144] no error",
+      "https://github.com/sgl-project/sglang/issues/3226"),
+    S("gloo.connect_refused", "nic_iface", "cause", (b"pair.cc",),
+      r"pair\.cc:\d+\]\s*(?:connect \[(?P<addr>[^\]]+)\]:\d+: (?P<err>[^.\n]+)|timed out connecting: (?P<err2>.+))",
+      "Gloo cannot connect to a peer[[ at {addr}]][[ ({err})]]",
+      "Gloo connects to the address each rank published, and that address is not reachable from here: the host name resolves "
+      "to a loopback or container address, or the wrong interface was chosen.", IFACE_FIX, "net.nic_route", 1,
+      "RuntimeError: [/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:769] connect [127.0.1.1]:25472: Connection refused",
+      "https://github.com/pytorch/examples/issues/812 (gloo/transport/tcp/pair.cc)"),
+    S("gloo.hostname_loopback", "nic_iface", "suspect", (b"Using the loopback address as fallback",),
+      r"Unable to resolve hostname to a \(local\) address\. Using the loopback address as fallback",
+      "Gloo fell back to the loopback address",
+      "The host name does not resolve to a routable local address, so Gloo listens on loopback: other nodes cannot "
+      "connect.", IFACE_FIX, "net.nic_route", 2,
+      "(RayWorkerWrapper pid=1978, ip=10.41.0.8) [rank9]:[W ProcessGroupGloo.cpp:721] **Warning: Unable to resolve hostname "
+      "to a (local) address. Using the loopback address as fallback. Manually set the network interface to bind to with** "
+      "GLOO_SOCKET_IFNAME. (function operator())",
+      "https://github.com/vllm-project/vllm/issues/7074 (torch ProcessGroupGloo.cpp)"),
+    S("nccl.socket_connect_failed", "nic_iface", "cause", (b"Connect to ", b"Call to connect", b"connect() to ", b"socketStartConnect"),
+      r"(?:socketStartConnect|socketPollConnect|socketFinalizeConnect)?:? ?Connect to (?P<peer>\S+) failed ?: (?P<err>.+)"
+      r"|Call to connect (?:returned|timeout) ?:? ?(?P<err2>[A-Z][^,\n]+)"
+      r"|mca_btl_tcp_endpoint\w*\] connect\(\) to (?P<peer2>\S+) failed: (?P<err3>.+)",
+      "A connection to a peer failed[[ ({err})]][[: {peer}]]",
+      "NCCL (or Open MPI's TCP transport) tried to reach a peer at an address that does not answer from here: the "
+      "peer published an address on an interface other nodes cannot reach (docker0, a bridge, loopback), or a "
+      "firewall blocks the ports.", IFACE_FIX, "net.nic_route", 1,
+      "jnlh102072:8969:8969 [0] misc/socket.cc:484 NCCL WARN socketStartConnect: Connect to 10.37.12.78<46417> failed : Software caused connection abort",
+      "https://blog.gitcode.com/c78323ca6ecbd73b92ec3459c9ac1ed1.html (NCCL src/misc/socket.cc)"),
+    S("ompi.unexpected_identifier", "nic_iface", "cause", (b"received unexpected process identifier",),
+      r"received unexpected process identifier",
+      "Open MPI's TCP transport connected to the wrong process",
+      "Open MPI used an interface whose addresses are the same on several nodes (docker0's 172.17.0.1, a bridge), "
+      "so connections reach the wrong peer.",
+      "mpirun --mca btl_tcp_if_include ${IFACE:?interface toward the other nodes} --mca oob_tcp_if_include ${IFACE} ...\n"
+      "dsv3-preflight run --only net.nic_route",
+      "net.nic_route", 1,
+      "[u10-154-66-206][[39817,1],2][btl_tcp_endpoint.c:638:mca_btl_tcp_endpoint_recv_connect_ack] received unexpected process identifier [[39817,1],3]",
+      "https://github.com/horovod/horovod/issues/310 (Open MPI btl_tcp_endpoint.c)"),
+    S("nccl.socket_family", "nic_iface", "cause", (b"Address family not supported", b"is neither AF_INET"),
+      r"Socket creation failed ?: Address family not supported|is neither AF_INET\(\d+\) nor AF_INET6",
+      "NCCL cannot create a socket of the chosen address family",
+      "The interface or NCCL_SOCKET_FAMILY selects an address family (IPv6/IPv4) this node or container does not "
+      "support, or the interface has no address.", IFACE_FIX + "\nexport NCCL_SOCKET_FAMILY=AF_INET",
+      "net.nic_route", 1,
+      "include/socket.h:344 WARN Socket creation failed : Address family not supported by protocol",
+      "https://github.com/NVIDIA/nccl/issues/210"),
+    S("nccl.bad_interface_selected", "nic_iface", "suspect", (b"Using lo", b"]lo:", b"Using docker", b"]docker", b"virbr", b"veth",
+                                                             b"Using interface lo:", b"]cni", b"flannel", b"Using br-", b"]br-"),
+      r"(?:Bootstrap|NET/Socket|NET) ?: Using (?:interface )?(?:\[\d+\])?(?P<iface>lo|docker\d*|virbr\d*|veth\w*|cni\d*|flannel[\w.]*|br-\w+):(?P<addr>\S+?)<"
+      r"|(?:Bootstrap|NET/Socket) ?: Using .*\[\d+\](?P<iface2>lo|docker\d*|virbr\d*|veth\w*|cni\d*|flannel[\w.]*|br-\w+):(?P<addr2>\S+?)<",
+      "NCCL selected interface {iface} ({addr})",
+      "NCCL uses {iface}, which other nodes cannot reach (loopback, docker or bridge interfaces hold the same "
+      "addresses on every node): multi-node init hangs or times out.", IFACE_FIX, "net.nic_route", 2,
+      "paigcr-b-gpu-1012:4152:4206 [0] NCCL INFO NET : Using interface lo:127.0.0.1<0>",
+      "https://github.com/horovod/horovod/issues/584"),
+
+    # ======================================================================== nccl_transport
+    S("nccl.shm_no_space", "nccl_transport", "cause", (b"/dev/shm/nccl", b"posix_fallocate failed", b"shared memory segment",
+                                                      b"shmutils", b"nccl-shm"),
+      r"failed to extend (?P<path>/dev/shm/\S+) to (?P<size>\d+) bytes|Error while creating shared memory segment (?P<path2>\S+)"
+      r"|posix_fallocate failed ?: No space left on device|shmutils\.cc:\d+ NCCL WARN",
       "NCCL could not allocate shared memory in /dev/shm",
-      "/dev/shm is too small for NCCL's intra-node buffers (docker's default is 64 MB) or full of stale "
-      "segments of earlier runs.",
-      "df -h /dev/shm; ls /dev/shm | head\n"
-      "docker run --ipc=host ...   # or --shm-size=16g; remove stale /dev/shm/nccl-* of dead runs",
-      "host.resources", 40,
+      "/dev/shm is too small for NCCL's intra-node buffers (docker's default is 64 MB) or full of stale segments.",
+      SHM_FIX, "host.resources", 1,
       "ubuntu:9621:9691 [6] misc/shmutils.cc:71 NCCL WARN Error: failed to extend /dev/shm/nccl-fjwOOB to 5967876 bytes",
-      "https://github.com/NVIDIA/nccl-tests/issues/166 ; https://github.com/pytorch/ci-infra/pull/490"),
-    # ---------------------------------------------------------------- out of memory
-    S("cuda.out_of_memory", "oom", "cause", (b"CUDA out of memory",),
-      r"CUDA out of memory\. Tried to allocate (?P<size>[\d.]+ [KMGT]?i?B)(?:.*?GPU (?P<gpu>\d+))?",
-      "CUDA out of memory (tried to allocate {size})",
-      "A rank ran out of GPU memory; with ZeRO-3 the usual reasons are too large micro-batch/sequence, buckets "
-      "(reduce_bucket_size, stage3_prefetch_bucket_size) too big, or another process holding GPU memory.",
-      "nvidia-smi --query-compute-apps=pid,used_memory --format=csv    # nothing else on the GPUs\n"
-      "# lower per_device_train_batch_size / max length, stage3_max_live_parameters, bucket sizes; or enable offload_param/offload_optimizer",
-      "host.resources", 45,   # catches the leftover process holding GPU memory (batch sizes no check can judge)
-      "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 3.39 GiB. GPU 1 has a total capacity of "
-      "79.32 GiB of which 2.40 GiB is free.",
-      "https://github.com/hiyouga/LlamaFactory/issues/7532"),
-    S("host.oom_killer", "oom", "cause", (b"Out of memory: Killed process", b"Signal 9 (SIGKILL)"),
-      r"Out of memory: Killed process (?P<pid>\d+) \((?P<comm>[^)]*)\)|Signal 9 \(SIGKILL\) received by PID (?P<pid2>\d+)",
-      "Rank process killed by SIGKILL (host out of memory?)",
-      "A rank was killed with SIGKILL, most often by the kernel OOM killer: host RAM exhausted by CPU offload, "
-      "pinned memory or dataloader workers (check dmesg on that node).",
-      "dmesg -T | grep -i -E 'out of memory|killed process'; free -g\n"
-      "# reduce offload (pin_memory), preprocessing_num_workers, or give the container more memory",
-      "host.resources", 46,
-      "  traceback : Signal 9 (SIGKILL) received by PID 14750",
-      "https://github.com/lzhxmu/CPPO/issues/6 ; kernel mm/oom_kill.c 'Out of memory: Killed process %d (%s)'"),
-    # ---------------------------------------------------------------- transport errors
-    S("nccl.ib_completion_error", "transport", "cause", (b"Got completion from peer",),
-      r"NET/IB ?: Got completion from peer (?P<peer>\S+) with (?:error |status=)(?P<status>\d+)",
-      "InfiniBand completion error (status {status}) from peer {peer}",
-      "An RDMA work request failed (status 12 = transport retry counter exceeded: the link or the peer became "
-      "unreachable; status 5 = flushed after an earlier error). A flapping link, wrong NCCL_IB_HCA / GID index, "
-      "or the peer process dying.",
+      "https://github.com/NVIDIA/nccl-tests/issues/166 (NCCL src/misc/shmutils.cc)"),
+    S("nccl.ib_completion_error", "nccl_transport", "cause", (b"Got completion from peer", b"Got completion with error",
+                                                             b"IBV_WC_", b"retry counter exceeded", b"Retry count exceeded"),
+      r"NET/IB ?: Got completion (?:from peer (?P<peer>\S+) )?with (?:error |status=)(?P<status>\d+)"
+      r"|IBV_WC_\w+_ERR|[Tt]ransport retry counter exceeded|Retry count exceeded",
+      "InfiniBand/RoCE completion error[[ (status {status})]][[ from peer {peer}]]",
+      "An RDMA work request failed (12 = transport retry counter exceeded: the link or peer became unreachable; "
+      "4 = local protection error; 5 = flushed after an earlier error): a flapping link, a wrong NCCL_IB_HCA or "
+      "GID index, rail/cross-NIC wiring NCCL does not expect, or the peer process dying.",
       "ibstat; ibv_devinfo | grep -E 'state|link_layer'    # on both nodes\n"
-      "# set NCCL_IB_HCA / NCCL_IB_GID_INDEX (RoCE); NCCL_IB_DISABLE=1 confirms by falling back to sockets",
-      "dist.allreduce", 50,
-      "kp-ddp-worker-0:3468:3905 [4] ib_plugin.c:1615 NCCL WARN NET/IB : Got completion from peer "
-      "10.216.210.236<54862> with status=12 opcode=0 len=0 vendor err 129 (Recv)",
-      "https://github.com/NVIDIA/nccl/issues/1405 ; https://github.com/NVIDIA/nccl/issues/928"),
-    # ---------------------------------------------------------------- LoRA / ZeRO-3 save
-    S("peft.target_modules_not_found", "lora_save", "cause", (b"not found in the base model",),
-      r"Target modules (?P<mods>.+?) not found in the base model",
-      "LoRA target modules {mods} not found in the base model",
-      "The names in lora_target do not exist in this model (DeepSeek-V3 attention has q_a_proj, q_b_proj, "
-      "kv_a_proj_with_mqa, kv_b_proj, o_proj; there is no q_proj/k_proj/v_proj).",
-      "--lora_target q_a_proj,q_b_proj,kv_a_proj_with_mqa,kv_b_proj,o_proj",
-      "lora.targets", 55,
-      "ValueError: Target modules {'q_proj', 'v_proj'} not found in the base model. Please check the target modules and try again.",
-      "https://github.com/linhduongtuan/BLOOM-LORA/issues/15"),
-    S("lora.empty_tensor_on_load", "lora_save", "cause", (b"torch.Size([0]) from checkpoint",),
+      "# set NCCL_IB_HCA / NCCL_IB_GID_INDEX (RoCE), try NCCL_CROSS_NIC=0; NCCL_IB_DISABLE=1 confirms by falling back to sockets\n"
+      + ALLREDUCE_FIX, "dist.allreduce", 1,
+      "kp-ddp-worker-0:3468:3905 [4] ib_plugin.c:1615 NCCL WARN NET/IB : Got completion from peer 10.216.210.236<54862> "
+      "with status=12 opcode=0 len=0 vendor err 129 (Recv)",
+      "https://github.com/NVIDIA/nccl/issues/1405 (NCCL src/transport/net_ib.cc)"),
+    S("nccl.ibv_call_failed", "nccl_transport", "cause", (b"Call to ibv_", b"ibv_modify_qp", b"ibv_create_qp", b"ibv_reg_mr",
+                                                         b"ibv_open_device", b"Got async event"),
+      r"Call to (?P<call>ibv_\w+) failed|(?P<call2>ibv_(?:modify_qp|create_qp|reg_mr|reg_dmabuf_mr|open_device|create_cq)) failed"
+      r"|NET/IB ?: Got async event ?: (?P<event>.+)",
+      "InfiniBand/RoCE setup failed[[ ({call})]]",
+      "The RDMA device refused a queue-pair or memory-registration call: port down, wrong GID index (RoCE), "
+      "rail-only wiring with NCCL crossing NICs, or the memlock ulimit too low for ibv_reg_mr.",
+      "ibstat; ibv_devinfo | grep -E 'state|link_layer'; ulimit -l    # memlock must be unlimited\n"
+      "# set NCCL_IB_HCA / NCCL_IB_GID_INDEX for RoCE, try NCCL_CROSS_NIC=0\n" + ALLREDUCE_FIX,
+      "dist.allreduce", 1,
+      "machine1:196207:196244 [0] misc/ibvwrap.cc:284 NCCL WARN Call to ibv_modify_qp failed with error Invalid argument",
+      "https://github.com/NVIDIA/nccl/issues/622 (NCCL src/misc/ibvwrap.cc)"),
+    S("nccl.p2p_failure", "nccl_transport", "cause", (b"peer access is not supported", b"CUDA IPC", b"cudaIpc", b"failed to peer with device",
+                                                     b"PeerAccessUnsupported", b"P2P/IPC"),
+      r"peer access is not supported between these two devices|failed to open CUDA IPC handle|cudaIpc\w+ failed"
+      r"|failed to peer with device|cudaErrorPeerAccessUnsupported|P2P/IPC.*(?:fail|error)",
+      "GPU peer-to-peer (P2P/IPC) access failed",
+      "NCCL tried direct GPU-to-GPU access that this topology or virtualisation does not allow (PCIe ACS, IOMMU, "
+      "VMs, consumer GPUs).",
+      "nvidia-smi topo -m\nexport NCCL_P2P_DISABLE=1    # confirms it: NCCL falls back to shared memory\n" + ALLREDUCE_FIX,
+      "dist.allreduce", 1,
+      "z-pc:909608:910337 [0] transport/p2p.cc:238 NCCL WARN failed to open CUDA IPC handle : 217 peer access is not supported between these two devices",
+      "https://github.com/ray-project/ray_lightning/issues/24 (NCCL src/transport/p2p.cc)"),
+    S("nccl.ib_warning", "nccl_transport", "cause", (b"NCCL WARN NET/IB", b"NCCL WARN NET/IBext"),
+      r"NCCL WARN NET/IB\w* ?: (?P<what>.+)",
+      "NCCL InfiniBand/RoCE warning: {what}",
+      "NCCL's InfiniBand transport reported a problem with the RDMA device, link or peer.",
+      "ibstat; ibv_devinfo | grep -E 'state|link_layer'    # on the nodes named\n" + ALLREDUCE_FIX,
+      "dist.allreduce", 2,
+      "node1:1234:1290 [0] transport/net_ib.cc:1101 NCCL WARN NET/IB : req 3/1 tag 7 peer 10.0.0.2<4242> collective mismatch error, local size 4096 remote size 2048",
+      "NCCL src/transport/net_ib.cc (every WARN there starts with 'NET/IB :')"),
+    S("gpu.nvlink_xid", "nccl_transport", "cause", (b"Xid", b"NVLink"),
+      r"NVRM: Xid \([^)]*\): (?P<xid>74|92)\b|NVLink.{0,40}(?:error|fatal|failed|down)",
+      "NVLink error[[ (Xid {xid})]]",
+      "An NVLink link reported errors: collectives over it fail or hang.",
+      "nvidia-smi nvlink --status; nvidia-smi -q | grep -i -A3 nvlink\n# drain the node and reset the GPU (nvidia-smi -r) or have the link inspected",
+      "gpu.inventory", 1,
+      "NVRM: Xid (PCI:0000:07:00): 74, pid=2345, NVLink: fatal error detected on link 3",
+      "NVIDIA Xid catalogue (Xid 74 NVLink error)"),
+    S("nccl.ofi_error", "nccl_transport", "cause", (b"NET/OFI",),
+      r"NET/OFI.{0,80}(?:[Ff]ailed|[Ee]rror|[Uu]nable)",
+      "AWS EFA / libfabric (NET/OFI) error",
+      "The aws-ofi-nccl plugin could not use EFA: missing device in the container, wrong FI_PROVIDER, or a libfabric "
+      "version mismatch.",
+      "fi_info -p efa | head; ls /dev/infiniband\n" + ALLREDUCE_FIX, "dist.allreduce", 1,
+      "ip-10-0-1-5:1234:1290 [0] NCCL WARN NET/OFI Unable to find a protocol that worked.  Failing initialization.",
+      "aws-ofi-nccl src/nccl_ofi_net.c"),
+
+    # ======================================================================== gpu_oom
+    S("cuda.out_of_memory", "gpu_oom", "cause", (b"out of memory", b"OutOfMemoryError", b"MemoryAllocation", b"OUT_OF_MEMORY",
+                                               b"CUBLAS_STATUS_ALLOC_FAILED", b"No available memory for the cache blocks",
+                                               b"maximum number of tokens that can be stored in KV cache"),
+      r"(?:OutOfMemoryError: )?CUDA out of memory\.?(?: Tried to allocate (?P<size>[\d.]+ [KMGT]?i?B))?|OutOfMemoryError|CUDA error: out of memory"
+      r"|cudaErrorMemoryAllocation|CUDA_ERROR_OUT_OF_MEMORY|CUBLAS_STATUS_ALLOC_FAILED|HIP out of memory|Cuda failure '?out of memory"
+      r"|No available memory for the cache blocks|maximum number of tokens that can be stored in KV cache",
+      "GPU out of memory[[ (tried to allocate {size})]]",
+      "A rank ran out of GPU memory: the micro-batch or sequence length is too large for the GPU, ZeRO buckets or "
+      "prefetch are too big, or another process holds GPU memory.",
+      "nvidia-smi --query-compute-apps=pid,used_memory --format=csv    # nothing else may hold the GPUs\n"
+      "dsv3-preflight run --only gpu.inventory\n"
+      "# lower per_device_train_batch_size or the max length; enable gradient checkpointing or ZeRO offload",
+      "gpu.inventory", 1,
+      "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 30.00 MiB. GPU 0 has a total capacity of 11.00 GiB of which 0 bytes is free.",
+      "https://github.com/bmaltais/kohya_ss/issues/2217 (torch c10/cuda/CUDACachingAllocator.cpp)"),
+
+    # ======================================================================== host_resources
+    S("host.oom_killer", "host_resources", "cause", (b"Out of memory: Kill", b"oom-kill", b"oom_kill", b"invoked oom-killer",
+                                                    b"Memory cgroup out of memory", b"OOMKilled", b"oom_reaper"),
+      r"Out of memory: Kill(?:ed)? process (?P<pid>\d+) \((?P<comm>[^)]*)\)|oom[-_]kill(?::| event)|invoked oom-killer|Memory cgroup out of memory"
+      r"|OOMKilled|oom_kill event|oom_reaper: reaped process",
+      "The kernel OOM killer killed a process[[ ({comm})]]",
+      "Host RAM (or the container's memory limit) ran out and the kernel killed a rank: CPU offload, pinned memory, "
+      "dataloader workers or checkpoint loading on every rank at once.",
+      "dmesg -T | grep -i -E 'out of memory|killed process'; free -g\n"
+      "# lower dataloader workers, CPU offload or pin_memory; load checkpoints on one rank; raise the container memory limit\n"
+      "dsv3-preflight run --only host.resources",
+      "host.resources", 1,
+      "[2059991.491542] Out of memory: Killed process 25315 (python3) total-vm:53312244kB, anon-rss:31451456kB",
+      "https://github.com/pcyin/tranX/issues/41 (kernel mm/oom_kill.c)"),
+    S("host.disk_full", "host_resources", "cause", (b"No space left on device", b"ENOSPC", b"StorageFull", b"Disk quota exceeded",
+                                                   b"EDQUOT", b"[Errno 28]", b"[Errno 122]"),
+      r"No space left on device|ENOSPC|StorageFull|Disk quota exceeded|EDQUOT|\[Errno 28\]|\[Errno 122\]",
+      "Disk full (No space left on device)",
+      "The filesystem being written (checkpoint/output dir, cache, /tmp) is full or over quota.",
+      "df -h \"${OUTPUT_DIR:?output dir of the run}\" /tmp \"${HF_HOME:-$HOME/.cache/huggingface}\"\n"
+      "dsv3-preflight run --only host.resources,lora.output_dir",
+      "host.resources", 1,
+      "safetensors_rust.SafetensorError: Error while serializing: IoError(Os { code: 28, kind: StorageFull, message: \"No space left on device\" })",
+      "https://github.com/hiyouga/LlamaFactory/issues/5155 (strerror(ENOSPC))"),
+    S("host.too_many_open_files", "host_resources", "cause", (b"Too many open files", b"EMFILE", b"[Errno 24]"),
+      r"Too many open files|EMFILE|\[Errno 24\]",
+      "Too many open files (ulimit -n)",
+      "The process hit its open-file limit (dataloader workers sharing tensors by file descriptor, many sockets).",
+      "ulimit -n    # raise it: ulimit -n 1048576 (or LimitNOFILE= in the service / container)\n"
+      "# or in the script: torch.multiprocessing.set_sharing_strategy('file_system')",
+      "host.resources", 1,
+      "RuntimeError: Too many open files. Communication with the workers is no longer possible. Please increase the limit using `ulimit -n` in the shell",
+      "https://github.com/SCIInstitute/ShapeWorks/issues/1556 (torch/utils/data/dataloader.py)"),
+    S("host.shared_memory", "host_resources", "cause", (b"shared memory", b"(shm)", b"shm_open"),
+      r"insufficient shared memory \(shm\)|out of shared memory|unable to (?:open|write to) shared memory|shared memory limit"
+      r"|unable to write to file </torch_|shm_open.*(?:fail|error)",
+      "Shared memory (/dev/shm) exhausted by dataloader workers",
+      "DataLoader workers pass batches through /dev/shm; it is too small (docker's 64 MB default) or full.",
+      SHM_FIX.split("\nrm -f")[0] + "\n# or set num_workers=0 to confirm", "host.resources", 1,
+      "RuntimeError: DataLoader worker (pid 56811) is killed by signal: Bus error. It is possible that dataloader's workers are out of shared memory. Please try to raise your shared memory limit.",
+      "https://github.com/NVIDIA/Megatron-LM/issues/878 (torch/utils/data/_utils/signal_handling.py)"),
+    S("host.cpu_memory", "host_resources", "cause", (b"can't allocate memory", b"bad_alloc", b"MemoryError", b"Cannot allocate memory",
+                                                    b"cannot allocate memory", b"[Errno 12]"),
+      r"DefaultCPUAllocator: can't allocate memory|std::bad_alloc|(?<!\w)MemoryError\b|[Cc]annot allocate memory|\[Errno 12\]",
+      "Host memory allocation failed",
+      "A rank could not allocate host RAM: CPU offload, checkpoint loading on every rank, or too many dataloader workers.",
+      "free -g; dmesg -T | grep -i -E 'out of memory|killed process' | tail\n"
+      "# reduce CPU offload or workers, load checkpoints on one rank, or raise the container memory limit\n"
+      "dsv3-preflight run --only host.resources",
+      "host.resources", 1,
+      "RuntimeError: [enforce fail at alloc_cpu.cpp:83] err == 0. DefaultCPUAllocator: can't allocate memory: you tried to allocate 2147483648 bytes.",
+      "torch c10/core/impl/alloc_cpu.cpp"),
+    S("host.ulimit", "host_resources", "cause", (b"RLIMIT_MEMLOCK", b"memlock", b"can't start new thread", b"Resource temporarily unavailable",
+                                                b"pthread_create"),
+      r"RLIMIT_MEMLOCK|memlock.{0,40}(?:limit|too low|ulimit)|can't start new thread|pthread_create\S* failed|fork.{0,20}Resource temporarily unavailable",
+      "A per-process limit was hit (locked memory, threads or processes)",
+      "ulimit -l (pinned memory for RDMA) or the thread/process limit (ulimit -u, the container's pids limit) is too low.",
+      "ulimit -a    # memlock should be unlimited for RDMA; raise nproc/pids limits\n"
+      "dsv3-preflight run --only host.resources",
+      "host.resources", 1,
+      "RuntimeError: can't start new thread",
+      "CPython _thread.start_new_thread error; NCCL/libibverbs memlock warnings"),
+    S("host.sigkill", "host_resources", "cause", (b"exitcode: -9", b"exitcode  : -9", b"exit code -9", b"return code = -9", b"Signal 9 (SIGKILL)",
+                                                 b"SIGKILL: 9", b"killed by signal 9", b"Killed", b"signal: killed", b"code -9",
+                                                 b"137"),
+      r"exit ?code\s*:?\s*-9\)?(?: local_rank: (?P<local_rank>\d+))?|return code = -9\b|Signal 9 \(SIGKILL\)|<Signals\.SIGKILL: 9>"
+      r"|killed by signal 9|signal: killed|^\W*Killed\W*$|line \d+: +\d+ Killed\b|task \d+: Killed|code -9\b"
+      r"|^\[\d+\]\+?\s+Killed\b|(?:exit(?:ed)? (?:status|with code)|[Ee]xit [Cc]ode|exitcode)\s*:?\s*137\b",
+      "A rank was killed with SIGKILL (exit -9)",
+      "Something sent SIGKILL to a rank, most often the kernel OOM killer (host RAM exhausted); check dmesg on that "
+      "node. A scheduler enforcing a memory limit does the same.",
+      "dmesg -T | grep -i -E 'out of memory|killed process'; free -g    # on the node of that rank\n"
+      "dsv3-preflight run --only host.resources",
+      "host.resources", 2,
+      "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: -9) local_rank: 0 (pid: 333202) of binary: /home/akemid/llama/venv/bin/python3",
+      "https://github.com/meta-llama/llama/issues/706 (torch elastic api.py)",
+      consequence_of=("host.oom_killer", "host.cpu_memory")),
+    S("host.sigbus", "host_resources", "cause", (b"exitcode: -7", b"exitcode  : -7", b"Bus error", b"SIGBUS"),
+      r"exit ?code\s*:?\s*-7\b|Bus error|SIGBUS",
+      "A rank died of SIGBUS (Bus error)",
+      "SIGBUS in training almost always means a memory-mapped file or /dev/shm segment ran out of backing space "
+      "(/dev/shm full, a file truncated under mmap).", SHM_FIX.split("\nrm -f")[0], "host.resources", 2,
+      "bash: line 1:  4242 Bus error               (core dumped) python train.py",
+      "bash job-status message for SIGBUS",
+      consequence_of=("host.shared_memory", "nccl.shm_no_space")),
+
+    # ======================================================================== lora_empty
+    S("lora.empty_tensor_on_load", "lora_empty", "cause", (b"torch.Size([0]) from checkpoint",),
       r"size mismatch for (?P<param>\S+): copying a param with shape torch\.Size\(\[0\]\) from checkpoint",
-      "Saved LoRA tensors are empty (shape [0]), e.g. {param}",
-      "The adapter was saved under ZeRO-3 without gathering the partitioned parameters, so rank 0 wrote the "
-      "empty placeholders of shape [0].",
-      "\"zero_optimization\": {\"stage3_gather_16bit_weights_on_model_save\": true}    # in the DeepSpeed config\n"
-      "# save with trainer.save_model() on all ranks, or gather with deepspeed.zero.GatheredParameters before get_peft_model_state_dict",
-      "lora.deepspeed_config", 56,
+      "Saved weights are empty (shape [0])[[, e.g. {param}]]",
+      "The adapter (or model) was saved under ZeRO-3 without gathering the partitioned parameters, so each rank "
+      "wrote the empty placeholders of shape [0].",
+      "# in the DeepSpeed config: \"zero_optimization\": {\"stage3_gather_16bit_weights_on_model_save\": true}\n"
+      "# save with trainer.save_model() on all ranks, or gather with deepspeed.zero.GatheredParameters first\n" + DS_CONFIG_FIX,
+      "lora.deepspeed_config", 1,
       "\tsize mismatch for base_model.model.model.layers.0.mlp.gate_proj.lora_B.default.weight: copying a param with "
       "shape torch.Size([0]) from checkpoint, the shape in current model is torch.Size([11008, 8]).",
-      "https://github.com/huggingface/peft/issues/2500 ; https://github.com/OpenRLHF/OpenRLHF/issues/651"),
-    S("safetensors.bad_header", "lora_save", "cause", (b"Error while deserializing header",),
-      r"Error while deserializing header: (?P<err>\w+)",
-      "safetensors file unreadable: {err}",
-      "The .safetensors file is truncated, empty or not a safetensors file ({err}): a save interrupted by a "
-      "crash or a full disk, or a Git LFS pointer instead of the weights.",
-      "ls -l <dir>/*.safetensors; head -c 8 <file> | od -An -tu8    # header length must be < file size\n"
-      "# re-save the adapter (dsv3-preflight run --only 'lora.scan' lists the broken files)",
-      "lora.scan", 57,
+      "https://github.com/huggingface/peft/issues/2500"),
+    S("deepspeed.not_gathered_on_save", "lora_empty", "cause", (b"stage3_gather_16bit_weights_on_model_save",),
+      r"(?:Did not save the model|not saving).{0,80}stage3_gather_16bit_weights_on_model_save(?:` is| is|=)\s*False",
+      "DeepSpeed did not save the 16-bit weights (stage3_gather_16bit_weights_on_model_save is false)",
+      "Under ZeRO-3 the weights are partitioned; without gathering on save the adapter files are empty or missing.",
+      "# in the DeepSpeed config: \"zero_optimization\": {\"stage3_gather_16bit_weights_on_model_save\": true}\n" + DS_CONFIG_FIX,
+      "lora.deepspeed_config", 1,
+      "Did not save the model /out/pytorch_model.bin because `stage3_gather_16bit_weights_on_model_save` is False",
+      "deepspeed/runtime/engine.py (save_16bit_model)"),
+    S("peft.target_modules_not_found", "lora_empty", "cause", (b"not found in the base model", b"specify `target_modules`",
+                                                              b"is not supported. Currently, only"),
+      r"Target modules? (?P<mods>.+?) not found in the base model|Please specify `target_modules` in `peft_config`"
+      r"|Target module (?P<mod>.+?) is not supported\. Currently, only",
+      "LoRA target modules[[ {mods}]] not found in the base model",
+      "lora_target names modules this model does not have (DeepSeek-V3 attention has q_a_proj, q_b_proj, "
+      "kv_a_proj_with_mqa, kv_b_proj, o_proj; there is no q_proj/k_proj/v_proj), or the list is empty.",
+      "dsv3-preflight run --only lora.targets    # lists the model's Linear modules that match\n"
+      "# then pass only those names: --lora_target \"${LORA_TARGETS:?comma-separated module names}\"",
+      "lora.targets", 1,
+      "ValueError: Target modules {'q_proj', 'v_proj'} not found in the base model. Please check the target modules and try again.",
+      "https://github.com/linhduongtuan/BLOOM-LORA/issues/15 (peft/tuners/tuners_utils.py)"),
+    S("peft.nothing_trainable", "lora_empty", "cause", (b"trainable params: 0 ", b"trainable params: 0|"),
+      r"trainable params: 0 \|\|",
+      "LoRA made no parameter trainable",
+      "get_peft_model found no module to adapt (or the adapter was frozen): training changes nothing and saves an empty adapter.",
+      "dsv3-preflight run --only lora.targets", "lora.targets", 1,
+      "trainable params: 0 || all params: 6738415616 || trainable%: 0.0",
+      "peft/peft_model.py (print_trainable_parameters)"),
+    S("peft.missing_adapter_keys", "lora_empty", "cause", (b"missing adapter keys",),
+      r"Found missing adapter keys while loading the checkpoint",
+      "The loaded adapter lacks weights the model expects",
+      "The adapter file is empty or partial (saved under ZeRO-3 without gathering, or with other target modules).",
+      "dsv3-preflight run --only lora.output_dir,lora.deepspeed_config", "lora.output_dir", 1,
+      "UserWarning: Found missing adapter keys while loading the checkpoint: ['base_model.model.model.layers.0.self_attn.q_proj.lora_A.default.weight']",
+      "peft/peft_model.py (load_adapter)"),
+    S("safetensors.bad_file", "lora_empty", "cause", (b"Error while deserializing header", b"failed reading zip archive",
+                                                     b"failed finding central directory", b"invalid load key", b"MetadataIncompleteBuffer",
+                                                     b"HeaderTooLarge", b"InvalidHeader"),
+      r"Error while deserializing header: (?P<err>\w+)|PytorchStreamReader failed reading zip archive: (?P<err2>.+)"
+      r"|failed finding central directory|invalid load key, (?P<key>\S+)|MetadataIncompleteBuffer|HeaderTooLarge|InvalidHeader\w*",
+      "Weights file unreadable[[ ({err})]]",
+      "The .safetensors/.bin file is truncated, empty, or not a weights file at all[[ ({err})]]: a save interrupted "
+      "by a crash or a full disk, or a Git LFS pointer instead of the weights.",
+      "ls -l \"${ADAPTER_DIR:?the adapter or checkpoint dir}\"    # a few hundred bytes means an LFS pointer or an empty save\n"
+      "dsv3-preflight run --only lora.output_dir    # checks the saved adapters' headers",
+      "lora.output_dir", 1,
       "safetensors_rust.SafetensorError: Error while deserializing header: HeaderTooLarge",
-      "https://github.com/huggingface/diffusers/issues/5520 ; https://github.com/lyogavin/airllm/issues/137"),
-    # ---------------------------------------------------------------- consequences (noise on the other ranks)
-    S("nccl.watchdog_timeout", "collective_timeout", "symptom", (b"Watchdog caught collective operation timeout",),
-      r"Watchdog caught collective operation timeout: WorkNCCL\(SeqNum=(?P<seq>\d+), OpType=(?P<op>\w+)"
-      r".*?Timeout\(ms\)=(?P<timeout>\d+)\) ran for (?P<ran>\d+) milliseconds",
-      "Collective {op} (SeqNum {seq}) timed out after {timeout} ms",
-      "Some rank never entered {op} #{seq}: it crashed or is stuck elsewhere (see the first error on another "
-      "rank), or NCCL's data connections between nodes are blocked.",
-      "# find the rank that did not reach SeqNum {seq} (first error above); verify the data path before launch:\n"
-      "dsv3-preflight run --only 'dist.allreduce'",
-      "dist.allreduce", 80,
-      "[rank0]:[E1206 18:44:12.715298746 ProcessGroupNCCL.cpp:607] [Rank 0] Watchdog caught collective operation "
-      "timeout: WorkNCCL(SeqNum=7753, OpType=_REDUCE_SCATTER_BASE, NumelIn=544997376, NumelOut=68124672, "
-      "Timeout(ms)=600000) ran for 600061 milliseconds before timing out.",
-      "https://github.com/hiyouga/LlamaFactory/issues/6269"),
-    S("nccl.remote_error", "transport", "symptom", (b"ncclRemoteError", b"remote process exited or there was a network error"),
-      r"ncclRemoteError: A call failed possibly due to a network error or a remote process exiting prematurely"
-      r"|remote process exited or there was a network error",
+      "https://github.com/Comfy-Org/ComfyUI/issues/7510 (safetensors src/lib.rs)"),
+
+    # ======================================================================== config
+    S("deepspeed.batch_mismatch", "config", "cause", (b"Check batch related parameters", b"train_batch_size is not equal to"),
+      r"Check batch related parameters|train_batch_size is not equal to micro_batch_per_gpu",
+      "DeepSpeed batch sizes do not add up",
+      "train_batch_size must equal micro_batch_per_gpu × gradient_accumulation_steps × world_size; the config was "
+      "written for another number of GPUs (or the world size is not what the config assumes).",
+      "# set train_batch_size and train_micro_batch_size_per_gpu to \"auto\" with the HF Trainer, or recompute them for this world size\n"
+      + DS_CONFIG_FIX, "lora.deepspeed_config", 1,
+      "[rank0]: AssertionError: Check batch related parameters. train_batch_size is not equal to micro_batch_per_gpu * gradient_acc_step * world_size 8 != 2 * 1 * 1",
+      "https://github.com/deepspeedai/DeepSpeed/issues/6914 (deepspeed/runtime/config.py)"),
+    S("hf.deepspeed_mismatch", "config", "cause", (b"DeepSpeed config values that mismatch",),
+      r"Please correct the following DeepSpeed config values that mismatch TrainingArguments",
+      "DeepSpeed config values contradict the TrainingArguments",
+      "The DeepSpeed JSON hard-codes values (batch size, learning rate, fp16/bf16) that differ from the trainer's.",
+      "# set the conflicting DeepSpeed values to \"auto\"\n" + DS_CONFIG_FIX, "lora.deepspeed_config", 1,
+      "ValueError: Please correct the following DeepSpeed config values that mismatch TrainingArguments values:",
+      "https://github.com/CarperAI/trlx/issues/376 (transformers/integrations/deepspeed.py)"),
+    S("deepspeed.config_validation", "config", "cause", (b"validation error", b"extra fields not permitted", b"Extra inputs are not permitted",
+                                                        b"DeepSpeedConfig", b"ZeRORuntimeException", b"DeepSpeedConfigError"),
+      r"validation errors? for (?P<model>DeepSpeed\w*|\w*Zero\w*Config|\w*Config)\b|extra fields not permitted|Extra inputs are not permitted"
+      r"|DeepSpeedConfig: |DeepSpeedConfigError|ZeRORuntimeException",
+      "DeepSpeed rejected the config[[ ({model})]]",
+      "The DeepSpeed JSON has keys this DeepSpeed version does not know (written for another version) or a "
+      "combination it refuses (ZeRO-Offload with a client optimizer, ZeRO without fp16 on old versions).",
+      "python -c 'import deepspeed; print(deepspeed.__version__)'\n"
+      "# remove or rename the keys named above for this version; for ZeRO-Offload use DeepSpeedCPUAdam or set zero_force_ds_cpu_optimizer false\n"
+      + DS_CONFIG_FIX, "lora.deepspeed_config", 1,
+      "ValidationError: 3 validation errors for DeepSpeedZeroConfig",
+      "https://github.com/deepspeedai/DeepSpeed/issues/3827 (deepspeed/runtime/config_utils.py)"),
+    S("hf.zero3_device_map", "config", "cause", (b"not compatible with `low_cpu_mem_usage",),
+      r"Zero-3 is not compatible with `low_cpu_mem_usage=True` or with passing a `device_map`",
+      "ZeRO-3 combined with device_map / low_cpu_mem_usage",
+      "Under ZeRO-3 the model must be created by DeepSpeed's zero.Init, not placed with a device_map.",
+      "# drop device_map / low_cpu_mem_usage from from_pretrained when training with ZeRO-3\n" + DS_CONFIG_FIX,
+      "lora.deepspeed_config", 1,
+      "ValueError: DeepSpeed Zero-3 is not compatible with `low_cpu_mem_usage=True` or with passing a `device_map`.",
+      "transformers/modeling_utils.py"),
+    S("config.ds_json_unreadable", "config", "cause", (b"JSONDecodeError", b"Expecting value", b"Expecting property name"),
+      r"JSONDecodeError|Expecting (?:value|property name)",
+      "The DeepSpeed/accelerate config file cannot be read",
+      "The config file is not valid JSON (a typo, a trailing comma, an empty file).",
+      "python -m json.tool \"${DS_CONFIG:?path of the DeepSpeed JSON}\" > /dev/null    # shows the first syntax error\n"
+      + DS_CONFIG_FIX, "lora.deepspeed_config", 1,
+      "json.decoder.JSONDecodeError: Expecting value: line 1 column 1 (char 0)",
+      "https://github.com/bowang-lab/BioReason/issues/10 (within accelerate/utils/deepspeed.py)",
+      requires="ds_config"),
+    S("config.exception_in_config_code", "config", "cause", (b"Error", b"Exception"),
+      r"(?:^|[\s:\]])(?:[\w.]+\.)?(?P<exc>AssertionError|ValueError|KeyError|TypeError|ValidationError|RuntimeError|Exception)\b:?",
+      "Configuration rejected while DeepSpeed/transformers read it ({exc})",
+      "The exception was raised inside DeepSpeed's or the trainer's configuration code: the DeepSpeed JSON or the "
+      "arguments that feed it are invalid for this version or contradict each other.",
+      DS_CONFIG_FIX, "lora.deepspeed_config", 1,
+      "AssertionError: Micro batch size per gpu: 0 has to be greater than 0",
+      "deepspeed/runtime/config.py (_do_error_check) format string",
+      requires="ds_config"),
+    S("launch.unrecognized_arguments", "config", "cause", (b"unrecognized arguments", b"are not used by the HfArgumentParser"),
+      r"error: unrecognized arguments: (?P<args>.+)|Some specified arguments are not used by the HfArgumentParser: (?P<args2>.+)",
+      "The script does not accept the arguments it was launched with[[ ({args})]]",
+      "The launch command passes flags the script (or this version of it) does not define, e.g. torchrun's "
+      "--local-rank to a script that expects --local_rank.",
+      "# remove or rename the flags named above, or upgrade the script; torchrun sets LOCAL_RANK in the environment",
+      "env.launch_vars", 1,
+      "train.py: error: unrecognized arguments: --local-rank=0",
+      "argparse; transformers/hf_argparser.py"),
+
+    # ======================================================================== nccl_hang
+    S("nccl.mismatched_collective", "nccl_hang", "cause", (b"Mismatched collective", b"mismatch between collectives", b"message truncated",
+                                                          b"Message truncated", b"waiting for remainder of ranks"),
+      r"Mismatched collective detected.*?rank (?P<rank_a>\d+)|Detected mismatch between collectives on ranks"
+      r"|[Mm]essage truncated ?: receiv\w* (?P<got>\d+) bytes instead of (?P<want>\d+)"
+      r"|submitted to be reduced, gathered or broadcasted by subset of ranks and are waiting for remainder of ranks",
+      "Ranks called different collectives (desynchronised)",
+      "Ranks issued collectives in a different order or with different sizes (a rank skipped a step, a "
+      "data-dependent branch, uneven batches), so the collective can never complete.",
+      "export TORCH_DISTRIBUTED_DEBUG=DETAIL NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=COLL    # names the first mismatching call\n"
+      "# make every rank run the same collectives (same number of batches, no rank-dependent branches)",
+      "dist.allreduce", 1,
+      "init.cc:1247 NCCL WARN Mismatched collective detected, please check your collective calls at and around rank 39.",
+      "https://github.com/NVIDIA/nccl/issues/296 (NCCL src/enqueue.cc)"),
+    S("c10d.monitored_barrier", "nccl_hang", "symptom", (b"failed to pass monitoredBarrier",),
+      r"Ranks? (?P<ranks>[\d, ]+?) failed to pass monitoredBarrier",
+      "Rank(s) {ranks} never reached the barrier",
+      "monitored_barrier names the ranks that did not arrive: they crashed or are stuck (their own logs hold the cause).",
+      ALLREDUCE_FIX, "dist.allreduce", 3,
+      "RuntimeError: Rank 3 failed to pass monitoredBarrier in 1800000 ms",
+      "torch/csrc/distributed/c10d/ProcessGroupGloo.cpp (monitoredBarrier)"),
+    S("nccl.watchdog_timeout", "nccl_hang", "symptom", (b"Watchdog caught collective operation timeout",),
+      r"Watchdog caught collective operation timeout: WorkNCCL\((?:SeqNum=(?P<seq>\d+), )?OpType=(?P<op>\w+)"
+      r"(?:.*?Timeout\(ms\)=(?P<timeout>\d+))?",
+      "Collective {op} timed out[[ (SeqNum {seq})]]",
+      "Some rank never entered {op}[[ #{seq}]]: it crashed or is stuck elsewhere (see the first error on another rank), "
+      "ranks are desynchronised, or NCCL's data connections between nodes are blocked.",
+      "# find the rank that did not reach that collective (the first error above); then verify the data path:\n" + ALLREDUCE_FIX,
+      "dist.allreduce", 3,
+      "[rank1]:[E626 06:24:44.903881913 ProcessGroupNCCL.cpp:616] [Rank 1] Watchdog caught collective operation timeout: "
+      "WorkNCCL(SeqNum=808, OpType=ALLREDUCE, NumelIn=9801523, NumelOut=9801523, Timeout(ms)=600000) ran for 600020 milliseconds before timing out.",
+      "https://github.com/XPixelGroup/BasicSR/issues/737 (torch ProcessGroupNCCL.cpp)"),
+    S("nccl.watchdog_hang", "nccl_hang", "symptom", (b"Some NCCL operations have failed or timed out", b"Heartbeat monitor timed out",
+                                                    b"watchdog got stuck", b"collective timeout from rank", b"watchdog thread terminated",
+                                                    b"global timeout from another rank"),
+      r"Some NCCL operations have failed or timed out|Heartbeat monitor timed out|watchdog got stuck for \d+ seconds"
+      r"|collective timeout from rank (?P<rank_a>\d+)|global timeout from another rank|watchdog thread terminated with exception",
+      "NCCL watchdog: collectives failed or timed out",
+      "A collective did not complete in time on this rank; the watchdog takes the process down.",
+      ALLREDUCE_FIX, "dist.allreduce", 3,
+      "[rank6]:[E ProcessGroupNCCL.cpp:537] Some NCCL operations have failed or timed out. Due to the asynchronous nature of CUDA kernels, subsequent GPU operations might run on corrupted/incomplete data.",
+      "https://github.com/deepspeedai/DeepSpeed/issues/4781 (torch ProcessGroupNCCL.cpp)"),
+    S("gloo.recv_timeout", "nccl_hang", "symptom", (b"Timed out waiting",),
+      r"Timed out waiting (?P<ms>\d+)ms for (?:recv|send) operation to complete",
+      "Gloo send/recv timed out",
+      "A peer never sent its part of a collective: it crashed or is stuck (or ranks are desynchronised).",
+      ALLREDUCE_FIX, "dist.allreduce", 3,
+      "RuntimeError: [../third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:81] Timed out waiting 1800000ms for recv operation to complete",
+      "gloo/transport/tcp/unbound_buffer.cc"),
+
+    # ======================================================================== consequences without a class
+    S("nccl.remote_error", None, "symptom", (b"ncclRemoteError", b"remote process exited or there was a network error"),
+      r"ncclRemoteError|remote process exited or there was a network error",
       "NCCL remote error: a peer exited or the network failed",
       "A peer rank exited (see its own first error) or the inter-node network dropped the connection.",
-      "dsv3-preflight run --only 'dist.allreduce'", "dist.allreduce", 81,
+      ALLREDUCE_FIX, "dist.allreduce", 4,
       "ncclRemoteError: A call failed possibly due to a network error or a remote process exiting prematurely.",
-      "https://github.com/NVIDIA/nccl/issues/2076 ; https://github.com/NVIDIA/nccl/issues/934"),
-    S("nccl.connection_closed", "transport", "symptom", (b"Connection closed by remote peer", b"Call to recv from"),
-      r"Connection closed by remote peer (?P<peer>\S+)|Call to recv from (?P<peer2>\S+) failed ?: (?P<err>.+)",
-      "Socket to peer {peer} closed",
+      "https://github.com/NVIDIA/nccl/issues/2076"),
+    S("net.connection_closed", None, "symptom", (b"Connection closed by", b"Connection reset by peer", b"Broken pipe", b"Call to recv from",
+                                               b"Connection closed by peer"),
+      r"Connection closed by (?:remote )?peer ?(?P<peer>\S*)|Connection reset by peer|Broken pipe|Call to recv from (?P<peer2>\S+) failed",
+      "A connection to a peer was closed[[ ({peer})]]",
       "The peer's process went away (crash, OOM kill) or the connection was reset by the network.",
-      "dsv3-preflight run --only 'dist.allreduce'", "dist.allreduce", 82,
+      ALLREDUCE_FIX, "dist.allreduce", 4,
       "a100-st-p4d24xlarge-22:183006:183220 [1] misc/socket.cc:518 NCCL WARN Net : Call to recv from 10.200.84.247<58355> failed : Broken pipe",
       "https://github.com/NVIDIA/nccl/issues/795"),
-    S("elastic.worker_failed", "process_exit", "symptom", (b"failed (exitcode:",),
-      r"failed \(exitcode: (?P<exitcode>-?\d+)\) local_rank: (?P<local_rank>\d+) \(pid: (?P<pid>\d+)\)",
-      "torchrun worker local_rank {local_rank} exited with code {exitcode}",
-      "torchrun saw a worker exit; the worker's own error above is the cause.", "", None, 90,
-      "[2024-05-08 08:47:31,877] torch.distributed.elastic.multiprocessing.api: [ERROR] failed (exitcode: 1) "
-      "local_rank: 2 (pid: 5939) of binary: /home/ubuntu/anaconda3/envs/salience_detr/bin/python",
+    S("elastic.closing_signal", None, "symptom", (b"closing signal SIGTERM", b"Killing subprocess", b"closing signal SIGINT"),
+      r"Sending process (?P<pid>\d+) closing signal SIG\w+|Killing subprocess (?P<pid2>\d+)",
+      "The launcher stopped the other ranks",
+      "torchrun/deepspeed stop every rank once one failed: a consequence of the first failure.",
+      "", None, 4,
+      "WARNING:torch.distributed.elastic.multiprocessing.api:Sending process 3710366 closing signal SIGTERM",
+      "https://github.com/codefuse-ai/MFTCoder/issues/31 (torch/distributed/elastic/multiprocessing/api.py)"),
+    S("elastic.worker_failed", None, "symptom", (b"failed (exitcode:", b"exits with return code", b"exited with exit code",
+                                               b"non-zero exit code", b"non-zero status", b"Exited with exit code"),
+      r"failed \(exitcode: (?P<exitcode>-?\d+)\) local_rank: (?P<local_rank>\d+)|exits with return code = (?P<exitcode2>-?\d+)"
+      r"|[Ee]xited with exit code (?P<exitcode3>-?\d+)|non-zero (?:exit code|status)",
+      "A rank exited[[ with code {exitcode}]]",
+      "The launcher saw a rank exit; that rank's own error above is the cause.", "", None, 4,
+      "[2024-05-08 08:47:31,877] torch.distributed.elastic.multiprocessing.api: [ERROR] failed (exitcode: 1) local_rank: 2 (pid: 5939) of binary: /usr/bin/python",
       "https://github.com/xiuqhou/Salience-DETR/issues/4"),
-    S("elastic.child_failed", "process_exit", "symptom", (b"ChildFailedError",),
+    S("process.aborted", None, "symptom", (b"terminate called after throwing", b"what():"),
+      r"terminate called after throwing an instance of|^\s*what\(\):\s",
+      "A process aborted on an uncaught C++ exception",
+      "The C++ runtime aborts the process with the exception printed on the 'what():' line; the exception itself is "
+      "the failure.", "", None, 4,
+      "terminate called after throwing an instance of 'c10::DistBackendError'",
+      "https://github.com/NVIDIA/Megatron-LM/issues/935 (libstdc++ verbose terminate handler)"),
+    S("nccl.comm_aborted", None, "symptom", (b"communicator was aborted",),
+      r"NCCL communicator was aborted on rank (?P<rank_a>\d+)",
+      "NCCL communicator aborted[[ on rank {rank_a}]]",
+      "The communicator was torn down after an earlier error or timeout (the reason follows on the same line in "
+      "torch 1.x; otherwise see the first error).", ALLREDUCE_FIX, "dist.allreduce", 4,
+      "RuntimeError: NCCL communicator was aborted on rank 3.",
+      "torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp"),
+    S("elastic.child_failed", None, "symptom", (b"ChildFailedError",),
       r"ChildFailedError",
       "torchrun: a child process failed (ChildFailedError)",
       "torchrun's summary of a failed worker; its 'Root Cause (first observed failure)' block names the rank.",
-      "", None, 91,
+      "", None, 4,
       "torch.distributed.elastic.multiprocessing.errors.ChildFailedError:",
-      "https://github.com/hiyouga/LlamaFactory/issues/7032"),
-    # ---------------------------------------------------------------- context and health
-    S("elastic.summary_field", "process_exit", "context", (b"  host      : ", b"  rank      : "),
-      r"^\s*(?P<field>host|rank)\s+: (?P<value>\S+)(?: \(local_rank: (?P<local_rank>\d+)\))?",
+      "https://github.com/meta-llama/llama/issues/706"),
+
+    # ======================================================================== context
+    S("elastic.summary_field", None, "context", (b"  host      : ", b"  rank      : ", b"  exitcode  : ", b"  time      : "),
+      r"^\s*(?:\[\d+\]:)?\s*(?P<field>host|rank|exitcode|time)\s+: (?P<value>\S+)(?: \(local_rank: (?P<local_rank>\d+)\))?",
       "torchrun failure summary field", example="  rank      : 0 (local_rank: 0)",
-      source="https://github.com/hiyouga/LlamaFactory/issues/7032"),
-    S("nccl.init_complete", "transport", "healthy", (b"Init COMPLETE",),
-      r"comm 0x[0-9a-f]+ rank (?P<rank>\d+) nranks (?P<nranks>\d+) .*Init COMPLETE",
-      "NCCL communicator initialised",
+      source="torch/distributed/elastic/multiprocessing/errors/__init__.py"),
+    S("context.ds_config_frame", None, "context", (b"deepspeed/runtime/config.py", b"accelerate/utils/deepspeed.py",
+                                                   b"integrations/deepspeed.py", b"transformers/deepspeed.py", b"HfDeepSpeedConfig",
+                                                   b"deepspeed/runtime/zero/config.py", b"deepspeed/runtime/config_utils.py"),
+      r"(?P<ds_config>deepspeed/runtime/(?:zero/)?config(?:_utils)?\.py|accelerate/utils/deepspeed\.py|integrations/deepspeed\.py"
+      r"|transformers/deepspeed\.py|HfDeepSpeedConfig)",
+      "a frame inside DeepSpeed/accelerate config loading",
+      example='  File "/root/mambaforge/envs/BioReason/lib/python3.12/site-packages/accelerate/utils/deepspeed.py", line 148, in __init__',
+      source="https://github.com/bowang-lab/BioReason/issues/10"),
+
+    # ======================================================================== progress (the run was working)
+    S("nccl.init_complete", None, "progress", (b"Init COMPLETE",), r"Init COMPLETE", "NCCL communicator initialised",
       example="simple-layoutlm:97:176 [0] NCCL INFO comm 0x7ff1ec001060 rank 0 nranks 2 cudaDev 0 busId 100000 - Init COMPLETE",
-      source="https://github.com/huggingface/transformers/issues/11658"),
-    S("hf.running_training", "transport", "healthy", (b"Running training",),
-      r"\*+ Running training \*+", "HF Trainer started training",
-      example="[INFO|trainer.py:2409] 2025-09-02 20:12:55,418 >> ** Running training **",
-      source="/work/shared/seeds/001 (the users' own successful launch)"),
-    S("deepspeed.zero_offload_ready", "transport", "healthy", (b"DeepSpeedZeRoOffload initialize [end]",),
-      r"DeepSpeedZeRoOffload initialize \[end\]", "DeepSpeed ZeRO-3 initialised",
-      example="DeepSpeedZeRoOffload initialize [end] ... MA 39.45 GB, CA ~71 GB",
-      source="/work/shared/seeds/003 (the users' own successful init)"),
-    S("hf.train_runtime", "transport", "healthy", (b"'train_runtime'",),
-      r"'train_runtime': (?P<seconds>[\d.]+)", "training finished",
-      example="{'train_runtime': 1234.5, 'train_samples_per_second': 3.1, 'train_steps_per_second': 0.1, 'train_loss': 1.2, 'epoch': 1.0}",
-      source="transformers Trainer.train() metrics log"),
+      source="https://github.com/huggingface/transformers/issues/11658 (NCCL src/init.cc)"),
+    S("nccltests.result_row", None, "progress", (b"float", b"half", b"bfloat16", b"double", b"int32", b"int8", b"Avg bus bandwidth"),
+      r"(?:^|[:\s])\d+\s+\d+\s+(?:float|half|bfloat16|double|u?int8|u?int32|u?int64)\s+(?:sum|prod|max|min|avg|none|mulsum|\d+)\s+-?\d+\s+[\d.]+"
+      r"|(?:^|[:\s])\d+\s+\d+\s+(?:float|half|bfloat16|double|u?int8|u?int32|u?int64)\s+(?:sum|prod|max|min|avg|none|\d+)\s+[\d.]+\s+[\d.]+"
+      r"|Avg bus bandwidth\s*:\s*[\d.]+",
+      "nccl-tests result rows",
+      example="   127926280      31981570     float     sum      -1   2560.7   49.96   95.75      0   2556.2   50.05   95.92      0",
+      source="nccl-tests src/common.cu"),
+    S("train.loss", None, "progress", (b"loss", b"Loss"),
+      r"['\"]?\b\w*[Ll]oss\w*['\"]?\s*[:=]\s*\(?-?\d|[Ll]oss\s+-?\d+\.\d+|\bloss\b.{0,3}-?\d+\.\d+",
+      "training loss reported",
+      example="{'loss': 0.0499, 'grad_norm': 1.1254302714475641, 'learning_rate': 3.591337215792852e-05, 'epoch': 1.25}",
+      source="transformers Trainer log"),
+    S("train.progress_bar", None, "progress", (b"it/s]", b"s/it]", b"it/s,", b"s/it,"),
+      r"\b[1-9]\d*/\d+ \[\d+:\d\d",
+      "progress bar advancing",
+      example="Training Epoch: 1:   1%|███▉      | 1/79 [00:11<14:38, 11.26s/it]",
+      source="https://github.com/meta-llama/llama-cookbook/pull/691 (tqdm format)"),
+    S("train.finished", None, "progress", (b"exits successfully", b"SUCCEEDED", b"training finished", b"Training completed",
+                                         b"Finished training", b"train_runtime", b"Training complete", b"Saving model checkpoint",
+                                         b"save model", b"Running training", b"initialize [end]", b"SUCCESS", b"RunningAvgSamplesPerSec",
+                                         b"samples/s", b"tokens/s", b"global_step", b"epoch: ["),
+      r"exits successfully|SUCCEEDED|[Tt]raining (?:finished|completed?)|Finished training|train_runtime|Saving model checkpoint"
+      r"|save model|Running training|DeepSpeedZeRoOffload initialize \[end\]|SUCCESS Step|RunningAvgSamplesPerSec"
+      r"|[\d.]+ (?:samples|tokens)/s\b|global_step|epoch: \[\d",
+      "the run progressed or finished",
+      example="work-1: [2023-08-06 05:27:07,537] [INFO] [launch.py:347:main] Process 1555224 exits successfully.",
+      source="https://github.com/hiyouga/LlamaFactory/issues/381 (deepspeed/launcher/launch.py)"),
 )
 
-# Lines that look like errors but match no signature: reported as unrecognised, never guessed at.
-# (A "Traceback" line itself is not counted: the exception line at its end is.)
-UNRECOGNISED_NEEDLES: tuple[bytes, ...] = (b"NCCL WARN", b"Error: ", b"Exception: ")
-UNRECOGNISED_RE = re.compile(r"NCCL WARN|(?:^|[\]:>]\s*)[A-Za-z_][\w.]*(?:Error|Exception): ")
+# Findings made from more than one line (dsv3_preflight.doctor.evidence, .flight_recorder, the triage): the same
+# fields, so they are listed, documented and their fixes tested like the line signatures; the matcher never uses them.
+DERIVED: tuple[Signature, ...] = (
+    S("nccl.version_drift", "version_drift", "cause", (b"NCCL version",), r"NCCL version (?P<values>\S+)",
+      "NCCL versions differ between nodes ({values})",
+      "The nodes run different NCCL libraries (different containers, torch wheels or system NCCL): NCCL refuses to "
+      "connect mismatched versions or hangs.", VERSIONS_FIX, "gpu.versions", 0,
+      "node1:1234:1234 [0] NCCL INFO NCCL version 2.18.1+cuda12.1", "NCCL src/init.cc (showVersion) on each node"),
+    S("cuda.driver_drift", "version_drift", "cause", (b"cudaDriverVersion",), r"cudaDriverVersion (?P<values>\d+)",
+      "CUDA driver versions differ between nodes ({values})",
+      "The nodes run different NVIDIA drivers; behaviour (and what CUDA they support) differs between ranks.",
+      VERSIONS_FIX, "gpu.versions", 0,
+      "node1:1234:1234 [0] NCCL INFO cudaDriverVersion 12020", "NCCL src/misc/cudawrap.cc"),
+    S("nccl.plugin_drift", "version_drift", "cause", (b"NET/Plugin", b"Plugin Path"), r"NET/Plugin: (?P<values>.+)",
+      "The NCCL net plugin differs between nodes ({values})",
+      "Some nodes load a network plugin (libnccl-net.so: IB SHARP, AWS OFI) and others use NCCL's internal "
+      "transports, so the ranks cannot agree on a network and the job hangs.",
+      VERSIONS_FIX + "\n# or make the plugin path identical on every node (LD_LIBRARY_PATH, NCCL_NET_PLUGIN)", "gpu.versions", 0,
+      "HGX-H100-11:18226:18274 [5] NCCL INFO NET/Plugin: Could not find: libnccl-net.so. Using internal network plugin.",
+      "https://github.com/NVIDIA/nccl/issues/1634"),
+    S("nccl.network_drift", "nccl_transport", "cause", (b"Using network",), r"Using network (?P<values>\S+)",
+      "Nodes chose different NCCL networks ({values})",
+      "Some nodes use InfiniBand/RoCE (or a plugin) and others fall back to sockets: the IB device or its driver is "
+      "missing on those nodes (or hidden by NCCL_IB_DISABLE/NCCL_IB_HCA).",
+      "ibv_devinfo | head; echo \"NCCL_IB_DISABLE=${NCCL_IB_DISABLE-} NCCL_IB_HCA=${NCCL_IB_HCA-}\"    # on each node\n" + ALLREDUCE_FIX,
+      "dist.allreduce", 1,
+      "node1:1234:1234 [0] NCCL INFO Using network IB", "NCCL src/init.cc"),
+    S("ras.dead", "nccl_hang", "cause", (b"considered dead",), r"Process (?P<pid>\d+) on node (?P<node>\S+)",
+      "NCCL RAS: process {pid} on node {node} is dead (unreachable)",
+      "NCCL's RAS network lost this process: it crashed, was killed, or its node went down; the other ranks hang "
+      "waiting for it. Its own log (or dmesg on that node) holds the cause.",
+      "# on that node: dmesg -T | tail -50; and read that rank's own log for its first error\n" + ALLREDUCE_FIX,
+      "dist.allreduce", 2,
+      "  Process 323032 on node 10.0.0.7 managing GPU 4", "NCCL src/ras/client_support.cc (DEAD section)"),
+    S("ras.incomplete", "nccl_hang", "cause", (b"Missing communicator data",), r"Rank (?P<rank>\d+) -- GPU \S+ managed by process (?P<pid>\d+) on node (?P<node>\S+)",
+      "NCCL RAS: rank {rank} on node {node} does not respond",
+      "RAS could not get this rank's communicator state: the process is stuck (not progressing NCCL) or gone. "
+      "Its log holds the cause.",
+      "# on that node: py-spy dump --pid the_pid_named_above; read that rank's own log\n" + ALLREDUCE_FIX,
+      "dist.allreduce", 2,
+      "  Rank 12 -- GPU 4 managed by process 323032 on node 10.137.190.124", "NCCL src/ras/client_support.cc (INCOMPLETE)"),
+    S("ras.mismatch", "nccl_hang", "cause", (b") MISMATCH",), r"Rank (?P<rank>\d+) -- GPU \S+ managed by process \d+ on node (?P<node>\S+)",
+      "NCCL RAS: ranks are at different collective counts (rank {rank} on {node} is an outlier)",
+      "The communicator's ranks launched different numbers of collectives: the outlier ranks are ahead or behind "
+      "(a skipped or extra collective, a rank stuck in its data loader): the job hangs.",
+      "export TORCH_DISTRIBUTED_DEBUG=DETAIL    # names the first mismatching collective\n" + ALLREDUCE_FIX,
+      "dist.allreduce", 1,
+      "  Rank 12 -- GPU 4 managed by process 323032 on node 10.137.190.124", "https://github.com/NVIDIA/nccl/issues/1911 (after '#0-0 (fa93daea854b060b) MISMATCH')"),
+    S("ras.rank_error", None, "symptom", (b" reported ",), r"Rank (?P<rank>\d+) reported (?P<error>.+?) --",
+      "NCCL RAS: rank {rank} reported {error}",
+      "RAS collected an NCCL error from this rank.", ALLREDUCE_FIX, "dist.allreduce", 4,
+      "  Rank 3 reported remote process exited or there was a network error -- GPU 3 managed by process 77 on node n2",
+      "NCCL src/ras/client_support.cc (rasClientBreakDownErrors)"),
+    S("fr.rank_behind", "nccl_hang", "cause", (b"flight recorder",),
+      r"rank (?P<rank>\d+) last collective #\d+, ranks (?P<ahead>\S+) at #(?P<seq>\d+) \((?P<op>[^)]+)\)",
+      "Flight Recorder: rank {rank} never issued collective #{seq} ({op}) that ranks {ahead} entered",
+      "The Flight Recorder dumps show this rank stopped issuing collectives before the others: it failed or is "
+      "stuck outside NCCL (data loading, a crash, a different code path); the others time out waiting for it.",
+      "# read rank {rank}'s own log and stack (py-spy dump); then:\n" + ALLREDUCE_FIX, "dist.allreduce", 2,
+      "flight recorder: rank 1 last collective #3, ranks [0] at #4 (gloo:broadcast)", "torch.distributed.flight_recorder loader output"),
+    S("fr.desync", "nccl_hang", "cause", (b"flight recorder",), r"at #(?P<seq>\d+)",
+      "Flight Recorder: ranks issued different collectives at #{seq}",
+      "At the same sequence number the ranks recorded different operations or sizes: the program is desynchronised.",
+      "export TORCH_DISTRIBUTED_DEBUG=DETAIL    # then make every rank issue the same collectives\n" + ALLREDUCE_FIX,
+      "dist.allreduce", 1,
+      "flight recorder: at #4 rank 0: gloo:broadcast [[4]]; rank 1: gloo:all_reduce [[4]]", "torch.distributed.flight_recorder loader output"),
+)
+
+# Lines that look like errors. A line matching no signature but this is an unrecognised error line: reported, never
+# guessed at. (Benign signatures above come first; NCCL INFO and glog INFO lines are never error lines.)
+ERROR_NEEDLES: tuple[bytes, ...] = (
+    b"Error", b"error", b"ERROR", b"Exception", b"Traceback", b"FAIL", b"Fail", b"fail", b"WARN", b"Fatal", b"FATAL",
+    b"fatal", b"terminate called", b"core dumped", b"Segmentation fault", b"Aborted", b"Killed", b"timed out",
+    b"Timed out", b"exitcode", b"exit code", b"return code", b"refused", b"unreachable", b"CRITICAL", b"panic",
+)
+ERROR_RE = re.compile(
+    r"Traceback \(most recent call last\)|(?:^|[\s\]:>('\"])(?:[A-Za-z_][\w.]*)?(?:Error|Exception)\b(?=:|\s*$| \()"
+    r"|\bERROR\b|\bFATAL\b|\bCRITICAL\b|\b[Ff]atal\b|NCCL WARN|\bWARN\b.*\b(?:[Ff]ail|[Ee]rror)"
+    r"|terminate called|core dumped|Segmentation fault|\bAborted\b|\bKilled\b|\b(?:CUDA|[Cc]uda|NCCL) (?:error|failure)\b"
+    r"|\b(?:failed|FAILED|Failed to)\b|\berror(?:[:=]| \d| code|s? occurred)|[Tt]imed out"
+    r"|exit ?code:? ?-?[1-9]|return code = -?[1-9]|[Cc]onnection refused|unreachable|\bpanic\b"
+)
+QUIET_RE = re.compile(r"\bNCCL INFO\b|^\s*(?:\[[^\]]*\]:)?\s*I\d{4} \d\d:\d\d|\[INFO\]|\bINFO\b[ :|-]|UserWarning|FutureWarning|DeprecationWarning")
+
+# First words that do not help tell causes apart (for "nearest known causes").
+STOPWORDS = frozenset("""the a an of to in on for and or is was not no be by at with from this that it as are
+    error errors failed failure warn warning info nccl torch rank ranks process line file call run""".split())
 
 
 def by_id() -> dict[str, Signature]:

@@ -1,33 +1,69 @@
-"""Triage: match log lines to signatures, aggregate per signature, order by causality, decide the verdict."""
+"""Triage: read the logs, match lines to signatures, order the events, name the first failure and its consequences.
+
+Verdicts (``document()["verdict"]``, ``["exit_code"]``):
+
+- ``failure`` (exit 1): a cause, a symptom or an error line. ``cause_recognised`` says whether the headline is a
+  known cause; when it is not, the document carries the error lines and the nearest known causes.
+- ``healthy`` (exit 0): signs of progress (NCCL init complete, loss lines, nccl-tests results, "exits
+  successfully") and no error line at all.
+- ``unknown`` (exit 5): neither errors nor signs of progress (a truncated log, the wrong file, a run that never
+  started). It is never exit 0: a script must not read it as healthy.
+
+Order: the headline is the finding of the lowest tier (the environment before a specific cause before a weak
+cause before a symptom) and, within that tier, the first in time: in one file by line, across files by the
+lines' own timestamps. Symptoms (watchdog timeouts, broken pipes, ChildFailedError, the launcher's SIGTERMs)
+become consequences of it. When only symptoms are recognised and an unrecognised error came before them, the
+cause is not recognised and that error is the first failure.
+"""
 from __future__ import annotations
 
+import io
 import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
 from ..secrets import mask_text
-from .attribution import origin_of
-from .reader import FileStats, UnreadableLog, clean, expand_inputs, label_for, NeedleSet, open_log, scan
-from .signatures import SIGNATURES, UNRECOGNISED_NEEDLES, UNRECOGNISED_RE, Signature
+from .attribution import Stamp, origin_of, stamp_key, stamp_text, time_of
+from .evidence import FACT_NEEDLES, RAS_NEEDLES, NcclFacts, RasText, load_json_document, ras_json
+from .reader import FileStats, InputError, NeedleSet, clean, expand_inputs, label_for, open_log, scan
+from .signatures import (CLASS_TITLES, DERIVED, ERROR_NEEDLES, ERROR_RE, QUIET_RE, SIGNATURES, STOPWORDS, Signature,
+                         by_id)
 
 MAX_TEXT = 400
 CONTEXT_LINES = 12     # a torchrun summary's host/rank applies to the lines just after it
+REQUIRES_LINES = 40    # a `requires` context must have been seen this many lines before
 MAX_LISTED = 64        # nodes/ranks listed per finding
+MAX_ERROR_LINES = 8    # unrecognised error lines kept for the report
+JSON_LIMIT = 32 << 20  # an input that is one JSON document up to this size is checked for a RAS JSON report
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")
+_OPTIONAL = re.compile(r"\[\[(.*?)\]\]")
+_DERIVED = {s.id: s for s in DERIVED}
+EXIT = {"healthy": 0, "failure": 1, "unknown": 5}
+
+
+@dataclass
+class Event:
+    file: int
+    path: str
+    line: int
+    ts: Stamp | None
+    node: str | None
+    rank: int | None
+    local_rank: int | None
+    text: str
 
 
 @dataclass(eq=False)
 class _Finding:
     sig: Signature
-    first: tuple[int, int]                  # (file index, line)
     groups: dict[str, str]
-    node: str | None
-    rank: int | None
-    local_rank: int | None
+    first: Event
+    events: list[Event] = field(default_factory=list)   # the first event of each distinct origin (bounded)
     evidence: list[dict] = field(default_factory=list)
     count: int = 0
     nodes: list[str] = field(default_factory=list)
     ranks: list[int] = field(default_factory=list)
+    extra: dict = field(default_factory=dict)
 
 
 def _groups(m: re.Match) -> dict[str, str]:
@@ -36,130 +72,266 @@ def _groups(m: re.Match) -> dict[str, str]:
     for k, v in m.groupdict().items():
         if v is None:
             continue
-        base = k[:-1] if k[-1:].isdigit() and k[:-1] else k
+        base = k.rstrip("0123456789") or k
         out.setdefault(base, v)
     return out
 
 
-def _fill(template: str, groups: dict[str, str], names: Iterable[str] = ()) -> str:
-    """``{name}`` → the captured value; a group the log never filled → ``?``; other braces (awk, JSON) stay."""
+def _fill(template: str, groups: dict[str, str], names: Iterable[str] = (), quote: bool = False) -> str:
+    """``{name}`` → the captured value (shell-quoted when ``quote``); a group the log never filled → ``?``;
+    other braces (awk, JSON, ``${VAR}``) stay."""
+    import shlex
+
     known = set(names)
-    return _PLACEHOLDER.sub(lambda m: groups.get(m.group(1), "?" if m.group(1) in known else m.group(0)), template)
+    groups = {k: v for k, v in groups.items() if v}
+
+    def optional(m: re.Match) -> str:   # [[ ... ]]: kept only when every placeholder in it was filled
+        inner = m.group(1)
+        missing = [k for k in _PLACEHOLDER.findall(inner) if k in known and k not in groups]
+        return "" if missing else inner
+
+    def sub(m: re.Match) -> str:
+        k = m.group(1)
+        if k in groups:
+            return shlex.quote(groups[k]) if quote else groups[k]
+        if k in known:
+            return "unknown" if quote else "?"
+        return m.group(0)
+    return _PLACEHOLDER.sub(sub, _OPTIONAL.sub(optional, template))
+
+
+def _earliest(events: Sequence[Event]) -> Event:
+    """The first of several events: by line within one file, else by timestamp, else by file order."""
+    if len({e.file for e in events}) == 1:
+        return min(events, key=lambda e: e.line)
+    stamped = [e for e in events if e.ts is not None]
+    if stamped:
+        with_date = all(e.ts.month is not None for e in stamped)
+        return min(stamped, key=lambda e: (stamp_key(e.ts, with_date), e.file, e.line))
+    return min(events, key=lambda e: (e.file, e.line))
 
 
 class _Matcher:
-    """Signature lookup for one cleaned line: the first signature (table order) whose needle and pattern match."""
+    """Signature lookup for one cleaned line: the first signature (table order) whose needle, context and pattern
+    match. A benign match only lets progress and context signatures match after it."""
 
     def __init__(self, signatures: Sequence[Signature]):
         self.signatures = [(s, [n.decode() for n in s.needles]) for s in signatures]
-        self.unrecognised = [n.decode() for n in UNRECOGNISED_NEEDLES]
 
-    def match(self, text: str) -> tuple[Signature, re.Match] | None:
+    def match(self, text: str, ctx: dict, line: int) -> tuple[Signature | None, re.Match | None, bool]:
+        benign = False
         for sig, needles in self.signatures:
-            if any(n in text for n in needles):
-                m = sig.regex.search(text)
-                if m:
-                    return sig, m
-        return None
+            if benign and sig.kind not in ("progress", "context"):
+                continue
+            if not any(n in text for n in needles):
+                continue
+            if sig.requires and not (line - ctx.get(sig.requires, -10**9) <= REQUIRES_LINES):
+                continue
+            m = sig.regex.search(text)
+            if not m:
+                continue
+            if sig.kind == "benign":
+                benign = True
+                continue
+            return sig, m, benign
+        return None, None, benign
 
-    def looks_like_error(self, text: str) -> bool:
-        return any(n in text for n in self.unrecognised) and bool(UNRECOGNISED_RE.search(text))
+
+def is_error_line(text: str) -> bool:
+    return bool(ERROR_RE.search(text)) and not QUIET_RE.search(text)
+
+
+class _Chain(io.RawIOBase):
+    """``head`` then the rest of ``stream`` (the bytes read to check for a JSON document are not lost)."""
+
+    def __init__(self, head: bytes, stream):
+        self.head, self.stream = head, stream
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b) -> int:  # type: ignore[override]
+        if self.head:
+            n = min(len(b), len(self.head))
+            b[:n] = self.head[:n]
+            self.head = self.head[n:]
+            return n
+        data = self.stream.read(len(b))
+        b[:len(data)] = data
+        return len(data)
+
+    def close(self) -> None:
+        try:
+            self.stream.close()
+        finally:
+            super().close()
 
 
 class Triage:
-    """Accumulates matches over several inputs; ``document()`` gives the JSON-able result."""
+    """Accumulates evidence over several inputs; ``document()`` gives the JSON-able diagnosis."""
 
     def __init__(self, signatures: Sequence[Signature] = SIGNATURES, max_evidence: int = 3):
         self.signatures = signatures
         self.max_evidence = max_evidence
         self._matcher = _Matcher(signatures)
-        self._needles = NeedleSet([n for s in signatures for n in s.needles] + list(UNRECOGNISED_NEEDLES))
+        base = [n for s in signatures if s.kind != "progress" for n in s.needles] + list(ERROR_NEEDLES)
+        base += list(FACT_NEEDLES) + list(RAS_NEEDLES)
+        self._needles_all = NeedleSet(base + [n for s in signatures if s.kind == "progress" for n in s.needles])
+        self._needles_quiet = NeedleSet(base)   # once progress is seen, its (frequent) needles are dropped
         self.findings: dict[str, _Finding] = {}
-        self.healthy: dict[str, dict] = {}
-        self.unrecognised: list[dict] = []
-        self.unrecognised_count = 0
+        self.progress: dict[str, dict] = {}
+        self.errors: list[Event] = []
+        self.error_count = 0
         self.files: list[dict] = []
         self.unreadable: list[dict] = []
         self.summary_hosts: dict[int, str] = {}   # rank → host, from torchrun's failure summaries
+        self.facts = NcclFacts()
+        self.ras: list[RasText] = []
+        self.flight: dict | None = None
 
     # -- reading --------------------------------------------------------------------------
     def add_paths(self, paths: Iterable[str]) -> None:
-        files, unreadable = expand_inputs(paths)
-        self.unreadable += unreadable
+        files, refused = expand_inputs(paths)
+        self.unreadable += refused
         label_nodes = len(files) > 1
         for path in files:
             try:
                 self.add_stream(path, label_nodes=label_nodes)
-            except UnreadableLog as exc:
-                self.unreadable.append({"path": path, "error": str(exc)})
+            except InputError as exc:
+                self.unreadable.append({"path": exc.path or path, "error": exc.reason})
+
+    def _needles(self) -> NeedleSet:
+        return self._needles_quiet if self.progress else self._needles_all
 
     def add_stream(self, path: str, label_nodes: bool = False) -> None:
         stats = FileStats(path)
-        file_index = len(self.files)
         fallback_node = label_for(path) if label_nodes else None
         stream = open_log(path)
-        ctx: dict[str, Any] = {}
         try:
-            for line, raw in scan(stream, self._needles, stats):
-                self._line(file_index, path, line, clean(raw), fallback_node, ctx)
+            head = stream.peek(256)[:256]  # type: ignore[attr-defined]
+            if head.lstrip()[:1] == b"{":
+                data = stream.read(JSON_LIMIT + 1)
+                if self._json_input(path, data, fallback_node):
+                    stats.bytes = len(data)
+                    stats.lines = data.count(b"\n")
+                    self.files.append({"path": path, "node": fallback_node, "lines": stats.lines, "bytes": stats.bytes})
+                    return
+                stream = io.BufferedReader(_Chain(data, stream), 8 << 20)  # type: ignore[arg-type]
+            file_index = len(self.files)
+            self.files.append({"path": path, "node": fallback_node, "lines": 0, "bytes": 0})
+            ctx: dict[str, Any] = {"ras": RasText()}
+            for line, raw, nxt in scan(stream, self._needles, stats):
+                self._line(file_index, path, line, clean(raw), fallback_node, ctx, nxt)
+            if ctx["ras"].dead or ctx["ras"].missing or ctx["ras"].mismatch or ctx["ras"].errors:
+                self.ras.append(ctx["ras"])
         finally:
             if path != "-":
                 stream.close()
-        self.files.append({"path": path, "node": fallback_node, "lines": stats.lines, "bytes": stats.bytes})
+        self.files[file_index].update(lines=stats.lines, bytes=stats.bytes)
 
-    def _line(self, file_index: int, path: str, line: int, text: str, fallback_node: str | None, ctx: dict) -> None:
-        hit = self._matcher.match(text)
-        if hit is None:
-            if self._matcher.looks_like_error(text):
-                self.unrecognised_count += 1
-                if len(self.unrecognised) < self.max_evidence:
-                    self.unrecognised.append(self._evidence(path, line, text))
+    def _json_input(self, path: str, data: bytes, node: str | None) -> bool:
+        doc = load_json_document(data, JSON_LIMIT)
+        rep = ras_json(doc) if doc is not None else None
+        if rep is None:
+            return False
+        ras = RasText()
+        where = {"file": path, "line": 1}
+        for key in ("dead", "missing", "mismatch", "errors"):
+            for e in rep[key]:
+                getattr(ras, key).append({**e, **where})
+        ras.section = "JSON"
+        self.ras.append(ras)
+        return True
+
+    def _line(self, fi: int, path: str, line: int, text: str, fallback_node: str | None, ctx: dict,
+              nxt: bytes = b"") -> None:
+        origin = origin_of(text)
+        ts = time_of(text)
+        if ts is not None:
+            ctx["ts"] = ts
+        else:
+            ts = ctx.get("ts")
+        where = {"file": path, "line": line}
+        self.facts.observe(text, origin.node or fallback_node, where)
+        if ctx["ras"].observe(text, where):
             return
-        sig, m = hit
+        sig, m, benign = self._matcher.match(text, ctx, line)
+        if sig is None and not benign and nxt.strip() and (is_error_line(text) or len(text) >= 60):
+            # a message wrapped over two lines ("... train_batch_size is not" / "equal to ..."; "colle" / "ctive")
+            follow = clean(nxt).strip()
+            for sep in (" ", ""):
+                joined = text + sep + follow
+                sig, m, _ = self._matcher.match(joined, ctx, line)
+                # only a match that needs both lines: the next line is read on its own when it holds a needle
+                if sig is not None and sig.kind in ("cause", "symptom", "suspect") and m.start() < len(text) < m.end():
+                    text = joined
+                    break
+                sig, m = None, None
+        if sig is None:
+            if not benign and is_error_line(text):
+                self.error_count += 1
+                ev = Event(fi, path, line, ts, origin.node or fallback_node, origin.rank, origin.local_rank, text)
+                if len(self.errors) < MAX_ERROR_LINES:
+                    self.errors.append(ev)
+                elif ts is not None and self.errors[-1].ts is not None and ts < self.errors[-1].ts:
+                    self.errors[-1] = ev   # keep the earliest lines when files are read out of time order
+            return
         groups = _groups(m)
         if sig.kind == "context":
-            if groups.get("field") == "host":
-                ctx.update(host=groups["value"], line=line)
-            elif groups.get("field") == "rank" and groups["value"].isdigit():
-                ctx.update(rank=int(groups["value"]), line=line,
-                           local_rank=int(groups["local_rank"]) if groups.get("local_rank") else None)
-                if ctx.get("host") and line - ctx.get("host_line", line) <= 2:
-                    self.summary_hosts.setdefault(ctx["rank"], ctx["host"])
-            if groups.get("field") == "host":
-                ctx["host_line"] = line
+            self._context(groups, line, ctx)
             return
-        if sig.kind == "healthy":
-            entry = self.healthy.setdefault(sig.id, {"id": sig.id, "title": sig.title, "count": 0,
-                                                     "first": self._evidence(path, line, text)})
+        if sig.kind == "progress":
+            entry = self.progress.setdefault(sig.id, {"id": sig.id, "title": sig.title, "count": 0,
+                                                      "first": self._evidence(path, line, text)})
             entry["count"] += 1
             return
-        origin = origin_of(text)
-        rank = int(groups["rank_a"]) if "rank_a" in groups else origin.rank
+        rank = int(groups["rank_a"]) if groups.get("rank_a", "").isdigit() else origin.rank
         local_rank = int(groups["local_rank"]) if groups.get("local_rank", "").isdigit() else origin.local_rank
         node = origin.node
-        if ctx and line - ctx.get("line", -10**9) <= CONTEXT_LINES:  # inside torchrun's failure summary
-            rank = ctx.get("rank", rank) if rank is None else rank
-            local_rank = ctx.get("local_rank", local_rank) if local_rank is None else local_rank
-            node = node or ctx.get("host")
+        if ctx.get("summary_line") is not None and line - ctx["summary_line"] <= CONTEXT_LINES:  # torchrun's summary
+            rank = ctx.get("summary_rank", rank) if rank is None else rank
+            local_rank = ctx.get("summary_local_rank", local_rank) if local_rank is None else local_rank
+            node = node or ctx.get("summary_host")
         node = node or fallback_node
+        ev = Event(fi, path, line, ts, node, rank, local_rank, text)
+        self._record(sig, groups, ev, m.start())
+
+    def _context(self, groups: dict, line: int, ctx: dict) -> None:
+        for key in groups:
+            if key not in ("field", "value", "local_rank"):
+                ctx[key] = line
+        fld, value = groups.get("field"), groups.get("value")
+        if fld == "host":
+            ctx.update(summary_host=value, summary_line=line)
+        elif fld == "rank" and value and value.isdigit():
+            ctx.update(summary_rank=int(value), summary_line=line,
+                       summary_local_rank=int(groups["local_rank"]) if groups.get("local_rank") else None)
+            if ctx.get("summary_host") and line - ctx.get("summary_line", line) <= 2:
+                self.summary_hosts.setdefault(int(value), ctx["summary_host"])
+        elif fld in ("time", "exitcode"):
+            ctx["summary_line"] = line
+
+    def _record(self, sig: Signature, groups: dict, ev: Event, pos: int = 0, extra: dict | None = None) -> _Finding:
         f = self.findings.get(sig.id)
         if f is None:
-            f = self.findings[sig.id] = _Finding(sig, (file_index, line), groups, node, rank, local_rank)
+            f = self.findings[sig.id] = _Finding(sig, dict(groups), ev)
         f.count += 1
-        for k, v in groups.items():   # later lines may carry what the first did not (host vs address)
+        for k, v in groups.items():   # later lines may carry what the first did not
             f.groups.setdefault(k, v)
-        if f.node is None:      # the first occurrence that says where it comes from
-            f.node = node
-        if f.rank is None:
-            f.rank = rank
-        if f.local_rank is None:
-            f.local_rank = local_rank
+        if extra:
+            f.extra.update(extra)
+        origin_key = (ev.file, ev.node, ev.rank, ev.local_rank)
+        if len(f.events) < MAX_LISTED and not any((e.file, e.node, e.rank, e.local_rank) == origin_key for e in f.events):
+            f.events.append(ev)
+        elif ev.ts is not None and f.events and all(e.file != ev.file for e in f.events[:1]):
+            pass
         if len(f.evidence) < self.max_evidence:
-            f.evidence.append(self._evidence(path, line, text, m.start()))
-        if node is not None and node not in f.nodes and len(f.nodes) < MAX_LISTED:
-            f.nodes.append(node)
-        if rank is not None and rank not in f.ranks and len(f.ranks) < MAX_LISTED:
-            f.ranks.append(rank)
+            f.evidence.append(self._evidence(ev.path, ev.line, ev.text, pos))
+        if ev.node is not None and ev.node not in f.nodes and len(f.nodes) < MAX_LISTED:
+            f.nodes.append(ev.node)
+        if ev.rank is not None and ev.rank not in f.ranks and len(f.ranks) < MAX_LISTED:
+            f.ranks.append(ev.rank)
+        return f
 
     @staticmethod
     def _evidence(path: str, line: int, text: str, pos: int = 0) -> dict:
@@ -169,83 +341,244 @@ class Triage:
             text = ("…" if start else "") + text[start:start + MAX_TEXT] + ("…" if start + MAX_TEXT < len(text) else "")
         return {"file": path, "line": line, "text": mask_text(text.strip())}
 
+    # -- evidence beyond single lines --------------------------------------------------------
+    def add_flight_recorder(self, trace_dir: str, prefix: str | None = None) -> None:
+        from . import flight_recorder
+
+        details, version = flight_recorder.load(trace_dir, prefix)
+        self.flight = flight_recorder.analyse(details, version)
+        for b in self.flight["behind"]:
+            for rank in b["ranks"]:
+                ev = Event(-1, trace_dir, 0, None, None, rank, None,
+                           f"flight recorder: rank {rank} last collective #{b['behind_at'][str(rank)]}, ranks {b['ahead']} at #{b['seq']} ({b['op']})")
+                self._record(_DERIVED["fr.rank_behind"], {"rank": str(rank), "seq": str(b["seq"]), "op": str(b["op"]),
+                                                          "ahead": ",".join(map(str, b["ahead"]))}, ev)
+        for d in self.flight["desync"]:
+            ev = Event(-1, trace_dir, 0, None, None, None, None,
+                       "flight recorder: at #{} {}".format(d["seq"], "; ".join(f"rank {r}: {v[0]} {v[1]}" for r, v in d["ops"].items())))
+            self._record(_DERIVED["fr.desync"], {"seq": str(d["seq"])}, ev)
+
+    def _derive(self) -> None:
+        """Findings from the per-node NCCL facts and the RAS reports (once, before judging)."""
+        file_of = {f["path"]: i for i, f in enumerate(self.files)}
+        for d in self.facts.drift():
+            sid = {"nccl_version": "nccl.version_drift", "cuda_driver": "cuda.driver_drift",
+                   "net_plugin": "nccl.plugin_drift", "network": "nccl.network_drift"}[d["key"]]
+            values = "; ".join(f"{v} on {', '.join(ns[:4])}{'…' if len(ns) > 4 else ''}" for v, ns in d["values"].items())
+            for where in d["evidence"] or [{"file": None, "line": 0}]:
+                node = next((n for v, ns in d["values"].items() for n in ns
+                             if (d["key"], n, v) in self.facts.evidence and self.facts.evidence[(d["key"], n, v)] == where), None)
+                ev = Event(file_of.get(where["file"], -1), where["file"] or "", where["line"], None, node, None, None,
+                           f"{d['key']} {values}")
+                f = self._record(_DERIVED[sid], {"values": values}, ev, extra={"values": d["values"]})
+                f.evidence[-1]["text"] = f"{d['key']}: {values}"
+        for ras in self.ras:
+            for key, sid in (("mismatch", "ras.mismatch"), ("dead", "ras.dead"), ("missing", "ras.incomplete"),
+                             ("errors", "ras.rank_error")):
+                for e in getattr(ras, key):
+                    groups = {k: str(v) for k, v in e.items() if v is not None and k in ("rank", "node", "pid", "error")}
+                    ev = Event(file_of.get(e["file"], -1), e["file"], e["line"], None, e.get("node"),
+                               e.get("rank"), None, "RAS " + ", ".join(f"{k} {v}" for k, v in groups.items()))
+                    f = self._record(_DERIVED[sid], groups, ev)
+                    if ras.mismatch_detail:
+                        f.extra.setdefault("detail", ras.mismatch_detail[:4])
+
     # -- judging --------------------------------------------------------------------------
     def document(self) -> dict:
+        self._derive()
         found = list(self.findings.values())
         for f in found:  # torchrun's summary names the host of a rank whose own lines do not
-            if f.node is None and f.rank is not None and f.rank in self.summary_hosts:
-                f.node = self.summary_hosts[f.rank]
-        failing = any(f.sig.kind in ("cause", "symptom") for f in found)
-        causes = [f for f in found if f.sig.kind == "cause" or (failing and f.sig.kind == "suspect")]
-        symptoms = [f for f in found if f.sig.kind == "symptom"]
-        suspects = [f for f in found if f.sig.kind == "suspect" and not failing]
-        order = lambda f: (f.sig.priority, f.first)  # noqa: E731 - upstream first, then first seen
-        present = {f.sig.id for f in causes}
+            for ev in f.events:
+                if ev.node is None and ev.rank is not None and ev.rank in self.summary_hosts:
+                    ev.node = self.summary_hosts[ev.rank]
+        errors_present = self.error_count > 0
+        failing = errors_present or any(f.sig.kind in ("cause", "symptom") for f in found)
+        candidates = [f for f in found if f.sig.kind in ("cause", "symptom") or (failing and f.sig.kind == "suspect")]
+        present = {f.sig.id for f in candidates}
         explained = {f.sig.id: next(c for c in f.sig.consequence_of if c in present)
-                     for f in causes if any(c in present for c in f.sig.consequence_of)}
-        symptoms += [f for f in causes if f.sig.id in explained]
-        causes = [f for f in causes if f.sig.id not in explained]
-        causes.sort(key=order)
-        symptoms.sort(key=order)
-        head = (causes or symptoms)[0].sig.id if failing else None
-        findings = [self._render(f, "root_cause", None) for f in causes]
-        findings += [self._render(f, "consequence", explained.get(f.sig.id, head if causes else None))
-                     for f in symptoms]
-        if failing:
-            verdict = "failure"
-        elif self.healthy and not self.unrecognised_count:
-            verdict = "healthy"
+                     for f in candidates if any(c in present for c in f.sig.consequence_of)}
+        heads = [f for f in candidates if f.sig.id not in explained]
+        head: _Finding | None = None
+        if heads:
+            best = min(f.sig.tier for f in heads)
+            tier_heads = [f for f in heads if f.sig.tier == best]
+            firsts = {id(_earliest(f.events)): f for f in tier_heads}
+            head = firsts[id(_earliest([_earliest(f.events) for f in tier_heads]))]
+        first_error = _earliest(self.errors) if self.errors else None
+        recognised = head is not None and head.sig.cls is not None
+        if recognised and head.sig.tier >= 3 and first_error is not None:
+            # only consequences are recognised: an unrecognised error before them is the first failure
+            head_first = _earliest(head.events)
+            if _earliest([first_error, head_first]) is first_error and first_error is not head_first:
+                recognised = False
+        if not failing:
+            verdict = "healthy" if self.progress else "unknown"
         else:
-            verdict = "unknown"
-        return {
+            verdict = "failure"
+        order = lambda f: (0 if f is head else 1, f.sig.tier, self._order_key(_earliest(f.events)))  # noqa: E731
+        findings: list[dict] = []
+        if failing:
+            roots = [f for f in heads if f.sig.kind in ("cause", "suspect") and f.sig.cls is not None]
+            if recognised and head not in roots:
+                roots.insert(0, head)
+            if not recognised:
+                roots = [f for f in roots if f.sig.tier < 3 and f is not head] if head is not None and head.sig.tier >= 3 else roots
+            roots.sort(key=order)
+            consequences = [f for f in candidates if f not in roots]
+            consequences.sort(key=order)
+            head_id = roots[0].sig.id if roots and recognised else None
+            findings = [self._render(f, "root_cause", None) for f in roots]
+            findings += [self._render(f, "consequence", explained.get(f.sig.id, head_id)) for f in consequences]
+            if findings and recognised:
+                findings[0]["headline"] = True
+        warnings = [self._render(f, "warning", None) for f in found if f.sig.kind == "suspect" and not failing]
+        first = self._first_failure(head if recognised else None, first_error, failing, found)
+        cause_class = (head.sig.cls if (failing and recognised and head is not None)
+                       else "unrecognised" if failing else "healthy" if verdict == "healthy" else "no_progress")
+        doc = {
             "tool": "dsv3-preflight doctor",
             "verdict": verdict,
-            "summary": self._summary(verdict, findings),
+            "exit_code": EXIT[verdict],
+            "cause_recognised": bool(failing and recognised),
+            "cause_class": cause_class,
+            "summary": "",
+            "first_failure": first,
             "findings": findings,
-            "warnings": [self._render(f, "warning", None) for f in sorted(suspects, key=order)],
-            "healthy_signs": list(self.healthy.values()),
-            "unrecognised": {"count": self.unrecognised_count, "first": self.unrecognised},
+            "warnings": warnings,
+            "error_lines": [self._evidence(e.path, e.line, e.text) | {"node": e.node, "rank": e.rank} for e in self.errors],
+            "nearest_causes": self._nearest() if failing and not recognised else [],
+            "silent_ranks": self._silent_ranks(),
+            "healthy_signs": list(self.progress.values()),
+            "unrecognised": {"count": self.error_count,
+                             "first": [self._evidence(e.path, e.line, e.text) for e in self.errors[:self.max_evidence]]},
+            "nccl": self.facts.to_dict(),
+            "ras": self._ras_summary(),
+            "flight_recorder": self.flight,
             "files": self.files,
             "unreadable": self.unreadable,
         }
+        doc["summary"] = self._summary(doc)
+        if self.unreadable:
+            doc["exit_code"] = 4
+        return doc
+
+    def _order_key(self, ev: Event) -> tuple:
+        return (ev.ts is None, stamp_key(ev.ts, False) if ev.ts else (0,), ev.file, ev.line)
+
+    def _first_failure(self, head: _Finding | None, first_error: Event | None, failing: bool, found: list) -> dict | None:
+        if not failing:
+            return None
+        ev = _earliest(head.events) if head is not None else first_error
+        if ev is None:
+            syms = [f for f in found if f.sig.kind in ("symptom", "cause")]
+            if not syms:
+                return None
+            ev = _earliest([_earliest(f.events) for f in syms])
+        out = {"node": ev.node, "rank": ev.rank, "local_rank": ev.local_rank, "file": ev.path or None,
+               "line": ev.line or None, "time": stamp_text(ev.ts), "text": self._evidence(ev.path, ev.line, ev.text)["text"],
+               "finding": head.sig.id if head is not None else None, "inferred_from": None}
+        if head is not None and head.sig.tier >= 3 and out["rank"] is not None:
+            silent = self._silent_ranks()
+            if silent and len(silent) <= 4:
+                out.update(rank=silent[0], node=None, inferred_from="the ranks that did not report the timeout")
+        return out
+
+    def _silent_ranks(self) -> list[int]:
+        """Ranks that never reported the collective timeout the others did (they are the stuck or dead ones)."""
+        f = self.findings.get("nccl.watchdog_timeout")
+        nranks = self.facts.nranks
+        if f is None or not nranks or not f.ranks or len(f.ranks) >= MAX_LISTED:
+            return []
+        silent = sorted(set(range(nranks)) - set(f.ranks))
+        return silent if 0 < len(silent) <= nranks // 2 else []
+
+    def _ras_summary(self) -> dict | None:
+        if not self.ras:
+            return None
+        out: dict = {"dead": [], "missing": [], "mismatch": [], "errors": []}
+        for r in self.ras:
+            for k in out:
+                out[k] += [{x: e.get(x) for x in ("rank", "node", "pid", "gpu", "error") if e.get(x) is not None}
+                           for e in getattr(r, k)][:MAX_LISTED]
+        return out
+
+    def _nearest(self) -> list[dict]:
+        """The known causes whose words are closest to the unrecognised error lines (a hint, not a diagnosis)."""
+        words = set()
+        for e in self.errors:
+            words |= {w for w in re.findall(r"[a-z][a-z0-9_]{2,}", e.text.lower()) if w not in STOPWORDS}
+        if not words:
+            return []
+        scored = []
+        for s in SIGNATURES:
+            if s.kind not in ("cause", "suspect") or s.cls is None:
+                continue
+            sw = {w for w in re.findall(r"[a-z][a-z0-9_]{2,}", (s.title + " " + s.example + " " + s.root_cause).lower())
+                  if w not in STOPWORDS}
+            overlap = len(words & sw)
+            if overlap:
+                scored.append((overlap / (len(sw) ** 0.5), s))
+        scored.sort(key=lambda x: -x[0])
+        out, seen = [], set()
+        for score, s in scored:
+            if s.cls in seen:
+                continue
+            seen.add(s.cls)
+            out.append({"id": s.id, "class": s.cls, "title": _fill(s.title, {}, s.regex.groupindex), "check": s.check,
+                        "score": round(score, 2)})
+            if len(out) == 3:
+                break
+        return out
 
     def _render(self, f: _Finding, role: str, explained_by: str | None) -> dict:
         s = f.sig
-        names = {k.rstrip("0123456789") or k for k in s.regex.groupindex}
+        names = {k.rstrip("0123456789") or k for k in s.regex.groupindex} | {"values", "node", "rank", "pid", "error",
+                                                                             "seq", "op", "ahead"}
+        ev = _earliest(f.events)
         return {
-            "id": s.id, "class": s.cls, "kind": s.kind, "role": role,
+            "id": s.id, "class": s.cls, "class_title": CLASS_TITLES.get(s.cls or "", None), "kind": s.kind, "tier": s.tier,
+            "role": role,
             "title": _fill(s.title, f.groups, names), "root_cause": _fill(s.root_cause, f.groups, names),
-            "fix": _fill(s.fix, f.groups, names), "check": s.check,
-            "node": f.node, "rank": f.rank, "local_rank": f.local_rank,
+            "fix": _fill(s.fix, f.groups, names, quote=True), "check": s.check,
+            "node": ev.node, "rank": ev.rank, "local_rank": ev.local_rank, "time": stamp_text(ev.ts),
             "nodes": f.nodes, "ranks": f.ranks, "count": f.count,
-            "first_seen": {"file": self.files[f.first[0]]["path"] if f.first[0] < len(self.files) else None,
-                           "line": f.first[1]},
+            "first_seen": {"file": ev.path or None, "line": ev.line or None},
             "explained_by": explained_by,
             "evidence": f.evidence,
+            **({"detail": f.extra} if f.extra else {}),
         }
 
-    def _summary(self, verdict: str, findings: list[dict]) -> str:
+    def _summary(self, doc: dict) -> str:
         nlines = sum(f["lines"] for f in self.files)
         where = f"{len(self.files)} file(s), {nlines} lines"
+        verdict = doc["verdict"]
         if verdict == "failure":
-            top = findings[0]
-            at = ", ".join(x for x in (top["node"] and f"node {top['node']}",
-                                       top["rank"] is not None and f"rank {top['rank']}") if x)
-            n_roots = sum(1 for f in findings if f["role"] == "root_cause")
-            rest = len(findings) - 1
-            label = "root cause" if n_roots else "first failure (no root cause recognised)"
-            return f"{label}: {top['title']}" + (f" ({at})" if at else "") + (f"; {rest} more finding(s)" if rest else "") + f" in {where}"
+            ff = doc["first_failure"] or {}
+            at = ", ".join(x for x in (ff.get("node") and f"node {ff['node']}",
+                                       ff.get("rank") is not None and f"rank {ff['rank']}") if x)
+            rest = sum(1 for f in doc["findings"] if f["role"] == "consequence")
+            tail = (f" ({at})" if at else "") + (f"; {rest} consequence(s)" if rest else "") + f" in {where}"
+            if doc["cause_recognised"]:
+                return f"root cause: {doc['findings'][0]['title']}" + tail
+            return f"cause not recognised: first error: {(ff.get('text') or '')[:160]}" + tail
         if not self.files and self.unreadable:
             return f"no readable log ({len(self.unreadable)} unreadable input(s))"
         if verdict == "healthy":
-            return f"no failure found; the log shows a successful start ({', '.join(h['title'] for h in self.healthy.values())}) in {where}"
-        if self.unrecognised_count:
-            return f"no known failure, but {self.unrecognised_count} error line(s) match no signature (not guessing) in {where}"
-        return f"no known failure and no sign of a successful start (truncated or not a training log?) in {where}"
+            return f"no error; the log shows progress ({', '.join(h['title'] for h in self.progress.values())}) in {where}"
+        return f"no error and no sign of progress (truncated, not started, or not a training log?) in {where}"
 
 
-def triage(paths: list[str], max_evidence: int = 3) -> dict:
+def triage(paths: list[str], max_evidence: int = 3, flight_recorder: str | None = None,
+           flight_recorder_prefix: str | None = None) -> dict:
     """Read the logs at ``paths`` (files, directories, ``-`` for stdin, gzip) and return the doctor document."""
     t = Triage(max_evidence=max_evidence)
     t.add_paths(paths)
+    if flight_recorder:
+        try:
+            t.add_flight_recorder(flight_recorder, flight_recorder_prefix)
+        except InputError as exc:
+            t.unreadable.append({"path": exc.path, "error": exc.reason})
     return t.document()
+
+
+__all__ = ["Triage", "triage", "by_id", "is_error_line"]
