@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from dsv3_preflight import check
-from dsv3_preflight.host.processes import describe, kill_fix
+from dsv3_preflight.host.processes import describe, find_holder_fix, kill_fix
 from dsv3_preflight.net import causes
 from dsv3_preflight.result import Actor, Finding, Findings, failure, warning
 
@@ -63,8 +63,9 @@ def rendezvous_port_not_held(port_holders: Fact) -> list[Finding]:
         if holder["port"] != port_holders["port"]:
             continue
         proc = holder.get("process")
-        out.append(failure(f"port {holder['port']} is held by {describe(proc)}", kill_fix(proc) if proc else None,
-                           actor=Actor.NODE, cause=causes.PORT_HELD))
+        out.append(failure(f"port {holder['port']} is held by {describe(proc)}",
+                           kill_fix(proc) if proc else find_holder_fix(holder["port"]), actor=Actor.NODE,
+                           cause=causes.PORT_HELD))
     return out
 
 

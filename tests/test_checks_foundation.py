@@ -9,9 +9,13 @@ import pytest
 
 from conftest import python_cli
 from dsv3_preflight import Status
+from dsv3_preflight.checks import env_launch_vars as env_rules
+from dsv3_preflight.checks import host_resources as host_rules
 from dsv3_preflight.checks.env_launch_vars import launch_vars
 from dsv3_preflight.checks.host_resources import resources
 from dsv3_preflight.profile import resolve_profile
+from dsv3_preflight.result import Actor
+from paste_lint import paste_problems
 
 GPU = resolve_profile(environ={"MASTER_ADDR": "10.0.0.1"})
 GPU_1NODE = resolve_profile(cli={"nnodes": 1})
@@ -45,6 +49,8 @@ def test_launch_vars_verdicts(env, profile, resolve, status, text, export):
     assert text in result.summary and (status is Status.PASS or any(text in f.message for f in result.findings))
     if export:
         assert export in result.remediation
+    assert paste_problems(result.remediation) == [], result.remediation
+    assert all(f.actor is not None and f.fix for f in result.findings), result.findings
 
 
 GIB = 1 << 30
@@ -64,6 +70,8 @@ PROC = {"pid": 4242, "user": "ubuntu", "cmdline": "python src/train.py --deepspe
      Status.WARN, "checkpoint_dir /ckpt has only 3.0 GiB free", "df -h /ckpt"),
     ({"port_holders": {"port": 39500, "holders": [{"port": 39500, "address": "0.0.0.0", "status": "LISTEN", "type": "tcp", "process": PROC}]}},
      Status.FAIL, "port 39500 is held by pid 4242 (python src/train.py", "kill 4242"),
+    ({"port_holders": {"port": 39500, "holders": [{"port": 39500, "address": "0.0.0.0", "status": "LISTEN", "type": "tcp", "process": None}]}},
+     Status.FAIL, "port 39500 is held by a process this user cannot see", "ss -ltnp 'sport = :39500'"),
     ({"gpu_holders": {"device_files": ["nvidia0"], "holders": [dict(PROC, devices=["/dev/nvidia0"])]}},
      Status.FAIL, "/dev/nvidia0 held by pid 4242", "kill 4242"),
     ({"gpu_holders": {"device_files": ["nvidia0"], "holders": [dict(PROC, pid=7, name="nvidia-persistenced", devices=["/dev/nvidia0"])]}},
@@ -77,6 +85,8 @@ def test_resources_verdicts(facts, status, text, fix):
     if fix:
         assert fix in result.remediation
         assert "pkill" not in result.remediation and "killall" not in result.remediation
+    assert paste_problems(result.remediation) == [], result.remediation
+    assert all(f.actor is not None for f in result.findings), result.findings
 
 
 def _free_port():
@@ -147,3 +157,77 @@ def test_resources_checks_the_room_in_a_real_checkpoint_dir(tmp_path, clean_env)
     assert f"checkpoint_dir {ckpt}: " in result["summary"] and "GiB free" in result["summary"]
     assert proc.returncode == 0, proc.stdout
     assert result["status"] == "pass"
+
+
+# -- each rule of env.launch_vars and host.resources on its own ---------------------------------------------
+HEAD3 = resolve_profile(environ={"MASTER_ADDR": "head", "NNODES": "3", "NODE_RANK": "0"})
+NIC_ROUTE = {"interfaces": [{"name": "lo", "index": 1, "ipv4": ["127.0.0.1"], "loopback": True, "up": True},
+                            {"name": "eth0", "index": 2, "ipv4": ["10.0.0.1"], "loopback": False, "up": True}]}
+HOSTS_LOOP = {"name": "head", "ok": True, "error": None, "addresses": ["127.0.1.1"],
+              "hosts_entries": [{"line": 2, "address": "127.0.1.1", "names": ["vm", "head"], "text": "127.0.1.1 vm head"}]}
+
+
+@pytest.mark.parametrize("rule, args, status, cause, words", [
+    (env_rules.cuda_device_order, ({}, GPU), Status.FAIL, "env.cuda_device_order", ["unset"]),
+    (env_rules.cuda_device_order, ({}, CPU), None, None, []),
+    (env_rules.cuda_device_order, ({"CUDA_DEVICE_ORDER": "PCI_BUS_ID"}, GPU), None, None, []),
+    (env_rules.world_size, (resolve_profile(environ={"MASTER_ADDR": "10.0.0.1", "WORLD_SIZE": "16"}),), Status.FAIL,
+     "env.world_size", ["3 × 8 = 24"]),
+    (env_rules.world_size, (GPU,), None, None, []),
+    (env_rules.master_resolves, (GPU, {"ok": False, "error": "Name or service not known"}), Status.FAIL,
+     "net.master_unresolvable", ["does not resolve"]),
+    (env_rules.master_resolves, (GPU, RESOLVED), None, None, []),
+    (env_rules.master_not_loopback, (HEAD3, HOSTS_LOOP, NIC_ROUTE), Status.FAIL, "net.master_loopback",
+     ["resolves to loopback 127.0.1.1"]),
+    (env_rules.master_not_loopback, (CPU, {**RESOLVED, "addresses": ["127.0.0.1"]}), None, None, []),  # one node
+    (env_rules.master_port_unprivileged, (resolve_profile(environ={"MASTER_PORT": "80"}),), Status.WARN,
+     "net.port_privileged", ["privileged"]),
+    (env_rules.omp_threads, ({}, GPU), Status.WARN, None, ["not set"]),
+    (env_rules.omp_threads, ({}, CPU), None, None, []),
+    (env_rules.omp_threads, ({"OMP_NUM_THREADS": "0"}, GPU), Status.FAIL, None, ["positive integer"]),
+])
+def test_each_launch_vars_rule(rule, args, status, cause, words):
+    found = rule(*args)
+    if status is None:
+        assert found is None
+        return
+    assert found.status is status and found.cause == cause and found.actor is Actor.JOB, found
+    assert all(w in found.message for w in words), found.message
+    assert found.fix and paste_problems(found.fix) == [], found.fix
+
+
+def test_master_not_loopback_names_the_hosts_line_and_this_heads_address():
+    fix = env_rules.master_not_loopback(HEAD3, HOSTS_LOOP, NIC_ROUTE).fix
+    assert "# /etc/hosts line 2 maps head to loopback: 127.0.1.1 vm head" in fix
+    assert 'echo "10.0.0.1 head" >> "$new_hosts" &&' in fix
+
+
+@pytest.mark.parametrize("env, messages", [
+    ({"NCCL_IB_TIMEOUT": "22", "TORCH_NCCL_BLOCKING_WAIT": "1", "NCCL_TIMEOUT_MS": "1800000"}, []),
+    ({"NCCL_IB_TIMEOUT": "0"}, ["must be an integer 1..31"]),
+    ({"TORCH_NCCL_ASYNC_ERROR_HANDLING": "true", "NCCL_DEBUG": "INFO"}, ["must be 0 or 1"]),
+    ({"TORCH_NCCL_TIMEOUT_SEC": "10", "NCCL_TIMEOUT_MS": "x"}, ["is not a non-negative number", "is 10 s"]),
+    ({"TORCH_DIST_TIMEOUT": "abc"}, ["is not a number"]),
+])
+def test_nccl_variables_each_wrong_value_is_its_own_finding(env, messages):
+    found = env_rules.nccl_variables(env)
+    assert len(found) == len(messages)
+    for f, word in zip(found, messages):
+        assert word in f.message and f.actor is Actor.JOB and paste_problems(f.fix) == []
+
+
+def test_each_resources_rule():
+    small = host_rules.shm_big_enough({**SHM_OK, "total_bytes": 1 << 30}, GPU)
+    assert small.cause == "host.shm_small" and small.actor is Actor.NODE and "remount,size=16G" in small.fix
+    assert host_rules.shm_big_enough(SHM_OK, GPU) is None
+    room = {"configured": True, "path": "/ckpt", "setting": "checkpoint_dir", "writable": True, "free_bytes": GIB}
+    assert "checkpoint_dir /ckpt has only 1.0 GiB" in host_rules.output_dir_has_room(room).message
+    assert host_rules.output_dir_has_room({**room, "writable": False}) is None  # lora.output_dir says why
+    held = {"port": 39500, "holders": [{"port": 39500, "process": PROC}, {"port": 39501, "process": PROC}]}
+    [port] = host_rules.rendezvous_port_not_held(held)
+    assert port.cause == "net.port_held" and port.fix.startswith("kill 4242")
+    gpu = {"holders": [dict(PROC, devices=["/dev/nvidia0"]), dict(PROC, pid=7, name="nv-hostengine", devices=["/dev/nvidia1"])]}
+    [leftover] = host_rules.gpus_not_held(gpu)
+    assert leftover.cause == "host.gpu_held" and "/dev/nvidia0" in leftover.message
+    for f in (small, port, leftover):
+        assert paste_problems(f.fix) == []

@@ -301,6 +301,17 @@ def test_the_hosts_line_fix_drops_only_that_name_and_maps_it_to_the_head(tmp_pat
     assert [p.name for p in tmp_path.iterdir()] == ["hosts"]  # its temporary file is gone
 
 
+def test_loopback_fix_takes_the_heads_address_a_cluster_check_knows():
+    # cluster scope: the head maps its name to 127.0.1.1, the workers resolve it to 10.77.0.10
+    entries = [{"line": 2, "address": "127.0.1.1", "text": "127.0.1.1 head"}]
+    fix = loopback_fix("head", ["127.0.1.1"], entries, [("eth0", "10.77.0.10"), ("eth1", "10.77.1.10")], False,
+                       head_address=("as the workers resolve head", "10.77.0.10"))
+    assert 'echo "10.77.0.10 head" >> "$new_hosts" &&' in fix and "as the workers resolve head" in fix
+    assert paste_problems(fix) == []
+    literal = loopback_fix("127.0.0.1", ["127.0.0.1"], [], [], False, head_address=("node 0's eth0", "10.77.0.10"))
+    assert "export MASTER_ADDR=10.77.0.10   # the head's address (node 0's eth0)" in literal
+
+
 def test_the_hosts_line_fix_changes_nothing_without_the_head_address(tmp_path):
     import subprocess
 

@@ -80,14 +80,17 @@ def unresolvable_fix(name: str) -> str:
 
 
 def loopback_fix(name: str, addresses: Sequence[str], hosts_entries: Sequence[Mapping[str, Any]],
-                 candidates: Sequence[tuple[str, str]], this_is_head: bool) -> str:
+                 candidates: Sequence[tuple[str, str]], this_is_head: bool,
+                 head_address: tuple[str, str] | None = None) -> str:
     """The fix for a MASTER_ADDR that is, or resolves to, loopback on a multi-node job.
 
     ``hosts_entries``: the ``/etc/hosts`` lines naming MASTER_ADDR (``{"line", "address", "text"}``), as the
     ``resolve_master`` fact records them; ``candidates``: :func:`training_addresses` of this node;
     ``this_is_head``: node_rank 0 was set explicitly, so this node's address is the head's.
+    ``head_address``: ``(where it was learnt, address)`` when the caller knows the head's address otherwise
+    (a cluster-scope check: what the workers resolve MASTER_ADDR to); it wins over this node's guess.
     """
-    head = known_head_address(candidates, this_is_head)
+    head = head_address or known_head_address(candidates, this_is_head)
     value = head[1] if head else HEAD_ADDR
     lines: list[str] = []
     mapped = [e for e in hosts_entries if is_loopback(str(e.get("address")))]
@@ -99,8 +102,8 @@ def loopback_fix(name: str, addresses: Sequence[str], hosts_entries: Sequence[Ma
         if candidates and not head:
             lines.append(_own_addresses(candidates))
         lines.append(f"# drop {name} from {'that line' if len(mapped) == 1 else 'those lines'} and map it to "
-                     + (f"this node's address on {head[0]}, {head[1]} (node_rank 0: this node is the head)" if head
-                        else "the head's address") + "; cp writes in place, also where /etc/hosts is a bind mount")
+                     + (_head_words(head, head_address is not None) if head else "the head's address")
+                     + "; cp writes in place, also where /etc/hosts is a bind mount")
         lines.append("new_hosts=$(mktemp) &&")
         lines.append(f"  sed -E '{sed}' /etc/hosts > \"$new_hosts\" &&")
         lines.append(f'  echo "{value} {name}" >> "$new_hosts" &&')
@@ -109,13 +112,21 @@ def loopback_fix(name: str, addresses: Sequence[str], hosts_entries: Sequence[Ma
         via = f" (it resolves to {', '.join(addresses)})" if addresses and list(addresses) != [name] else ""
         lines.append(f"# MASTER_ADDR {name} is loopback{via}: the other nodes cannot reach it")
         if head:
-            lines.append(f"export MASTER_ADDR={head[1]}   # this node is the head (node_rank 0): its address on {head[0]}")
+            lines.append(f"export MASTER_ADDR={head[1]}   # "
+                         + (f"the head's address ({head[0]})" if head_address
+                            else f"this node is the head (node_rank 0): its address on {head[0]}"))
         else:
             if candidates:
                 lines.append(_own_addresses(candidates))
             lines.append(f'export MASTER_ADDR="{HEAD_ADDR}"')
     lines.append(RERUN)
     return "\n".join(lines)
+
+
+def _head_words(head: tuple[str, str], given: bool) -> str:
+    if given:
+        return f"{head[1]}, the head's address ({head[0]})"
+    return f"this node's address on {head[0]}, {head[1]} (node_rank 0: this node is the head)"
 
 
 def _own_addresses(candidates: Sequence[tuple[str, str]]) -> str:
