@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from dsv3_preflight import Result, check
+from dsv3_preflight import check
 from dsv3_preflight.net import causes
 from dsv3_preflight.net.ifselect import gloo_select, nccl_select, recommended_nccl_value
 from dsv3_preflight.net.master import is_loopback, loopback_fix, training_addresses, unresolvable_fix
