@@ -1,86 +1,94 @@
-"""gpu.inventory: the GPUs the profile expects are here, healthy and free."""
+"""gpu.inventory: the GPUs the profile expects are here, of an accepted model, persistent and free."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Mapping, Sequence
 
 from dsv3_preflight import Result, check
-from dsv3_preflight.gpu.common import NOT_EXPECTED, join_problems, no_nvml_summary, spans
+from dsv3_preflight.gpu import remedies
+from dsv3_preflight.gpu.common import NO_DRIVER, NOT_EXPECTED, no_nvml_summary, spans
+from dsv3_preflight.result import Actor, Finding, Findings, failure, warning
 
 MIB = 1 << 20
+GpuList = Sequence[Mapping[str, Any]]
+
+
+def rule_nvml_answers(nvml: Mapping[str, Any]) -> Finding | None:
+    if nvml.get("available"):
+        return None
+    return failure(no_nvml_summary(nvml), remedies.install_driver(nvml), actor=Actor.NODE, cause=NO_DRIVER)
+
+
+def rule_count(gpus: GpuList, expected: int) -> Finding | None:
+    if len(gpus) == expected:
+        return None
+    return failure(f"{len(gpus)} GPUs on this node, the profile expects {expected}",
+                   "nvidia-smi -L   # which GPU is missing\nlspci -nn | grep -i nvidia   # is it still on the PCI bus?\n"
+                   + remedies.kernel_xid_log() + "   # Xid 79: fallen off the bus",
+                   actor=Actor.NODE)
+
+
+def rule_models(gpus: GpuList, accepted: Sequence[str]) -> Finding | None:
+    wrong = [g for g in gpus if not any(m.lower() in (g.get("name") or "").lower() for m in accepted)]
+    if not wrong:
+        return None
+    models = ",".join(list(accepted) + sorted({str(g.get("name")) for g in wrong}))
+    return failure(f"GPUs {spans([g['index'] for g in wrong])} are {wrong[0].get('name')}, not one of {', '.join(accepted)}",
+                   f"dsv3-preflight run --gpu-models '{models}'   # if this model is intended (config key gpu_models)",
+                   actor=Actor.JOB)
+
+
+def rule_one_model(gpus: GpuList) -> Finding | None:
+    models = sorted({g.get("name") or "?" for g in gpus})
+    if len(models) <= 1:
+        return None
+    return failure(f"mixed GPU models on one node: {', '.join(models)}",
+                   "nvidia-smi -L   # which slot holds the odd model: one model per node keeps the ranks in step",
+                   actor=Actor.NODE)
+
+
+def rule_persistence(gpus: GpuList) -> Finding | None:
+    off = [g["index"] for g in gpus if g.get("persistence_mode") is False]
+    if not off:
+        return None
+    return warning(f"persistence mode is off on GPUs {spans(off)}: every CUDA init reloads the driver state (slow, flaky)",
+                   "systemctl enable --now nvidia-persistenced   # or: nvidia-smi -pm 1", actor=Actor.NODE)
+
+
+def rule_no_other_processes(gpus: GpuList) -> Finding | None:
+    busy = [(g, p) for g in gpus for p in g.get("processes") or []]
+    if not busy:
+        return None
+    shown = [f"pid {p['pid']} on GPU {g['index']}" + (f" ({p['used_memory_bytes'] // MIB} MiB)" if p.get("used_memory_bytes") else "")
+             for g, p in busy]
+    fixes = [f"ps -o pid,user,etime,cmd -p {pid} && kill {pid}   # after checking it is a leftover"
+             for pid in dict.fromkeys(p["pid"] for _, p in busy)]
+    return failure("GPUs busy with other processes: " + ", ".join(shown), "\n".join(fixes), actor=Actor.NODE)
 
 
 @check("gpu.inventory", needs=["nvml", "profile"], tags=["gpu"], timeout=30)
 def inventory(nvml, profile):
-    """GPU count and model match the profile; persistence mode on; no uncorrectable ECC errors; no other process on the GPUs."""
+    """GPU count and model match the profile; persistence mode on; no other process on the GPUs."""
     gpus = nvml.get("gpus") or []
     evidence: dict[str, Any] = {
         "driver_version": nvml.get("driver_version"),
         "cuda_driver_version": nvml.get("cuda_driver_version_str"),
         "gpus": [{k: g.get(k) for k in ("index", "name", "uuid", "pci_bus_id", "memory_total_bytes", "persistence_mode",
-                                         "ecc_enabled", "ecc_uncorrected_volatile", "ecc_uncorrected_aggregate",
-                                         "remapped_rows", "retired_pages_dbe", "processes")} for g in gpus],
+                                         "processes")} for g in gpus],
         "expected": {"gpus_per_node": profile.gpus_per_node, "gpu_models": list(profile.gpu_models)},
     }
     if not profile.expects_gpus:
         return Result.skipped(NOT_EXPECTED, evidence)
-    if not nvml.get("available"):
+    found = Findings()
+    if found.check(rule_nvml_answers, nvml):
         evidence["nvml_error"] = nvml.get("error")
-        return Result.failed(no_nvml_summary(nvml), evidence,
-                             "install the NVIDIA datacenter driver (nvidia-smi must list the GPUs)\n"
-                             "docker run --gpus all ...   # inside a container: start it with the GPUs")
-    fails: list[str] = []
-    warns: list[str] = []
-    fixes: list[str] = []
-    expected = profile.gpus_per_node
-    if len(gpus) != expected:
-        fails.append(f"{len(gpus)} GPUs on this node, the profile expects {expected}")
-        fixes.append("nvidia-smi -L   # which GPU is missing; dmesg -T | grep -i Xid   # fallen off the bus?")
-    models = sorted({g.get("name") or "?" for g in gpus})
-    wrong = [g["index"] for g in gpus if not any(m.lower() in (g.get("name") or "").lower() for m in profile.gpu_models)]
-    if wrong:
-        fails.append(f"GPUs {spans(wrong)} are {gpus[wrong[0]].get('name')}, not one of {', '.join(profile.gpu_models)}")
-        fixes.append("set gpu_models in the profile (config key gpu_models) if this model is intended")
-    if len(models) > 1:
-        fails.append(f"mixed GPU models on one node: {', '.join(models)}")
-    off = [g["index"] for g in gpus if g.get("persistence_mode") is False]
-    if off:
-        warns.append(f"persistence mode is off on GPUs {spans(off)}: every CUDA init reloads the driver state (slow, flaky)")
-        fixes.append("systemctl enable --now nvidia-persistenced   # or: nvidia-smi -pm 1")
-    vol = [g for g in gpus if (g.get("ecc_uncorrected_volatile") or 0) > 0]
-    if vol:
-        fails.append("uncorrectable ECC errors since boot on GPU " + ", ".join(
-            f"{g['index']} ({g['ecc_uncorrected_volatile']})" for g in vol))
-        fixes.append("nvidia-smi -q -d ECC,ROW_REMAPPER -i " + ",".join(str(g["index"]) for g in vol) +
-                     "\nnvidia-smi -r -i <gpu>   # reset when idle (or reboot); replace the GPU if it recurs")
-    agg = [g for g in gpus if (g.get("ecc_uncorrected_aggregate") or 0) > 0 and g not in vol]
-    if agg:
-        warns.append("uncorrectable ECC errors in the GPU's lifetime on GPU " + ", ".join(
-            f"{g['index']} ({g['ecc_uncorrected_aggregate']})" for g in agg))
-    no_ecc = [g["index"] for g in gpus if g.get("ecc_enabled") is False]
-    if no_ecc:
-        warns.append(f"ECC is disabled on GPUs {spans(no_ecc)}")
-        fixes.append("nvidia-smi -e 1 && reboot")
-    for g in gpus:
-        rows = g.get("remapped_rows") or {}
-        if rows.get("failure"):
-            fails.append(f"GPU {g['index']} ({g.get('pci_bus_id')}): row remapping failed: the GPU needs replacement")
-            fixes.append(f"nvidia-smi -q -d ROW_REMAPPER -i {g['index']}   # RMA the GPU")
-        elif rows.get("pending"):
-            fails.append(f"GPU {g['index']} ({g.get('pci_bus_id')}): a row remapping is pending until the GPU is reset")
-            fixes.append(f"nvidia-smi -r -i {g['index']}   # when idle, or reboot")
-    busy = [(g, p) for g in gpus for p in g.get("processes") or []]
-    if busy:
-        lines = [f"pid {p['pid']} on GPU {g['index']}" + (f" ({p['used_memory_bytes'] // MIB} MiB)" if p.get("used_memory_bytes") else "")
-                 for g, p in busy]
-        fails.append("GPUs busy with other processes: " + ", ".join(lines))
-        for pid in dict.fromkeys(p["pid"] for _, p in busy):
-            fixes.append(f"ps -o pid,user,etime,cmd -p {pid} && kill {pid}   # after checking it is a leftover")
-    evidence["problems"], evidence["warnings"] = fails, warns
-    remediation = "\n".join(dict.fromkeys(fixes)) or None
-    if fails:
-        return Result.failed(join_problems(fails), evidence, remediation)
-    if warns:
-        return Result.warned(join_problems(warns), evidence, remediation)
+        return found.result("NVML answers", evidence)
+    found.check(rule_count, gpus, profile.gpus_per_node)
+    found.check(rule_models, gpus, profile.gpu_models)
+    found.check(rule_one_model, gpus)
+    found.check(rule_persistence, gpus)
+    found.check(rule_no_other_processes, gpus)
+    if not gpus:
+        return found.result("no GPUs", evidence)
     mem = (gpus[0].get("memory_total_bytes") or 0) // MIB
-    return Result.passed(f"{len(gpus)} × {models[0]} ({mem} MiB), driver {nvml.get('driver_version')}, "
-                         "persistence on, no uncorrectable ECC errors, no other processes", evidence)
+    return found.result(f"{len(gpus)} × {gpus[0].get('name')} ({mem} MiB), driver {nvml.get('driver_version')}, "
+                        "persistence on, no other processes", evidence)

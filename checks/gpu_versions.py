@@ -2,10 +2,11 @@
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
+from typing import Any, Mapping, Sequence
 
-from dsv3_preflight import Result, check
-from dsv3_preflight.gpu.common import join_problems
+from dsv3_preflight import check
+from dsv3_preflight.gpu import remedies
+from dsv3_preflight.result import Actor, Finding, Findings, failure
 
 #: (key in the versions fact, label)
 COMPARED = (
@@ -35,39 +36,64 @@ def render_table(nodes: list[str], table: dict[str, dict[str, Any]], odd: dict[s
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in cells)
 
 
+def version_fix(key: str, label: str, common: str | None, outliers: Sequence[str], sources: Mapping[str, Any]) -> tuple[str, Actor]:
+    """The pasteable fix for one differing version, and who must act."""
+    where = ", ".join(outliers)
+    if common is None:
+        return f"# {label}: the other nodes have none; remove it on {where} or install it everywhere", Actor.JOB
+    if key in PIP_NAMES:
+        return f"{pip_pin(key, common)}   # on {where}", Actor.JOB
+    if key == "nccl":
+        wheel = next((s for s in sources.values() if s), None) or "nvidia-nccl-cu12"
+        return f"pip install {wheel}=={common}   # on {where}: the NCCL wheel torch loads", Actor.JOB
+    if key in ("driver", "kernel_module", "cuda_driver"):
+        return "\n".join([
+            f"# install NVIDIA driver {common} (and Fabric Manager {common}) on {where}, then reboot",
+            f"apt-cache madison nvidia-driver-{remedies.driver_branch(common)}-server | grep -F {common}   # on {where}: the package revision",
+            "reboot   # the new kernel module loads only at boot",
+        ]), Actor.NODE
+    if key == "fabric_manager":
+        return f"# on {where}:\n{remedies.fm_install(common)}", Actor.NODE
+    if key == "cuda_runtime":
+        return f"# torch's CUDA build differs on {where}: the torch line's fix installs the same build ({common})", Actor.JOB
+    return f"# on {where}: use {label} {common} like the other nodes (one container image on all nodes avoids this)", Actor.JOB
+
+
+def reference(values: Mapping[str, Any], nodes: Sequence[str]) -> tuple[Any, list[str]]:
+    """(the version most nodes have, the nodes that differ from it); a missing value loses a tie."""
+    common, _ = Counter(values.values()).most_common(1)[0]
+    if list(values.values()).count(common) * 2 <= len(values) and None in values.values():
+        common = next(v for v in Counter(values.values()) if v is not None)
+    return common, sorted((n for n, v in values.items() if v != common), key=nodes.index)
+
+
+def rule_identical(key: str, label: str, values: Mapping[str, Any], nodes: Sequence[str],
+                   sources: Mapping[str, Any]) -> Finding | None:
+    """One version that must be the same on every node; the majority is the reference."""
+    if len(set(values.values())) <= 1:
+        return None
+    common, outliers = reference(values, nodes)
+    fix, actor = version_fix(key, label, common, outliers, sources)
+    return failure(f"{label} differs: " + ", ".join(f"{n} has {values[n] or 'none'}" for n in outliers)
+                   + f", the others {common or 'none'}", fix, actor=actor)
+
+
 @check("gpu.versions", scope="cluster", needs=["versions", "profile"], tags=["gpu", "versions"], timeout=20)
 def versions(versions, profile):
     """Every version that must agree (driver, FM, CUDA, torch, NCCL, deepspeed, transformers, peft) is identical on all nodes."""
     nodes = list(versions)
     table = {n: dict(versions[n]) for n in nodes}
+    found = Findings()
     odd: dict[str, set[str]] = {}
-    fails: list[str] = []
-    fixes: list[str] = []
     for key, label in COMPARED:
         values = {n: table[n].get(key) for n in nodes}
-        if len(set(values.values())) <= 1:
-            continue
-        common, _ = Counter(values.values()).most_common(1)[0]
-        if list(values.values()).count(common) * 2 <= len(values) and None in values.values():
-            common = next(v for v in Counter(values.values()) if v is not None)
-        outliers = {n for n, v in values.items() if v != common}
-        odd[key] = outliers
-        fails.append(f"{label} differs: " + ", ".join(f"{n} has {values[n] or 'none'}" for n in sorted(outliers, key=nodes.index))
-                     + f", the others {common or 'none'}")
-        if key in PIP_NAMES and common:
-            fixes.append(f"{pip_pin(key, common)}   # on {', '.join(sorted(outliers, key=nodes.index))}")
-        elif key in ("driver", "kernel_module") and common:
-            fixes.append(f"install NVIDIA driver {common} (and Fabric Manager {common}) on {', '.join(sorted(outliers, key=nodes.index))}, then reboot")
-        elif key == "fabric_manager" and common:
-            fixes.append(f"install nvidia-fabricmanager {common} on {', '.join(sorted(outliers, key=nodes.index))}")
-        else:
-            fixes.append(f"make {label} {common or '?'} on {', '.join(sorted(outliers, key=nodes.index))}   # one container image on all nodes avoids this")
-    text = render_table(nodes, table, odd)
-    evidence = {"table": text, "versions": table, "odd_ones_out": {k: sorted(v) for k, v in odd.items()}}
-    if fails:
-        return Result.failed(join_problems(fails), evidence, "\n".join(dict.fromkeys(fixes)))
+        found.check(rule_identical, key, label, values, nodes, {n: table[n].get("nccl_source") for n in nodes})
+        if len(set(values.values())) > 1:
+            odd[key] = set(reference(values, nodes)[1])
+    evidence = {"table": render_table(nodes, table, odd), "versions": table, "odd_ones_out": {k: sorted(v) for k, v in odd.items()}}
     if len(nodes) == 1:
-        return Result.passed(f"one node ({nodes[0]}): nothing to compare; torch {table[nodes[0]].get('torch')}, "
-                             f"driver {table[nodes[0]].get('driver') or 'none'}", evidence)
-    return Result.passed(f"{len(nodes)} nodes agree: driver {table[nodes[0]].get('driver')}, torch {table[nodes[0]].get('torch')}, "
-                         f"NCCL {table[nodes[0]].get('nccl')}", evidence)
+        return found.result(f"one node ({nodes[0]}): nothing to compare; torch {table[nodes[0]].get('torch')}, "
+                            f"driver {table[nodes[0]].get('driver') or 'none'}", evidence)
+    first = table[nodes[0]] if nodes else {}
+    return found.result(f"{len(nodes)} nodes agree: driver {first.get('driver')}, torch {first.get('torch')}, "
+                        f"NCCL {first.get('nccl')}", evidence)

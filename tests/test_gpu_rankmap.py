@@ -255,7 +255,8 @@ def test_cluster_mapping_fails_when_nodes_disagree_on_device_order():
     env["n1"] = {"CUDA_VISIBLE_DEVICES": "0,1,2,3,4,5,6,7"}
     r = rank_mapping_cluster(nvml=nv, env=env, host=doc["hosts"], node_ranks=ranks, profile=profile())
     assert r.status is Status.FAIL
-    assert "CUDA_DEVICE_ORDER differs across nodes: n0=PCI_BUS_ID, n1=FASTEST_FIRST (unset), n2=PCI_BUS_ID" in r.evidence["problems"]
+    assert "CUDA_DEVICE_ORDER differs across nodes: n0=PCI_BUS_ID, n1=FASTEST_FIRST (unset), n2=PCI_BUS_ID" in [
+        f.message for f in r.findings]
 
 
 def test_cluster_mapping_is_skipped_under_the_cpu_profile():

@@ -78,7 +78,7 @@ def test_healthy_a100_nvswitch_node_passes_every_gpu_check(machine):
 def test_802_with_fabric_manager_stopped_says_start_fabric_manager(machine):
     results = judge_all(machine("a100_nvswitch_fm_stopped"))
     r = results["cuda_init"]
-    assert r.status is Status.FAIL and r.evidence["cause"] == "fm_stopped"
+    assert r.status is Status.FAIL and r.cause == "gpu.fm_stopped" and r.actor.value == "node"
     assert "802 CUDA_ERROR_SYSTEM_NOT_READY" in r.summary and "Fabric Manager is inactive (dead)" in r.summary
     assert "systemctl enable --now nvidia-fabricmanager" in r.remediation
     assert results["fabric_manager"].status is Status.FAIL
@@ -88,7 +88,7 @@ def test_802_with_fabric_manager_stopped_says_start_fabric_manager(machine):
 def test_802_with_fabric_manager_one_patch_off_says_install_the_drivers_exact_version(machine):
     results = judge_all(machine("a100_nvswitch_fm_version_off"))
     r = results["cuda_init"]
-    assert r.status is Status.FAIL and r.evidence["cause"] == "fm_version_mismatch"
+    assert r.status is Status.FAIL and r.cause == "gpu.fm_version_mismatch"
     assert "Fabric Manager 535.183.01 does not match driver 535.183.06" in r.summary
     assert "nvidia-fabricmanager-535=535.183.06-1" in r.remediation
     fm = results["fabric_manager"]
@@ -99,7 +99,7 @@ def test_802_with_fabric_manager_one_patch_off_says_install_the_drivers_exact_ve
 
 def test_803_names_kernel_module_and_libcuda_versions_and_says_reboot(machine):
     r = judge_all(machine("a100_driver_mismatch_803"))["cuda_init"]
-    assert r.status is Status.FAIL and r.evidence["cause"] == "driver_mismatch"
+    assert r.status is Status.FAIL and r.cause == "gpu.driver_mismatch"
     assert "kernel module 535.129.03, user-space libcuda 535.154.05" in r.summary
     assert r.remediation.startswith("reboot")
 
@@ -115,7 +115,8 @@ def test_h100_fabric_in_progress_fails_fabric_and_explains_802(machine):
     results = judge_all(machine("h100_fabric_in_progress"))
     fm = results["fabric_manager"]
     assert fm.status is Status.FAIL and "not completed on GPUs 0–7 (state In Progress)" in fm.summary
-    assert results["cuda_init"].status is Status.FAIL and results["cuda_init"].evidence["cause"] == "fabric_not_ready"
+    assert results["cuda_init"].status is Status.FAIL and results["cuda_init"].cause == "gpu.fabric_not_ready"
+    assert fm.cause == "gpu.fabric_not_ready" and fm.remediation == results["cuda_init"].remediation  # one cause, one fix
 
 
 def test_h100_fabric_completed_with_error_status_names_the_gpu(machine):
@@ -164,12 +165,8 @@ def _variant(nvml, **per_gpu):
 
 
 @pytest.mark.parametrize("changes, status, text", [
-    ({"g3": {"ecc_uncorrected_volatile": 2}}, Status.FAIL, "uncorrectable ECC errors since boot on GPU 3 (2)"),
-    ({"g6": {"ecc_uncorrected_aggregate": 1}}, Status.WARN, "uncorrectable ECC errors in the GPU's lifetime on GPU 6 (1)"),
     ({"g0": {"persistence_mode": False}, "g1": {"persistence_mode": False}}, Status.WARN, "persistence mode is off on GPUs 0–1"),
     ({"g2": {"processes": [{"pid": 4242, "used_memory_bytes": 1536 << 20}]}}, Status.FAIL, "pid 4242 on GPU 2 (1536 MiB)"),
-    ({"g4": {"remapped_rows": {"correctable": 0, "uncorrectable": 1, "pending": True, "failure": False}}}, Status.FAIL,
-     "GPU 4 (00000000:87:00.0): a row remapping is pending"),
     ({"g5": {"name": "NVIDIA A10"}}, Status.FAIL, "GPUs 5 are NVIDIA A10, not one of"),
 ])
 def test_inventory_flags_unhealthy_or_busy_gpus(healthy_nvml, changes, status, text):
@@ -209,18 +206,19 @@ def healthy_facts(tmp_path_factory, libcuda):
 
 
 @pytest.mark.parametrize("code, env, cause, summary, fix", [
-    (804, {"LD_LIBRARY_PATH": "/usr/local/cuda/compat:/usr/lib"}, "compat",
+    (804, {"LD_LIBRARY_PATH": "/usr/local/cuda/compat:/usr/lib"}, "gpu.cuda_compat",
      "(LD_LIBRARY_PATH has /usr/local/cuda/compat)", "grep -v compat"),
-    (100, {"CUDA_VISIBLE_DEVICES": ""}, "no_device", "CUDA_VISIBLE_DEVICES='' hides every GPU", "unset CUDA_VISIBLE_DEVICES"),
-    (999, {}, "unknown", "unknown error", "Xid"),
-    (35, {}, "insufficient_driver", "older than torch's CUDA runtime", "download.pytorch.org"),
+    (100, {"CUDA_VISIBLE_DEVICES": ""}, "gpu.visible_devices", "CUDA_VISIBLE_DEVICES='' hides every GPU",
+     "export CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7"),
+    (999, {}, "gpu.unknown_error", "unknown error", "Xid"),
+    (35, {}, "gpu.driver_too_old", "older than torch's CUDA runtime", "download.pytorch.org"),
 ])
 def test_other_cuda_codes_get_their_own_verdict(healthy_facts, code, env, cause, summary, fix):
     facts = copy.deepcopy(healthy_facts)
     facts["cuda_init"]["driver"].update(code=code, cuInit=code)
     facts["cuda_init"]["env"].update(env)
     r = judge_all(facts)["cuda_init"]
-    assert r.status is Status.FAIL and r.evidence["cause"] == cause
+    assert r.status is Status.FAIL and r.cause == cause
     assert summary in r.summary and fix in r.remediation
 
 
@@ -240,7 +238,7 @@ def test_driver_older_than_torchs_cuda_gets_a_pasteable_pinned_command(healthy_f
     facts["cuda_init"]["driver"].update(code=35, cuInit=35)
     facts["cuda_init"]["runtime"].update(torch_version="2.7.0+cu128", cuda_built="12.8")
     r = judge_all(facts)["cuda_init"]
-    assert r.evidence["cause"] == "insufficient_driver" and "(CUDA 12.2) is older than torch's CUDA runtime (12.8)" in r.summary
+    assert r.cause == "gpu.driver_too_old" and "(CUDA 12.2) is older than torch's CUDA runtime (12.8)" in r.summary
     command = r.remediation.splitlines()[0].split("#")[0]
     assert command.split() == ["pip", "install", "--force-reinstall", "torch==2.7.0", "--index-url",
                                "https://download.pytorch.org/whl/cu121"]  # no '<placeholder>' for the shell to read as a redirect
@@ -263,3 +261,18 @@ def test_h100_on_a_driver_without_the_v_fabric_call_falls_back_to_the_first_vers
         d["fabric"]["nvml_error_v"] = 13  # NVML_ERROR_FUNCTION_NOT_FOUND: nvmlDeviceGetGpuFabricInfoV is new in R550
     fabric = nvml_facts(NvmlReplay(doc))["gpus"][0]["fabric"]
     assert fabric["api"] == "nvmlDeviceGetGpuFabricInfo" and fabric["state_name"] == "Completed" and fabric["status_name"] == "Success"
+
+
+def test_one_missing_driver_is_one_root_cause_with_one_fix_on_all_four_gpu_cards(machine):
+    """Four red GPU cards for one missing driver were four alarms; one cause key lets the report collapse them."""
+    from dsv3_preflight.checks.gpu_rank_mapping import rank_mapping
+    from dsv3_preflight.result import Actor
+    from paste_lint import paste_problems
+
+    facts = machine("no_driver")
+    results = judge_all(facts)
+    results["rank_mapping"] = rank_mapping(nvml=facts["nvml"], env={}, host={"hostname": "gpu-a"}, profile=profile())
+    assert {k: (r.status, r.cause, r.actor) for k, r in results.items()} == {
+        k: (Status.FAIL, "gpu.no_driver", Actor.NODE) for k in results}
+    (fix,) = {r.remediation for r in results.values()}
+    assert "NVML Shared Library Not Found" in fix and paste_problems(fix) == []

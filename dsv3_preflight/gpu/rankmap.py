@@ -25,7 +25,7 @@ API
     ``Duplicate GPU detected : rank 27 and rank 19 both on CUDA device 53000``.
 ``nccl_bus_id(pci_bus_id) -> str``
     NCCL's ``%lx`` of the bus id (``00000000:53:00.0`` → ``53000``), as NCCL's busIdToInt64 does.
-``cluster_problems(node_ranks, hosts, nnodes, nproc_per_node, world_size) -> list[str]``
+``node_rank_problems``, ``shared_machine_problems``, ``world_size_problems`` (and ``cluster_problems``, all three)
     Node-level coherence: duplicate or missing node ranks, two nodes on one host, world size.
 ``mapping_table(rows) -> str``
     ``node 0 (host): ranks 0–7 → GPUs 0–7 (07:00.0, 0f:00.0, …)`` lines for evidence.
@@ -204,9 +204,8 @@ def find_duplicates(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     return found
 
 
-def cluster_problems(node_ranks: Mapping[str, int], hosts: Mapping[str, Mapping[str, Any]], nnodes: int,
-                     nproc_per_node: Mapping[str, int] | int, world_size: int | None = None) -> list[str]:
-    """Node-level problems of a cluster: duplicate/missing node ranks, one host twice, world size."""
+def node_rank_problems(node_ranks: Mapping[str, int], nnodes: int) -> list[str]:
+    """Node ranks used twice, outside 0..nnodes-1, or missing."""
     problems = []
     by_rank: dict[int, list[str]] = {}
     for node, rank in node_ranks.items():
@@ -219,6 +218,11 @@ def cluster_problems(node_ranks: Mapping[str, int], hosts: Mapping[str, Mapping[
     missing = sorted(set(range(nnodes)) - set(by_rank))
     if missing:
         problems.append(f"no node has node rank {', '.join(map(str, missing))} (nnodes={nnodes})")
+    return problems
+
+
+def shared_machine_problems(hosts: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """Two "nodes" that are one machine (same host name, machine id or boot id): their ranks collide on its GPUs."""
     shared: dict[tuple[str, ...], list[str]] = {}
     for key, label in (("hostname", "host name"), ("machine_id", "machine id"), ("boot_id", "boot id")):
         seen: dict[str, list[str]] = {}
@@ -229,18 +233,26 @@ def cluster_problems(node_ranks: Mapping[str, int], hosts: Mapping[str, Mapping[
         for value, nodes in seen.items():
             if len(nodes) > 1:
                 shared.setdefault(tuple(nodes), []).append(f"{label} {value}")
-    for nodes, what in shared.items():
-        problems.append(f"nodes {', '.join(nodes)} share the {' and '.join(what)}: they are one machine, "
-                        "and their ranks will collide on its GPUs")
-    if isinstance(nproc_per_node, int):
-        per = {n: nproc_per_node for n in node_ranks}
-    else:
-        per = dict(nproc_per_node)
+    return [f"nodes {', '.join(nodes)} share the {' and '.join(what)}: they are one machine, "
+            "and their ranks will collide on its GPUs" for nodes, what in shared.items()]
+
+
+def world_size_problems(node_ranks: Mapping[str, int], nproc_per_node: Mapping[str, int] | int,
+                        world_size: int | None) -> list[str]:
+    """WORLD_SIZE that is not the sum of the nodes' local ranks."""
+    per = {n: nproc_per_node for n in node_ranks} if isinstance(nproc_per_node, int) else dict(nproc_per_node)
     total = sum(per.get(n, 0) for n in node_ranks)
-    if world_size is not None and total != world_size:
-        problems.append(f"world size does not add up: the nodes launch {total} ranks "
-                        f"({' + '.join(str(per.get(n, 0)) for n in node_ranks)}), WORLD_SIZE is {world_size}")
-    return problems
+    if world_size is None or total == world_size:
+        return []
+    return [f"world size does not add up: the nodes launch {total} ranks "
+            f"({' + '.join(str(per.get(n, 0)) for n in node_ranks)}), WORLD_SIZE is {world_size}"]
+
+
+def cluster_problems(node_ranks: Mapping[str, int], hosts: Mapping[str, Mapping[str, Any]], nnodes: int,
+                     nproc_per_node: Mapping[str, int] | int, world_size: int | None = None) -> list[str]:
+    """Node-level problems of a cluster: duplicate/missing node ranks, one host twice, world size."""
+    return (node_rank_problems(node_ranks, nnodes) + shared_machine_problems(hosts)
+            + world_size_problems(node_ranks, nproc_per_node, world_size))
 
 
 def _span(values: Sequence[int]) -> str:
