@@ -22,6 +22,10 @@ from typing import Any
 
 DATA = Path(__file__).resolve().parent / "data" / "gpu"
 MACHINES = DATA / "machines"
+#: recorded NVML documents of real machines' health (nvidia-smi -q and friends, converted; see each "provenance")
+HEALTH = DATA / "health"
+#: recorded kernel logs with Xid lines (each file's first lines say where it was published)
+KMSG = DATA / "kmsg"
 
 FAKE_LIBCUDA_C = r"""
 #include <stdlib.h>
@@ -95,6 +99,8 @@ def stand_up(name: str, tmp: Path, libcuda: Path) -> Machine:
     replay = tmp / "nvml.json"
     replay.write_text(json.dumps(doc["nvml"]))
     env = {"DSV3_PREFLIGHT_NVML_REPLAY": str(replay), "DSV3_PREFLIGHT_SYSROOT": str(root), "PATH": str(bindir)}
+    if doc.get("kernel_log"):
+        env["DSV3_PREFLIGHT_KMSG_REPLAY"] = str(KMSG / doc["kernel_log"])
     lib = doc.get("libcuda")
     if lib:
         named = tmp / "lib" / f"libcuda.so.{lib['file_version']}"
@@ -139,3 +145,30 @@ def cpu_profile():
     from dsv3_preflight.profile import resolve_profile
 
     return resolve_profile(environ={}, profile_name="cpu")
+
+
+# -- recorded health documents (NVML only) and kernel logs ------------------------------------------
+
+def health_doc(name: str) -> dict[str, Any]:
+    return json.loads((HEALTH / f"{name}.json").read_text())
+
+
+def gather_nvml(name: str, **device_changes: Any) -> dict[str, Any]:
+    """The nvml fact the real probe builds from a recorded health document (NVML replayed), with changes to
+    devices of the *document* (``g3={"compute_mode": 3}``) for variants of a recorded machine."""
+    from dsv3_preflight.gpu.probes.nvml import nvml_facts
+    from dsv3_preflight.gpu.probes.replay import NvmlReplay
+
+    doc = health_doc(name)["nvml"]
+    for key, changes in device_changes.items():
+        doc["devices"][int(key[1:])].update(changes)
+    return nvml_facts(NvmlReplay(doc))
+
+
+def gather_kernel_log(name: str, monkeypatch) -> dict[str, Any]:
+    """The kernel_xid fact the real probe builds from a recorded kernel log ($DSV3_PREFLIGHT_KMSG_REPLAY)."""
+    from dsv3_preflight.gpu.probes.kernel_log import kernel_xid
+    from dsv3_preflight.gpu.probes.replay import KMSG_REPLAY_ENV
+
+    monkeypatch.setenv(KMSG_REPLAY_ENV, str(KMSG / f"{name}.log"))
+    return kernel_xid.gather()

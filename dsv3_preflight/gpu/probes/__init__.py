@@ -1,2 +1,4 @@
-"""Probes of the GPU domain: NVML (or its replay, ``replay.py``, the hardware boundary tests and
-``--facts-in`` use), the CUDA driver/runtime init children, Fabric Manager and the version inventory."""
+"""Probes of the GPU domain: NVML with the GPUs' health readings (``nvml``, ``health``), the kernel log's Xid
+events (``kernel_log``), the CUDA driver/runtime init children, Fabric Manager and the version inventory.
+``replay.py`` is the hardware boundary: recorded NVML documents and kernel logs of real machines stand in for
+the hardware in tests and offline replays."""

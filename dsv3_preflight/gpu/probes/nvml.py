@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from dsv3_preflight.gpu.cuda_errors import decode, parse_torch_cuda_error
+from .health import health_fields
 from .replay import load_nvml
 from dsv3_preflight.registry import probe
 
@@ -148,12 +149,14 @@ def _gpu(nvml: Any, index: int) -> dict[str, Any]:
     procs = get("processes", nvml.nvmlDeviceGetComputeRunningProcesses)
     gpu["processes"] = [{"pid": int(p.pid), "used_memory_bytes": getattr(p, "usedGpuMemory", None)} for p in procs or []]
     gpu["fabric"] = _fabric(nvml, handle)
+    gpu.update(health_fields(nvml, handle, lambda key, exc: gpu["errors"].__setitem__(key, str(exc) or type(exc).__name__)))
     return gpu
 
 
 @probe("nvml", timeout=20)
 def nvml() -> dict[str, Any]:
-    """NVML: driver and CUDA driver versions, and per GPU identity, memory, ECC, processes and fabric state."""
+    """NVML: driver and CUDA driver versions, and per GPU identity, memory, ECC, processes, fabric state and health
+    (remapped rows and retired pages, PCIe link, NVLink, clock event reasons, MIG and compute mode, reset status)."""
     try:
         module = load_nvml()
     except ImportError as exc:

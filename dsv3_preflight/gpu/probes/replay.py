@@ -1,18 +1,35 @@
-"""A pynvml stand-in that answers from a recorded NVML document (a machine we do not have here).
+"""The hardware boundary of the GPU domain: recorded machines stand in for NVML and the kernel log.
 
-The GPU probe takes its NVML module from :func:`load_nvml`: the real ``pynvml`` normally, this
-replay when ``DSV3_PREFLIGHT_NVML_REPLAY`` names a recorded document. Only the NVML calls are
-replayed; constants, structures and ``NVMLError`` are the real pynvml's, so the probe's code path
-(including its error handling) is the one that runs on a GPU machine.
+This machine (and CI) has no NVIDIA GPU. Tests and offline replays therefore answer the two hardware
+sources the GPU probes read from recorded documents of real machines, and from nothing else:
 
-Document (JSON): ``init_error`` (an NVML return code or null), ``driver_version``,
-``cuda_driver_version`` (12020 for CUDA 12.2), ``nvml_version``, and ``devices``: per GPU ``name``,
-``uuid``, ``pci_bus_id``, ``memory_total``, ``memory_used``, ``persistence_mode`` (0/1),
+- NVML: when ``$DSV3_PREFLIGHT_NVML_REPLAY`` names a recorded NVML document, :func:`load_nvml` returns
+  :class:`NvmlReplay` instead of the real ``pynvml``. Only the NVML *calls* are replayed; constants,
+  structures and ``NVMLError`` are the real pynvml's, so the probe's code path (its error handling
+  included) is the one that runs on a GPU machine.
+- The kernel log: when ``$DSV3_PREFLIGHT_KMSG_REPLAY`` names a recorded text file (``/dev/kmsg`` records,
+  ``dmesg`` or ``journalctl -k`` lines), :func:`kernel_log_replay` returns its lines and the kernel-log
+  probe parses them as it parses the live log.
+
+Nothing else is faked: the probes, the facts and every check run unchanged. The recorded documents
+live under ``tests/data/gpu/`` with the address of the public output they were converted from.
+
+NVML document (JSON): ``init_error`` (an NVML return code or null), ``driver_version``,
+``cuda_driver_version`` (12020 for CUDA 12.2), ``nvml_version``, and ``devices``, per GPU:
+``name``, ``uuid``, ``pci_bus_id``, ``memory_total``, ``memory_used``, ``persistence_mode`` (0/1),
 ``ecc_mode`` ([current, pending]), ``ecc_uncorrected_volatile``, ``ecc_uncorrected_aggregate``,
-``retired_pages_dbe`` (list of addresses), ``remapped_rows`` ([corr, unc, pending, failure]),
-``processes`` ([{pid, used_memory}]), ``fabric`` ({state, status, clique_id, cluster_uuid,
-health_mask}). Any value may be ``{"nvml_error": CODE}``: the call raises ``NVMLError(CODE)``
-(3 = Not Supported, 13 = Function Not Found).
+``retired_pages_dbe`` / ``retired_pages_sbe`` (lists of addresses), ``retired_pages_pending`` (0/1),
+``remapped_rows`` ([corr, unc, pending, failure]), ``processes`` ([{pid, used_memory}]), ``fabric``
+({state, status, clique_id, cluster_uuid, health_mask}), ``pcie`` ({gen_current, gen_max,
+gen_device_max, width_current, width_max, replay_counter}), ``performance_state`` (0 = P0),
+``utilization`` ({gpu, memory}), ``clocks_event_reasons`` (bit mask), ``temperature`` (C),
+``mig_mode`` ([current, pending]), ``compute_mode``, ``nvlink`` (one entry per link:
+{active, errors: {replay, recovery, crc_flit, crc_data}}), ``field_values`` ({"226": reset required,
+"227": drain and reset, "230": recovery action}).
+
+Any value may be ``{"nvml_error": CODE}``: the call raises ``NVMLError(CODE)`` (3 = Not Supported, as a
+GPU without the feature answers). A key the document does not have was not recorded: the call raises
+``NVMLError(13)`` (Function Not Found) and the probe reports the value as unknown, never as healthy.
 """
 from __future__ import annotations
 
@@ -23,6 +40,10 @@ from types import SimpleNamespace
 from typing import Any
 
 REPLAY_ENV = "DSV3_PREFLIGHT_NVML_REPLAY"
+KMSG_REPLAY_ENV = "DSV3_PREFLIGHT_KMSG_REPLAY"
+NOT_RECORDED = 13  # NVML_ERROR_FUNCTION_NOT_FOUND
+NOT_SUPPORTED = 3  # NVML_ERROR_NOT_SUPPORTED
+INVALID_ARGUMENT = 2  # NVML_ERROR_INVALID_ARGUMENT
 
 
 def load_nvml() -> Any:
@@ -33,6 +54,14 @@ def load_nvml() -> Any:
     import pynvml
 
     return pynvml
+
+
+def kernel_log_replay() -> tuple[str, list[str]] | None:
+    """(source, lines) of the recorded kernel log named by ``$DSV3_PREFLIGHT_KMSG_REPLAY``, or None (read the live log)."""
+    path = os.environ.get(KMSG_REPLAY_ENV)
+    if not path:
+        return None
+    return f"replay:{path}", Path(path).read_text(errors="replace").splitlines()
 
 
 class NvmlReplay:
@@ -53,21 +82,31 @@ class NvmlReplay:
     def __getattr__(self, name: str) -> Any:  # constants, structures, NVMLError
         return getattr(self._pynvml, name)
 
+    def _raise(self, code: int) -> Any:
+        raise self._pynvml.NVMLError(int(code))
+
     def _value(self, value: Any) -> Any:
         if isinstance(value, dict) and "nvml_error" in value:
-            raise self._pynvml.NVMLError(int(value["nvml_error"]))
+            self._raise(value["nvml_error"])
         return value
+
+    def _get(self, h: int, key: str) -> Any:
+        """A recorded device value; a key the document lacks was not recorded (Function Not Found)."""
+        device = self._dev(h)
+        if key not in device:
+            self._raise(NOT_RECORDED)
+        return self._value(device[key])
 
     def _dev(self, handle: int) -> dict[str, Any]:
         if not self._initialised:
-            raise self._pynvml.NVMLError(self._pynvml.NVML_ERROR_UNINITIALIZED)
+            self._raise(self._pynvml.NVML_ERROR_UNINITIALIZED)
         return self._doc["devices"][handle]
 
     # -- system --------------------------------------------------------------------
     def nvmlInit(self) -> None:
         code = self._doc.get("init_error")
         if code:
-            raise self._pynvml.NVMLError(int(code))
+            self._raise(code)
         self._initialised = True
 
     def nvmlShutdown(self) -> None:
@@ -80,59 +119,62 @@ class NvmlReplay:
         return self._value(self._doc["cuda_driver_version"])
 
     def nvmlSystemGetNVMLVersion(self) -> str:
-        return self._value(self._doc.get("nvml_version", {"nvml_error": 3}))
+        return self._value(self._doc.get("nvml_version", {"nvml_error": NOT_SUPPORTED}))
 
     def nvmlDeviceGetCount(self) -> int:
         if not self._initialised:
-            raise self._pynvml.NVMLError(self._pynvml.NVML_ERROR_UNINITIALIZED)
+            self._raise(self._pynvml.NVML_ERROR_UNINITIALIZED)
         return len(self._doc["devices"])
 
     def nvmlDeviceGetHandleByIndex(self, index: int) -> int:
         self._dev(index)
         return index
 
-    # -- device --------------------------------------------------------------------
+    # -- identity, memory, ECC, processes ------------------------------------------
     def nvmlDeviceGetName(self, h: int) -> str:
-        return self._value(self._dev(h)["name"])
+        return self._get(h, "name")
 
     def nvmlDeviceGetUUID(self, h: int) -> str:
-        return self._value(self._dev(h)["uuid"])
+        return self._get(h, "uuid")
 
     def nvmlDeviceGetPciInfo(self, h: int) -> Any:
-        return SimpleNamespace(busId=self._value(self._dev(h)["pci_bus_id"]))
+        return SimpleNamespace(busId=self._get(h, "pci_bus_id"))
 
     def nvmlDeviceGetMemoryInfo(self, h: int) -> Any:
-        d = self._dev(h)
-        total, used = self._value(d["memory_total"]), self._value(d["memory_used"])
+        total, used = self._get(h, "memory_total"), self._get(h, "memory_used")
         return SimpleNamespace(total=total, used=used, free=total - used)
 
     def nvmlDeviceGetPersistenceMode(self, h: int) -> int:
-        return self._value(self._dev(h)["persistence_mode"])
+        return self._get(h, "persistence_mode")
 
     def nvmlDeviceGetEccMode(self, h: int) -> list[int]:
-        return list(self._value(self._dev(h)["ecc_mode"]))
+        return list(self._get(h, "ecc_mode"))
 
     def nvmlDeviceGetTotalEccErrors(self, h: int, error_type: int, counter_type: int) -> int:
-        d = self._dev(h)
         if error_type != self._pynvml.NVML_MEMORY_ERROR_TYPE_UNCORRECTED:
-            raise self._pynvml.NVMLError(self._pynvml.NVML_ERROR_NOT_SUPPORTED)
+            self._raise(NOT_SUPPORTED)
         key = "ecc_uncorrected_volatile" if counter_type == self._pynvml.NVML_VOLATILE_ECC else "ecc_uncorrected_aggregate"
-        return self._value(d[key])
+        return self._get(h, key)
 
     def nvmlDeviceGetRetiredPages(self, h: int, source: int) -> list[int]:
-        return list(self._value(self._dev(h).get("retired_pages_dbe", {"nvml_error": 3})))
+        single = source == self._pynvml.NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS
+        return list(self._get(h, "retired_pages_sbe" if single else "retired_pages_dbe"))
+
+    def nvmlDeviceGetRetiredPagesPendingStatus(self, h: int) -> int:
+        return int(self._get(h, "retired_pages_pending"))
 
     def nvmlDeviceGetRemappedRows(self, h: int) -> tuple[int, int, int, int]:
-        return tuple(self._value(self._dev(h).get("remapped_rows", {"nvml_error": 3})))  # type: ignore[return-value]
+        return tuple(self._get(h, "remapped_rows"))  # type: ignore[return-value]
 
     def nvmlDeviceGetComputeRunningProcesses(self, h: int) -> list[Any]:
         procs = self._value(self._dev(h).get("processes", []))
         return [SimpleNamespace(pid=p["pid"], usedGpuMemory=p.get("used_memory")) for p in procs]
 
+    # -- fabric ----------------------------------------------------------------------
     def _fill_fabric(self, h: int, info: Any, versioned: bool) -> int:
-        fabric = self._dev(h).get("fabric", {"nvml_error": 3})
+        fabric = self._dev(h).get("fabric", {"nvml_error": NOT_SUPPORTED})
         if versioned and "nvml_error_v" in fabric:
-            raise self._pynvml.NVMLError(int(fabric["nvml_error_v"]))
+            self._raise(fabric["nvml_error_v"])
         fabric = self._value(fabric)
         info.state = int(fabric["state"])
         info.status = int(fabric.get("status", 0))
@@ -149,3 +191,80 @@ class NvmlReplay:
 
     def nvmlDeviceGetGpuFabricInfo(self, h: int, info: Any) -> int:
         return self._fill_fabric(h, info, versioned=False)
+
+    # -- PCIe link -------------------------------------------------------------------
+    def _pcie(self, h: int, key: str) -> int:
+        pcie = self._get(h, "pcie")
+        if key not in pcie:
+            self._raise(NOT_RECORDED)
+        return int(self._value(pcie[key]))
+
+    def nvmlDeviceGetCurrPcieLinkGeneration(self, h: int) -> int:
+        return self._pcie(h, "gen_current")
+
+    def nvmlDeviceGetMaxPcieLinkGeneration(self, h: int) -> int:
+        return self._pcie(h, "gen_max")
+
+    def nvmlDeviceGetGpuMaxPcieLinkGeneration(self, h: int) -> int:
+        return self._pcie(h, "gen_device_max")
+
+    def nvmlDeviceGetCurrPcieLinkWidth(self, h: int) -> int:
+        return self._pcie(h, "width_current")
+
+    def nvmlDeviceGetMaxPcieLinkWidth(self, h: int) -> int:
+        return self._pcie(h, "width_max")
+
+    def nvmlDeviceGetPcieReplayCounter(self, h: int) -> int:
+        return self._pcie(h, "replay_counter")
+
+    # -- performance, clocks, temperature -------------------------------------------
+    def nvmlDeviceGetPerformanceState(self, h: int) -> int:
+        return int(self._get(h, "performance_state"))
+
+    def nvmlDeviceGetUtilizationRates(self, h: int) -> Any:
+        u = self._get(h, "utilization")
+        return SimpleNamespace(gpu=int(u["gpu"]), memory=int(u.get("memory", 0)))
+
+    def nvmlDeviceGetCurrentClocksEventReasons(self, h: int) -> int:
+        return int(self._get(h, "clocks_event_reasons"))
+
+    def nvmlDeviceGetCurrentClocksThrottleReasons(self, h: int) -> int:
+        return self.nvmlDeviceGetCurrentClocksEventReasons(h)
+
+    def nvmlDeviceGetTemperature(self, h: int, sensor: int) -> int:
+        return int(self._get(h, "temperature"))
+
+    # -- modes -----------------------------------------------------------------------
+    def nvmlDeviceGetMigMode(self, h: int) -> list[int]:
+        return [int(v) for v in self._get(h, "mig_mode")]
+
+    def nvmlDeviceGetComputeMode(self, h: int) -> int:
+        return int(self._get(h, "compute_mode"))
+
+    # -- NVLink ----------------------------------------------------------------------
+    def _link(self, h: int, link: int) -> dict[str, Any]:
+        links = self._get(h, "nvlink")
+        if link >= len(links):
+            self._raise(INVALID_ARGUMENT)  # past the GPU's last link, as the driver answers
+        return links[link]
+
+    def nvmlDeviceGetNvLinkState(self, h: int, link: int) -> int:
+        return int(self._value(self._link(h, link)["active"]))
+
+    def nvmlDeviceGetNvLinkErrorCounter(self, h: int, link: int, counter: int) -> int:
+        names = {0: "replay", 1: "recovery", 2: "crc_flit", 3: "crc_data"}
+        errors = self._value(self._link(h, link).get("errors", {"nvml_error": NOT_RECORDED}))
+        if names.get(counter) not in errors:
+            self._raise(NOT_RECORDED)
+        return int(self._value(errors[names[counter]]))
+
+    # -- field values (reset status, recovery action) -------------------------------
+    def nvmlDeviceGetFieldValues(self, h: int, field_ids: list[int]) -> list[Any]:
+        recorded = self._get(h, "field_values")
+        out = []
+        for field_id in field_ids:
+            value = recorded.get(str(field_id), {"nvml_error": NOT_SUPPORTED})
+            code = int(value["nvml_error"]) if isinstance(value, dict) else 0
+            out.append(SimpleNamespace(fieldId=field_id, nvmlReturn=code, valueType=self._pynvml.NVML_VALUE_TYPE_UNSIGNED_INT,
+                                       value=SimpleNamespace(uiVal=0 if code else int(value))))
+        return out
