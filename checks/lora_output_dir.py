@@ -1,56 +1,124 @@
-"""lora.output_dir: the adapter output dir is node-local and writable, and the adapters already in it are not empty."""
+"""lora.output_dir: the adapter output dir is node-local and writable, and the adapters already in it are sound."""
 from __future__ import annotations
 
 from dsv3_preflight import Result, check
+from dsv3_preflight.lora import causes, fixes
+from dsv3_preflight.lora.verdict import judge_adapter, unreadable_dir
+from dsv3_preflight.result import Actor, Finding, Findings, failure, warning
+
+#: filesystems nobody can keep checkpoints on (kernel views, not disks)
+PSEUDO_FS = ("proc", "sysfs", "devtmpfs", "devpts", "cgroup", "cgroup2", "debugfs", "tracefs", "securityfs", "pstore",
+             "bpf", "configfs", "fusectl", "mqueue", "hugetlbfs", "autofs", "binfmt_misc", "efivarfs")
+EVIDENCE_KEYS = ("path", "key", "exists", "is_dir", "writable", "write_error", "mount", "network_fs", "parent",
+                 "parent_writable")
+
+
+def _key(facts: dict) -> str:
+    key = facts.get("key")
+    return key if key in ("output_dir", "checkpoint_dir") else "output_dir"
+
+
+def elsewhere_fix(facts: dict, directory: str, why: str) -> str:
+    """Point the output dir at a writable node-local disk (nothing to repair where it is)."""
+    key = _key(facts)
+    return "\n".join([fixes.comment(f"{directory} {why}: point {key} at a writable node-local disk"),
+                      f'mkdir -p "${{OUTPUT_DIR:?a directory on a node-local disk, e.g. /local/run1/out}}"   '
+                      f'# then pass --{key} "$OUTPUT_DIR" to the trainer'])
+
+
+def unwritable_fix(facts: dict, directory: str) -> tuple[str, Actor]:
+    """chown where permissions are the reason; elsewhere for a read-only or pseudo filesystem (chown cannot help)."""
+    error = (facts.get("write_error") or "").lower()
+    fstype = (facts.get("mount") or {}).get("fstype") or ""
+    if "read-only" in error:
+        return elsewhere_fix(facts, directory, "is on a read-only filesystem"), Actor.JOB
+    if fstype in PSEUDO_FS:
+        return elsewhere_fix(facts, directory, f"is on {fstype}, a kernel filesystem, not a disk"), Actor.JOB
+    if "permission" in error or "not permitted" in error:
+        path = facts["path"]
+        then = "" if directory == path else f"   # then the trainer creates {path}"
+        return f"sudo chown -R \"$(id -u):$(id -g)\" {fixes.quote(directory)}{then}", Actor.NODE
+    return elsewhere_fix(facts, directory, f"cannot be written ({facts.get('write_error')})"), Actor.JOB
+
+
+def can_be_created(facts: dict) -> Finding | None:
+    """A missing output dir is fine when its nearest existing parent is a writable directory (the trainer creates it)."""
+    if facts.get("exists"):
+        return None
+    key, path, parent = _key(facts), facts["path"], facts.get("parent")
+    if not facts.get("parent_is_dir"):
+        return failure(f"{key} {path} cannot be created: {parent} is not a directory",
+                       elsewhere_fix(facts, str(parent), "is not a directory"), actor=Actor.JOB,
+                       cause=causes.OUTPUT_DIR_UNWRITABLE)
+    if not facts.get("parent_writable"):
+        fix, actor = unwritable_fix(facts, str(parent))
+        return failure(f"{key} {path} does not exist and cannot be created: {parent} is not writable "
+                       f"({facts.get('write_error')})", fix, actor=actor, cause=causes.OUTPUT_DIR_UNWRITABLE)
+    return None
+
+
+def is_writable_dir(facts: dict) -> Finding | None:
+    if not facts.get("exists"):
+        return None
+    key, path = _key(facts), facts["path"]
+    if not facts.get("is_dir"):
+        return failure(f"{key} {path} is not a directory", elsewhere_fix(facts, path, "is not a directory"),
+                       actor=Actor.JOB, cause=causes.OUTPUT_DIR_UNWRITABLE)
+    if not facts.get("writable"):
+        fix, actor = unwritable_fix(facts, path)
+        return failure(f"{key} {path} is not writable: {facts.get('write_error')}", fix, actor=actor,
+                       cause=causes.OUTPUT_DIR_UNWRITABLE)
+    return None
+
+
+def node_local(facts: dict) -> Finding | None:
+    if not facts.get("network_fs") or (facts.get("exists") and not facts.get("writable")):
+        return None
+    mount = facts.get("mount") or {}
+    return warning(f"{_key(facts)} {facts['path']} is on {mount.get('fstype')} ({mount.get('device')}): saving adapters "
+                   "to a network filesystem during training stalled runs in the field",
+                   elsewhere_fix(facts, facts["path"], f"is on {mount.get('fstype')}; save on a local disk and copy "
+                                                       "to shared storage after the run"),
+                   actor=Actor.JOB, cause=causes.OUTPUT_DIR_NETWORK_FS)
+
+
+def saved_adapters_sound(verdicts: list[dict], facts: dict) -> list[Finding]:
+    """Each bad adapter already in the output dir, with its own reason (a resumed run would start from it)."""
+    found = []
+    for v in verdicts:
+        if v["status"] != "fail":
+            continue
+        shown = v["path"].removeprefix(facts["path"].rstrip("/") + "/")
+        lead = next((f for f in v["findings"] if f["status"] == "fail"), {})
+        found.append(failure(f"saved adapter {shown}: {lead.get('message') or v['summary']}",
+                             "\n".join(x for x in [lead.get("fix"), f"{fixes.rescan(facts['path'])}   "
+                                                   "# every adapter of the run, before resuming from one"] if x),
+                             actor=Actor.JOB, cause=lead.get("cause") or causes.SAVED_ADAPTER_BAD))
+    return found
 
 
 @check("lora.output_dir", needs=["output_dir", "saved_adapters"], tags=["lora", "storage"], timeout=120)
 def output_dir(output_dir, saved_adapters=None):
     """The adapter output dir is writable (or can be created), is not on a network filesystem; its saved adapters are sound."""
-    f = {**output_dir, "adapters": (saved_adapters or {}).get("adapters", [])}
+    f = output_dir
     if not f.get("configured"):
         return Result.skipped("the profile names no output_dir (--output-dir / OUTPUT_DIR)")
-    path, key = f["path"], f.get("key", "output_dir")
-    evidence = {k: f.get(k) for k in ("path", "key", "exists", "is_dir", "writable", "write_error", "mount", "network_fs",
-                                      "parent", "parent_writable")}
-    mount = f.get("mount") or {}
+    saved = saved_adapters or {}
+    verdicts = [judge_adapter(a) for a in saved.get("adapters") or []]
+    verdicts += [unreadable_dir(u) for u in saved.get("unreadable") or []]
+    evidence = {k: f.get(k) for k in EVIDENCE_KEYS}
+    evidence["adapters"] = [{k: v[k] for k in ("path", "step", "status", "summary")} for v in verdicts]
+    evidence["adapters_found"] = saved.get("total", len(verdicts))
+    found = Findings()
+    found.check(can_be_created, f)
+    found.check(is_writable_dir, f)
+    found.check(saved_adapters_sound, verdicts, f)
+    found.check(node_local, f)
+    key, path, mount = _key(f), f["path"], f.get("mount") or {}
     if not f.get("exists"):
-        parent = f.get("parent")
-        if not f.get("parent_is_dir"):
-            return Result.failed(f"{key} {path} cannot be created: {parent} is not a directory", evidence,
-                                 f"# point {key} at a directory on a node-local disk")
-        if not f.get("parent_writable"):
-            return Result.failed(f"{key} {path} does not exist and cannot be created: {parent} is not writable "
-                                 f"({f.get('write_error')})", evidence, _unwritable_fix(parent, f.get("write_error"), key, path))
-        if f.get("network_fs"):
-            return _network_fs(key, path, mount, evidence)
-        return Result.passed(f"{key} {path} does not exist yet; the trainer can create it in {parent} "
-                             f"(node-local {mount.get('fstype', '?')}, writable)", evidence)
-    if not f.get("is_dir"):
-        return Result.failed(f"{key} {path} is not a directory", evidence, f"# point {key} at a directory")
-    if not f.get("writable"):
-        return Result.failed(f"{key} {path} is not writable: {f.get('write_error')}", evidence,
-                             _unwritable_fix(path, f.get("write_error"), key, path))
-    bad = [a for a in f.get("adapters", []) if a["status"] == "fail"]
-    evidence["adapters"] = f.get("adapters", [])
-    if bad:
-        return Result.failed(f"{len(bad)} adapters already in {path} are bad, first {bad[0]['path']}: {bad[0]['summary']}",
-                             evidence, f"dsv3-preflight lora scan {path}   # then fix the cause before resuming")
-    if f.get("network_fs"):
-        return _network_fs(key, path, mount, evidence)
-    n = len(f.get("adapters", []))
-    return Result.passed(f"{key} {path} is node-local ({mount.get('fstype', '?')}) and writable"
-                         + (f"; {n} saved adapters sound" if n else ""), evidence)
-
-
-def _network_fs(key: str, path: str, mount: dict, evidence: dict) -> Result:
-    return Result.warned(f"{key} {path} is on {mount.get('fstype')} ({mount.get('device')}): saving adapters to a "
-                         "network filesystem during training stalled runs in the field", evidence,
-                         "--output_dir /home/ubuntu/<run>/output   # node-local; copy to shared storage after the run")
-
-
-def _unwritable_fix(directory: str, error: str | None, key: str, path: str) -> str:
-    if error and "read-only" in error.lower():  # chown cannot help on a read-only filesystem
-        return f"# {directory} is on a read-only filesystem: point {key} at a writable node-local disk, e.g.\n" \
-               f"--output_dir /home/ubuntu/<run>/output"
-    return f"sudo chown -R $(id -u):$(id -g) {directory}" + ("" if directory == path else f"   # then the trainer creates {path}")
+        ok = (f"{key} {path} does not exist yet; the trainer can create it in {f.get('parent')} "
+              f"(node-local {mount.get('fstype', '?')}, writable)")
+    else:
+        n = len(verdicts)
+        ok = f"{key} {path} is node-local ({mount.get('fstype', '?')}) and writable" + (f"; {n} saved adapters sound" if n else "")
+    return found.result(ok, evidence)

@@ -13,9 +13,11 @@ from pathlib import Path
 import pytest
 
 import test_lora_lab as lab
-from dsv3_preflight.lora.dsconfig import GATHER_KEY, lint
+from paste_lint import paste_problems
 from dsv3_preflight.checks.lora_output_dir import output_dir
-from dsv3_preflight.lora.targets import model_modules, resolve
+from dsv3_preflight.lora.dsconfig import GATHER_KEY, lint
+from dsv3_preflight.lora.probes.facts import model_facts as model_modules
+from dsv3_preflight.lora.targets import resolve
 
 REPO = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).resolve().parent / "data" / "lora"
@@ -26,16 +28,32 @@ def _cfg(name: str) -> dict:
 
 
 # ------------------------------------------------------------------------------------ deepspeed lint
+def _fails(found):
+    return [f.message for f in found.failures]
+
+
+def _warns(found):
+    return [f.message for f in found.warnings]
+
+
 def test_field_configs_with_gather_pass():
     for name in ("ds_z3_offload.json", "ds_z3_no_offload.json"):
         found = lint(_cfg(name), world_size=24)
-        assert not found.fails and not found.warns, (name, found)
+        assert not found, (name, list(found))
 
 
-def test_zero3_without_gather_fails_with_the_exact_key_to_add():
-    found = lint(_cfg("ds_z3_no_gather.json"), world_size=24)
-    assert len(found.fails) == 1 and GATHER_KEY in found.fails[0] and "not set" in found.fails[0]
-    assert found.fixes == [f'"zero_optimization": {{ ..., "{GATHER_KEY}": true }}']
+def test_zero3_without_gather_fails_with_a_fix_that_edits_the_users_file(tmp_path):
+    """The fix sets the key in the user's own config (its real path), and does it when pasted."""
+    path = tmp_path / "ds z3.json"
+    shutil.copy(DATA / "ds_z3_no_gather.json", path)
+    found = lint(_cfg("ds_z3_no_gather.json"), path=str(path), world_size=24)
+    (f,) = found.failures
+    assert GATHER_KEY in f.message and "not set" in f.message
+    assert f.cause == "lora.gather_flag_off" and f.actor.value == "job"
+    assert str(path) in f.fix and paste_problems(f.fix) == []
+    subprocess.run(["bash", "-c", f.fix], check=True, capture_output=True, timeout=30)
+    assert json.loads(path.read_text())["zero_optimization"][GATHER_KEY] is True
+    assert not lint(json.loads(path.read_text()), world_size=24)
 
 
 @pytest.mark.parametrize("value, why", [(False, "False"), ("auto", "not filled in"), (None, "not set")])
@@ -46,59 +64,59 @@ def test_gather_false_auto_or_missing_fails_saying_why(value, why):
     else:
         cfg["zero_optimization"][GATHER_KEY] = value
     found = lint(cfg, world_size=24)
-    assert found.fails and why in found.fails[0]
+    assert _fails(found) and why in _fails(found)[0]
 
 
 def test_gather_key_at_the_top_level_is_reported_as_misplaced():
     cfg = _cfg("ds_z3_no_gather.json")
     cfg[GATHER_KEY] = True
-    assert "belongs inside zero_optimization" in lint(cfg, world_size=24).fails[0]
+    assert "belongs inside zero_optimization" in _fails(lint(cfg, world_size=24))[0]
 
 
 def test_legacy_fp16_gather_key_counts_and_zero2_needs_no_gather():
     cfg = _cfg("ds_z3_no_gather.json")
     cfg["zero_optimization"]["stage3_gather_fp16_weights_on_model_save"] = True
-    assert not lint(cfg, world_size=24).fails
+    assert not _fails(lint(cfg, world_size=24))
     cfg = _cfg("ds_z3_no_gather.json")
     cfg["zero_optimization"]["stage"] = 2
-    assert not lint(cfg, world_size=24).fails
+    assert not _fails(lint(cfg, world_size=24))
 
 
 def test_both_offloads_without_pinned_memory_warn():
     cfg = _cfg("ds_z3_offload.json")
     cfg["zero_optimization"]["offload_param"]["pin_memory"] = False
     found = lint(cfg, world_size=24)
-    assert not found.fails and len(found.warns) == 1 and "offload_param has no pinned memory" in found.warns[0]
+    assert not _fails(found) and len(_warns(found)) == 1 and "offload_param has no pinned memory" in _warns(found)[0]
     one = _cfg("ds_z3_offload.json")
     one["zero_optimization"]["offload_param"] = {"device": "none"}
     one["zero_optimization"]["offload_optimizer"]["pin_memory"] = False
-    assert not lint(one, world_size=24).warns  # only one offload: not this finding
+    assert not _warns(lint(one, world_size=24))  # only one offload: not this finding
 
 
 def test_bf16_and_fp16_both_enabled_fails():
     cfg = _cfg("ds_z3_no_offload.json")
     cfg["fp16"] = {"enabled": True}
-    assert any("both true" in f for f in lint(cfg, world_size=24).fails)
+    assert any("both true" in f for f in _fails(lint(cfg, world_size=24)))
     cfg["fp16"] = {"enabled": "auto"}
-    assert not lint(cfg, world_size=24).fails
+    assert not _fails(lint(cfg, world_size=24))
 
 
 def test_batch_arithmetic_against_world_size_and_trainer_arguments():
     cfg = _cfg("ds_z3_no_offload.json")  # micro 1 × accumulation 16
     cfg["train_batch_size"] = 384
-    assert not lint(cfg, world_size=24).fails  # 1 × 16 × 24
+    assert not _fails(lint(cfg, world_size=24))  # 1 × 16 × 24
     cfg["train_batch_size"] = 24
-    assert "train_batch_size 24 ≠ micro batch 1 × gradient accumulation 16 × world size 24 = 384" in lint(cfg, world_size=24).fails[0]
+    assert "train_batch_size 24 ≠ micro batch 1 × gradient accumulation 16 × world size 24 = 384" in _fails(lint(cfg, world_size=24))[0]
     # the field's launch passed --gradient_accumulation_steps 1 with this config's 16
     del cfg["train_batch_size"]
     found = lint(cfg, world_size=24, micro_batch=1, grad_accum=1)
-    assert found.fails == ["gradient_accumulation_steps is 16 in the DeepSpeed config but the trainer has "
-                           "--gradient_accumulation_steps 1"]
+    assert _fails(found) == ["gradient_accumulation_steps is 16 in the DeepSpeed config but the trainer has "
+                             "--gradient_accumulation_steps 1"]
     auto = _cfg("ds_z3_offload.json")
     auto["train_batch_size"] = 50
-    assert lint(auto, world_size=24, micro_batch=1, grad_accum=1).fails == [
+    assert _fails(lint(auto, world_size=24, micro_batch=1, grad_accum=1)) == [
         "train_batch_size 50 ≠ micro batch 1 × gradient accumulation 1 × world size 24 = 24"]
-    assert lint(auto, world_size=24).fails == []  # "auto" micro batch/accumulation and no trainer arguments: unknown
+    assert _fails(lint(auto, world_size=24)) == []  # "auto" micro batch/accumulation and no trainer arguments: unknown
 
 
 # ------------------------------------------------------------------------------------ targets
@@ -170,13 +188,24 @@ def test_llama_with_mla_names_matches_nothing(model_dirs):
 def test_model_dir_problems_are_errors_not_tracebacks(tmp_path):
     assert "does not exist" in model_modules(tmp_path / "nope")["error"]
     (tmp_path / "empty").mkdir()
-    assert "config.json is missing" in model_modules(tmp_path / "empty")["error"]
+    assert "needs its config.json" in model_modules(tmp_path / "empty")["error"]
     (tmp_path / "bad").mkdir()
     (tmp_path / "bad" / "config.json").write_text("{")
     assert "not valid JSON" in model_modules(tmp_path / "bad")["error"]
     (tmp_path / "alien").mkdir()
     (tmp_path / "alien" / "config.json").write_text('{"model_type": "no_such_arch_xyz"}')
-    assert "cannot read this config.json" in model_modules(tmp_path / "alien")["error"]
+    assert "cannot be read by transformers" in model_modules(tmp_path / "alien")["error"]
+    (tmp_path / "list").mkdir()
+    (tmp_path / "list" / "config.json").write_text('[]')
+    assert model_modules(tmp_path / "list")["error"] == f"model config {tmp_path / 'list' / 'config.json'}: has no model_type"
+
+
+def test_a_model_config_that_is_a_fifo_is_refused_at_once_naming_the_file(tmp_path):
+    """Issue 21.2: a FIFO config.json hung the run."""
+    (tmp_path / "m").mkdir()
+    os.mkfifo(tmp_path / "m" / "config.json")
+    facts = model_modules(tmp_path / "m")
+    assert facts["error"] == f"model config {tmp_path / 'm' / 'config.json'}: is a FIFO (named pipe), not a regular file"
 
 
 # ------------------------------------------------------------------------------------ the CLI run
@@ -218,7 +247,7 @@ def test_run_fails_clearly_on_paths_that_do_not_exist(tmp_path):
     assert p.returncode == 1 and "Traceback" not in p.stderr
     assert {n: r["status"] for n, r in results.items()} == {"lora.deepspeed_config": "fail", "lora.targets": "fail",
                                                             "lora.output_dir": "pass"}
-    assert "does not exist" in results["lora.deepspeed_config"]["summary"]
+    assert results["lora.deepspeed_config"]["summary"] == f"DeepSpeed config {tmp_path / 'nope.json'}: no such file"
     assert "does not exist" in results["lora.targets"]["summary"]
     # the trainer creates its output dir: a missing one under a writable parent is fine, and says so
     assert results["lora.output_dir"]["summary"].startswith(f"output_dir {tmp_path / 'noout'} does not exist yet; "
@@ -232,33 +261,33 @@ def test_output_dir_probe_judges_the_nearest_existing_parent(tmp_path):
     deep = tmp_path / "a" / "b" / "out"
     facts = probe_output_dir.gather(resolve_profile(profile_name="cpu", cli={"output_dir": str(deep)}))
     assert facts["exists"] is False and facts["parent"] == str(tmp_path) and facts["parent_writable"] is True
-    assert output_dir(facts).status.value == "pass"
+    assert output_dir(facts, {}).status.value == "pass"
     (tmp_path / "file").write_text("x")
     facts = probe_output_dir.gather(resolve_profile(profile_name="cpu", cli={"output_dir": str(tmp_path / "file" / "out")}))
-    r = output_dir(facts)
+    r = output_dir(facts, {})
     assert r.status.value == "fail" and "is not a directory" in r.summary
 
 
 @pytest.mark.parametrize("error, fix", [
-    ("Permission denied", "sudo chown -R $(id -u):$(id -g) /data   # then the trainer creates /data/run/out"),
+    ("Permission denied", 'sudo chown -R "$(id -u):$(id -g)" /data   # then the trainer creates /data/run/out'),
     ("Read-only file system", "# /data is on a read-only filesystem: point output_dir at a writable node-local disk"),
 ])
 def test_output_dir_that_cannot_be_created_names_the_parent_and_a_fix_that_helps(error, fix):
     facts = {"configured": True, "path": "/data/run/out", "key": "output_dir", "exists": False, "is_dir": False,
              "parent": "/data", "parent_is_dir": True, "parent_writable": False, "write_error": error,
              "mount": {"fstype": "ext4", "device": "/dev/nvme0n1p1", "mountpoint": "/data"}, "network_fs": False}
-    r = output_dir(facts)
-    assert r.status.value == "fail"
+    r = output_dir(facts, {})
+    assert r.status.value == "fail" and r.cause == "lora.output_dir_unwritable"
     assert r.summary == f"output_dir /data/run/out does not exist and cannot be created: /data is not writable ({error})"
-    assert r.remediation.startswith(fix)
+    assert r.remediation.startswith(fix) and paste_problems(r.remediation) == []
 
 
 def test_missing_output_dir_on_nfs_still_warns():
     facts = {"configured": True, "path": "/nfs/run/out", "key": "output_dir", "exists": False, "is_dir": False,
              "parent": "/nfs", "parent_is_dir": True, "parent_writable": True,
              "mount": {"fstype": "nfs4", "device": "srv:/export", "mountpoint": "/nfs"}, "network_fs": True}
-    r = output_dir(facts)
-    assert r.status.value == "warn" and "nfs4" in r.summary
+    r = output_dir(facts, {})
+    assert r.status.value == "warn" and "nfs4" in r.summary and paste_problems(r.remediation) == []
 
 
 def test_run_without_lora_paths_skips_and_stays_green(tmp_path):
@@ -275,6 +304,7 @@ def test_output_dir_with_an_empty_saved_adapter_fails(tmp_path):
     p, results = _doc(tmp_path, "--output-dir", out)
     r = results["lora.output_dir"]
     assert r["status"] == "fail" and "checkpoint-100" in r["summary"] and "empty adapter" in r["summary"]
+    assert r["cause"] == "lora.gather_flag_off"  # shown under the same cause as lora.deepspeed_config's finding
 
 
 def test_unreadable_deepspeed_config_fails(tmp_path):

@@ -1,25 +1,35 @@
-"""Lint a DeepSpeed JSON config for a LoRA run under the HF Trainer (pure; "auto" values allowed).
+"""The rules a DeepSpeed JSON config must pass for a LoRA run under the HF Trainer (pure; "auto" values allowed).
 
 The HF Trainer fills "auto" for batch sizes, precision and a few ZeRO buckets from its arguments; it
 does not fill ``stage3_gather_16bit_weights_on_model_save``, which must be literally true for a
 ZeRO-3 LoRA run, or every saved adapter holds only partitioned (empty) tensors.
+
+Each rule is a small function of (config, :class:`Context`) returning findings; each fix edits the
+user's own config file (its real path) with a python3 heredoc.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
+
+from ..result import Actor, Finding, Findings, failure, warning
+from . import causes, fixes
 
 GATHER_KEY = "stage3_gather_16bit_weights_on_model_save"
 LEGACY_GATHER_KEY = "stage3_gather_fp16_weights_on_model_save"  # DeepSpeed's older name, still accepted
 OFFLOAD_DEVICES = ("cpu", "nvme")
 
 
-@dataclass
-class Lint:
-    fails: list[str] = field(default_factory=list)
-    warns: list[str] = field(default_factory=list)
-    fixes: list[str] = field(default_factory=list)
-    seen: dict[str, Any] = field(default_factory=dict)
+@dataclass(frozen=True)
+class Context:
+    """What the rules know besides the config: its path (for the fixes), the world size, the trainer's
+    batch arguments when known, and whether the run trains LoRA."""
+
+    path: str = "${DEEPSPEED_CONFIG:?the DeepSpeed JSON config of the run}"
+    world_size: int = 1
+    micro_batch: int | None = None
+    grad_accum: int | None = None
+    lora: bool = True
 
 
 def _is_true(v: Any) -> bool:
@@ -31,83 +41,152 @@ def _num(v: Any) -> int | None:
         return None
     try:
         f = float(v)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return None
-    return int(f) if f == int(f) else None
+    return int(f) if f == f and abs(f) != float("inf") and f == int(f) else None
 
 
-def lint(config: dict[str, Any], *, world_size: int, lora: bool = True,
-         micro_batch: int | None = None, grad_accum: int | None = None) -> Lint:
-    """Findings for ``config``. ``micro_batch``/``grad_accum`` are the trainer's arguments when known."""
-    out = Lint()
+def _zero(config: dict[str, Any]) -> dict[str, Any]:
     zero = config.get("zero_optimization") or {}
-    if not isinstance(zero, dict):
-        out.fails.append(f"zero_optimization is a {type(zero).__name__}, not an object")
-        out.fixes.append(f'"zero_optimization": {{"stage": 3, "{GATHER_KEY}": true}}   # an object of ZeRO settings')
-        zero = {}
-    stage = _num(zero.get("stage", 0))
-    out.seen["zero_optimization.stage"] = zero.get("stage", 0)
-    gather = zero.get(GATHER_KEY, zero.get(LEGACY_GATHER_KEY))
-    out.seen[f"zero_optimization.{GATHER_KEY}"] = gather
-    if stage == 3 and lora and not _is_true(gather):
-        where = ""
-        if GATHER_KEY in config or LEGACY_GATHER_KEY in config:
-            where = " (it is set at the top level, where DeepSpeed ignores it: it belongs inside zero_optimization)"
-        elif gather == "auto":
-            where = " (\"auto\" is not filled in by the HF Trainer for this key)"
-        elif gather is not None:
-            where = f" (it is {gather!r})"
-        else:
-            where = " (it is not set; DeepSpeed's default is false)"
-        out.fails.append(f"ZeRO stage 3 with LoRA but zero_optimization.{GATHER_KEY} is not true{where}: every "
-                         "adapter save writes partitioned, empty tensors")
-        out.fixes.append(f'"zero_optimization": {{ ..., "{GATHER_KEY}": true }}')
+    return zero if isinstance(zero, dict) else {}
 
-    devices = {}
-    pinned = {}
+
+def _fail(message: str, fix: str | None, cause: str = causes.DEEPSPEED_CONFIG_INVALID) -> Finding:
+    return failure(message, fix, actor=Actor.JOB, cause=cause)
+
+
+def _edit(ctx: Context, edits, why: str, **kw: Any) -> str:
+    return fixes.json_edit(ctx.path, edits, why, **kw)
+
+
+# ------------------------------------------------------------------------------------------------ the rules
+def zero_is_object(config: dict[str, Any], ctx: Context) -> Finding | None:
+    zero = config.get("zero_optimization")
+    if zero is None or isinstance(zero, dict):
+        return None
+    return _fail(f"zero_optimization is a {type(zero).__name__}, not an object",
+                 "\n".join([fixes.comment('"zero_optimization": {"stage": 3, "' + GATHER_KEY + '": true}   '
+                                          "# an object of ZeRO settings"),
+                            _edit(ctx, [(["zero_optimization"], {"stage": 3, GATHER_KEY: True})],
+                                  "zero_optimization as an object, gathering LoRA weights on save")]))
+
+
+def gather_flag(config: dict[str, Any], ctx: Context) -> Finding | None:
+    """ZeRO-3 with LoRA gathers the 16-bit weights on save, or every adapter save is empty."""
+    zero = _zero(config)
+    stage = _num(zero.get("stage", 0))
+    gather = zero.get(GATHER_KEY, zero.get(LEGACY_GATHER_KEY))
+    if stage != 3 or not ctx.lora or _is_true(gather):
+        return None
+    if GATHER_KEY in config or LEGACY_GATHER_KEY in config:
+        where = " (it is set at the top level, where DeepSpeed ignores it: it belongs inside zero_optimization)"
+    elif gather == "auto":
+        where = " (\"auto\" is not filled in by the HF Trainer for this key)"
+    elif gather is not None:
+        where = f" (it is {gather!r})"
+    else:
+        where = " (it is not set; DeepSpeed's default is false)"
+    return _fail(f"ZeRO stage 3 with LoRA but zero_optimization.{GATHER_KEY} is not true{where}: every adapter save "
+                 "writes partitioned, empty tensors",
+                 _edit(ctx, [(["zero_optimization", GATHER_KEY], True)],
+                       "gather the LoRA weights when ZeRO-3 saves them (else every adapter is empty)"),
+                 cause=causes.GATHER_FLAG_OFF)
+
+
+def stage_known(config: dict[str, Any], ctx: Context) -> Finding | None:
+    zero = _zero(config)
+    stage = _num(zero.get("stage", 0))
+    if stage is None or stage in (0, 1, 2, 3):
+        return None
+    return _fail(f"zero_optimization.stage is {zero.get('stage')!r}; DeepSpeed knows stages 0-3",
+                 _edit(ctx, [(["zero_optimization", "stage"], 3)], "ZeRO-3, as a LoRA run of DeepSeek-V3 needs"))
+
+
+def offload_pinned(config: dict[str, Any], ctx: Context) -> Finding | None:
+    """Both offloads to CPU/NVMe without pinned memory copy at pageable-memory speed."""
+    zero = _zero(config)
+    devices, pinned = {}, {}
     for part in ("offload_optimizer", "offload_param"):
         sec = zero.get(part)
         if isinstance(sec, dict):
             devices[part] = str(sec.get("device", "none")).lower()
             pinned[part] = _is_true(sec.get("pin_memory"))
-    out.seen["offload"] = {p: {"device": devices[p], "pin_memory": pinned[p]} for p in devices}
     offloaded = [p for p, d in devices.items() if d in OFFLOAD_DEVICES]
-    if len(offloaded) == 2 and not all(pinned[p] for p in offloaded):
-        unpinned = [p for p in offloaded if not pinned[p]]
-        out.warns.append(f"both offload_optimizer and offload_param go to {'/'.join(sorted({devices[p] for p in offloaded}))} "
-                         f"but {', '.join(unpinned)} {'has' if len(unpinned) == 1 else 'have'} no pinned memory: "
-                         "host↔GPU copies run at pageable-memory speed")
-        out.fixes += [f'"zero_optimization": {{"{p}": {{"device": "{devices[p]}", "pin_memory": true}}}}' for p in unpinned]
-    if stage is not None and stage not in (0, 1, 2, 3):
-        out.fails.append(f"zero_optimization.stage is {zero.get('stage')!r}; DeepSpeed knows stages 0-3")
+    if len(offloaded) != 2 or all(pinned[p] for p in offloaded):
+        return None
+    unpinned = [p for p in offloaded if not pinned[p]]
+    return warning(f"both offload_optimizer and offload_param go to {'/'.join(sorted({devices[p] for p in offloaded}))} "
+                   f"but {', '.join(unpinned)} {'has' if len(unpinned) == 1 else 'have'} no pinned memory: "
+                   "host↔GPU copies run at pageable-memory speed",
+                   _edit(ctx, [(["zero_optimization", p, "pin_memory"], True) for p in unpinned],
+                         "pinned host memory for the offloaded copies"), actor=Actor.JOB)
 
-    bf16 = (config.get("bf16") or {}).get("enabled") if isinstance(config.get("bf16"), dict) else None
-    fp16 = (config.get("fp16") or {}).get("enabled") if isinstance(config.get("fp16"), dict) else None
-    out.seen["bf16.enabled"], out.seen["fp16.enabled"] = bf16, fp16
-    if _is_true(bf16) and _is_true(fp16):
-        out.fails.append("bf16.enabled and fp16.enabled are both true: DeepSpeed refuses to start")
-        out.fixes.append('"fp16": {"enabled": false}   # or "auto", and pass only --bf16 to the trainer')
 
-    tbs, mb, ga = (config.get(k) for k in ("train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps"))
-    out.seen.update({"train_batch_size": tbs, "train_micro_batch_size_per_gpu": mb, "gradient_accumulation_steps": ga,
-                     "world_size": world_size})
-    n_tbs, n_mb, n_ga = _num(tbs), _num(mb), _num(ga)
-    for key, value, trainer, flag in (("train_micro_batch_size_per_gpu", n_mb, micro_batch, "--per_device_train_batch_size"),
-                                      ("gradient_accumulation_steps", n_ga, grad_accum, "--gradient_accumulation_steps")):
+def precision_conflict(config: dict[str, Any], ctx: Context) -> Finding | None:
+    bf16 = config["bf16"].get("enabled") if isinstance(config.get("bf16"), dict) else None
+    fp16 = config["fp16"].get("enabled") if isinstance(config.get("fp16"), dict) else None
+    if not (_is_true(bf16) and _is_true(fp16)):
+        return None
+    return _fail("bf16.enabled and fp16.enabled are both true: DeepSpeed refuses to start",
+                 _edit(ctx, [(["fp16", "enabled"], False)], "bf16 only (pass only --bf16 to the trainer)"))
+
+
+def trainer_batch_agrees(config: dict[str, Any], ctx: Context) -> list[Finding]:
+    """An explicit micro batch / accumulation in the config equals the trainer's argument (else DeepSpeed asserts)."""
+    found = []
+    for key, trainer, flag in (("train_micro_batch_size_per_gpu", ctx.micro_batch, "--per_device_train_batch_size"),
+                               ("gradient_accumulation_steps", ctx.grad_accum, "--gradient_accumulation_steps")):
+        value = _num(config.get(key))
         if value is not None and trainer is not None and value != trainer:
-            out.fails.append(f"{key} is {value} in the DeepSpeed config but the trainer has {flag} {trainer}")
-            out.fixes.append(f'"{key}": "auto"')
-    n_mb = n_mb if n_mb is not None else micro_batch
-    n_ga = n_ga if n_ga is not None else grad_accum
-    if n_tbs is not None:
-        if n_mb is not None and n_ga is not None and n_tbs != n_mb * n_ga * world_size:
-            out.fails.append(f"train_batch_size {n_tbs} ≠ micro batch {n_mb} × gradient accumulation {n_ga} × world size "
-                             f"{world_size} = {n_mb * n_ga * world_size}")
-            out.fixes.append('"train_batch_size": "auto"')
-        elif n_mb is not None and n_tbs % (n_mb * world_size):
-            out.fails.append(f"train_batch_size {n_tbs} is not a multiple of micro batch {n_mb} × world size {world_size}")
-            out.fixes.append('"train_batch_size": "auto"')
-        elif n_ga is not None and n_tbs % (n_ga * world_size):
-            out.fails.append(f"train_batch_size {n_tbs} is not a multiple of gradient accumulation {n_ga} × world size {world_size}")
-            out.fixes.append('"train_batch_size": "auto"')
-    return out
+            found.append(_fail(f"{key} is {value} in the DeepSpeed config but the trainer has {flag} {trainer}",
+                               _edit(ctx, [([key], "auto")], f"let the Trainer fill {key} from {flag}")))
+    return found
+
+
+def batch_arithmetic(config: dict[str, Any], ctx: Context) -> Finding | None:
+    """train_batch_size = micro batch x gradient accumulation x world size."""
+    tbs = _num(config.get("train_batch_size"))
+    if tbs is None:
+        return None
+    mb = _num(config.get("train_micro_batch_size_per_gpu"))
+    ga = _num(config.get("gradient_accumulation_steps"))
+    mb = mb if mb is not None else ctx.micro_batch
+    ga = ga if ga is not None else ctx.grad_accum
+    ws = ctx.world_size
+    fix = _edit(ctx, [(["train_batch_size"], "auto")], "let the Trainer compute train_batch_size")
+    if mb is not None and ga is not None and tbs != mb * ga * ws:
+        return _fail(f"train_batch_size {tbs} ≠ micro batch {mb} × gradient accumulation {ga} × world size {ws} = "
+                     f"{mb * ga * ws}", fix)
+    if mb is not None and ga is None and mb * ws and tbs % (mb * ws):
+        return _fail(f"train_batch_size {tbs} is not a multiple of micro batch {mb} × world size {ws}", fix)
+    if ga is not None and mb is None and ga * ws and tbs % (ga * ws):
+        return _fail(f"train_batch_size {tbs} is not a multiple of gradient accumulation {ga} × world size {ws}", fix)
+    return None
+
+
+RULES = (zero_is_object, gather_flag, stage_known, offload_pinned, precision_conflict, trainer_batch_agrees,
+         batch_arithmetic)
+
+
+def lint(config: dict[str, Any], ctx: Context | None = None, **kw: Any) -> Findings:
+    """Every rule's findings on ``config`` (``kw`` builds the :class:`Context` when none is given)."""
+    ctx = ctx or Context(**kw)
+    found = Findings()
+    for rule in RULES:
+        found.check(rule, config, ctx)
+    return found
+
+
+def seen(config: dict[str, Any], ctx: Context) -> dict[str, Any]:
+    """The values the rules read, for the evidence."""
+    zero = _zero(config)
+    offload = {p: {"device": str(zero[p].get("device", "none")).lower(), "pin_memory": _is_true(zero[p].get("pin_memory"))}
+               for p in ("offload_optimizer", "offload_param") if isinstance(zero.get(p), dict)}
+    return {"zero_optimization.stage": zero.get("stage", 0),
+            f"zero_optimization.{GATHER_KEY}": zero.get(GATHER_KEY, zero.get(LEGACY_GATHER_KEY)),
+            "offload": offload,
+            "bf16.enabled": config["bf16"].get("enabled") if isinstance(config.get("bf16"), dict) else None,
+            "fp16.enabled": config["fp16"].get("enabled") if isinstance(config.get("fp16"), dict) else None,
+            **{k: config.get(k) for k in ("train_batch_size", "train_micro_batch_size_per_gpu",
+                                          "gradient_accumulation_steps")},
+            "world_size": ctx.world_size}

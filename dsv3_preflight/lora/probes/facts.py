@@ -1,21 +1,22 @@
-"""Facts for the LoRA checks: the DeepSpeed config as parsed JSON, the model's targetable modules
-(from its local config.json, built on the meta device), and the adapters already saved in the output directory."""
+"""Facts for the LoRA checks: the DeepSpeed config as parsed JSON, the model's targetable modules (from its
+local config.json, built on the meta device), and the adapters already saved in the output directory.
+
+Every file is read through :mod:`dsv3_preflight.inputs` (regular files only, bounded in size and
+nesting): a missing file, a FIFO or a directory where a config should be, or bytes that are not JSON,
+become the fact's ``error`` naming the file, which the check turns into a FAIL; the run goes on.
+"""
 from __future__ import annotations
 
-import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
+from dsv3_preflight.inputs import InputError, read_json
 from dsv3_preflight.registry import probe
 
 JSON_CAP = 4 * 1024 * 1024
-MAX_EXISTING_ADAPTERS = 20
-
-
-def _no_nan(token: str) -> Any:
-    raise ValueError(f"{token} is not valid JSON")
+#: the newest adapters of the output directory are read (a resumed run starts from the newest)
+MAX_EXISTING_ADAPTERS = 8
 
 
 @probe("lora_deepspeed_config", needs=["profile"], timeout=20)
@@ -27,22 +28,11 @@ def lora_deepspeed_config(profile) -> dict[str, Any]:
     path = Path(raw).expanduser()
     facts: dict[str, Any] = {"configured": True, "path": str(path)}
     try:
-        size = path.stat().st_size
-        if not path.is_file():
-            return {**facts, "error": f"{path} is not a file"}
-        if size > JSON_CAP:
-            return {**facts, "error": f"{path} is {size} bytes: not a DeepSpeed config"}
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return {**facts, "error": f"{path} does not exist"}
-    except (OSError, UnicodeDecodeError) as exc:
-        return {**facts, "error": f"{path} is unreadable: {getattr(exc, 'strerror', None) or exc}"}
-    try:
-        config = json.loads(text, parse_constant=_no_nan)
-    except ValueError as exc:
-        return {**facts, "error": f"{path} is not valid JSON: {exc}"}
+        config = read_json(path, what="DeepSpeed config", max_bytes=JSON_CAP)
+    except InputError as exc:
+        return {**facts, "error": str(exc)}
     if not isinstance(config, dict):
-        return {**facts, "error": f"{path} holds a JSON {type(config).__name__}, not an object"}
+        return {**facts, "error": f"DeepSpeed config {path}: holds a JSON {type(config).__name__}, not an object"}
     facts["config"] = config
     facts["deepspeed_check"] = _deepspeed_model_check(config)
     return facts
@@ -65,6 +55,28 @@ def _deepspeed_model_check(config: dict[str, Any]) -> dict[str, Any]:
     return {"available": True, "error": None}
 
 
+def model_facts(model_path: str | os.PathLike[str]) -> dict[str, Any]:
+    """Targetable modules of the model whose config.json is in ``model_path`` (or is ``model_path``)."""
+    from .model import model_modules
+
+    path = Path(model_path).expanduser()
+    cfg_file = path / "config.json" if path.is_dir() else path
+    facts: dict[str, Any] = {"path": str(path), "config_file": str(cfg_file)}
+    if not os.path.lexists(path):
+        return {**facts, "error": f"model path {path}: does not exist"}
+    try:
+        raw = read_json(cfg_file, what="model config", max_bytes=JSON_CAP)
+    except InputError as exc:
+        why = str(exc)
+        if why.endswith("no such file"):
+            why = f"model config {cfg_file}: no such file (the model directory needs its config.json)"
+        return {**facts, "error": why}
+    found = model_modules(raw)
+    if found.get("error"):
+        return {**facts, **found, "error": f"model config {cfg_file}: {found['error']}"}
+    return {**facts, **found}
+
+
 @probe("lora_model_modules", needs=["profile"], timeout=240)
 def lora_model_modules(profile) -> dict[str, Any]:
     """LoRA-targetable modules of the profile's model (config.json only, meta device) with full-size counts."""
@@ -72,29 +84,18 @@ def lora_model_modules(profile) -> dict[str, Any]:
         return {"configured": False}
     if not profile.lora_targets:
         return {"configured": True, "skipped": "the profile names no lora_targets", "path": profile.model_path}
-    from dsv3_preflight.lora.targets import model_modules
-
-    return {"configured": True, **model_modules(profile.model_path)}
+    return {"configured": True, **model_facts(profile.model_path)}
 
 
 @probe("saved_adapters", needs=["output_dir"], timeout=120)
 def saved_adapters(output_dir) -> dict[str, Any]:
-    """Header-only verdicts on the newest adapters already in the output dir (a resumed run's saves)."""
+    """The facts of the newest adapters already in the output dir (a resumed run's saves), header only."""
     if not output_dir.get("configured") or not output_dir.get("is_dir"):
         return {"scanned": False, "adapters": [], "reason": "no output directory to scan"}
-    try:
-        return {"scanned": True, "adapters": _existing_adapters(Path(output_dir["path"]))}
-    except ImportError as exc:  # a scanner dependency missing: the dir is still judged, its adapters are not
-        return {"scanned": False, "adapters": [], "reason": f"{exc.name or exc} not installed: adapters not scanned"}
+    from .adapter_files import find_adapters
+    from .scan import adapter_facts
 
-
-def _existing_adapters(path: Path) -> list[dict[str, Any]]:
-    """Header-only verdicts on the newest adapters already in the output dir (a resumed run's saves)."""
-    from dsv3_preflight.lora.scan import find_adapters, scan_adapter
-
-    found, _ = find_adapters([path])
-    out = []
-    for f in found[-MAX_EXISTING_ADAPTERS:]:
-        r = scan_adapter(f)
-        out.append({"path": r.path, "step": r.step, "status": r.status, "summary": r.summary})
-    return out
+    found, _, unreadable = find_adapters([output_dir["path"]])
+    newest = found[-MAX_EXISTING_ADAPTERS:]
+    return {"scanned": True, "total": len(found), "adapters": [adapter_facts(f) for f in newest],
+            "unreadable": unreadable}

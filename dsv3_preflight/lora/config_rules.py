@@ -1,0 +1,299 @@
+"""The rules an adapter_config.json must pass for peft to build and load the adapter it describes (pure).
+
+Each rule mirrors what ``PeftModel.from_pretrained`` does with a field, without importing peft: where
+peft raises (``r: null`` compared with 0, a list where it calls ``.keys()``, an invalid regex compiled
+at injection, ``layers_pattern`` without ``layers_to_transform``), the rule returns a FAIL saying why.
+tests/test_lora_fuzz.py holds these rules to peft itself on mutated configs. Fields peft ignores
+(unknown keys from a newer peft) are ignored here too.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ..result import Actor, Finding, failure
+from . import causes, fixes, patterns
+from .case import CONFIG_NAME, AdapterCase
+
+TASK_TYPES = ("SEQ_CLS", "SEQ_2_SEQ_LM", "CAUSAL_LM", "TOKEN_CLS", "QUESTION_ANS", "FEATURE_EXTRACTION")
+BIAS = ("none", "all", "lora_only")
+INIT_NAMES = ("gaussian", "olora", "mica")  # compared case-insensitively, as peft does
+INIT_EXACT = ("loftq", "eva", "orthogonal", "lora_ga")
+INIT_PREFIXES = ("pissa", "corda")
+ALL_LINEAR = "all-linear"
+
+
+def _fail(case: AdapterCase, message: str, fix: str | None = None) -> Finding:
+    return failure(f"{CONFIG_NAME}: {message}", fix or fixes.peft_reads(case.directory),
+                   actor=Actor.JOB, cause=causes.ADAPTER_CONFIG_INVALID)
+
+
+def _show(value: Any) -> str:
+    text = "null" if value is None else repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float))  # peft divides by it; True/False divide too
+
+
+def _saved_modules(case: AdapterCase) -> list[str]:
+    return case.layout.modules if case.layout else []
+
+
+def _saved_rank(case: AdapterCase) -> int | None:
+    """The one rank every lora_A of the weights has, when there is exactly one."""
+    if not case.layout:
+        return None
+    ranks = {kinds["A"][0] for kinds in case.layout.pairs.values() if len(kinds.get("A", ())) >= 2}
+    return ranks.pop() if len(ranks) == 1 else None
+
+
+# ------------------------------------------------------------------------------------------------ the rules
+def config_readable(case: AdapterCase) -> Finding | None:
+    """adapter_config.json exists beside the weights, is a regular file, and is JSON."""
+    if not case.expects_config:
+        return None
+    why = case.facts.get("config_error")
+    if not why:
+        return None
+    fix = "\n".join([fixes.comment(f"peft writes {CONFIG_NAME} beside the weights: copy the one of the same run "
+                                   "(an earlier checkpoint-*), or save the adapter again with save_pretrained"),
+                     f"ls -la -- {fixes.quote(case.directory)}"])
+    return failure(f"{why}" if why.startswith(CONFIG_NAME) else f"{CONFIG_NAME}: {why}", fix, actor=Actor.JOB,
+                   cause=causes.ADAPTER_CONFIG_INVALID)
+
+
+def config_object(case: AdapterCase) -> Finding | None:
+    value = case.facts.get("config")
+    if value is None or isinstance(value, dict):
+        return None
+    return _fail(case, f"holds a JSON {type(value).__name__}, not an object: peft cannot read it")
+
+
+def peft_type(case: AdapterCase) -> Finding | None:
+    """A LoRA adapter's config says LORA; another type makes peft build (and load into) another method."""
+    c = case.config
+    if c is None:
+        return None
+    value = c.get("peft_type")
+    if value == "LORA":
+        return None
+    if value is None:
+        return _fail(case, "has no peft_type: peft cannot tell which method saved it")
+    return _fail(case, f"peft_type is {_show(value)}, not LORA: peft would build another adapter type and "
+                       "these LoRA weights would not load into it",
+                 fixes.json_edit(case.config_file, [(["peft_type"], "LORA")], "the weights are LoRA's: say so"))
+
+
+def rank(case: AdapterCase) -> Finding | None:
+    """r is a positive integer (peft compares it with 0 and sizes the layers with it)."""
+    c = case.config
+    if c is None or "r" not in c:
+        return None
+    value = c["r"]
+    if type(value) is int and value > 0:
+        return None
+    saved = _saved_rank(case)
+    fix = (fixes.json_edit(case.config_file, [(["r"], saved)], f"the rank the saved lora_A tensors have ({saved})")
+           if saved else None)
+    return _fail(case, f"r is {_show(value)}, not a positive integer: peft cannot build the LoRA layers", fix)
+
+
+def alpha(case: AdapterCase) -> Finding | None:
+    c = case.config
+    if c is None or "lora_alpha" not in c or _is_number(c["lora_alpha"]):
+        return None
+    return _fail(case, f"lora_alpha is {_show(c['lora_alpha'])}, not a number: peft divides it by r")
+
+
+def dropout(case: AdapterCase) -> Finding | None:
+    c = case.config
+    if c is None or "lora_dropout" not in c:
+        return None
+    value = c["lora_dropout"]
+    if _is_number(value) and 0 <= value <= 1:
+        return None
+    return _fail(case, f"lora_dropout is {_show(value)}, not a probability between 0 and 1")
+
+
+def _check_pattern(case: AdapterCase, field: str, pattern: Any, wrap=None) -> Finding | None:
+    try:
+        if wrap:
+            wrap(pattern)
+        else:
+            patterns.check(pattern)
+    except patterns.PatternError as exc:
+        return _fail(case, f"{field} {_show(pattern)} {exc}")
+    return None
+
+
+def target_modules(case: AdapterCase) -> Finding | list[Finding] | None:
+    """target_modules is a list of module names or one regex peft can compile (and match in bounded time)."""
+    c = case.config
+    if c is None:
+        return None
+    value = c.get("target_modules")
+    if value is None:
+        if c.get("target_parameters"):
+            return None
+        return _fail(case, "target_modules is not set: peft would guess the targets from the model type, not the "
+                           "modules these weights were trained on")
+    if isinstance(value, str):
+        if value == ALL_LINEAR:
+            return None
+        found = _check_pattern(case, "target_modules regex", value)
+        if found:
+            return found
+        try:
+            patterns.fullmatch_any(value, _saved_modules(case))
+        except patterns.PatternError as exc:
+            return _fail(case, f"target_modules regex {_show(value)} {exc}")
+        return None
+    if isinstance(value, (list, dict)):
+        if not value:
+            return _fail(case, "target_modules is empty: peft finds no module to adapt")
+        bad = [v for v in value if not isinstance(v, str)]
+        if bad:
+            return _fail(case, f"target_modules holds {_show(bad[0])} ({type(bad[0]).__name__}), not a module name")
+        return None
+    return _fail(case, f"target_modules is a {type(value).__name__}, not a list of module names or a regex")
+
+
+def target_parameters(case: AdapterCase) -> Finding | None:
+    c = case.config
+    if c is None or c.get("target_parameters") is None:
+        return None
+    value = c["target_parameters"]
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return None
+    return _fail(case, f"target_parameters is {_show(value)}, not a list of parameter names")
+
+
+def exclude_modules(case: AdapterCase) -> Finding | None:
+    c = case.config
+    if c is None or not c.get("exclude_modules"):
+        return None
+    value = c["exclude_modules"]
+    if isinstance(value, str):
+        return _check_pattern(case, "exclude_modules regex", value)
+    if isinstance(value, (list, dict)) and all(isinstance(v, str) for v in value):
+        return None
+    return _fail(case, f"exclude_modules is {_show(value)}, not a list of module names or a regex")
+
+
+def _pattern_field(case: AdapterCase, field: str, what: str, valid) -> list[Finding] | Finding | None:
+    c = case.config
+    if c is None or field not in c:
+        return None
+    value = c[field]
+    if not isinstance(value, dict):
+        return _fail(case, f"{field} is {_show(value)}, not an object of module pattern -> {what}: peft calls "
+                           f".keys() on it", fixes.json_edit(case.config_file, [([field], {})], f"an empty {field}"))
+    found = []
+    for key in value:
+        bad = _check_pattern(case, f"{field} key", key, wrap=patterns.check_pattern_key)
+        if bad:
+            found.append(bad)
+    if found:
+        return found
+    # peft reads a value only for the modules its key matches first
+    used: dict[str, list[str]] = {}
+    try:
+        for module in _saved_modules(case):
+            key = patterns.pattern_key(list(value), module)
+            if key is not None:
+                used.setdefault(key, []).append(module)
+    except patterns.PatternError as exc:
+        return _fail(case, f"{field} key {exc}")
+    for key, modules in used.items():
+        if not valid(value[key]):
+            found.append(_fail(case, f"{field}[{_show(key)}] is {_show(value[key])}, not {what} (it applies to "
+                                     f"{len(modules)} saved modules, e.g. {modules[0]})"))
+    return found or None
+
+
+def rank_pattern(case: AdapterCase):
+    return _pattern_field(case, "rank_pattern", "a positive integer rank", lambda v: type(v) is int and v > 0)
+
+
+def alpha_pattern(case: AdapterCase):
+    return _pattern_field(case, "alpha_pattern", "a number", _is_number)
+
+
+def modules_to_save(case: AdapterCase) -> Finding | None:
+    c = case.config
+    if c is None or c.get("modules_to_save") is None:
+        return None
+    value = c["modules_to_save"]
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        return _fail(case, f"modules_to_save is {_show(value)}, not a list of module names")
+    for name in value:
+        bad = _check_pattern(case, "modules_to_save entry", rf"(^|.*\.){name}($|\..*)")
+        if bad:
+            return bad
+    return None
+
+
+def layers(case: AdapterCase) -> Finding | None:
+    """layers_to_transform / layers_pattern as peft's LoraConfig accepts them."""
+    c = case.config
+    if c is None:
+        return None
+    ltt, pattern, tm = c.get("layers_to_transform"), c.get("layers_pattern"), c.get("target_modules")
+    if isinstance(tm, str) and ltt is not None:
+        return _fail(case, "layers_to_transform cannot be used when target_modules is a regex (peft refuses it)")
+    if isinstance(tm, str) and pattern is not None:
+        return _fail(case, "layers_pattern cannot be used when target_modules is a regex (peft refuses it)")
+    if pattern and ltt is None:
+        return _fail(case, "layers_pattern is set without layers_to_transform (peft refuses it)")
+    if ltt is not None and not (type(ltt) is int or (isinstance(ltt, list) and all(type(i) is int for i in ltt))):
+        return _fail(case, f"layers_to_transform is {_show(ltt)}, not a layer number or a list of them")
+    if pattern is not None and not (isinstance(pattern, str) or (isinstance(pattern, list)
+                                                                 and all(isinstance(p, str) for p in pattern))):
+        return _fail(case, f"layers_pattern is {_show(pattern)}, not a name or a list of names")
+    return None
+
+
+def bias(case: AdapterCase) -> Finding | None:
+    c = case.config
+    if c is None or "bias" not in c or c["bias"] in BIAS:
+        return None
+    return _fail(case, f"bias is {_show(c['bias'])}, not one of {', '.join(BIAS)} (peft raises NotImplementedError)")
+
+
+def task_type(case: AdapterCase) -> Finding | None:
+    c = case.config
+    if c is None or c.get("task_type") is None or c["task_type"] in TASK_TYPES:
+        return None
+    return _fail(case, f"task_type is {_show(c['task_type'])}, not one of peft's task types ({', '.join(TASK_TYPES)})")
+
+
+def init_weights(case: AdapterCase) -> Finding | None:
+    c = case.config
+    if c is None or "init_lora_weights" not in c:
+        return None
+    value = c["init_lora_weights"]
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, str):
+        if value == "loftq" and not (isinstance(c.get("loftq_config"), dict) and c["loftq_config"]):
+            return _fail(case, "init_lora_weights is 'loftq' without a loftq_config (peft refuses it)")
+        if value.lower() in INIT_NAMES or value in INIT_EXACT or value.startswith(INIT_PREFIXES):
+            return None
+    return _fail(case, f"init_lora_weights is {_show(value)}, which peft does not know")
+
+
+def variants(case: AdapterCase) -> Finding | None:
+    c = case.config
+    if c is None:
+        return None
+    if c.get("use_dora") and c.get("lora_bias"):
+        return _fail(case, "use_dora and lora_bias are both true (peft refuses DoRA with lora_bias)")
+    if c.get("use_dora") and c.get("megatron_config"):
+        return _fail(case, "use_dora with megatron_config (peft refuses DoRA with megatron)")
+    return None
+
+
+#: every config rule, in the order their findings are shown
+RULES = (config_readable, config_object, peft_type, rank, alpha, dropout, target_modules, target_parameters,
+         exclude_modules, rank_pattern, alpha_pattern, modules_to_save, layers, bias, task_type, init_weights, variants)

@@ -1,0 +1,460 @@
+"""The rules a saved LoRA adapter's weights must pass for peft to load them as the adapter its config
+describes (pure: each is a small function of one :class:`~dsv3_preflight.lora.case.AdapterCase` returning
+a finding, several, or None).
+
+What peft does, and so what the rules hold a file to: ``load_file`` refuses a header safetensors refuses
+(truncated, corrupt); ``set_peft_model_state_dict`` maps each saved key to a parameter of the adapter
+built from the config (keys it cannot map are dropped, parameters no key fills keep their initial
+values); ``load_state_dict`` refuses a shape that differs from the layer's. Beyond peft: integer or
+boolean LoRA weights are not trained weights, an empty or zero-element save is what ZeRO-3 writes
+without gathering, and a target_modules entry that adapted nothing means modules silently left
+untrained (DeepSeek-V3's MLA has no q_proj/k_proj/v_proj).
+"""
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from ..result import Actor, Finding, failure, warning
+from . import causes, fixes, patterns
+from .case import CONFIG_NAME, AdapterCase
+from .layout import PREFIX, layer_index, template
+
+#: dtypes of trained LoRA weights; 8-bit floats are lossy but load (a warning); anything else cannot be one
+FLOAT_DTYPES = frozenset({"F16", "BF16", "F32", "F64"})
+LOW_PRECISION = frozenset({"F8_E4M3", "F8_E5M2", "F8_E4M3FNUZ", "F8_E5M2FNUZ"})
+MAX_NAMED = 6
+ALL_LINEAR = "all-linear"
+
+
+def named(items: Iterable[str], limit: int = MAX_NAMED) -> str:
+    """Names for a one-line message, peft's ``base_model.model.`` prefix dropped; the count says how many."""
+    items = [i.removeprefix(PREFIX) for i in items]
+    head = ", ".join(items[:limit])
+    return head + (f" and {len(items) - limit} others" if len(items) > limit else "")
+
+
+def _keys_fail(message: str, case: AdapterCase, fix: str | None = None) -> Finding:
+    return failure(message, fix or "\n".join([
+        fixes.comment("save the adapter with peft's own save_pretrained (or the Trainer), not a hand-written "
+                      "state_dict; then check it again"),
+        fixes.rescan(case.path)]), actor=Actor.JOB, cause=causes.ADAPTER_KEYS_INVALID)
+
+
+def _gather_fix() -> str:
+    return "\n".join([
+        fixes.comment("ZeRO-3 saved this adapter without gathering its weights: in the DeepSpeed config, set "
+                      '"stage3_gather_16bit_weights_on_model_save": true inside zero_optimization; check it with:'),
+        'dsv3-preflight run --only lora.deepspeed_config --deepspeed-config '
+        '"${DEEPSPEED_CONFIG:?the DeepSpeed JSON config of the training run}"'])
+
+
+# -------------------------------------------------------------------------------------- reading the weights
+def directory_unreadable(case: AdapterCase) -> Finding | None:
+    """A checkpoint directory the scan could not list is reported, never skipped."""
+    why = case.facts.get("dir_error")
+    if not why:
+        return None
+    return failure(f"cannot list this directory: {why}: its adapters cannot be judged",
+                   f"ls -ld -- {fixes.quote(case.path)}   # then make it readable to this user (or scan as its owner)",
+                   actor=Actor.JOB, cause=causes.ADAPTER_UNREADABLE)
+
+
+def unreadable(case: AdapterCase) -> Finding | None:
+    w = case.weights
+    if not w or w.get("kind") != "unreadable":
+        return None
+    return failure(f"cannot read the weights: {w.get('error')}",
+                   f"ls -la -- {fixes.quote(case.path)}   # a regular file readable by this user is what peft loads",
+                   actor=Actor.JOB, cause=causes.ADAPTER_UNREADABLE)
+
+
+def truncated(case: AdapterCase) -> Finding | None:
+    w = case.weights
+    if not w or w.get("kind") != "truncated":
+        return None
+    return failure(f"corrupt: {w.get('error')} (an interrupted save, a full disk, or a copy still running)",
+                   "\n".join([fixes.comment("resume from the previous checkpoint, or save this one again; then:"),
+                              fixes.rescan(case.path)]), actor=Actor.JOB, cause=causes.ADAPTER_CORRUPT)
+
+
+def corrupt(case: AdapterCase) -> Finding | None:
+    w = case.weights
+    if not w or w.get("kind") != "corrupt":
+        return None
+    message = w.get("error") or "corrupt"
+    return failure(message if message.startswith(("corrupt", "torch pickle")) else f"corrupt header: {message}",
+                   "\n".join([fixes.comment("the file is damaged: resume from the previous checkpoint, or save this "
+                                            "one again; then:"), fixes.rescan(case.path)]),
+                   actor=Actor.JOB, cause=causes.ADAPTER_CORRUPT)
+
+
+def weights_missing(case: AdapterCase) -> Finding | None:
+    if case.format != "missing":
+        return None
+    return failure(f"{CONFIG_NAME} without adapter weights (no adapter_model.safetensors or adapter_model.bin)",
+                   f"ls -la -- {fixes.quote(case.directory)}   # the save stopped before the weights were written",
+                   actor=Actor.JOB, cause=causes.ADAPTER_CORRUPT)
+
+
+# -------------------------------------------------------------------------------------- what the tensors are
+def empty_adapter(case: AdapterCase) -> Finding | None:
+    if case.layout is None or case.layout.tensors:
+        return None
+    return failure("empty adapter: the file holds no tensors (only a header/metadata): the ZeRO-3 save did not "
+                   "gather the LoRA weights", _gather_fix(), actor=Actor.JOB, cause=causes.GATHER_FLAG_OFF)
+
+
+def zero_element(case: AdapterCase) -> Finding | None:
+    lay = case.layout
+    if not lay or not lay.zero_element:
+        return None
+    tensors = case.weights.get("tensors", {}) if case.weights else {}
+    shapes = sorted({str(list(tensors[k][1])) for k in lay.zero_element if k in tensors})
+    whole = " (every tensor)" if len(lay.zero_element) == lay.tensors else ""
+    return failure(f"{len(lay.zero_element)} of {lay.tensors} tensors have zero elements{whole}, shape "
+                   f"{'/'.join(shapes)}: partitioned ZeRO-3 parameters saved without gathering: "
+                   f"{named(sorted(lay.zero_element), 3)}", _gather_fix(), actor=Actor.JOB, cause=causes.GATHER_FLAG_OFF)
+
+
+def weight_dtypes(case: AdapterCase) -> list[Finding]:
+    """Trained LoRA weights are floating point: integer/bool weights are no trained adapter; FP8 is lossy."""
+    lay = case.layout
+    if not lay:
+        return []
+    found = []
+    bad = {d: names for d, names in lay.by_dtype.items() if d not in FLOAT_DTYPES and d not in LOW_PRECISION}
+    if bad:
+        listing = "; ".join(f"{d}: {named(sorted(n), 2)}" for d, n in sorted(bad.items()))
+        found.append(_keys_fail(f"{sum(map(len, bad.values()))} tensors are not floating point ({listing}): LoRA "
+                                "weights are F16/BF16/F32; these are not trained weights", case))
+    low = {d: names for d, names in lay.by_dtype.items() if d in LOW_PRECISION}
+    if low:
+        found.append(warning(f"{sum(map(len, low.values()))} tensors are 8-bit floats ({', '.join(sorted(low))}): "
+                             "peft casts them into the layers' dtype, with FP8's precision",
+                             fixes.comment("save LoRA weights in bf16 or fp32 (the Trainer's --bf16), not FP8"),
+                             actor=Actor.JOB, cause=causes.ADAPTER_KEYS_INVALID))
+    return found
+
+
+def _saved_module_keys(case: AdapterCase) -> tuple[list[str], list[str]]:
+    """(keys that are parameters of modules_to_save, keys that are not) among the layout's unclassified keys."""
+    lay = case.layout
+    names = (case.config or {}).get("modules_to_save") or []
+    names = [n for n in names if isinstance(n, str)] if isinstance(names, list) else []
+    if not names:
+        return [], list(lay.other)
+    saved, rest = [], []
+    for key in lay.other:
+        module = key[len(PREFIX):]
+        try:
+            hit = any(patterns.saved_module_match(n, module) for n in names)
+        except patterns.PatternError:  # the config rule reports the pattern
+            hit = False
+        (saved if hit else rest).append(key)
+    return saved, rest
+
+
+def keys_without_prefix(case: AdapterCase) -> Finding | None:
+    lay = case.layout
+    if not lay or not lay.no_prefix:
+        return None
+    return _keys_fail(f"{len(lay.no_prefix)} keys lack peft's '{PREFIX}' prefix, so peft cannot map them to the "
+                      f"model (they are dropped at load): {named(sorted(lay.no_prefix))}", case)
+
+
+def keys_not_peft(case: AdapterCase) -> Finding | None:
+    """Keys that are no parameter peft saves: renamed lora_A/lora_B, base weights, anything else."""
+    lay = case.layout
+    if not lay:
+        return None
+    _, rest = _saved_module_keys(case)
+    base = [k for m, keys in lay.base_layer.items() if m not in lay.embedding_modules for k in keys]
+    odd = sorted(rest + lay.malformed + base)
+    if not odd:
+        return None
+    return _keys_fail(f"{len(odd)} keys are not LoRA parameters peft loads (lora_A/lora_B, DoRA magnitudes, "
+                      f"modules_to_save): {named(odd)}", case)
+
+
+def keys_other_adapter(case: AdapterCase) -> Finding | None:
+    lay = case.layout
+    if not lay or not lay.other_adapter:
+        return None
+    names = sorted(lay.other_adapter)
+    keys = [k for n in names for k in lay.other_adapter[n]]
+    return _keys_fail(f"{len(keys)} keys carry the adapter name {', '.join(map(repr, names))}: peft loads an "
+                      f"adapter's keys without its name (or with 'default'), so these are dropped: {named(keys, 3)}", case)
+
+
+def unpaired(case: AdapterCase) -> Finding | None:
+    lay = case.layout
+    if not lay:
+        return None
+    lone = sorted(f"{m}.lora_{'A' if 'A' in k else 'B'} without its lora_{'B' if 'A' in k else 'A'}"
+                  for m, k in lay.pairs.items() if len(k) == 1)
+    if not lone:
+        return None
+    return _keys_fail(f"{len(lone)} LoRA modules are unpaired: {named(lone)}", case)
+
+
+def _param_modules(config: dict[str, Any]) -> list[str]:
+    """Modules whose parameters are targeted (target_parameters: fused MoE experts), as module paths."""
+    value = config.get("target_parameters")
+    if not isinstance(value, list):
+        return []
+    return [p.rsplit(".", 1)[0] for p in value if isinstance(p, str) and "." in p]
+
+
+def _ends_with(module: str, names: Iterable[str]) -> bool:
+    return any(module == n or module.endswith("." + n) for n in names)
+
+
+def ranks(case: AdapterCase) -> Finding | None:
+    """lora_A's rank equals lora_B's, and the config's r (or the rank_pattern entry peft picks for the module)."""
+    lay = case.layout
+    if not lay or not lay.pairs:
+        return None
+    config = case.config or {}
+    r = config.get("r")
+    r = r if type(r) is int and r > 0 else None
+    pattern = config.get("rank_pattern") if isinstance(config.get("rank_pattern"), dict) else {}
+    fused = _param_modules(config)
+    bad: list[str] = []
+    for module, kinds in sorted(lay.pairs.items()):
+        a, b = kinds.get("A"), kinds.get("B")
+        ra = a[0] if a is not None and len(a) >= 2 else None
+        rb = b[1] if b is not None and len(b) >= 2 else None
+        if ra is not None and rb is not None and ra != rb:
+            bad.append(f"{module} (lora_A r={ra}, lora_B r={rb})")
+            continue
+        got = ra if ra is not None else rb
+        if got is None or not config:
+            continue
+        want = r
+        if pattern:
+            try:
+                key = patterns.pattern_key(list(pattern), module)
+            except patterns.PatternError:
+                return None  # the config rule reports the pattern
+            if key is not None:
+                want = pattern[key] if type(pattern[key]) is int else None
+        if want is None or got == want:
+            continue
+        if got % want == 0 and _ends_with(module, fused):  # peft's ParamWrapper: r x experts rows
+            continue
+        bad.append(f"{module} (r={got}, {CONFIG_NAME} r={want})")
+    if not bad:
+        return None
+    saved = {kinds["A"][0] for kinds in lay.pairs.values() if len(kinds.get("A", ())) >= 2}
+    fix = None
+    if len(saved) == 1 and case.directory and not pattern:
+        fix = fixes.json_edit(case.config_file, [(["r"], saved.pop())],
+                              "the rank the saved weights have (or save the adapter again with the config it was trained with)")
+    return _keys_fail(f"{len(bad)} LoRA modules disagree with the rank in {CONFIG_NAME} (peft refuses the shapes): "
+                      f"{named(bad)}", case, fix)
+
+
+def shapes_consistent(case: AdapterCase) -> Finding | None:
+    """The same module in every layer has one LoRA shape; a different one in one layer is a damaged save
+    (a WARN: a few models do vary their layers' widths)."""
+    lay = case.layout
+    if not lay or len(lay.pairs) < 2:
+        return None
+    seen: dict[tuple[str, str], dict[tuple, list[str]]] = {}
+    for module, kinds in lay.pairs.items():
+        t = template(module)
+        for kind, shape in kinds.items():
+            if len(shape) < 2:
+                continue
+            outer = shape[1:] if kind == "A" else shape[:1] + shape[2:]
+            seen.setdefault((t, kind), {}).setdefault(outer, []).append(module)
+    odd = []
+    for (t, kind), shapes in sorted(seen.items()):
+        if len(shapes) > 1:
+            rare = min(shapes.items(), key=lambda kv: len(kv[1]))
+            odd.append(f"{t}.lora_{kind} is {list(rare[0])} in {named(rare[1], 2)} but "
+                       f"{' / '.join(str(list(s)) for s in shapes if s != rare[0])} elsewhere")
+    if not odd:
+        return None
+    return warning(f"LoRA shapes differ between layers of the same module: {'; '.join(odd[:3])}"
+                   + (f"; and {len(odd) - 3} others" if len(odd) > 3 else ""),
+                   "\n".join([fixes.comment("on DeepSeek-V3 and Llama every layer has the same widths: a differing "
+                                            "shape is a damaged save; peft refuses it at load"), fixes.rescan(case.path)]),
+                   actor=Actor.JOB, cause=causes.ADAPTER_KEYS_INVALID)
+
+
+def dora_keys(case: AdapterCase) -> Finding | None:
+    lay, config = case.layout, case.config
+    if not lay or config is None:
+        return None
+    if config.get("use_dora"):
+        lacking = sorted(m for m in lay.pairs if m not in lay.magnitude)
+        if lacking:
+            return _keys_fail(f"use_dora is true but {len(lacking)} modules have no lora_magnitude_vector: "
+                              f"{named(lacking)}", case)
+    elif lay.magnitude:
+        return _keys_fail(f"{len(lay.magnitude)} DoRA lora_magnitude_vector keys but use_dora is not true in "
+                          f"{CONFIG_NAME}: peft drops them", case)
+    return None
+
+
+def bias_keys(case: AdapterCase) -> Finding | None:
+    lay, config = case.layout, case.config
+    if not lay or config is None:
+        return None
+    if config.get("lora_bias"):
+        lacking = sorted(m for m in lay.pairs if m not in lay.bias_b and m not in lay.embedding_modules)
+        if lacking:
+            return _keys_fail(f"lora_bias is true but {len(lacking)} modules have no lora_B.bias: {named(lacking)}", case)
+    elif lay.bias_b:
+        return _keys_fail(f"{len(lay.bias_b)} lora_B.bias keys but lora_bias is not true in {CONFIG_NAME}: peft drops "
+                          "them", case)
+    return None
+
+
+def saved_modules_present(case: AdapterCase) -> Finding | None:
+    """Every modules_to_save entry has its saved weights (peft fails to load an adapter without them)."""
+    lay, config = case.layout, case.config
+    names = (config or {}).get("modules_to_save")
+    if not lay or not isinstance(names, list) or not lay.tensors:
+        return None
+    saved, _ = _saved_module_keys(case)
+    lacking = []
+    for n in names:
+        if not isinstance(n, str):
+            continue
+        try:
+            if not any(patterns.saved_module_match(n, k[len(PREFIX):]) for k in saved):
+                lacking.append(n)
+        except patterns.PatternError:
+            return None
+    if not lacking:
+        return None
+    return _keys_fail(f"modules_to_save names {', '.join(lacking)} but no weights of {'it' if len(lacking) == 1 else 'them'} "
+                      "were saved: peft cannot load the adapter", case)
+
+
+def _selected(module: str, targets: Any) -> bool:
+    if isinstance(targets, str):
+        return bool(patterns.fullmatch_any(targets, [module]))
+    return module in targets or _ends_with(module, targets)
+
+
+def target_coverage(case: AdapterCase) -> list[Finding]:
+    """Saved modules are the ones target_modules selects, and every target adapted something."""
+    lay, config = case.layout, case.config
+    if not lay or not lay.pairs or config is None:
+        return []
+    targets = config.get("target_modules")
+    if targets is None or targets == ALL_LINEAR or not isinstance(targets, (str, list, dict)):
+        return []
+    if not isinstance(targets, str) and not all(isinstance(t, str) for t in targets):
+        return []
+    fused = _param_modules(config)
+    exclude = config.get("exclude_modules") or []
+    found = []
+    try:
+        modules = lay.modules
+        outside = [m for m in modules if not _selected(m, targets) and not _ends_with(m, fused)]
+        if exclude and isinstance(exclude, (str, list)) and all(isinstance(e, str) for e in exclude):
+            outside += [m for m in modules if m not in outside and _selected(m, exclude)]
+        if outside:
+            found.append(_keys_fail(f"{len(outside)} saved modules are not selected by target_modules (or are "
+                                    f"excluded): peft builds no layer for them and drops their weights: "
+                                    f"{named(sorted(outside))}", case))
+        if isinstance(targets, str):
+            covered = [m for m in modules if _selected(m, targets)]
+            if not covered and not fused:
+                found.append(failure(f"no saved module matches the target_modules regex {targets!r}",
+                                     fixes.peft_reads(case.directory), actor=Actor.JOB, cause=causes.TARGETS_MISSING))
+            return found
+    except patterns.PatternError:
+        return found  # the config rule reports the pattern
+    uncovered = sorted(t for t in targets if not _ends_with_any(t, modules))
+    if uncovered and len(uncovered) == len(list(targets)):
+        found.append(failure(f"no saved key covers any target_modules: {named(uncovered)}",
+                             _targets_fix(), actor=Actor.JOB, cause=causes.TARGETS_MISSING))
+    elif uncovered:
+        adapted = sorted(t for t in targets if t not in uncovered)
+        found.append(failure(f"target_modules {named(uncovered)} are covered by no key (only {named(adapted)} were "
+                             "adapted): these names are not modules of the model, so those layers were never trained",
+                             _targets_fix(), actor=Actor.JOB, cause=causes.TARGETS_MISSING))
+    return found
+
+
+def _ends_with_any(target: str, modules: Iterable[str]) -> bool:
+    return any(m == target or m.endswith("." + target) for m in modules)
+
+
+def _targets_fix() -> str:
+    return "\n".join([
+        fixes.comment("name modules the model has; DeepSeek-V3's attention (MLA) is "
+                      f"{','.join(fixes.DSV3_MLA_TARGETS)}: in the training command,"),
+        fixes.comment(f"  --lora_target {','.join(fixes.DSV3_MLA_TARGETS)}"),
+        "dsv3-preflight run --only lora.targets --model-path \"${MODEL_PATH:?the model directory holding config.json}\" "
+        f"--lora-targets {','.join(fixes.DSV3_MLA_TARGETS)}"])
+
+
+def layers_transform(case: AdapterCase) -> Finding | None:
+    """With layers_to_transform, peft adapts only those layers: keys of other layers are dropped."""
+    lay, config = case.layout, case.config
+    ltt = (config or {}).get("layers_to_transform")
+    if not lay or ltt is None or (config or {}).get("layers_pattern"):
+        return None
+    wanted = {ltt} if type(ltt) is int else set(ltt) if isinstance(ltt, list) and all(type(i) is int for i in ltt) else None
+    if not wanted:
+        return None
+    outside = sorted(m for m in lay.pairs if (i := layer_index(m)) is not None and i not in wanted)
+    if not outside:
+        return None
+    return _keys_fail(f"{len(outside)} saved modules lie outside layers_to_transform {sorted(wanted)}: peft builds no "
+                      f"layer for them: {named(outside)}", case)
+
+
+def pickle_format(case: AdapterCase) -> list[Finding]:
+    if case.format != "pickle" or not case.weights:
+        return []
+    found = [warning("torch pickle adapter (adapter_model.bin): prefer safetensors (save_safetensors=true)",
+                     fixes.comment("pass --save_safetensors true to the trainer (the default in recent transformers)"),
+                     actor=Actor.JOB)]
+    odd = case.weights.get("non_tensors") or []
+    if odd:
+        found.append(_keys_fail(f"{len(odd)} pickle entries are not tensors: {named(odd)}", case))
+    return found
+
+
+# -------------------------------------------------------------------------------------- --deep
+def deep_readable(case: AdapterCase) -> Finding | None:
+    deep = case.facts.get("deep")
+    if not deep or not deep.get("error"):
+        return None
+    return failure(f"--deep: {deep['error']}", fixes.rescan(case.path, deep=True), actor=Actor.JOB,
+                   cause=causes.ADAPTER_CORRUPT)
+
+
+def nan_inf(case: AdapterCase) -> Finding | None:
+    deep = case.facts.get("deep") or {}
+    if not deep.get("nan_inf"):
+        return None
+    return failure(f"{len(deep['nan_inf'])} tensors hold NaN or Inf: {named(deep['nan_inf'])}",
+                   fixes.comment("the training diverged before this save: resume from an earlier checkpoint with a "
+                                 "lower learning rate (or bf16 instead of fp16)"), actor=Actor.JOB)
+
+
+def zero_lora_b(case: AdapterCase) -> Finding | None:
+    deep = case.facts.get("deep") or {}
+    zero, total, step = deep.get("zero_lora_b") or [], deep.get("lora_b") or 0, case.facts.get("trainer_step")
+    if not zero or not step:
+        return None
+    every = len(zero) == total
+    which = f"every lora_B ({total})" if every else f"{len(zero)} of {total} lora_B"
+    names = "" if every else f": {named(zero, 3)}"
+    return failure(f"{which} all zeros after {step} training steps (trainer_state.json): the saved weights are the "
+                   f"untrained initial ones{names}", _gather_fix(), actor=Actor.JOB)
+
+
+#: every rule on the weights, in the order their findings are shown (the config's rules come in between)
+READ_RULES = (directory_unreadable, unreadable, truncated, corrupt, weights_missing)
+WEIGHT_RULES = (empty_adapter, zero_element, weight_dtypes, keys_without_prefix, keys_not_peft, keys_other_adapter,
+                unpaired, ranks, shapes_consistent, dora_keys, bias_keys, saved_modules_present, target_coverage,
+                layers_transform, pickle_format, deep_readable, nan_inf, zero_lora_b)

@@ -1,0 +1,88 @@
+"""The verdict on each adapter, and on a scan (pure: facts in, plain data out).
+
+:func:`judge_adapter` runs every rule of :mod:`.config_rules` and :mod:`.rules` through one
+:class:`~dsv3_preflight.result.Findings` accumulator: each distinct problem keeps its own message, fix,
+actor and cause, and the adapter's status is the worst of them (PASS when there is none). A rule that
+raises on an input nobody foresaw does not take the scan down: that adapter gets a FAIL naming the rule
+(a bug to report), the others are judged as usual. :func:`scan_document` is what ``lora scan`` prints:
+the adapters, their counts and the verdict from :func:`dsv3_preflight.result.decide`.
+"""
+from __future__ import annotations
+
+from typing import Any, Iterable, Mapping
+
+from ..result import Actor, Findings, Status, counts, decide, failure
+from . import config_rules, rules
+from .case import AdapterCase, step_of
+
+RULES = (*rules.READ_RULES, *config_rules.RULES, *rules.WEIGHT_RULES)
+
+
+def _ok_summary(case: AdapterCase) -> str:
+    lay = case.layout
+    ranks = sorted({k["A"][0] for k in lay.pairs.values() if len(k.get("A", ())) >= 2}) if lay else []
+    return f"{len(lay.pairs) if lay else 0} LoRA modules, {lay.tensors if lay else 0} tensors, r={','.join(map(str, ranks)) or '?'}"
+
+
+def judge_adapter(facts: Mapping[str, Any], *, rule_set: Iterable[Any] = RULES) -> dict[str, Any]:
+    """The verdict on one adapter from its facts (:func:`~dsv3_preflight.lora.probes.adapter_files.read_adapter`)."""
+    case = AdapterCase.of(facts)
+    found = Findings()
+    for rule in rule_set:
+        try:
+            found.check(rule, case)
+        except Exception as exc:  # noqa: BLE001 - one adapter's surprise must not end the scan of the others
+            found.add(failure(f"the {rule.__name__} rule failed on this adapter ({type(exc).__name__}: "
+                              f"{str(exc)[:160]}): a dsv3-preflight bug, please report it with this file",
+                              actor=Actor.JOB), rule="internal")
+    result = found.result(_ok_summary(case))
+    lay = case.layout
+    config = case.config or {}
+    r = config.get("r")
+    tm = config.get("target_modules")
+    weights = case.weights or {}
+    return {
+        "path": case.path,
+        "step": facts.get("step"),
+        "format": case.format,
+        "status": result.status.value,
+        "summary": result.summary,
+        "findings": [f.to_dict() for f in result.findings],
+        "remediation": result.remediation,
+        "actor": result.actor.value if result.actor else None,
+        "cause": result.cause,
+        "tensors": lay.tensors if lay else 0,
+        "lora_modules": len(lay.pairs) if lay else 0,
+        "ranks": sorted({k["A"][0] for k in lay.pairs.values() if len(k.get("A", ())) >= 2}) if lay else [],
+        "config_r": r if type(r) is int else None,
+        "target_modules": sorted(tm) if isinstance(tm, (list, dict)) and all(isinstance(t, str) for t in tm)
+        else tm if isinstance(tm, str) else None,
+        "size": weights.get("size"),
+        "bytes_read": weights.get("bytes_read", 0),
+    }
+
+
+def unreadable_dir(entry: Mapping[str, str]) -> dict[str, Any]:
+    """The verdict on a directory the scan could not list (``{"path", "error"}`` from find_adapters)."""
+    return judge_adapter({"path": entry["path"], "dir": entry["path"], "format": "unreadable",
+                          "step": step_of(entry["path"]), "dir_error": entry["error"]},
+                         rule_set=(rules.directory_unreadable,))
+
+
+def scan_document(adapters: list[dict[str, Any]], *, paths: Iterable[str] = ()) -> dict[str, Any]:
+    """What ``lora scan`` reports: every adapter's verdict, the counts, and the verdict of the scan."""
+    statuses = [a["status"] for a in adapters]
+    verdict = decide(statuses)
+    return {"format": "dsv3-preflight/lora-scan", "paths": [str(p) for p in paths], "adapters": adapters,
+            "counts": counts(statuses), "verdict": verdict.label, "exit_code": int(verdict.exit_code),
+            "reason": verdict.reason}
+
+
+def watch_summary(adapters: list[dict[str, Any]], pending: list[str]) -> dict[str, Any]:
+    """What ``lora watch`` reports when it stops: the verdicts it printed, and the saves still incomplete."""
+    doc = scan_document(adapters)
+    doc.update(format="dsv3-preflight/lora-watch", pending=list(pending))
+    return doc
+
+
+__all__ = ["RULES", "judge_adapter", "scan_document", "unreadable_dir", "watch_summary", "Status"]
