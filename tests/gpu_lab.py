@@ -172,3 +172,91 @@ def gather_kernel_log(name: str, monkeypatch) -> dict[str, Any]:
 
     monkeypatch.setenv(KMSG_REPLAY_ENV, str(KMSG / f"{name}.log"))
     return kernel_xid.gather()
+
+
+# -- red scenarios for tests/test_remediations_paste.py, recorded by the CLI ----------------------------
+
+HEALTH_CHECKS = ("gpu.memory_errors", "gpu.pcie_link", "gpu.nvlink", "gpu.clocks", "gpu.modes", "gpu.reset_pending")
+
+#: scenario name → (lab machine, or a health document's NVML; its kernel log; the checks run; what it is)
+SCENARIOS: dict[str, dict[str, Any]] = {
+    "gpu_h100_fabric_in_progress": {
+        "machine": "h100_fabric_in_progress", "only": ["gpu.*"], "skip": ["gpu.xid"],
+        "what": "an 8x H100 NVSwitch node whose fabric is still registering (Fabric State In Progress; cuInit returns 802), "
+                "the H100 of issue 16's red runs"},
+    "gpu_a100_fm_stopped": {
+        "machine": "a100_nvswitch_fm_stopped", "only": ["gpu.*"], "skip": ["gpu.xid"],
+        "what": "an 8x A100 NVSwitch node with Fabric Manager inactive (dead): CUDA error 802"},
+    "gpu_a100_fm_version_off": {
+        "machine": "a100_nvswitch_fm_version_off", "only": ["gpu.*"], "skip": ["gpu.xid"],
+        "what": "an 8x A100 NVSwitch node whose Fabric Manager is one patch off the driver and exits: CUDA error 802"},
+    "gpu_a100_driver_mismatch_803": {
+        "machine": "a100_driver_mismatch_803", "only": ["gpu.*"], "skip": ["gpu.xid"],
+        "what": "an 8x A100 node after a driver upgrade without reboot: kernel module and libcuda differ, CUDA error 803"},
+    "gpu_a10g_pcie_x8": {
+        "nvml": "a10g_pcie_x8", "only": list(HEALTH_CHECKS),
+        "what": "an A10G whose PCIe link trained at x8 of x16 (NVIDIA/DCGM#232), the GPU health checks"},
+    "gpu_a100_mig_enabled": {
+        "nvml": "a100_mig_enabled", "only": list(HEALTH_CHECKS),
+        "what": "an A100-SXM4-80GB with MIG enabled (influxdata/telegraf#5812), the GPU health checks"},
+    "gpu_h100_xid119": {
+        "nvml": "h100_sxm_healthy", "kernel_log": "xe9680_h100_xid119.log", "only": list(HEALTH_CHECKS) + ["gpu.xid"],
+        "what": "a healthy 8x H100 node's NVML (thamada) with the kernel log of another 8x H100 node (a Dell XE9680, "
+                "leptonai/gpud) holding an Xid 119 GSP RPC timeout on a bus NVML does not list here"},
+}
+
+
+def record_scenario(name: str, out: Path, workdir: Path, libcuda: Path | None = None) -> dict[str, Any]:
+    """Stand the scenario's recorded machine up and run the CLI against it with --facts-out, as a user records a
+    node: ``dsv3-preflight run --profile dsv3 [--only/--skip …] --facts-out F`` under a clean environment. The
+    facts document gets a "provenance" saying what the machine is, where its records come from, and the command."""
+    import sys
+
+    recipe = SCENARIOS[name]
+    if recipe.get("machine"):
+        machine = stand_up(recipe["machine"], workdir, libcuda or compile_libcuda(workdir / "cc"))
+        env, sources = dict(machine.env), [machine.doc["source"]]
+    else:
+        doc = health_doc(recipe["nvml"])
+        replay = workdir / "nvml.json"
+        replay.parent.mkdir(parents=True, exist_ok=True)
+        replay.write_text(json.dumps(doc["nvml"]))
+        (workdir / "root").mkdir(exist_ok=True)
+        (workdir / "bin").mkdir(exist_ok=True)
+        env = {"DSV3_PREFLIGHT_NVML_REPLAY": str(replay), "DSV3_PREFLIGHT_SYSROOT": str(workdir / "root"),
+               "PATH": str(workdir / "bin")}
+        sources = [f"{doc['source']} ({', '.join(doc['provenance'])})"]
+    if recipe.get("kernel_log"):
+        env["DSV3_PREFLIGHT_KMSG_REPLAY"] = str(KMSG / recipe["kernel_log"])
+        sources.append(f"kernel log {recipe['kernel_log']}: " + (KMSG / recipe["kernel_log"]).read_text().splitlines()[1].lstrip("# "))
+    env["HOME"] = str(workdir)
+    argv = [sys.executable, "-m", "dsv3_preflight", "run", "--profile", "dsv3", "--no-report", "--no-color", "-q",
+            "--facts-out", str(out)]
+    for check in recipe.get("only", []):
+        argv += ["--only", check]
+    for check in recipe.get("skip", []):
+        argv += ["--skip", check]
+    proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300, cwd=workdir)
+    if proc.returncode not in (0, 1):
+        raise RuntimeError(f"recording {name} failed ({proc.returncode}): {proc.stderr[-2000:]}")
+    facts = json.loads(out.read_text())
+    shown = " ".join(a if a != str(out) else f"{name}.facts.json" for a in argv[3:])
+    facts = {"provenance": (f"recorded with tests/gpu_lab.py record_scenario('{name}'): `dsv3-preflight {shown}` under a clean "
+                            f"environment against a recorded machine stood up at the hardware boundary only: {recipe['what']}. "
+                            "Machine records: " + " | ".join(sources) + ". The torch runtime facts are the recording host's "
+                            "(a CPU build), not the machine's."),
+             **facts}
+    out.write_text(json.dumps(facts, indent=1) + "\n")
+    return facts
+
+
+if __name__ == "__main__":  # python tests/gpu_lab.py record [NAME …]: (re)record the GPU red scenarios
+    import sys
+    import tempfile
+
+    names = sys.argv[2:] or list(SCENARIOS)
+    scenarios = Path(__file__).resolve().parent / "data" / "scenarios"
+    for scenario in names:
+        with tempfile.TemporaryDirectory() as tmp:
+            record_scenario(scenario, scenarios / f"{scenario}.facts.json", Path(tmp))
+        print("recorded", scenario)

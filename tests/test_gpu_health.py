@@ -378,3 +378,15 @@ def test_an_unreadable_kernel_log_is_a_skip_with_the_reason_not_a_pass():
     r = xid(kernel_xid={"available": False, "error": "/dev/kmsg: Operation not permitted; journalctl -k -b: journalctl is not installed",
                         "events": [], "lines": []}, nvml=gather_nvml("h100_sxm_healthy"), profile=profile())
     assert r.status is Status.SKIP and r.summary.startswith("cannot read the kernel log: /dev/kmsg: Operation not permitted")
+
+
+def test_a_committed_gpu_scenario_is_what_the_cli_records_from_its_machine_today(tmp_path):
+    """tests/data/scenarios/gpu_*.facts.json are recorded by `run --facts-out` (tests/gpu_lab.py record): a fresh
+    recording of one must give the same NVML facts, so the scenarios cannot drift from the probes silently."""
+    from gpu_lab import record_scenario
+    from conftest import REPO
+
+    committed = json.loads((REPO / "tests/data/scenarios/gpu_a10g_pcie_x8.facts.json").read_text())
+    fresh = record_scenario("gpu_a10g_pcie_x8", tmp_path / "fresh.facts.json", tmp_path / "work")
+    assert fresh["facts"]["nvml"] == committed["facts"]["nvml"]
+    assert fresh["provenance"] == committed["provenance"]
