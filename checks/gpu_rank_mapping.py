@@ -54,7 +54,8 @@ def rule_visible_devices(resolution: Any, nproc: int, n_gpus: int, first_rank: i
     if nproc > len(resolution.devices):
         missing = list(range(first_rank + len(resolution.devices), first_rank + nproc))
         if nproc > n_gpus:
-            fix = f"{fix}\ntorchrun --nproc_per_node={n_gpus} \"$@\"   # at most one rank per GPU"
+            fix = (f"{fix}\ntorchrun --nproc_per_node={n_gpus} ${{TRAIN_SCRIPT:?the training script and its arguments}}"
+                   "   # at most one rank per GPU")
         found.append(failure(f"{label}{nproc} local ranks but only {len(resolution.devices)} visible GPUs: ranks "
                              f"{spans(missing)} have no GPU (torch raises 'invalid device ordinal', or ranks share a GPU)",
                              fix, actor=Actor.JOB, cause=VISIBLE_DEVICES))

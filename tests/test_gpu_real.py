@@ -66,3 +66,34 @@ def test_the_checks_pass_or_explain_on_this_gpu_machine(smi, nvml_fact):
     r = fm_check(fabric_manager=fabric_manager.gather(), nvml=nvml_fact, profile=prof)
     assert r.summary  # recorded in the note: PASS on a healthy box, a precise FAIL otherwise
     print(r.status.value, r.summary)
+
+
+def test_nvml_health_readings_match_nvidia_smi(smi, nvml_fact):
+    """The health fields the probe adds agree with nvidia-smi's XML: PCIe maxima and width, compute and MIG mode."""
+    from dsv3_preflight.gpu.modes import COMPUTE_MODES
+
+    for fact, node in zip(nvml_fact["gpus"], smi.findall("gpu")):
+        link = node.find("pci/pci_gpu_link_info")
+        if link is not None and fact["pcie"]:
+            assert fact["pcie"]["width_max"] == int(link.findtext("link_widths/max_link_width").rstrip("x"))
+            assert fact["pcie"]["width_current"] == int(link.findtext("link_widths/current_link_width").rstrip("x"))
+            assert fact["pcie"]["gen_max"] == int(link.findtext("pcie_gen/max_link_gen"))
+        assert COMPUTE_MODES.get(fact["compute_mode"]) == node.findtext("compute_mode")
+        current_mig = node.findtext("mig_mode/current_mig")
+        if current_mig not in (None, "N/A"):
+            assert fact["mig"]["current"] == (current_mig == "Enabled")
+
+
+def test_the_health_checks_judge_this_gpu_machine(smi, nvml_fact):
+    from dsv3_preflight.checks.gpu_clocks import clocks
+    from dsv3_preflight.checks.gpu_memory_errors import memory_errors
+    from dsv3_preflight.checks.gpu_modes import modes
+    from dsv3_preflight.checks.gpu_pcie_link import pcie_link
+    from dsv3_preflight.checks.gpu_reset_pending import reset_pending
+    from dsv3_preflight.profile import resolve_profile
+
+    prof = resolve_profile(environ={}).with_values("test", gpus_per_node=len(nvml_fact["gpus"]))
+    for check in (memory_errors, pcie_link, clocks, modes, reset_pending):
+        r = check(nvml=nvml_fact, profile=prof)
+        assert r.summary
+        print(check.name, r.status.value, r.summary)  # recorded in the note: what a real GPU node says

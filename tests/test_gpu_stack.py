@@ -276,3 +276,23 @@ def test_one_missing_driver_is_one_root_cause_with_one_fix_on_all_four_gpu_cards
         k: (Status.FAIL, "gpu.no_driver", Actor.NODE) for k in results}
     (fix,) = {r.remediation for r in results.values()}
     assert "NVML Shared Library Not Found" in fix and paste_problems(fix) == []
+
+
+LAB_MACHINES = ("a100_nvswitch_fm_running", "a100_nvswitch_fm_stopped", "a100_nvswitch_fm_version_off", "a100_driver_mismatch_803",
+                "h100_fabric_completed", "h100_fabric_in_progress", "h100_fabric_completed_error", "pcie_a100_no_nvswitch", "no_driver")
+
+
+@pytest.mark.parametrize("name", LAB_MACHINES)
+def test_every_gpu_fix_on_a_recorded_machine_pastes_and_every_problem_says_who_acts(machine, name):
+    from dsv3_preflight.checks.gpu_rank_mapping import rank_mapping
+    from paste_lint import paste_problems
+
+    facts = machine(name)
+    results = judge_all(facts)
+    results["rank_mapping"] = rank_mapping(nvml=facts["nvml"], env={"CUDA_VISIBLE_DEVICES": "0,1,2,3,4,5,6,6"},
+                                           host={"hostname": "gpu-a"}, profile=profile(nproc_per_node=9))
+    for key, r in results.items():
+        for text in [r.remediation] + [f.fix for f in r.findings]:
+            assert paste_problems(text) == [], (key, text)
+        if r.status in (Status.FAIL, Status.WARN):
+            assert r.actor is not None and all(f.actor for f in r.findings), key
