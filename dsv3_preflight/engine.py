@@ -11,7 +11,7 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping
 
-from .facts import FactError, FactStore
+from .facts import FactBusy, FactError, FactNotRecorded, FactStore
 from .profile import Profile
 from .registry import CheckSpec, Registry
 from .result import Actor, Result, Status, decide_results
@@ -105,6 +105,12 @@ def _run_one(spec: CheckSpec, store: FactStore, check_deadline: float, run_bound
     for need in spec.needs:
         try:
             kwargs[need] = store.get(need, deadline=check_deadline)
+        except FactBusy as exc:  # another run on this node holds what the probe needs: say so, judge nothing
+            return Result.skipped(f"not judged: {exc}", {"fact": need, "busy": str(exc)})
+        except FactNotRecorded:
+            return Result.skipped(f"not judged: the replayed facts do not hold {need!r} (recorded by a version or "
+                                  "a selection that did not gather it); record them again with `run --facts-out`",
+                                  {"fact": need, "replay": "not recorded"})
         except FactError as exc:
             error = str(exc)
             if run_bound and error.endswith("not gathered before the check's own timeout"):

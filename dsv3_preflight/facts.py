@@ -32,6 +32,11 @@ class FactBusy(FactError):
     inspects (the message names that run's pid): not a finding about this node, never a PASS."""
 
 
+class FactNotRecorded(FactError):
+    """A replay's recording does not hold the fact at all (recorded before the probe existed, or by a run that
+    did not gather it): the check cannot be judged from it; not a finding about the node, never a PASS."""
+
+
 @dataclass
 class _Slot:
     done: threading.Event
@@ -41,6 +46,7 @@ class _Slot:
     duration_s: float | None = None
     timeout: float = 0.0
     busy: bool = False
+    not_recorded: bool = False
 
 
 class FactStore:
@@ -101,6 +107,7 @@ class FactStore:
                 slot.error = self._recorded_errors[fact]
             else:
                 slot.error = f"fact {fact!r} is not in the replayed facts ({self._replay_source})"
+                slot.not_recorded = True
             slot.duration_s = 0.0
             slot.done.set()
             return
@@ -183,7 +190,7 @@ class FactStore:
                 raise FactError(f"probe {fact!r} timed out after {slot.timeout:g} s")
             slot.done.wait(min(limit - now, 0.5))
         if slot.error is not None:
-            raise (FactBusy if slot.busy else FactError)(slot.error)
+            raise (FactBusy if slot.busy else FactNotRecorded if slot.not_recorded else FactError)(slot.error)
         return slot.value
 
     def ready(self, fact: str) -> bool:

@@ -83,14 +83,19 @@ def test_saved_facts_replay_to_the_same_verdicts_and_edited_facts_change_them(tm
     # A bug report: the same node with a 64 MiB /dev/shm, replayed anywhere.
     recorded = json.loads(facts.read_text())
     recorded["facts"]["shm"]["total_bytes"] = 64 << 20
-    del recorded["facts"]["port_holders"]
     facts.write_text(json.dumps(recorded))
     proc = run_cli("run", "--profile", "dsv3", "--nnodes", "1", *CORE, "--facts-in", str(facts), "--json", str(replay), "--no-report")
-    doc = json.loads(replay.read_text())
-    by = {r["name"]: r for r in doc["results"]}
+    by = {r["name"]: r for r in json.loads(replay.read_text())["results"]}
     assert proc.returncode == 1
-    assert by["host.resources"]["status"] == "error"
-    assert "not in the replayed facts" in by["host.resources"]["summary"]
+    assert by["host.resources"]["status"] == "fail" and "/dev/shm is 0.1 GiB" in by["host.resources"]["summary"]
+
+    # A recording without a fact (an older version did not gather it): not judged, and says why; never a pass.
+    del recorded["facts"]["port_holders"]
+    facts.write_text(json.dumps(recorded))
+    run_cli("run", "--profile", "cpu", *CORE, "--facts-in", str(facts), "--json", str(replay), "--no-report")
+    by = {r["name"]: r for r in json.loads(replay.read_text())["results"]}
+    assert by["host.resources"]["status"] == "skip"
+    assert by["host.resources"]["summary"].startswith("not judged: the replayed facts do not hold 'port_holders'")
 
 
 def test_replay_resolves_the_profile_from_the_recorded_environment(tmp_path, clean_env):

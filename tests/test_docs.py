@@ -136,3 +136,18 @@ def test_the_check_and_the_probe_of_developing_md_work_as_one_file_each(workdir)
     assert result["status"] in ("pass", "fail"), result
     assert ("swap in use" in result["summary"]) == (result["status"] == "fail"), result
     assert proc.returncode == (0 if result["status"] == "pass" else 1), proc.stderr
+
+
+BASH_BLOCK = re.compile(r"```bash\n(.*?)\n```", re.S)
+
+
+@pytest.mark.parametrize("page", PAGES, ids=[p.name for p in PAGES])
+def test_every_bash_block_of_the_docs_pastes(page):
+    from paste_lint import paste_problems
+
+    bad = {}
+    for block in BASH_BLOCK.findall(page.read_text(encoding="utf-8")):
+        problems = [p for p in paste_problems(block) if not p.startswith("line") or "placeholder" in p]
+        if problems:
+            bad[block[:80]] = problems
+    assert not bad, bad
