@@ -28,6 +28,8 @@ def xid(kernel_xid, nvml, profile):
     found.check(rule_node_xids, events, gpus)
     found.check(rule_reset_soon_xids, events, gpus)
     found.check(rule_application_xids, events, gpus)
-    since = f" since {kernel_xid['oldest']}" if kernel_xid.get("oldest") else ""
+    oldest = str(kernel_xid.get("oldest") or "")
+    since = (f" (oldest record {float(oldest[:-1]):.0f} s after boot)" if oldest.endswith("s") and oldest[:-1].replace(".", "").isdigit()
+             else f" (oldest record {oldest})" if oldest else "")
     quiet = f" ({len(events)} informational)" if events else ""
     return found.result(f"no Xid that needs an administrator in {kernel_xid.get('source')}{since}{quiet}", evidence)

@@ -33,6 +33,8 @@ def spans(values: Sequence[int]) -> str:
 def gpu_label(gpu: Mapping[str, Any]) -> str:
     """``GPU 3 (00000000:87:00.0)``: NVML's index and the PCI bus id an administrator finds the board by."""
     bus = gpu.get("pci_bus_id")
+    if gpu.get("index") is None:
+        return f"the GPU at {bus}"
     return f"GPU {gpu.get('index')}" + (f" ({bus})" if bus else "")
 
 

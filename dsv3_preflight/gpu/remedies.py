@@ -133,7 +133,7 @@ def replace_gpus(gpus: Iterable[Mapping[str, Any]], why: str) -> str:
     """Hardware to replace: collect the evidence for the RMA, keep the node out of the job."""
     lines = ["# drain this node from the job: this needs the vendor (RMA), not a reset"]
     for g in gpus:
-        lines.append(f"nvidia-smi -q -i {gpu_target(g)} > gpu-{g.get('index')}-rma.txt   # {gpu_label(g)}: {why}")
+        lines.append(f"nvidia-smi -q -i {gpu_target(g)} > gpu-{gpu_target(g).replace(':', '-')}-rma.txt   # {gpu_label(g)}: {why}")
     lines.append("nvidia-bug-report.sh   # the log NVIDIA support asks for")
     return "\n".join(lines)
 

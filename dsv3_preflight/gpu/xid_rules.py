@@ -29,7 +29,7 @@ def _who(event: Mapping[str, Any], by_pci: Mapping[str, Mapping[str, Any]]) -> t
     gpu = by_pci.get(event["pci"])
     if gpu is not None:
         return gpu_label(gpu), gpu
-    return f"PCI {event['pci']} (not among the GPUs NVML lists now)", {"index": "?", "pci_bus_id": f"{event['pci']}.0"}
+    return f"PCI {event['pci']} (not among the GPUs NVML lists now)", {"index": None, "pci_bus_id": f"{event['pci']}.0"}
 
 
 def _times(event: Mapping[str, Any]) -> str:
