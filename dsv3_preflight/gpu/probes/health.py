@@ -35,8 +35,7 @@ def health_fields(nvml: Any, handle: Any, record_error: Callable[[str, BaseExcep
 
     sbe = ask("retired_pages_sbe", nvml.nvmlDeviceGetRetiredPages, nvml.NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS)
     pending = ask("retired_pages_pending", nvml.nvmlDeviceGetRetiredPagesPendingStatus)
-    reasons = ask("clocks_event_reasons", getattr(nvml, "nvmlDeviceGetCurrentClocksEventReasons", None)
-                  or nvml.nvmlDeviceGetCurrentClocksThrottleReasons)
+    reasons = _clock_reasons(nvml, handle, record_error)
     utilization = ask("utilization", nvml.nvmlDeviceGetUtilizationRates)
     return {
         "retired_pages_sbe": None if sbe is None else len(sbe),
@@ -51,6 +50,24 @@ def health_fields(nvml: Any, handle: Any, record_error: Callable[[str, BaseExcep
         "nvlink": _nvlink(nvml, handle, record_error),
         "reset": _reset(nvml, handle, record_error),
     }
+
+
+def _clock_reasons(nvml: Any, handle: Any, record_error: Callable[[str, BaseException], None]) -> int | None:
+    """The clock event reasons; drivers before the "event" name (R535) answer the same mask as "throttle" reasons."""
+    error: BaseException | None = None
+    for name in ("nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetCurrentClocksThrottleReasons"):
+        func = getattr(nvml, name, None)
+        if func is None:
+            continue
+        try:
+            return func(handle)
+        except nvml.NVMLError as exc:
+            error = exc
+            if getattr(exc, "value", None) != nvml.NVML_ERROR_FUNCTION_NOT_FOUND:
+                break
+    if error is not None:
+        record_error("clocks_event_reasons", error)
+    return None
 
 
 def _pcie(nvml: Any, ask: Callable[..., Any]) -> dict[str, Any] | None:
