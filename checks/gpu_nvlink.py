@@ -4,7 +4,7 @@ from __future__ import annotations
 from dsv3_preflight import check
 from dsv3_preflight.gpu.common import health_skip, rule_reported
 from dsv3_preflight.gpu.fabric_rules import FM_MISMATCH, FM_MISSING, FM_STOPPED, FabricView, cause_of_802
-from dsv3_preflight.gpu.links import rule_link_errors, rule_links_active
+from dsv3_preflight.gpu.links import rule_link_errors, rule_links_active, unbridged
 from dsv3_preflight.result import Findings
 
 
@@ -30,5 +30,12 @@ def nvlink(nvml, fabric_manager, profile):
         return found.result(f"no NVLink on these {len(gpus)} GPUs (NVML: Not Supported): PCIe only", evidence)
     found.check(rule_links_active, with_links, fabric_cause(fabric_manager, nvml))
     found.check(rule_link_errors, with_links)
-    n = sum(len(g["nvlink"]["links"]) for g in with_links)
-    return found.result(f"{n} NVLink links active on {len(with_links)} GPUs, no data-link errors", evidence)
+    bridged = [g for g in with_links if not unbridged(g)]
+    n = sum(len(g["nvlink"]["links"]) for g in bridged)
+    alone = [g for g in with_links if unbridged(g)]
+    if alone:
+        evidence["not_judged"] = (f"GPUs {', '.join(str(g.get('index')) for g in alone)} are PCIe cards with every NVLink link "
+                                  "inactive: no NVLink bridge fitted (NVML lists an unbridged card's links as down)")
+    if not bridged:
+        return found.result(f"no NVLink bridge on these {len(alone)} PCIe GPUs: PCIe only", evidence)
+    return found.result(f"{n} NVLink links active on {len(bridged)} GPUs, no data-link errors", evidence)

@@ -390,3 +390,15 @@ def test_a_committed_gpu_scenario_is_what_the_cli_records_from_its_machine_today
     fresh = record_scenario("gpu_a10g_pcie_x8", tmp_path / "fresh.facts.json", tmp_path / "work")
     assert fresh["facts"]["nvml"] == committed["facts"]["nvml"]
     assert fresh["provenance"] == committed["provenance"]
+
+
+def test_a_pcie_card_without_an_nvlink_bridge_is_not_an_nvlink_fault():
+    """NVML lists an unbridged PCIe card's links as down (NVIDIA/NVSentinel#1481: A100 80GB PCIe, all 12 links down)."""
+    down = {"name": "NVIDIA A100 80GB PCIe", "nvlink": [{"active": 0} for _ in range(12)]}
+    nvml = gather_nvml("a100_sxm4_nvlink", g0=down, g1=down)
+    r = nvlink(nvml=gather_nvml("a100_sxm4_nvlink", **{f"g{i}": down for i in range(8)}), fabric_manager={}, profile=profile())
+    assert r.status is Status.PASS and r.summary == "no NVLink bridge on these 8 PCIe GPUs: PCIe only"
+    assert links.rule_links_active(nvml["gpus"]) == []
+    half = dict(down, nvlink=[{"active": 1}] * 4 + [{"active": 0}] + [{"active": 1}] * 7)  # a bridged card with a link down
+    (found,) = links.rule_links_active(gather_nvml("a100_sxm4_nvlink", g3=half)["gpus"])
+    assert found.message.startswith("GPU 3: NVLink links 4 of 12 are inactive")

@@ -118,8 +118,17 @@ def all_links_down(gpus: Gpus) -> bool:
     return bool(links) and not any(link.get("active") for link in links)
 
 
+def unbridged(g: Mapping[str, Any]) -> bool:
+    """A PCIe card (name "… PCIe" or "… NVL") whose every link is inactive: no NVLink bridge is fitted. NVML lists
+    such a card's links as down (NVIDIA/NVSentinel#1481: an A100 80GB PCIe without a bridge, all 12 links down);
+    that is the card's build, not a fault."""
+    name = str(g.get("name") or "")
+    return ("PCIe" in name or name.endswith("NVL")) and bool(_links(g)) and not any(link.get("active") for link in _links(g))
+
+
 def rule_links_active(gpus: Gpus, fabric_cause: Cause | None = None) -> list[Finding]:
-    """Every NVLink link up. All down with Fabric Manager at fault: one finding under Fabric Manager's cause."""
+    """Every NVLink link up. All down with Fabric Manager at fault: one finding under Fabric Manager's cause.
+    PCIe cards without a bridge are not judged (see :func:`unbridged`)."""
     if fabric_cause is not None and all_links_down(gpus):
         n = sum(len(_links(g)) for g in gpus)
         return [failure(f"all {n} NVLink links of the {len(gpus)} GPUs are down: {fabric_cause.why}",
@@ -127,7 +136,7 @@ def rule_links_active(gpus: Gpus, fabric_cause: Cause | None = None) -> list[Fin
     found = []
     for g in gpus:
         down = [link["link"] for link in _links(g) if not link.get("active")]
-        if down:
+        if down and not unbridged(g):
             found.append(failure(
                 f"{gpu_label(g)}: NVLink links {', '.join(map(str, down))} of {len(_links(g))} are inactive: "
                 "collectives fall back to slower paths or hang",
