@@ -685,7 +685,7 @@ SIGNATURES: tuple[Signature, ...] = (
       "CPython _thread.start_new_thread error; NCCL/libibverbs memlock warnings"),
     S("host.sigkill", "host_resources", "cause", (b"exitcode: -9", b"exitcode  : -9", b"exit code -9", b"return code = -9", b"Signal 9 (SIGKILL)",
                                                  b"SIGKILL: 9", b"killed by signal 9", b"Killed", b"signal: killed", b"code -9",
-                                                 b"137"),
+                                                 b"code 137", b"code: 137", b"status 137", b"Code: 137", b"exitcode: 137"),
       r"exit ?code\s*:?\s*-9\)?(?: local_rank: (?P<local_rank>\d+))?|return code = -9\b|Signal 9 \(SIGKILL\)|<Signals\.SIGKILL: 9>"
       r"|killed by signal 9|signal: killed|^\W*Killed\W*$|line \d+: +\d+ Killed\b|task \d+: Killed|code -9\b"
       r"|^\[\d+\]\+?\s+Killed\b|(?:exit(?:ed)? (?:status|with code)|[Ee]xit [Cc]ode|exitcode)\s*:?\s*137\b",

@@ -113,17 +113,29 @@ def _earliest(events: Sequence[Event]) -> Event:
 
 class _Matcher:
     """Signature lookup for one cleaned line: the first signature (table order) whose needle, context and pattern
-    match. A benign match only lets progress and context signatures match after it."""
+    match. A benign match only lets progress and context signatures match after it.
+
+    The needles present in the line are found with one alternation regex; only the signatures owning one of them
+    are tried, in table order (a line holds a few needles; the table has a hundred signatures).
+    """
 
     def __init__(self, signatures: Sequence[Signature]):
-        self.signatures = [(s, [n.decode() for n in s.needles]) for s in signatures]
+        self.signatures = list(signatures)
+        self.owners: dict[str, list[int]] = {}
+        for i, s in enumerate(self.signatures):
+            for n in s.needles:
+                self.owners.setdefault(n.decode(), []).append(i)
+        self.owner_items = sorted(self.owners.items())
+
+    def candidates(self, text: str) -> list[int]:
+        found = [i for n, owners in self.owner_items if n in text for i in owners]
+        return sorted(set(found))
 
     def match(self, text: str, ctx: dict, line: int) -> tuple[Signature | None, re.Match | None, bool]:
         benign = False
-        for sig, needles in self.signatures:
+        for i in self.candidates(text):
+            sig = self.signatures[i]
             if benign and sig.kind not in ("progress", "context"):
-                continue
-            if not any(n in text for n in needles):
                 continue
             if sig.requires and not (line - ctx.get(sig.requires, -10**9) <= REQUIRES_LINES):
                 continue
@@ -178,6 +190,7 @@ class Triage:
         base += list(FACT_NEEDLES) + list(RAS_NEEDLES)
         self._needles_all = NeedleSet(base + [n for s in signatures if s.kind == "progress" for n in s.needles])
         self._needles_quiet = NeedleSet(base)   # once progress is seen, its (frequent) needles are dropped
+        self._progress_only = frozenset(n for s in signatures if s.kind == "progress" for n in s.needles) - frozenset(base)
         self.findings: dict[str, _Finding] = {}
         self.progress: dict[str, dict] = {}
         self.errors: list[Event] = []
@@ -203,6 +216,9 @@ class Triage:
     def _needles(self) -> NeedleSet:
         return self._needles_quiet if self.progress else self._needles_all
 
+    def _skip(self) -> frozenset:
+        return self._progress_only if self.progress else frozenset()
+
     def add_stream(self, path: str, label_nodes: bool = False) -> None:
         stats = FileStats(path)
         fallback_node = label_for(path) if label_nodes else None
@@ -220,7 +236,7 @@ class Triage:
             file_index = len(self.files)
             self.files.append({"path": path, "node": fallback_node, "lines": 0, "bytes": 0})
             ctx: dict[str, Any] = {"ras": RasText()}
-            for line, raw, nxt in scan(stream, self._needles, stats):
+            for line, raw, nxt in scan(stream, self._needles, stats, self._skip):
                 self._line(file_index, path, line, clean(raw), fallback_node, ctx, nxt)
             if ctx["ras"].dead or ctx["ras"].missing or ctx["ras"].mismatch or ctx["ras"].errors:
                 self.ras.append(ctx["ras"])
@@ -281,9 +297,9 @@ class Triage:
             self._context(groups, line, ctx)
             return
         if sig.kind == "progress":
-            entry = self.progress.setdefault(sig.id, {"id": sig.id, "title": sig.title, "count": 0,
-                                                      "first": self._evidence(path, line, text)})
-            entry["count"] += 1
+            if sig.id not in self.progress:
+                self.progress[sig.id] = {"id": sig.id, "title": sig.title, "count": 0, "first": self._evidence(path, line, text)}
+            self.progress[sig.id]["count"] += 1
             return
         rank = int(groups["rank_a"]) if groups.get("rank_a", "").isdigit() else origin.rank
         local_rank = int(groups["local_rank"]) if groups.get("local_rank", "").isdigit() else origin.local_rank
