@@ -96,18 +96,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     from .profile import ConfigError
     from .registry import RegistryError
 
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if not getattr(args, "_run", None):
-        parser.print_help()
-        return EXIT_USAGE
-    args.argv = ["dsv3-preflight", *(sys.argv[1:] if argv is None else argv)]
     from . import signals
     from .text import safe_terminal
 
-    signals.install()
+    signals.install()  # first: a stop signal during the imports below is an exit 2 too, not a traceback
     code = EXIT_INTERNAL
+    args = argparse.Namespace(debug=False)
     try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        if not getattr(args, "_run", None):
+            parser.print_help()
+            return EXIT_USAGE
+        args.argv = ["dsv3-preflight", *(sys.argv[1:] if argv is None else argv)]
         code = int(args._run(args))
     except (UsageError, ConfigError, RegistryError, FactError, DocumentError) as exc:
         if args.debug:
@@ -142,5 +143,8 @@ def _interrupted(signum: int | None) -> None:
               file=sys.stderr, flush=True)
 
 
-def entry() -> None:  # pragma: no cover
+def entry() -> None:  # pragma: no cover - the console script and `python -m dsv3_preflight`
+    from . import signals
+
+    signals.become_subreaper()  # this process owns what it starts: orphans come back to it (signals.cleanup)
     sys.exit(main())

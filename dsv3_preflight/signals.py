@@ -24,6 +24,7 @@ How:
 """
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import shutil
@@ -68,6 +69,9 @@ class _State:
         self.pending: int | None = None
         self.defer_depth = 0
         self.cleaning = False
+        self.atexit_registered = False
+        self.installed_at = 0.0
+        self.subreaper = False
         self.children: dict[int, subprocess.Popen] = {}
         self.tempdirs: list[str] = []
 
@@ -82,8 +86,38 @@ def _handler(signum: int, frame: Any) -> None:  # noqa: ARG001 - signal handler 
     _state.received = signum
     if _state.defer_depth or _state.cleaning:
         _state.pending = signum
+        if _state.defer_depth and not _state.cleaning:
+            threading.Thread(target=_give_up_deferring, name="signals.deferred-watchdog", daemon=True).start()
         return
     raise Interrupted(signum)
+
+
+#: how long a deferred stop signal may wait for the block holding it (ray.init) before the command stops anyway
+DEFER_MAX_S = 20.0
+
+
+def _give_up_deferring() -> None:
+    """A stop signal waited DEFER_MAX_S for a deferred block (ray.init waiting for a GCS that the same signal
+    killed): end our children and exit 2 without waiting any longer (never hang)."""
+    deadline = time.monotonic() + DEFER_MAX_S
+    while time.monotonic() < deadline:
+        if not _state.defer_depth or _state.cleaning:
+            return
+        time.sleep(0.1)
+    if _state.defer_depth and not _state.cleaning:
+        cleanup()
+        with contextlib.suppress(Exception):
+            import sys
+
+            sys.stderr.write(f"dsv3-preflight: interrupted: gave up waiting {DEFER_MAX_S:g} s for Ray to finish "
+                             f"starting; stopped the processes it started (exit {EXIT_INTERRUPTED})\n")
+            sys.stderr.flush()
+        _exit_now(EXIT_INTERRUPTED)
+
+
+def _exit_now(code: int) -> None:
+    real = getattr(os, "_exit")
+    real(code)
 
 
 def _in_main_thread() -> bool:
@@ -98,6 +132,10 @@ def install() -> str:
     with _state.lock:
         if _state.installed:
             return _state.cookie or ""
+        if not _state.atexit_registered:  # registered first, so it runs last
+            atexit.register(_remove_at_exit)
+            _state.atexit_registered = True
+        _state.installed_at = time.time()
         _state.cookie = f"{os.getpid()}-{uuid.uuid4().hex[:12]}"
         _state.previous_cookie = os.environ.get(COOKIE_VAR)
         os.environ[COOKIE_VAR] = _state.cookie
@@ -109,6 +147,37 @@ def install() -> str:
                 signal.signal(sig, _handler)
         _state.installed = True
         return _state.cookie
+
+
+_PR_SET_CHILD_SUBREAPER = 36
+
+
+def _prctl_subreaper(on: bool) -> bool:
+    try:
+        import ctypes
+
+        return ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, int(on), 0, 0, 0) == 0
+    except (OSError, AttributeError):  # pragma: no cover - not Linux
+        return False
+
+
+def become_subreaper() -> bool:
+    """Make this process the child subreaper of everything it starts (Linux ``PR_SET_CHILD_SUBREAPER``, as
+    init systems and container inits do): a descendant whose parent dies is re-parented to us, not to init,
+    so :func:`cleanup` still finds it among our descendants. Only the CLI process does this (not a test or a
+    library calling :func:`dsv3_preflight.cli.main`); :func:`release` undoes it before ``exec``."""
+    _state.subreaper = _prctl_subreaper(True)
+    return _state.subreaper
+
+
+def release() -> None:
+    """Before ``exec`` of another program (``launch`` starting torchrun): end what the preflight left, stop being
+    a subreaper, restore the handlers and the environment (torchrun gets neither our cookie nor our handlers)."""
+    cleanup()
+    if _state.subreaper:
+        _prctl_subreaper(False)
+        _state.subreaper = False
+    uninstall()
 
 
 def reassert() -> None:
@@ -155,6 +224,37 @@ def deferred() -> Iterator[None]:
         if _state.defer_depth == 0 and _state.pending is not None:
             signum, _state.pending = _state.pending, None
             raise Interrupted(signum)
+
+
+@contextlib.contextmanager
+def starting_ray() -> Iterator[None]:
+    """Around ``ray.init`` starting an embedded Ray: a stop signal waits until it returns (:func:`deferred`), and
+    Ray is kept from replacing our SIGTERM handler with its own, which calls ``sys.exit(15)`` wherever the main
+    thread is, inside ``ray.init`` too (a half-started Ray: exit 15 and orphaned agents holding ports)."""
+    try:
+        import ray._private.utils as ray_utils
+    except ImportError:  # pragma: no cover - Ray is installed wherever this is called
+        ray_utils = None
+    original = getattr(ray_utils, "set_sigterm_handler", None)
+    if original is not None:
+        ray_utils.set_sigterm_handler = lambda handler: None  # noqa: ARG005 - ours stays; see docstring
+    try:
+        with deferred():
+            yield
+    except Interrupted:  # Ray is up and we are told to stop: stop it in order now (its atexit would do it after
+        _stop_ray()      # our temp dirs are gone, and write its session dir again)
+        raise
+    finally:
+        if original is not None:
+            ray_utils.set_sigterm_handler = original
+
+
+def _stop_ray() -> None:
+    with contextlib.suppress(Exception):
+        import ray
+
+        if ray.is_initialized():
+            ray.shutdown()
 
 
 # -- children -----------------------------------------------------------------------------------------------
@@ -233,19 +333,38 @@ def run(argv: Sequence[str], *, timeout: float, input: bytes | str | None = None
 
 
 # -- temporary directories ----------------------------------------------------------------------------------
-def mkdtemp(what: str) -> str:
-    """A fresh ``$TMPDIR/dsv3pf-WHAT-*`` directory, removed by :func:`cleanup` if its owner does not."""
-    path = tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{what}-")
+def mkdtemp(what: str, *, tagged: bool = True) -> str:
+    """A fresh ``$TMPDIR/dsv3pf-WHAT-COOKIE-*`` directory, removed by :func:`cleanup` if its owner does not.
+
+    The name carries the command's cookie (inherited through the environment), so the command's cleanup also
+    removes the directories its descendants made (a Ray worker that ran the gang probe and was killed) and no
+    other run's. ``tagged=False`` for a directory whose paths must stay short (Ray's Unix socket paths)."""
+    cookie = _state.cookie or os.environ.get(COOKIE_VAR, "")
+    tag = f"{cookie.rsplit('-', 1)[-1]}-" if tagged and cookie else ""
+    path = tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{what}-{tag}")
     with _state.lock:
         _state.tempdirs.append(path)
     return path
+
+
+def _descendants_tempdirs() -> list[str]:
+    """``dsv3pf-*`` directories in the temp dir that carry this command's cookie (made by its descendants)."""
+    if not _state.cookie:
+        return []
+    tag = f"-{_state.cookie.rsplit('-', 1)[-1]}-"
+    root = tempfile.gettempdir()
+    try:
+        names = os.listdir(root)
+    except OSError:
+        return []
+    return [os.path.join(root, n) for n in names if n.startswith(TEMP_PREFIX) and tag in n]
 
 
 def rmtree(path: str) -> None:
     """Remove a directory made by :func:`mkdtemp` and unregister it."""
     shutil.rmtree(path, ignore_errors=True)
     with _state.lock:
-        if path in _state.tempdirs:
+        if path in _state.tempdirs and not os.path.exists(path):  # partly removed: cleanup tries again
             _state.tempdirs.remove(path)
 
 
@@ -275,6 +394,27 @@ def cookie_processes(cookie: str | None = None) -> list[int]:
     return found
 
 
+def descendants() -> list[int]:
+    """Live processes below this one started since :func:`install` (orphans included when we are the
+    subreaper); processes that were there before (a test's own fixtures) are never ours to end."""
+    try:
+        import psutil
+    except ImportError:  # pragma: no cover - a dependency
+        return []
+    found = []
+    try:
+        children = psutil.Process().children(recursive=True)
+    except psutil.Error:
+        return []
+    for child in children:
+        try:
+            if child.create_time() >= _state.installed_at - 0.01 and _alive(child.pid):
+                found.append(child.pid)
+        except psutil.Error:
+            continue
+    return found
+
+
 def _alive(pid: int) -> bool:
     """True unless the process is gone or a zombie (a zombie holds no port and no file)."""
     try:
@@ -293,23 +433,33 @@ def _end(pids: list[int], grace: float) -> list[int]:
     deadline = time.monotonic() + grace
     left = list(pids)
     while left and time.monotonic() < deadline:
-        _reap()
+        _reap(left)
         left = [p for p in left if _alive(p)]
         if left:
             time.sleep(0.05)
     for pid in left:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 2.0  # gone before their files are removed (a dying process may still write)
+    while any(_alive(p) for p in left) and time.monotonic() < deadline:
+        _reap(left)
+        time.sleep(0.02)
+    _reap(pids)
     return left
 
 
-def _reap() -> None:
-    """Collect our own exited children (they would stay zombies until we exit)."""
+def _reap(pids: list[int] = ()) -> None:
+    """Collect our own exited children (registered ones, and the orphans ``pids`` re-parented to us)."""
     with _state.lock:
         children = list(_state.children.values())
     for proc in children:
         if proc.poll() is not None:
             forget(proc)
+    tracked = {p.pid for p in children}
+    for pid in pids:
+        if pid not in tracked:
+            with contextlib.suppress(ChildProcessError, OSError):
+                os.waitpid(pid, os.WNOHANG)
 
 
 def cleanup(grace: float = CLEANUP_GRACE_S) -> dict[str, Any]:
@@ -331,18 +481,41 @@ def cleanup(grace: float = CLEANUP_GRACE_S) -> dict[str, Any]:
                 pass
         kill_group(proc)  # SIGKILL to the group: the leader if it is still there, and what it left behind
     for _ in range(3):  # a process may start another while we end it (a raylet restarting a worker)
-        pids = cookie_processes()
+        # by ancestry and by cookie: a process that rewrites its title (Ray's ray::DashboardAgent, ray::IDLE)
+        # may overwrite the environment block that /proc/PID/environ shows, so the cookie alone misses it
+        pids = sorted(set(descendants()) | set(cookie_processes()))
         if not pids:
             break
         done["processes"] += pids
         done["killed"] += _end(pids, grace)
     with _state.lock:
-        dirs, _state.tempdirs = list(_state.tempdirs), []
+        dirs = list(dict.fromkeys(_state.tempdirs + _descendants_tempdirs()))
+        _state.tempdirs = dirs
     for path in dirs:
         if os.path.exists(path):
-            shutil.rmtree(path, ignore_errors=True)
             done["tempdirs"].append(path)
+            _remove(path)
     return done
+
+
+def _remove(path: str, tries: int = 5) -> None:
+    """Remove a directory of ours; a file written into it meanwhile (a process exiting) gets another try."""
+    for _ in range(tries):
+        shutil.rmtree(path, ignore_errors=True)
+        if not os.path.exists(path):
+            with _state.lock:
+                if path in _state.tempdirs:
+                    _state.tempdirs.remove(path)
+            return
+        time.sleep(0.05)
+
+
+def _remove_at_exit() -> None:
+    """Last chance at interpreter exit, after every other exit handler (a library's shutdown may write logs)."""
+    with _state.lock:
+        dirs = list(_state.tempdirs)
+    for path in dirs:
+        _remove(path, tries=2)
 
 
 def stop_message(signum: int) -> str:

@@ -33,6 +33,7 @@ class ConnectInfo:
     elapsed_s: float = 0.0
     runtime_env: dict[str, Any] = field(default_factory=dict)
     already_connected: bool = False
+    temp_dir: str | None = None   # the embedded Ray's own temp dir (its session files), removed by disconnect
 
     def as_dict(self) -> dict[str, Any]:
         return {"address": self.address, "gcs_address": self.gcs_address, "embedded": self.embedded,
@@ -245,12 +246,18 @@ def connect(address: str | None = None, timeout: float = 60.0, *, runtime_env: d
         except Exception as exc:  # noqa: BLE001 - Ray raises various errors for bad addresses
             raise ClusterError(f"cannot connect to the Ray cluster at {asked}: {type(exc).__name__}: {exc}") from None
     # address="local": a new Ray, never the one a leftover ray_current_cluster file names
-    _init(remaining(), starts_processes=True, address="local", num_cpus=num_cpus,
-          object_store_memory=EMBEDDED_OBJECT_STORE_BYTES, **common)
+    # Ray's session files go to our own temp dir (removed at the end, never left in /tmp/ray), and a stop
+    # signal waits until ray.init is done: one inside it crashed the interpreter and orphaned Ray's agents
+    from .. import signals
+
+    temp_dir = signals.mkdtemp("ray", tagged=False)  # short: Ray's socket paths live below it
+    with signals.starting_ray():
+        _init(remaining(), starts_processes=True, address="local", num_cpus=num_cpus,
+              object_store_memory=EMBEDDED_OBJECT_STORE_BYTES, _temp_dir=temp_dir, **common)
     gcs = ray.get_runtime_context().gcs_address
     why = "asked for with --ray-address local" if asked == "local" else f"no Ray cluster found ({found})"
     return ConnectInfo(asked, gcs, True, f"{why}; started an embedded local Ray for this machine only ({gcs})",
-                       time.monotonic() - started, runtime_env)
+                       time.monotonic() - started, runtime_env, temp_dir=temp_dir)
 
 
 def disconnect(info: ConnectInfo | None) -> None:
@@ -261,3 +268,7 @@ def disconnect(info: ConnectInfo | None) -> None:
         return
     if ray.is_initialized():
         ray.shutdown()
+    if info is not None and info.temp_dir:
+        from .. import signals
+
+        signals.rmtree(info.temp_dir)

@@ -17,12 +17,12 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from ... import signals
 from ..decode import decode, nccl_interfaces, phase_finding
 from ..phases import PHASES
 
@@ -264,7 +264,7 @@ def probe_node(
     started = time.time()
     hard_deadline = started + float(timeout_s)
     worker_deadline = hard_deadline - _grace(float(timeout_s))
-    workdir = Path(log_dir) if log_dir else Path(tempfile.mkdtemp(prefix="dsv3pf-collective-"))
+    workdir = Path(log_dir) if log_dir else Path(signals.mkdtemp("collective"))  # named by the run: its cleanup removes it
     workdir.mkdir(parents=True, exist_ok=True)
     run_id = next(_IDS)
     with _ACTIVE_LOCK:
