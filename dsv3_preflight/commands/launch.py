@@ -94,7 +94,10 @@ def _launch(args, session, training_lines: list[str], training_values: dict) -> 
     from .run import options_from_args, write_outputs
 
     options = options_from_args(args, training_values=training_values, ray_session=session)
-    doc = run_preflight(options)
+    from ..plugin_guard import stdout_to_stderr
+
+    with stdout_to_stderr():  # stdout carries only the command to paste, whatever a plugin or a library prints
+        doc = run_preflight(options)
     code = int(doc["exit_code"])
     try:
         written = write_outputs(doc, json_path=args.json_path, html_path=args.html_path, no_report=args.no_report,
@@ -153,7 +156,11 @@ def _launch(args, session, training_lines: list[str], training_values: dict) -> 
     sys.stdout.flush()
     sys.stderr.flush()
     try:
-        os.execvpe(command.argv[0], list(command.argv), dict(command.env))
+        from .. import signals
+
+        signals.release()  # end what the preflight left running; torchrun gets neither our cookie nor handlers
+        os.execvpe(command.argv[0], list(command.argv),
+                   {k: v for k, v in command.env.items() if k != signals.COOKIE_VAR})
     except OSError as exc:
         from ..cli import UsageError
 
