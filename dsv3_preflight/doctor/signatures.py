@@ -892,7 +892,7 @@ SIGNATURES: tuple[Signature, ...] = (
       "https://github.com/NVIDIA/nccl/issues/2076"),
     S("net.connection_closed", None, "symptom", (b"Connection closed by", b"Connection reset by peer", b"Broken pipe", b"Call to recv from",
                                                b"Connection closed by peer"),
-      r"Connection closed by (?:remote )?peer ?(?P<peer>\S*)|Connection reset by peer|Broken pipe|Call to recv from (?P<peer2>\S+) failed",
+      r"Connection closed by (?:remote )?peer ?(?P<peer>\S*?)\.?(?:\s|$)|Connection reset by peer|Broken pipe|Call to recv from (?P<peer2>\S+) failed",
       "A connection to a peer was closed[[ ({peer})]]",
       "The peer's process went away (crash, OOM kill) or the connection was reset by the network.",
       ALLREDUCE_FIX, "dist.allreduce", 4,

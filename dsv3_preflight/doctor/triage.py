@@ -485,6 +485,16 @@ class Triage:
         if not failing:
             return None
         ev = _earliest(head.events) if head is not None else first_error
+        if head is not None and ev is not None and (ev.rank is None or ev.node is None):
+            # the same failure seen again with more attribution (torchrun's "Root Cause" summary names host and rank
+            # of the local_rank its first line gave)
+            for other in head.events:
+                if other is not ev and (ev.local_rank is None or other.local_rank in (None, ev.local_rank)) \
+                        and (other.rank is not None or other.node is not None):
+                    ev = Event(ev.file, ev.path, ev.line, ev.ts, ev.node or other.node,
+                               ev.rank if ev.rank is not None else other.rank,
+                               ev.local_rank if ev.local_rank is not None else other.local_rank, ev.text)
+                    break
         if ev is None:
             syms = [f for f in found if f.sig.kind in ("symptom", "cause")]
             if not syms:

@@ -1,0 +1,65 @@
+"""The corpus of real public log excerpts (tests/data/doctor/corpus): its manifest is complete and its split is the
+one fixed by sha256(url) when it was committed. Only the development part is scored here (the held-out part is
+measured by benchmarks/bench_doctor_accuracy.py and never used to write or tune signatures)."""
+import hashlib
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from dsv3_preflight.doctor import triage
+from dsv3_preflight.doctor.signatures import CLASSES
+
+CORPUS = Path(__file__).resolve().parent / "data" / "doctor" / "corpus"
+ROWS = [json.loads(line) for line in (CORPUS / "manifest.jsonl").read_text().splitlines() if line.strip()]
+ALL_CLASSES = set(CLASSES) | {"healthy"}
+
+
+def test_manifest_rows_are_complete_and_files_exist():
+    assert len(ROWS) >= 200
+    for r in ROWS:
+        assert set(r) >= {"file", "url", "class", "cause", "split"}, r
+        assert r["class"] in ALL_CLASSES and r["url"].startswith("https://") and r["cause"].strip()
+        assert (CORPUS / r["file"]).is_file() and r["file"].startswith(r["class"] + "/")
+    listed = {r["file"] for r in ROWS}
+    on_disk = {str(p.relative_to(CORPUS)) for p in CORPUS.glob("*/*.log")}
+    assert listed == on_disk
+
+
+def test_split_is_sha256_of_the_url_and_every_class_has_enough_on_both_sides():
+    for r in ROWS:
+        want = "heldout" if int(hashlib.sha256(r["url"].encode()).hexdigest(), 16) % 3 == 0 else "dev"
+        assert r["split"] == want, r["file"]
+    per = Counter((r["class"], r["split"]) for r in ROWS)
+    for c in ALL_CLASSES:
+        assert per[(c, "dev")] + per[(c, "heldout")] >= 14, c
+        assert per[(c, "heldout")] >= 4, c
+    assert 0.25 <= sum(r["split"] == "heldout" for r in ROWS) / len(ROWS) <= 0.42
+
+
+def test_excerpts_are_text_with_whole_lines():
+    for r in ROWS:
+        data = (CORPUS / r["file"]).read_bytes()
+        assert data.endswith(b"\n") and b"\0" not in data, r["file"]
+
+
+DEV = [r for r in ROWS if r["split"] == "dev"]
+
+
+@pytest.mark.parametrize("row", [r for r in DEV if r["class"] == "healthy"], ids=lambda r: r["file"])
+def test_development_healthy_excerpts_exit_0(row):
+    doc = triage([str(CORPUS / row["file"])])
+    assert doc["exit_code"] == 0, (doc["summary"], doc["error_lines"])
+
+
+def test_development_part_is_diagnosed():
+    wrong = []
+    for r in DEV:
+        doc = triage([str(CORPUS / r["file"])])
+        got = doc["cause_class"]
+        if got != r["class"]:
+            wrong.append((r["file"], got))
+        if r["class"] != "healthy":
+            assert doc["exit_code"] != 0, r["file"]   # a failure never exits 0
+    assert len(wrong) <= len(DEV) // 20, wrong   # >= 95% on the part the signatures were written from

@@ -1,0 +1,148 @@
+"""The first failure under its consequences, on logs written by real multi-process torch.distributed (gloo, CPU)
+jobs launched with torchrun: one rank dies or raises, the others get "Connection closed by peer", torchrun sends
+SIGTERMs and raises ChildFailedError. Also PyTorch Flight Recorder dumps written by real gloo ranks, read with
+torch's own loader."""
+import json
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from conftest import python_cli
+from dsv3_preflight.doctor import triage
+
+torch = pytest.importorskip("torch")
+pytestmark = pytest.mark.skipif(not torch.distributed.is_available(), reason="torch without distributed")
+
+JOB = textwrap.dedent("""
+    import datetime, logging, os, signal, sys, time
+    import torch, torch.distributed as dist
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=60))
+    rank = dist.get_rank()
+    t = torch.ones(4)
+    dist.all_reduce(t)
+    logging.info("rank %d step 1 loss 1.0", rank)
+    mode = os.environ["FAIL_MODE"]
+    if mode == "kill" and rank == 1:
+        time.sleep(0.5)
+        os.kill(os.getpid(), signal.SIGKILL)
+    if mode == "two_causes":
+        # rank 2 fails first, rank 1 a second and a half later: the first in time is the root cause
+        if rank == 2:
+            time.sleep(0.3)
+            logging.error("rank 2 about to fail")
+            raise RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB")
+        if rank == 1:
+            time.sleep(1.3)
+            logging.error("rank 1 about to fail")
+            raise ValueError("Target modules ['q_proj'] not found in the base model.")
+    dist.all_reduce(t)
+    logging.info("rank %d done", rank)
+""")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _torchrun(tmp_path: Path, mode: str, *extra: str) -> Path:
+    job = tmp_path / "job.py"
+    job.write_text(JOB)
+    log = tmp_path / f"torchrun_{mode}.log"
+    env = {**os.environ, "FAIL_MODE": mode, "OMP_NUM_THREADS": "1"}
+    with open(log, "wb") as fh:
+        p = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "3", "--master_addr",
+                            "127.0.0.1", "--master_port", str(_free_port()), *extra, str(job)],
+                           stdout=fh, stderr=subprocess.STDOUT, env=env, timeout=240, cwd=tmp_path)
+    assert p.returncode != 0, log.read_text()[-2000:]
+    return log
+
+
+def test_sigkilled_rank_is_the_first_failure_and_the_others_are_its_consequences(tmp_path):
+    log = _torchrun(tmp_path, "kill")
+    doc = triage([str(log)])
+    top = doc["findings"][0]
+    assert (top["id"], top["class"], top["role"]) == ("host.sigkill", "host_resources", "root_cause"), doc["summary"]
+    assert (doc["first_failure"]["rank"], doc["first_failure"]["local_rank"]) == (1, 1)
+    consequences = {f["id"] for f in doc["findings"] if f["role"] == "consequence"}
+    assert {"net.connection_closed", "elastic.closing_signal", "elastic.child_failed"} <= consequences
+    closed = next(f for f in doc["findings"] if f["id"] == "net.connection_closed")
+    assert sorted(closed["ranks"]) == [0, 2] and closed["explained_by"] == "host.sigkill"
+
+
+def test_first_cause_in_time_wins_over_a_later_one_across_per_rank_log_files(tmp_path):
+    logs = tmp_path / "logs"
+    # torchrun looks at its workers every --monitor-interval seconds: both ranks fail before it stops them
+    _torchrun(tmp_path, "two_causes", "--monitor-interval", "4", "--log-dir", str(logs), "--redirects", "3")
+    files = sorted(str(p) for p in logs.rglob("*.log") if p.stat().st_size)
+    assert len(files) >= 3
+    doc = triage([str(logs)])
+    assert doc["cause_class"] == "gpu_oom", doc["summary"]
+    assert doc["first_failure"]["rank"] == 2 and doc["first_failure"]["time"]
+    later = next(f for f in doc["findings"] if f["id"] == "peft.target_modules_not_found")
+    assert later["role"] == "root_cause" and later["rank"] == 1   # a second, independent error, listed after
+
+
+FR_JOB = textwrap.dedent("""
+    import os, sys, time
+    os.environ["TORCH_FR_BUFFER_SIZE"] = "200"
+    import torch, torch.distributed as dist
+    rank, port, out = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=2)
+    t = torch.ones(4)
+    for _ in range(3):
+        dist.all_reduce(t)
+    if rank == 0:
+        work = dist.broadcast(t, 0, async_op=True)   # rank 1 never issues it: rank 0 waits
+        time.sleep(0.5)
+    from torch._C._distributed_c10d import _dump_fr_trace
+    with open(os.path.join(out, f"rank_{rank}"), "wb") as fh:
+        fh.write(_dump_fr_trace())
+    time.sleep(1)
+    os._exit(0)
+""")
+
+
+@pytest.fixture(scope="module")
+def fr_dumps(tmp_path_factory):
+    d = tmp_path_factory.mktemp("fr")
+    job = d / "fr_job.py"
+    job.write_text(FR_JOB)
+    dumps = d / "dumps"
+    dumps.mkdir()
+    port = str(_free_port())
+    procs = [subprocess.Popen([sys.executable, str(job), str(r), port, str(dumps)], stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT) for r in (0, 1)]
+    for p in procs:
+        p.wait(timeout=180)
+    if sorted(os.listdir(dumps)) != ["rank_0", "rank_1"]:
+        pytest.skip("this torch build wrote no Flight Recorder dumps for gloo: "
+                    + b"".join(p.stdout.read() for p in procs).decode()[-500:])
+    return dumps
+
+
+def test_flight_recorder_dumps_name_the_rank_that_never_entered_the_collective(fr_dumps):
+    doc = triage([], flight_recorder=str(fr_dumps))
+    assert doc["verdict"] == "failure" and doc["cause_class"] == "nccl_hang", doc["summary"]
+    top = doc["findings"][0]
+    assert top["id"] == "fr.rank_behind" and top["rank"] == 1
+    assert "broadcast" in top["title"] and doc["flight_recorder"]["behind"][0]["ahead"] == [0]
+
+
+def test_flight_recorder_cli_flag(fr_dumps):
+    p = subprocess.run(python_cli("doctor", "--flight-recorder", str(fr_dumps), "--json"), capture_output=True, timeout=120)
+    assert p.returncode == 1, p.stderr
+    assert json.loads(p.stdout)["first_failure"]["rank"] == 1
+
+
+def test_flight_recorder_directory_that_is_not_dumps_is_a_usage_error(tmp_path):
+    (tmp_path / "rank_0").write_bytes(b"not a pickle")
+    p = subprocess.run(python_cli("doctor", "--flight-recorder", str(tmp_path)), capture_output=True, timeout=120)
+    assert p.returncode == 4 and str(tmp_path).encode() in p.stderr

@@ -1,0 +1,36 @@
+"""render_text is a pure function of the diagnosis: it returns the text (cause, fix, check, first failure,
+consequences; "cause not recognised" with the error lines; the exit-5 explanation) and prints nothing."""
+from pathlib import Path
+
+from dsv3_preflight.doctor import triage
+from dsv3_preflight.doctor.render import render_text
+
+DATA = Path(__file__).resolve().parent / "data" / "doctor"
+
+
+def test_render_is_pure_and_shows_cause_fix_check_and_consequences(capsys):
+    doc = triage([str(DATA / "multirank_interleaved.log")])
+    before = repr(doc)
+    text = render_text(doc)
+    assert capsys.readouterr() == ("", "")
+    assert repr(doc) == before, "render_text changed the diagnosis"
+    assert text.startswith("doctor: FAILURE (exit 1) — root cause: GPU out of memory")
+    assert "first failure: node gpu-node-1, rank 13" in text
+    assert "   fix:\n" in text and "caught before launch by: dsv3-preflight run --only gpu.inventory" in text
+    assert "consequence of cuda.out_of_memory" in text
+
+
+def test_render_of_an_unrecognised_failure_lists_the_lines_and_nearest_causes():
+    text = render_text(triage([str(DATA / "unrecognised_error.log")]))
+    assert "cause not recognised. The error lines:" in text and "TensorBoardCallback" in text
+    assert "nearest known causes" in text
+
+
+def test_render_of_unknown_and_healthy():
+    assert "exit 5, not 0" in render_text(triage([str(DATA / "no_known_failure.log")]))
+    healthy = render_text(triage([str(DATA / "healthy_run.log")]))
+    assert healthy.startswith("doctor: HEALTHY (exit 0)") and "signs of progress:" in healthy
+
+
+def test_render_copes_with_a_minimal_document():
+    assert render_text({"verdict": "unknown", "summary": "s"}).startswith("doctor: UNKNOWN — s")
