@@ -84,18 +84,30 @@ def _cmdline(pid: int) -> str | None:
     return text[:200] or None
 
 
+#: claims this process holds: port -> [listening socket, number of holders]. Probes of one run share them
+#: (port_bind and port_holders run at the same time; they are one run, not two)
+_HELD: dict[int, list] = {}
+_HELD_LOCK = threading.Lock()
+
+
 class Claim:
     """A held claim; release it with :meth:`release` or by leaving the ``with`` block."""
 
-    def __init__(self, port: int, sock: socket.socket, waited_s: float, waited_for: Holder | None) -> None:
-        self.port, self._sock, self.waited_s, self.waited_for = port, sock, waited_s, waited_for
-        self._lock = threading.Lock()
+    def __init__(self, port: int, waited_s: float, waited_for: Holder | None) -> None:
+        self.port, self.waited_s, self.waited_for = port, waited_s, waited_for
+        self._released = False
 
     def release(self) -> None:
-        with self._lock:
-            if self._sock is not None:
-                self._sock.close()
-                self._sock = None
+        with _HELD_LOCK:
+            if self._released:
+                return
+            self._released = True
+            entry = _HELD.get(self.port)
+            if entry is not None:
+                entry[1] -= 1
+                if entry[1] <= 0:
+                    entry[0].close()
+                    del _HELD[self.port]
 
     def __enter__(self) -> "Claim":
         return self
@@ -118,14 +130,20 @@ def try_claim(port: int) -> socket.socket | None:
 
 def claim(port: int, wait_s: float) -> Claim:
     """Claim ``port``, waiting up to ``wait_s`` seconds for another run to release it; :class:`PortBusy` names
-    that run when it does not. Claims are per process, not re-entrant: one probe holds it at a time."""
+    that run when it does not. Within one process the claim is shared (counted), never waited for."""
     started = time.monotonic()
     deadline = started + max(wait_s, 0.0)
     first_holder: Holder | None = None
     while True:
-        sock = try_claim(port)
-        if sock is not None:
-            return Claim(port, sock, time.monotonic() - started, first_holder)
+        with _HELD_LOCK:
+            entry = _HELD.get(port)
+            if entry is not None:
+                entry[1] += 1
+                return Claim(port, time.monotonic() - started, first_holder)
+            sock = try_claim(port)
+            if sock is not None:
+                _HELD[port] = [sock, 1]
+                return Claim(port, time.monotonic() - started, first_holder)
         if first_holder is None:
             first_holder = holder(port) or Holder(None, None)
         if time.monotonic() >= deadline:
