@@ -207,3 +207,14 @@ def test_torchrun_summary_names_host_and_rank_of_the_sigkill(tmp_path):
     doc = triage([str(log)])
     top = doc["findings"][0]
     assert (top["id"], top["node"], top["rank"], top["local_rank"]) == ("host.sigkill", "node7", 12, 4)
+
+
+def test_a_retry_that_resolved_before_progress_is_only_a_warning(tmp_path):
+    retry = "worker:101542:101934 [0] NCCL INFO Call to connect returned Connection timed out, retrying\n"
+    done = "worker:101542:101934 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 busId 1000 - Init COMPLETE\n"
+    log = tmp_path / "r.log"
+    log.write_text(retry * 3 + done)
+    doc = triage([str(log)])
+    assert doc["verdict"] == "healthy" and [w["id"] for w in doc["warnings"]] == ["nccl.connect_retry"]
+    log.write_text(retry * 3)   # retries and nothing after them: the connection never came up
+    assert triage([str(log)])["cause_class"] == "nic_iface"

@@ -29,6 +29,8 @@ Fields:
 - ``consequence_of``: ids of signatures that, when also present, explain this one.
 - ``requires``: a context key that must have been seen in the few lines before (a JSON error is a config error
   only inside DeepSpeed's or accelerate's config loading).
+- ``transient``: the library retries after printing it (NCCL's "Call to connect returned ..., retrying", torch's
+  client-socket warnings): it is a cause only when no progress follows it in the same file.
 
 Table order matters: on one line the first matching signature wins, so specific entries precede general ones.
 """
@@ -72,6 +74,7 @@ class Signature:
     source: str = ""
     consequence_of: tuple[str, ...] = ()
     requires: str | None = None
+    transient: bool = False
     regex: Pattern[str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -125,6 +128,11 @@ SIGNATURES: tuple[Signature, ...] = (
       "NCCL graph search fell back to a simpler order (performance, not an error)",
       example="Meowth:8756:8772 [1] graph/search.cc:890 NCCL WARN Could not find a path for pattern 4, falling back to simple order",
       source="https://github.com/NVIDIA/nccl-tests/issues/131"),
+    S("nccl.plugin_not_found", None, "benign", (b"NET/Plugin",),
+      r"NET/Plugin ?: ?(?:Plugin load \(libnccl-net\.so\) returned|No plugin found|Could not find: libnccl-net|Failed to find ncclNetPlugin)",
+      "NCCL found no network plugin and uses its own transports (normal without one installed)",
+      example="node1:97:97 [0] NCCL WARN NET/Plugin : Plugin load (libnccl-net.so) returned 2 : libnccl-net.so: cannot open shared object file: No such file or directory",
+      source="NCCL src/plugin/net.cc (older versions print it at WARN)"),
     S("text.not_an_error", None, "benign", (b"This is not an error", b"This is not an error"),
       r"This is not an error", "a library says the line is not an error",
       example="UserWarning: Grad strides do not match bucket view strides. This may indicate grad was not created "
@@ -383,7 +391,7 @@ SIGNATURES: tuple[Signature, ...] = (
       "or a firewall.", STORE_FIX, "net.port_reach", 1,
       "[W socket.cpp:697] [c10d] The client socket has failed to connect to 10.0.0.5:29500 (errno: 111 - Connection refused).",
       "torch/csrc/distributed/c10d/socket.cpp",
-      consequence_of=("c10d.numeric_hostname", "c10d.address_in_use", "net.name_resolution")),
+      consequence_of=("c10d.numeric_hostname", "c10d.address_in_use", "net.name_resolution"), transient=True),
     S("c10d.server_waiting", "port_rendezvous", "suspect", (b"server socket on",),
       r"server socket on (?P<addr>\S+) has timed out, will retry",
       "The rendezvous server waited for clients that did not connect",
@@ -496,7 +504,7 @@ SIGNATURES: tuple[Signature, ...] = (
       "https://github.com/vllm-project/vllm/issues/7074 (torch ProcessGroupGloo.cpp)"),
     S("nccl.socket_connect_failed", "nic_iface", "cause", (b"Connect to ", b"Call to connect", b"connect() to ", b"socketStartConnect"),
       r"(?:socketStartConnect|socketPollConnect|socketFinalizeConnect)?:? ?Connect to (?P<peer>\S+) failed ?: (?P<err>.+)"
-      r"|Call to connect (?:returned|timeout) ?:? ?(?P<err2>[A-Z][^,\n]+)"
+      r"|Call to connect timeout ?:? ?(?P<err2>[A-Z][^,\n]+)"
       r"|mca_btl_tcp_endpoint\w*\] connect\(\) to (?P<peer2>\S+) failed: (?P<err3>.+)",
       "A connection to a peer failed[[ ({err})]][[: {peer}]]",
       "NCCL (or Open MPI's TCP transport) tried to reach a peer at an address that does not answer from here: the "
@@ -504,6 +512,14 @@ SIGNATURES: tuple[Signature, ...] = (
       "firewall blocks the ports.", IFACE_FIX, "net.nic_route", 1,
       "jnlh102072:8969:8969 [0] misc/socket.cc:484 NCCL WARN socketStartConnect: Connect to 10.37.12.78<46417> failed : Software caused connection abort",
       "https://blog.gitcode.com/c78323ca6ecbd73b92ec3459c9ac1ed1.html (NCCL src/misc/socket.cc)"),
+    S("nccl.connect_retry", "nic_iface", "cause", (b"Call to connect returned",),
+      r"Call to connect returned (?P<err>[A-Z][^,\n]+), retrying",
+      "NCCL keeps retrying a connection[[ ({err})]]",
+      "NCCL could not reach a peer's address and retries: the peer published an address on an interface other "
+      "nodes cannot reach (docker0, a bridge, loopback), the peer is not up yet, or a firewall blocks the ports.",
+      IFACE_FIX, "net.nic_route", 1,
+      "worker:101542:101934 [0] NCCL INFO Call to connect returned Connection timed out, retrying",
+      "https://github.com/Oneflow-Inc/oneflow/issues/3586 (NCCL src/misc/socket.cc)", transient=True),
     S("ompi.unexpected_identifier", "nic_iface", "cause", (b"received unexpected process identifier",),
       r"received unexpected process identifier",
       "Open MPI's TCP transport connected to the wrong process",

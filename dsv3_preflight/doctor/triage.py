@@ -193,6 +193,7 @@ class Triage:
         self._progress_only = frozenset(n for s in signatures if s.kind == "progress" for n in s.needles) - frozenset(base)
         self.findings: dict[str, _Finding] = {}
         self.progress: dict[str, dict] = {}
+        self.first_progress: dict[int, int] = {}   # file index → line of its first sign of progress
         self.errors: list[Event] = []
         self.error_count = 0
         self.files: list[dict] = []
@@ -297,6 +298,7 @@ class Triage:
             self._context(groups, line, ctx)
             return
         if sig.kind == "progress":
+            self.first_progress.setdefault(fi, line)
             if sig.id not in self.progress:
                 self.progress[sig.id] = {"id": sig.id, "title": sig.title, "count": 0, "first": self._evidence(path, line, text)}
             self.progress[sig.id]["count"] += 1
@@ -408,8 +410,9 @@ class Triage:
                 if ev.node is None and ev.rank is not None and ev.rank in self.summary_hosts:
                     ev.node = self.summary_hosts[ev.rank]
         errors_present = self.error_count > 0
-        failing = errors_present or any(f.sig.kind in ("cause", "symptom") for f in found)
-        candidates = [f for f in found if f.sig.kind in ("cause", "symptom") or (failing and f.sig.kind == "suspect")]
+        kind = {f.sig.id: ("suspect" if f.sig.transient and self._resolved(f) else f.sig.kind) for f in found}
+        failing = errors_present or any(kind[f.sig.id] in ("cause", "symptom") for f in found)
+        candidates = [f for f in found if kind[f.sig.id] in ("cause", "symptom") or (failing and kind[f.sig.id] == "suspect")]
         present = {f.sig.id for f in candidates}
         explained = {f.sig.id: next(c for c in f.sig.consequence_of if c in present)
                      for f in candidates if any(c in present for c in f.sig.consequence_of)}
@@ -447,7 +450,7 @@ class Triage:
             findings += [self._render(f, "consequence", explained.get(f.sig.id, head_id)) for f in consequences]
             if findings and recognised:
                 findings[0]["headline"] = True
-        warnings = [self._render(f, "warning", None) for f in found if f.sig.kind == "suspect" and not failing]
+        warnings = [self._render(f, "warning", None) for f in found if kind[f.sig.id] == "suspect" and not failing]
         first = self._first_failure(head if recognised else None, first_error, failing, found)
         cause_class = (head.sig.cls if (failing and recognised and head is not None)
                        else "unrecognised" if failing else "healthy" if verdict == "healthy" else "no_progress")
@@ -477,6 +480,10 @@ class Triage:
         if self.unreadable:
             doc["exit_code"] = 4
         return doc
+
+    def _resolved(self, f: _Finding) -> bool:
+        """A transient finding (a retry) whose every occurrence came before the run showed progress in that file."""
+        return all(e.file in self.first_progress and e.line < self.first_progress[e.file] for e in f.events)
 
     def _order_key(self, ev: Event) -> tuple:
         return (ev.ts is None, stamp_key(ev.ts, False) if ev.ts else (0,), ev.file, ev.line)
