@@ -75,6 +75,8 @@ _DS_EXCLUDED = {"IPPublicDetector"}
 _OWN_PATTERNS: tuple[tuple[str, str], ...] = (
     # the secret path of a Slack webhook: keep the service, hide the path
     ("Slack webhook", r"(?P<keep>https://hooks\.slack\.com/(?:services|workflows|triggers)/)(?P<secret>[A-Za-z0-9_/-]+)"),
+    # a JWT whole, signature included (detect-secrets' pattern ends in a lazy match that stops before it)
+    ("JSON Web Token", r"(?P<secret>eyJ[A-Za-z0-9_=-]{4,}\.[A-Za-z0-9_=-]{4,}(?:\.[A-Za-z0-9_.+/=-]*)?)"),
     ("Hugging Face token", r"(?<![A-Za-z0-9])(?P<secret>hf_[A-Za-z0-9]{30,})"),
     ("GitHub fine-grained token", r"(?P<secret>github_pat_[A-Za-z0-9_]{22,})"),
     ("GitHub token", r"(?P<secret>gh[pousr]_[A-Za-z0-9_]{30,})"),
@@ -116,12 +118,11 @@ def detect_secrets_patterns() -> list[tuple[str, "re.Pattern[str]"]]:
     return found
 
 
-def _mask_span(text: str, match: "re.Match[str]") -> tuple[int, int]:
-    """The span of a match to replace: the named group ``secret``, else the first group, else all of it."""
+def _mask_span(match: "re.Match[str]") -> tuple[int, int]:
+    """The span of a match to replace: our patterns name the secret part (group ``secret``); detect-secrets'
+    groups are sometimes the secret and sometimes a prefix (``(ghp|gho)_...``), so all of its match goes."""
     if "secret" in match.re.groupindex:
         return match.span("secret")
-    if match.re.groups and match.group(1):
-        return match.span(1)
     return match.span()
 
 
@@ -129,8 +130,8 @@ def _mask_values(text: str) -> str:
     for _name, rx in _value_patterns():
         pieces, last = [], 0
         for match in rx.finditer(text):
-            start, end = _mask_span(text, match)
-            if start < last or start == end or text[start:end] == MASK:
+            start, end = _mask_span(match)
+            if start < last or start == end or MASK in text[start:end]:
                 continue
             pieces.append(text[last:start])
             pieces.append(MASK)

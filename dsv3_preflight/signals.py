@@ -8,7 +8,7 @@ so a probe still running past the run's deadline (``run --timeout 1``) leaves no
 How:
 
 - :func:`install` (the CLI calls it first) installs the handlers and puts a fresh cookie in this process's
-  environment (``DSV3_PREFLIGHT_RUN_COOKIE``). Every process started from here inherits it, whatever starts
+  environment (``DSV3_PREFLIGHT_RUN_ID``). Every process started from here inherits it, whatever starts
   it (our probes, torch, Ray's raylet and its agents and workers), and keeps it when its parent dies and it
   is re-parented. :func:`cleanup` finds them by that cookie in ``/proc/PID/environ`` and ends them by PID:
   the way Jenkins' ProcessTreeKiller finds a build's processes. Nothing without our cookie is ever signalled
@@ -36,7 +36,7 @@ import time
 import uuid
 from typing import Any, Iterator, Sequence
 
-COOKIE_VAR = "DSV3_PREFLIGHT_RUN_COOKIE"
+COOKIE_VAR = "DSV3_PREFLIGHT_RUN_ID"
 TEMP_PREFIX = "dsv3pf-"
 EXIT_INTERRUPTED = 2
 #: the signals that stop a command (SIGHUP: the terminal went away)
