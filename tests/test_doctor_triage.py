@@ -218,3 +218,11 @@ def test_a_retry_that_resolved_before_progress_is_only_a_warning(tmp_path):
     assert doc["verdict"] == "healthy" and [w["id"] for w in doc["warnings"]] == ["nccl.connect_retry"]
     log.write_text(retry * 3)   # retries and nothing after them: the connection never came up
     assert triage([str(log)])["cause_class"] == "nic_iface"
+
+
+def test_an_error_on_the_same_line_as_a_progress_bar_is_not_healthy(tmp_path):
+    # a shell prints "Killed" right after the last tqdm frame when the process is killed mid-bar
+    log = tmp_path / "k.log"
+    log.write_text(" 31%|#####     | 331/1063 [01:06<03:59,  3.06it/s]Killed\n")
+    doc = triage([str(log)])
+    assert doc["verdict"] == "failure" and doc["exit_code"] == 1

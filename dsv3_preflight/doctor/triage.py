@@ -286,22 +286,20 @@ class Triage:
                 sig, m = None, None
         if sig is None:
             if not benign and is_error_line(text):
-                self.error_count += 1
-                ev = Event(fi, path, line, ts, origin.node or fallback_node, origin.rank, origin.local_rank, text)
-                if len(self.errors) < MAX_ERROR_LINES:
-                    self.errors.append(ev)
-                elif ts is not None and self.errors[-1].ts is not None and ts < self.errors[-1].ts:
-                    self.errors[-1] = ev   # keep the earliest lines when files are read out of time order
+                self._error_line(fi, path, line, ts, origin, fallback_node, text)
             return
         groups = _groups(m)
-        if sig.kind == "context":
-            self._context(groups, line, ctx)
-            return
-        if sig.kind == "progress":
-            self.first_progress.setdefault(fi, line)
-            if sig.id not in self.progress:
-                self.progress[sig.id] = {"id": sig.id, "title": sig.title, "count": 0, "first": self._evidence(path, line, text)}
-            self.progress[sig.id]["count"] += 1
+        if sig.kind in ("context", "progress"):
+            if sig.kind == "context":
+                self._context(groups, line, ctx)
+            else:
+                self.first_progress.setdefault(fi, line)
+                if sig.id not in self.progress:
+                    self.progress[sig.id] = {"id": sig.id, "title": sig.title, "count": 0, "first": self._evidence(path, line, text)}
+                self.progress[sig.id]["count"] += 1
+            # a progress bar or a traceback frame can carry an error on the same line ("... 3.06it/s]Killed")
+            if not benign and is_error_line(text):
+                self._error_line(fi, path, line, ts, origin, fallback_node, text)
             return
         rank = int(groups["rank_a"]) if groups.get("rank_a", "").isdigit() else origin.rank
         local_rank = int(groups["local_rank"]) if groups.get("local_rank", "").isdigit() else origin.local_rank
@@ -313,6 +311,15 @@ class Triage:
         node = node or fallback_node
         ev = Event(fi, path, line, ts, node, rank, local_rank, text)
         self._record(sig, groups, ev, m.start())
+
+    def _error_line(self, fi: int, path: str, line: int, ts, origin, fallback_node: str | None, text: str) -> None:
+        """An error line no cause or symptom signature knows."""
+        self.error_count += 1
+        ev = Event(fi, path, line, ts, origin.node or fallback_node, origin.rank, origin.local_rank, text)
+        if len(self.errors) < MAX_ERROR_LINES:
+            self.errors.append(ev)
+        elif ts is not None and self.errors[-1].ts is not None and ts < self.errors[-1].ts:
+            self.errors[-1] = ev   # keep the earliest lines when files are read out of time order
 
     def _context(self, groups: dict, line: int, ctx: dict) -> None:
         for key in groups:
