@@ -8,9 +8,10 @@ tests/test_lora_fuzz.py holds these rules to peft itself on mutated configs. Fie
 """
 from __future__ import annotations
 
+import json
 from typing import Any
 
-from ..result import Actor, Finding, failure
+from ..result import Actor, Finding, failure, warning
 from . import causes, fixes, patterns
 from .case import CONFIG_NAME, AdapterCase
 
@@ -186,6 +187,11 @@ def _pattern_field(case: AdapterCase, field: str, what: str, valid) -> list[Find
     if c is None or field not in c:
         return None
     value = c[field]
+    if value is None:
+        return warning(f"{CONFIG_NAME}: {field} is null: peft reads it as empty for the MoE models whose checkpoints "
+                       "transformers 5 converts (DeepSeek-V3, Mixtral) and fails with AttributeError on the others",
+                       fixes.json_edit(case.config_file, [([field], {})], f"an empty {field}, which every model reads"),
+                       actor=Actor.JOB, cause=causes.ADAPTER_CONFIG_INVALID)
     if not isinstance(value, dict):
         return _fail(case, f"{field} is {_show(value)}, not an object of module pattern -> {what}: peft calls "
                            f".keys() on it", fixes.json_edit(case.config_file, [([field], {})], f"an empty {field}"))
@@ -197,14 +203,20 @@ def _pattern_field(case: AdapterCase, field: str, what: str, valid) -> list[Find
     if found:
         return found
     # peft reads a value only for the modules its key matches first
-    used: dict[str, list[str]] = {}
-    try:
-        for module in _saved_modules(case):
-            key = patterns.pattern_key(list(value), module)
-            if key is not None:
-                used.setdefault(key, []).append(module)
-    except patterns.PatternError as exc:
-        return _fail(case, f"{field} key {exc}")
+    def matches() -> dict[str, list[str]] | str:
+        used: dict[str, list[str]] = {}
+        try:
+            for module in _saved_modules(case):
+                key = patterns.pattern_key(list(value), module)
+                if key is not None:
+                    used.setdefault(key, []).append(module)
+        except patterns.PatternError as exc:
+            return str(exc)
+        return used
+
+    used = case.layout.derived((field, json.dumps(list(value))), matches) if case.layout else matches()
+    if isinstance(used, str):
+        return _fail(case, f"{field} key {used}")
     for key, modules in used.items():
         if not valid(value[key]):
             found.append(_fail(case, f"{field}[{_show(key)}] is {_show(value[key])}, not {what} (it applies to "
@@ -289,6 +301,9 @@ def variants(case: AdapterCase) -> Finding | None:
         return None
     if c.get("use_dora") and c.get("lora_bias"):
         return _fail(case, "use_dora and lora_bias are both true (peft refuses DoRA with lora_bias)")
+    if c.get("lora_bias") and c.get("init_lora_weights", True) not in (True, False):
+        return _fail(case, f"lora_bias needs init_lora_weights true or false, not {_show(c.get('init_lora_weights'))} "
+                           "(peft refuses it)")
     if c.get("use_dora") and c.get("megatron_config"):
         return _fail(case, "use_dora with megatron_config (peft refuses DoRA with megatron)")
     return None

@@ -21,7 +21,7 @@ DEFAULT_ADAPTER = "default"
 #: no model has a parameter name this long; a longer key is malformed (and never reaches a regex)
 MAX_KEY_LEN = 1024
 _PAIR = {"lora_A": "A", "lora_B": "B", "lora_embedding_A": "A", "lora_embedding_B": "B"}
-_PARAM_TOKENS = (*_PAIR, "lora_magnitude_vector")
+_TOKENS = frozenset((*_PAIR, "lora_magnitude_vector"))
 _LAYER_TEMPLATE = re.compile(r"\.\d+(?=\.|$)")
 _LAYER_INDEX = re.compile(r".*?\.[^.]*\.(?P<idx>\d+)\.")
 
@@ -43,10 +43,20 @@ class Layout:
     malformed: list[str] = field(default_factory=list)                    # a LoRA token in a key peft never writes
     zero_element: list[str] = field(default_factory=list)
     by_dtype: dict[str, list[str]] = field(default_factory=dict)
+    #: what the rules derived from this layout, by (rule, config values): a layout is shared by a run's checkpoints
+    memo: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def modules(self) -> list[str]:
-        return sorted(self.pairs)
+        if "modules" not in self.memo:
+            self.memo["modules"] = sorted(self.pairs)
+        return self.memo["modules"]
+
+    def derived(self, key: Any, compute: Any) -> Any:
+        """``compute()`` once per ``key`` (a hashable description of the config values it depends on)."""
+        if key not in self.memo:
+            self.memo[key] = compute()
+        return self.memo[key]
 
 
 def _shape(value: Any) -> tuple[int, ...]:
@@ -69,7 +79,19 @@ def analyse(tensors: Mapping[str, Any]) -> Layout:
             out.no_prefix.append(name)
             continue
         parts = name[len(PREFIX):].split(".")
-        at = next((i for i in range(len(parts) - 1, -1, -1) if parts[i] in _PARAM_TOKENS), None)
+        n = len(parts)
+        # peft writes the token last (embeddings, DoRA), before the parameter, or before adapter + parameter
+        if n >= 2 and parts[-2] in _TOKENS:
+            at = n - 2
+        elif parts[-1] in _TOKENS:
+            at = n - 1
+        elif n >= 3 and parts[-3] in _TOKENS:
+            at = n - 3
+        elif _TOKENS.intersection(parts):
+            out.malformed.append(name)
+            continue
+        else:
+            at = None
         if at is None:
             if "base_layer" in parts:
                 i = parts.index("base_layer")

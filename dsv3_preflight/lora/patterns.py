@@ -90,6 +90,86 @@ def _compiled(pattern: str) -> tuple[Any, str]:
     return regex.compile(pattern, flags=regex.VERSION0), "regex"
 
 
+def _parser():
+    try:
+        from re import _parser as sre_parse  # type: ignore[attr-defined]
+    except ImportError:  # pragma: no cover - Python 3.10
+        import sre_parse  # type: ignore[no-redef]
+    return sre_parse
+
+
+def _language(items: Any, limit: int) -> list[str] | None:
+    """Every string a parsed (sub)pattern matches when that set is finite and small, else None."""
+    sre = _parser()
+    out = [""]
+    for op, arg in items:
+        if op is sre.LITERAL:
+            choices = [chr(arg)]
+        elif op is sre.SUBPATTERN:
+            choices = _language(arg[-1], limit)
+        elif op is sre.BRANCH:
+            choices = []
+            for branch in arg[1]:
+                sub = _language(branch, limit)
+                if sub is None:
+                    return None
+                choices += sub
+        elif op is sre.IN:
+            chars = []
+            for kind, value in arg:
+                if kind is sre.LITERAL:
+                    chars.append(chr(value))
+                elif kind is sre.RANGE and value[1] - value[0] < limit:
+                    chars += [chr(c) for c in range(value[0], value[1] + 1)]
+                else:
+                    return None
+            choices = chars
+        elif op in (sre.MAX_REPEAT, sre.MIN_REPEAT) and arg[1] != sre.MAXREPEAT and arg[1] <= 4:
+            sub = _language(arg[2], limit)
+            if sub is None:
+                return None
+            choices = []
+            for count in range(arg[0], arg[1] + 1):
+                combos = [""]
+                for _ in range(count):
+                    combos = [a + b for a in combos for b in sub]
+                    if len(combos) > limit:
+                        return None
+                choices += combos
+        else:
+            return None
+        if choices is None:
+            return None
+        out = [a + b for a in out for b in choices]
+        if len(out) > limit:
+            return None
+    return list(dict.fromkeys(out))
+
+
+def finite_names(pattern: str, limit: int = 64) -> tuple[bool, list[str]] | None:
+    """The module names a target_modules regex can select, when they are a short finite list.
+
+    ``(False, names)`` when the whole pattern is finite (full module names); ``(True, names)`` for the
+    common ``.*\\.(q_proj|v_proj)`` form (any path, then ``.`` and one of the names); None otherwise.
+    """
+    sre = _parser()
+    try:
+        items = list(sre.parse(pattern))
+    except (re.error, RecursionError, OverflowError):
+        return None
+    whole = _language(items, limit)
+    if whole is not None:
+        return False, whole
+    # .* (any repeat of anything), then a literal '.', then a finite rest
+    if len(items) >= 2 and items[0][0] in (sre.MAX_REPEAT, sre.MIN_REPEAT) and items[1] == (sre.LITERAL, ord(".")):
+        body = items[0][1][2]
+        if list(body) == [(sre.ANY, None)] and items[0][1][1] == sre.MAXREPEAT:
+            rest = _language(items[2:], limit)
+            if rest is not None:
+                return True, rest
+    return None
+
+
 def check(pattern: Any) -> None:
     """Raise PatternError when ``pattern`` is not a string peft can compile."""
     if not isinstance(pattern, str):

@@ -12,6 +12,7 @@ untrained (DeepSeek-V3's MLA has no q_proj/k_proj/v_proj).
 """
 from __future__ import annotations
 
+import json
 from typing import Any, Iterable
 
 from ..result import Actor, Finding, failure, warning
@@ -137,7 +138,10 @@ def weight_dtypes(case: AdapterCase) -> list[Finding]:
 
 
 def _saved_module_keys(case: AdapterCase) -> tuple[list[str], list[str]]:
-    """(keys that are parameters of modules_to_save, keys that are not) among the layout's unclassified keys."""
+    """(keys that are parameters of modules_to_save, keys that are not) among the layout's unclassified keys.
+
+    peft saves a module of modules_to_save as ``<module path>.<parameter>``, the path ending in the listed name.
+    """
     lay = case.layout
     names = (case.config or {}).get("modules_to_save") or []
     names = [n for n in names if isinstance(n, str)] if isinstance(names, list) else []
@@ -145,12 +149,8 @@ def _saved_module_keys(case: AdapterCase) -> tuple[list[str], list[str]]:
         return [], list(lay.other)
     saved, rest = [], []
     for key in lay.other:
-        module = key[len(PREFIX):]
-        try:
-            hit = any(patterns.saved_module_match(n, module) for n in names)
-        except patterns.PatternError:  # the config rule reports the pattern
-            hit = False
-        (saved if hit else rest).append(key)
+        module = key[len(PREFIX):].rpartition(".")[0]
+        (saved if module and _ends_with(module, names) else rest).append(key)
     return saved, rest
 
 
@@ -209,12 +209,8 @@ def _ends_with(module: str, names: Iterable[str]) -> bool:
     return any(module == n or module.endswith("." + n) for n in names)
 
 
-def ranks(case: AdapterCase) -> Finding | None:
-    """lora_A's rank equals lora_B's, and the config's r (or the rank_pattern entry peft picks for the module)."""
-    lay = case.layout
-    if not lay or not lay.pairs:
-        return None
-    config = case.config or {}
+def _rank_problems(lay, config: dict[str, Any]) -> list[str] | None:
+    """Modules whose ranks disagree (between lora_A and lora_B, or with the config); None when a pattern is invalid."""
     r = config.get("r")
     r = r if type(r) is int and r > 0 else None
     pattern = config.get("rank_pattern") if isinstance(config.get("rank_pattern"), dict) else {}
@@ -243,23 +239,39 @@ def ranks(case: AdapterCase) -> Finding | None:
         if got % want == 0 and _ends_with(module, fused):  # peft's ParamWrapper: r x experts rows
             continue
         bad.append(f"{module} (r={got}, {CONFIG_NAME} r={want})")
+    return bad
+
+
+def config_key(*values: Any) -> str:
+    """A hashable description of config values a derived result depends on."""
+    return json.dumps(values, sort_keys=True, default=repr)
+
+
+def saved_ranks(lay) -> list[int]:
+    """The ranks the saved lora_A tensors have."""
+    return lay.derived("saved_ranks", lambda: sorted({k["A"][0] for k in lay.pairs.values() if len(k.get("A", ())) >= 2}))
+
+
+def ranks(case: AdapterCase) -> Finding | None:
+    """lora_A's rank equals lora_B's, and the config's r (or the rank_pattern entry peft picks for the module)."""
+    lay = case.layout
+    if not lay or not lay.pairs:
+        return None
+    config = case.config or {}
+    key = ("ranks", config_key(config.get("r"), config.get("rank_pattern"), config.get("target_parameters"), bool(config)))
+    bad = lay.derived(key, lambda: _rank_problems(lay, config))
     if not bad:
         return None
-    saved = {kinds["A"][0] for kinds in lay.pairs.values() if len(kinds.get("A", ())) >= 2}
+    saved = saved_ranks(lay)
     fix = None
-    if len(saved) == 1 and case.directory and not pattern:
-        fix = fixes.json_edit(case.config_file, [(["r"], saved.pop())],
+    if len(saved) == 1 and case.directory and not config.get("rank_pattern"):
+        fix = fixes.json_edit(case.config_file, [(["r"], saved[0])],
                               "the rank the saved weights have (or save the adapter again with the config it was trained with)")
     return _keys_fail(f"{len(bad)} LoRA modules disagree with the rank in {CONFIG_NAME} (peft refuses the shapes): "
                       f"{named(bad)}", case, fix)
 
 
-def shapes_consistent(case: AdapterCase) -> Finding | None:
-    """The same module in every layer has one LoRA shape; a different one in one layer is a damaged save
-    (a WARN: a few models do vary their layers' widths)."""
-    lay = case.layout
-    if not lay or len(lay.pairs) < 2:
-        return None
+def _shape_outliers(lay) -> list[str]:
     seen: dict[tuple[str, str], dict[tuple, list[str]]] = {}
     for module, kinds in lay.pairs.items():
         t = template(module)
@@ -274,6 +286,16 @@ def shapes_consistent(case: AdapterCase) -> Finding | None:
             rare = min(shapes.items(), key=lambda kv: len(kv[1]))
             odd.append(f"{t}.lora_{kind} is {list(rare[0])} in {named(rare[1], 2)} but "
                        f"{' / '.join(str(list(s)) for s in shapes if s != rare[0])} elsewhere")
+    return odd
+
+
+def shapes_consistent(case: AdapterCase) -> Finding | None:
+    """The same module in every layer has one LoRA shape; a different one in one layer is a damaged save
+    (a WARN: a few models do vary their layers' widths)."""
+    lay = case.layout
+    if not lay or len(lay.pairs) < 2:
+        return None
+    odd = lay.derived("shape_outliers", lambda: _shape_outliers(lay))
     if not odd:
         return None
     return warning(f"LoRA shapes differ between layers of the same module: {'; '.join(odd[:3])}"
@@ -319,15 +341,8 @@ def saved_modules_present(case: AdapterCase) -> Finding | None:
     if not lay or not isinstance(names, list) or not lay.tensors:
         return None
     saved, _ = _saved_module_keys(case)
-    lacking = []
-    for n in names:
-        if not isinstance(n, str):
-            continue
-        try:
-            if not any(patterns.saved_module_match(n, k[len(PREFIX):]) for k in saved):
-                lacking.append(n)
-        except patterns.PatternError:
-            return None
+    modules = [k[len(PREFIX):].rpartition(".")[0] for k in saved]
+    lacking = [n for n in names if isinstance(n, str) and not _ends_with_any(n, modules)]
     if not lacking:
         return None
     return _keys_fail(f"modules_to_save names {', '.join(lacking)} but no weights of {'it' if len(lacking) == 1 else 'them'} "
@@ -338,6 +353,29 @@ def _selected(module: str, targets: Any) -> bool:
     if isinstance(targets, str):
         return bool(patterns.fullmatch_any(targets, [module]))
     return module in targets or _ends_with(module, targets)
+
+
+def _coverage(lay, targets: Any, exclude: Any, fused: list[str]) -> dict[str, Any]:
+    """outside: saved modules target_modules does not select (or exclude_modules excludes); for a list, the targets
+    no saved module covers; for a regex, whether it covers any, and the finite names it selects that none covers."""
+    out: dict[str, Any] = {"outside": [], "uncovered": [], "covered_any": True, "regex_missing": []}
+    try:
+        modules = lay.modules
+        outside = [m for m in modules if not _selected(m, targets) and not _ends_with(m, fused)]
+        if exclude and isinstance(exclude, (str, list)) and all(isinstance(e, str) for e in exclude):
+            outside += [m for m in modules if m not in outside and _selected(m, exclude)]
+        out["outside"] = sorted(outside)
+        if isinstance(targets, str):
+            out["covered_any"] = bool(fused) or any(_selected(m, targets) for m in modules)
+            names = patterns.finite_names(targets) if out["covered_any"] else None
+            if names is not None:
+                suffix, listed = names
+                out["regex_missing"] = sorted(n for n in listed if not (_ends_with_any(n, modules) if suffix else n in modules))
+            return out
+    except patterns.PatternError:
+        return out  # the config rule reports the pattern
+    out["uncovered"] = sorted(t for t in targets if not _ends_with_any(t, modules))
+    return out
 
 
 def target_coverage(case: AdapterCase) -> list[Finding]:
@@ -352,25 +390,22 @@ def target_coverage(case: AdapterCase) -> list[Finding]:
         return []
     fused = _param_modules(config)
     exclude = config.get("exclude_modules") or []
+    got = lay.derived(("targets", config_key(targets, exclude, fused)), lambda: _coverage(lay, targets, exclude, fused))
     found = []
-    try:
-        modules = lay.modules
-        outside = [m for m in modules if not _selected(m, targets) and not _ends_with(m, fused)]
-        if exclude and isinstance(exclude, (str, list)) and all(isinstance(e, str) for e in exclude):
-            outside += [m for m in modules if m not in outside and _selected(m, exclude)]
-        if outside:
-            found.append(_keys_fail(f"{len(outside)} saved modules are not selected by target_modules (or are "
-                                    f"excluded): peft builds no layer for them and drops their weights: "
-                                    f"{named(sorted(outside))}", case))
-        if isinstance(targets, str):
-            covered = [m for m in modules if _selected(m, targets)]
-            if not covered and not fused:
-                found.append(failure(f"no saved module matches the target_modules regex {targets!r}",
-                                     fixes.peft_reads(case.directory), actor=Actor.JOB, cause=causes.TARGETS_MISSING))
-            return found
-    except patterns.PatternError:
-        return found  # the config rule reports the pattern
-    uncovered = sorted(t for t in targets if not _ends_with_any(t, modules))
+    if got["outside"]:
+        found.append(_keys_fail(f"{len(got['outside'])} saved modules are not selected by target_modules (or are "
+                                f"excluded): peft builds no layer for them and drops their weights: "
+                                f"{named(got['outside'])}", case))
+    if isinstance(targets, str):
+        if not got["covered_any"]:
+            found.append(failure(f"no saved module matches the target_modules regex {targets!r}",
+                                 _targets_fix(), actor=Actor.JOB, cause=causes.TARGETS_MISSING))
+        elif got["regex_missing"]:
+            found.append(failure(f"the target_modules regex {targets!r} also selects {named(got['regex_missing'])}, which "
+                                 "no saved key covers: peft builds those layers and leaves them untrained at load",
+                                 _targets_fix(), actor=Actor.JOB, cause=causes.TARGETS_MISSING))
+        return found
+    uncovered = got["uncovered"]
     if uncovered and len(uncovered) == len(list(targets)):
         found.append(failure(f"no saved key covers any target_modules: {named(uncovered)}",
                              _targets_fix(), actor=Actor.JOB, cause=causes.TARGETS_MISSING))

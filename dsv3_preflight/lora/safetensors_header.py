@@ -60,10 +60,6 @@ def _no_constant(token: str) -> Any:
     raise ValueError(f"{token} is not valid JSON")
 
 
-def _is_uint(value: Any) -> bool:
-    return type(value) is int and 0 <= value <= U64_MAX
-
-
 def _has_lone_surrogate(values: Any) -> bool:
     for text in values:
         try:
@@ -119,8 +115,9 @@ def parse_header(header: bytes, data_len: int, *, max_tensors: int = MAX_TENSORS
         return ParsedHeader.corrupt("a tensor name holds a lone UTF-16 surrogate")
     tensors: dict[str, tuple[str, tuple[int, ...]]] = {}
     spans: list[tuple[int, int, str]] = []
-    bits_of = DTYPE_BITS
-    for name, info in doc.items():
+    bits_of, u64 = DTYPE_BITS, U64_MAX
+    while doc:  # popped one by one: each parsed entry is freed as soon as it is checked
+        name, info = doc.popitem()
         if type(info) is not dict:
             return ParsedHeader.corrupt(f"tensor {name!r}: its entry is a JSON {type(info).__name__}, not an object")
         try:
@@ -130,24 +127,28 @@ def parse_header(header: bytes, data_len: int, *, max_tensors: int = MAX_TENSORS
         bits = bits_of.get(dtype) if type(dtype) is str else None
         if bits is None:
             return ParsedHeader.corrupt(f"tensor {name!r}: unknown dtype {dtype!r}")
-        if type(shape) is not list or not all(_is_uint(s) for s in shape):
+        if type(shape) is not list:
             return ParsedHeader.corrupt(f"tensor {name!r}: shape {shape!r} is not a list of unsigned integers")
-        if type(offsets) is not list or len(offsets) != 2 or not (_is_uint(offsets[0]) and _is_uint(offsets[1])):
+        elements = 1
+        for s in shape:
+            if type(s) is not int or s < 0 or s > u64:
+                return ParsedHeader.corrupt(f"tensor {name!r}: shape {shape!r} is not a list of unsigned integers")
+            elements *= s
+        if type(offsets) is not list or len(offsets) != 2:
+            return ParsedHeader.corrupt(f"tensor {name!r}: data_offsets {offsets!r} is not two unsigned integers")
+        begin, end = offsets
+        if type(begin) is not int or type(end) is not int or begin < 0 or end < 0 or begin > u64 or end > u64:
             return ParsedHeader.corrupt(f"tensor {name!r}: data_offsets {offsets!r} is not two unsigned integers")
         if len(info) > 3:
             extra = {k: v for k, v in info.items() if k not in ("dtype", "shape", "data_offsets")}
             if _depth(extra, LIBRARY_MAX_DEPTH) + 2 > LIBRARY_MAX_DEPTH:
                 return ParsedHeader.corrupt(f"tensor {name!r}: nested deeper than {LIBRARY_MAX_DEPTH} levels")
-        elements = 1
-        for s in shape:
-            elements *= s
         nbits = elements * bits
-        if elements > U64_MAX or nbits > U64_MAX:
+        if elements > u64 or nbits > u64:
             return ParsedHeader.corrupt(f"tensor {name!r}: shape {shape} overflows a 64-bit size")
         if nbits % 8:
             return ParsedHeader.corrupt(f"tensor {name!r}: {elements} elements of {dtype} are not a whole number of bytes")
-        begin, end = offsets
-        if end - begin != nbits // 8:
+        if end - begin != nbits >> 3:
             return ParsedHeader.corrupt(f"tensor {name!r}: data_offsets [{begin}, {end}] span {end - begin} bytes but "
                                         f"shape {shape} of {dtype} needs {nbits // 8}")
         tensors[name] = (dtype, tuple(shape))

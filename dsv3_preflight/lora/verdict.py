@@ -20,7 +20,7 @@ RULES = (*rules.READ_RULES, *config_rules.RULES, *rules.WEIGHT_RULES)
 
 def _ok_summary(case: AdapterCase) -> str:
     lay = case.layout
-    ranks = sorted({k["A"][0] for k in lay.pairs.values() if len(k.get("A", ())) >= 2}) if lay else []
+    ranks = rules.saved_ranks(lay) if lay else []
     return f"{len(lay.pairs) if lay else 0} LoRA modules, {lay.tensors if lay else 0} tensors, r={','.join(map(str, ranks)) or '?'}"
 
 
@@ -53,7 +53,7 @@ def judge_adapter(facts: Mapping[str, Any], *, rule_set: Iterable[Any] = RULES) 
         "cause": result.cause,
         "tensors": lay.tensors if lay else 0,
         "lora_modules": len(lay.pairs) if lay else 0,
-        "ranks": sorted({k["A"][0] for k in lay.pairs.values() if len(k.get("A", ())) >= 2}) if lay else [],
+        "ranks": rules.saved_ranks(lay) if lay else [],
         "config_r": r if type(r) is int else None,
         "target_modules": sorted(tm) if isinstance(tm, (list, dict)) and all(isinstance(t, str) for t in tm)
         else tm if isinstance(tm, str) else None,

@@ -12,10 +12,11 @@ from __future__ import annotations
 import hashlib
 import os
 import struct
+from collections import OrderedDict
 from pathlib import Path
 from typing import Any, Iterable
 
-from dsv3_preflight.inputs import InputError, open_regular, read_json
+from dsv3_preflight.inputs import MIB, InputError, open_regular, parse_json, read_bytes, read_json
 from dsv3_preflight.lora.case import CONFIG_NAME, WEIGHT_NAMES, step_of
 from dsv3_preflight.lora.safetensors_header import LIBRARY_MAX_HEADER, parse_header
 
@@ -24,7 +25,7 @@ TRAINER_STATE = "trainer_state.json"
 #: every linear layer with per-expert modules is ~12 MB); `--header-cap-mib` changes it
 DEFAULT_HEADER_CAP = 64 * 1024 * 1024
 CONFIG_CAP = 1024 * 1024  # an adapter_config.json is ~1 KB
-CONFIG_DEPTH = 32
+CONFIG_DEPTH = 100_000  # as deep as Python's JSON parser goes (peft reads what it parses)
 STATE_CAP = 64 * 1024 * 1024  # trainer_state.json keeps the whole log history
 
 
@@ -67,15 +68,43 @@ def find_adapters(paths: Iterable[str | os.PathLike[str]]) -> tuple[list[Path], 
 
 # ----------------------------------------------------------------------------------------------- reading
 def _read_exactly(fh: Any, n: int, counter: list[int]) -> bytes:
+    """``n`` bytes (fewer at the end of the file) with unbuffered reads: a buffered reader would read ahead
+    into the tensor data."""
     chunks, left = [], n
     while left > 0:
-        chunk = fh.read(left)
+        chunk = os.read(fh.fileno(), min(left, 1 << 24))
         if not chunk:
             break
         counter[0] += len(chunk)
         chunks.append(chunk)
         left -= len(chunk)
     return b"".join(chunks)
+
+
+class _Memo:
+    """The last few distinct inputs and what was made of them, found again by byte equality (a run's checkpoints
+    share their header and config byte for byte: each is parsed once; a differing one costs a length compare)."""
+
+    def __init__(self, size: int = 16, max_bytes: int = 4 * MIB) -> None:
+        self.entries: "OrderedDict[int, tuple[bytes, Any]]" = OrderedDict()
+        self.size, self.max_bytes, self.next = size, max_bytes, 0
+
+    def get(self, data: bytes, make: Any) -> Any:
+        for key, (seen, value) in reversed(self.entries.items()):
+            if seen == data:
+                self.entries.move_to_end(key)
+                return value
+        value = make()
+        if len(data) <= self.max_bytes:
+            self.entries[self.next] = (data, value)
+            self.next += 1
+            while len(self.entries) > self.size:
+                self.entries.popitem(last=False)
+        return value
+
+
+_HEADERS = _Memo()
+_CONFIGS = _Memo()
 
 
 def read_header(path: str | os.PathLike[str], cap: int = DEFAULT_HEADER_CAP) -> dict[str, Any]:
@@ -118,12 +147,14 @@ def read_header(path: str | os.PathLike[str], cap: int = DEFAULT_HEADER_CAP) -> 
     facts["bytes_read"] = counter[0]
     if len(header) < n:  # the file shrank under us
         return {**facts, "kind": "truncated", "error": f"truncated: the file ended {n - len(header):,} bytes into the header"}
-    parsed = parse_header(header, size - 8 - n)
-    facts["sha"] = hashlib.blake2b(header, digest_size=16).hexdigest()
+    data_len = size - 8 - n
+    digest, parsed = _HEADERS.get(header + data_len.to_bytes(8, "little"), lambda: (
+        hashlib.sha256(header).hexdigest(), parse_header(header, data_len)))
+    facts["sha"] = digest
     del header
+    # {name: (dtype, shape)}: tuples, written to JSON as lists
     facts.update(error=parsed.error, kind=parsed.kind, metadata=parsed.metadata, data_end=parsed.data_end,
-                 tensors={name: [dtype, list(shape)] for name, (dtype, shape) in parsed.tensors.items()}
-                 if parsed.kind != "corrupt" else {})
+                 tensors=parsed.tensors if parsed.kind != "corrupt" else {})
     return facts
 
 
@@ -134,12 +165,21 @@ def read_config(directory: str | os.PathLike[str]) -> tuple[Any, str | None]:
     """
     path = Path(directory) / CONFIG_NAME
     try:
-        return read_json(path, what="adapter config", max_bytes=CONFIG_CAP, max_depth=CONFIG_DEPTH), None
+        data = read_bytes(path, what="adapter config", max_bytes=CONFIG_CAP)
+        return _CONFIGS.get(data, lambda: _parse_config(data, path)), None
     except InputError as exc:
         text = str(exc)
         if text.endswith("no such file"):
             return None, f"{CONFIG_NAME} is missing"
         return None, text
+
+
+def _parse_config(data: bytes, path: Path) -> Any:
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"adapter config {path}: not UTF-8 text (byte {exc.start}); is it a binary file?") from None
+    return parse_json(text, source=str(path), what="adapter config", max_depth=CONFIG_DEPTH)
 
 
 def read_trainer_step(directory: str | os.PathLike[str]) -> tuple[int | None, str | None]:

@@ -66,8 +66,7 @@ def _zip_whole(path: Path) -> bool:
             size = os.fstat(fh.fileno()).st_size
             if size < 22:
                 return False
-            fh.seek(size - 22)
-            return fh.read(4) == _ZIP_END
+            return os.pread(fh.fileno(), 4, size - 22) == _ZIP_END
     except (InputError, OSError):
         return False
 
