@@ -283,7 +283,7 @@ def test_every_decoded_fix_pastes_into_bash_with_and_without_the_interface():
         for interface in (None, "eth0"):
             for f in decode(case["text"], interface=interface):
                 assert paste_problems(f["remediation"]) == [], (case["text"], f["remediation"])
-                assert f["actor"] in ("job", "node", "network") and f["cause_key"], f
+                assert f["actor"] in ("job", "node", "network") and f["cause_id"], f
     from dsv3_preflight.collective.decode import phase_finding
 
     for phase in (None, "started", "imported", "store_connected", "all_joined", "pg_up", "first_collective"):

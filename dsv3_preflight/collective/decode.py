@@ -43,11 +43,11 @@ class Pattern:
     remediation: Callable[[re.Match], str]
     actor: str
     #: the root-cause key shared with the checks that fail for the same reason (result.Finding.cause)
-    cause_key: str
+    cause_id: str
 
 
-def _p(kind: str, regex: str, cause, remediation, actor: str, cause_key: str) -> Pattern:
-    return Pattern(kind, re.compile(regex, re.IGNORECASE), cause, remediation, actor, cause_key)
+def _p(kind: str, regex: str, cause, remediation, actor: str, cause_id: str) -> Pattern:
+    return Pattern(kind, re.compile(regex, re.IGNORECASE), cause, remediation, actor, cause_id)
 
 
 # Every remediation is shell that pastes (`bash -n`): commands, `#` comments, `${NAME:?what}` placeholders.
@@ -172,7 +172,7 @@ def decode(*texts: str | None, interface: str | None = None) -> list[dict[str, A
         line = text[line_start: line_end if line_end != -1 else len(text)].strip()
         findings.append({"kind": pattern.kind, "cause": pattern.cause(match),
                          "remediation": fill_interface(pattern.remediation(match), interface),
-                         "actor": pattern.actor, "cause_key": pattern.cause_key, "line": line[:400]})
+                         "actor": pattern.actor, "cause_id": pattern.cause_id, "line": line[:400]})
     # a precise cause makes the generic ones noise
     kinds = {f["kind"] for f in findings}
     if kinds & {"gloo_ifname_missing", "store_connect_timeout", "store_connect_refused", "duplicate_gpu",
@@ -224,11 +224,11 @@ def phase_finding(last_phase: str | None, *, master: str, ifnames: str,
     """
     if last_phase == "done" or last_phase not in _STUCK:
         return None
-    kind, cause, remediation, actor, cause_key = _STUCK[last_phase]
+    kind, cause, remediation, actor, cause_id = _STUCK[last_phase]
     host, _, port = master.rpartition(":")
     return {"kind": kind, "cause": cause.format(master=master, ifnames=ifnames or "the default interface"),
             "remediation": fill_interface(remediation.format(host=host or master, port=port or "${MASTER_PORT:?}"), interface),
-            "actor": actor, "cause_key": cause_key, "line": f"last phase reached: {last_phase}"}
+            "actor": actor, "cause_id": cause_id, "line": f"last phase reached: {last_phase}"}
 
 
 def nccl_interfaces(log: str | None) -> list[dict[str, str]]:

@@ -86,7 +86,7 @@ def rule_completed(combined: Mapping[str, Any], notes: Sequence[str] = (),
     fix = "\n".join(dict.fromkeys(f["remediation"] for f in findings if f.get("remediation"))) or DEFAULT_FIX
     lead = findings[0] if findings else {}
     return failure(summary, fix, actor=lead.get("actor") or Actor.NETWORK,
-                   cause=lead.get("cause_key") or "collective.failed")
+                   cause=lead.get("cause_id") or "collective.failed")
 
 
 def rule_busbw(combined: Mapping[str, Any], threshold: float | None, backend: str | None) -> Finding | None:

@@ -1,0 +1,276 @@
+"""Which node or link is it: the pair matrix of `--probe=pairs` and the localisation rules. Pure functions.
+
+From every node's `collective_pairs` fact (one measurement per pair it took part in) :func:`pair_records`
+builds one record per planned pair: ``ok`` (p50 latency of the small all_reduce; busbw at the configured
+size, nccl-tests' formula, from the best iteration and from the average), ``failed`` (timed out or could not connect: which side, and why) or ``untested`` (neither side
+reported). :func:`localise` then names the culprits, with robust statistics (a ratio to a median):
+
+- a pair is *slow* when its p50 latency exceeds ``latency_ratio`` times, or its busbw falls below
+  ``busbw_ratio`` times, the median of the **reference pairs**: the healthy pairs that share no node with
+  it (so a bad node cannot pull its own reference; with 3 nodes that is the one other pair);
+- a **bad node** has at least two tested partners and every one of its pairs is slow against the pairs
+  without it, or failed: it is the outlier with every partner (with at least two outliers of one kind, so
+  one failed pair plus one noisy measurement is a failed link, not a bad node);
+- a **bad link** is a slow or failed pair between two nodes that are not bad themselves, judged against
+  the other pairs between good nodes.
+
+A uniformly slow fabric has no outlier: that is what ``min_busbw_gbps`` and the gang probe judge.
+"""
+from __future__ import annotations
+
+import statistics
+from dataclasses import asdict, dataclass, field
+from typing import Any, Iterable, Mapping, Sequence
+
+from .combine import combine
+
+OK, FAILED, UNTESTED = "ok", "failed", "untested"
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    latency_ratio: float = 3.0
+    busbw_ratio: float = 0.5
+
+
+@dataclass
+class PairRecord:
+    """One planned pair: ``a`` hosts the pair's store (the lower node rank), ``b`` connects to it."""
+
+    a: str
+    b: str
+    round: int | None = None
+    status: str = UNTESTED
+    latency_us: float | None = None
+    busbw_gbps: float | None = None        # the best iteration's (what the path allows)
+    busbw_avg_gbps: float | None = None    # nccl-tests' (the average iteration's)
+    size_bytes: int | None = None
+    store: str | None = None
+    failure: str | None = None
+    could_not_connect: str | None = None
+    timed_out: bool = False
+    kinds: list[str] = field(default_factory=list)
+    sides: list[str] = field(default_factory=list)   # the nodes whose measurement came back
+    latency_ratio: float | None = None
+    busbw_ratio: float | None = None
+    slow: bool = False
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.a, self.b)
+
+    def involves(self, node: str) -> bool:
+        return node in (self.a, self.b)
+
+    def label(self) -> str:
+        return f"{self.a}↔{self.b}"
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+# -- from facts to records --------------------------------------------------------------------------------------
+
+def requested_facts(facts: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+    return {node: f for node, f in facts.items() if isinstance(f, Mapping) and f.get("requested")}
+
+
+def schedule_of(facts: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """The schedule the nodes were given: node order, planned pairs, rounds, sample (the union over nodes)."""
+    nodes: list[str] = []
+    planned: list[tuple[str, str]] = []
+    rounds, sample = 0, None
+    for f in facts.values():
+        for n in f.get("nodes") or []:
+            if n not in nodes:
+                nodes.append(n)
+        for a, b in f.get("planned") or []:
+            if (a, b) not in planned:
+                planned.append((a, b))
+        rounds = max(rounds, int(f.get("rounds") or 0))
+        sample = f.get("sample") if f.get("sample") is not None else sample
+    return {"nodes": nodes, "planned": planned, "rounds": rounds, "sample": sample}
+
+
+def _latency_us(outcomes: Sequence[Mapping[str, Any]]) -> float | None:
+    values = [r["timings"].get("steady_s") for o in outcomes for r in o.get("ranks", [])
+              if (r.get("timings") or {}).get("steady_s") is not None]
+    return round(max(values) * 1e6, 3) if values else None
+
+
+def _busbw(outcomes: Sequence[Mapping[str, Any]]) -> tuple[float | None, float | None, int | None]:
+    """(busbw of the pair's best iteration, nccl-tests' busbw of the average iteration, size).
+
+    The best iteration measures the path; on a busy host the average mostly measures who else had the CPU
+    (6 lab nodes on 2 cores: the average spread 6×, the best 2.3× across healthy pairs), while a shaped or
+    lossy path bounds every iteration, the best one too."""
+    for o in outcomes:
+        for row in o.get("sweep") or []:
+            best = row.get("busbw_best_gbps") or row["busbw_gbps"]
+            return float(best), float(row["busbw_gbps"]), int(row["size_bytes"])
+    return None, None, None
+
+
+def _failure(a: str, b: str, sides: Mapping[int, Mapping[str, Any]], combined: Mapping[str, Any],
+             store: str | None) -> tuple[str, str | None, bool]:
+    """(what happened, the node that could not connect or None, timed out) for a pair that did not finish."""
+    ranks = {int(r["rank"]): r for m in sides.values() for r in (m.get("outcome") or {}).get("ranks", [])}
+    never = set(combined.get("never_joined") or [])
+    timed_out = any("hard deadline" in (r.get("killed") or "") or (r.get("error") or {}).get("exc_type") in
+                    ("DeadlineExceeded", "TimeoutError", "DistStoreError") for r in ranks.values()) or \
+        any(f["kind"] in ("store_connect_timeout", "store_wait_timeout", "collective_timeout", "ranks_missing")
+            for f in combined.get("findings") or [])
+    timeout_s = next((m.get("timeout_s") for m in sides.values() if m.get("timeout_s")), None)
+    within = f" within {timeout_s:g} s" if timeout_s else ""
+    cause = next((f["cause"] for f in combined.get("findings") or []
+                  if f["kind"] in ("store_connect_timeout", "store_connect_refused", "store_port_in_use", "no_route",
+                                   "gloo_full_mesh_connect", "master_unresolvable")), None)
+    why = f" ({cause})" if cause else ""
+    if 0 not in sides:
+        return (f"{a}'s side never ran (its task failed), so {b} found no rendezvous at {store}{why}", a, timed_out)
+    if 1 not in sides:
+        return (f"{b}'s side never ran (its task failed); {a} waited for it at {store}{within}", b, timed_out)
+    if 1 in never and 0 not in never:
+        return (f"{b} could not connect to {a}'s rendezvous at {store}{within}; {a} waited for it{why}", b, timed_out)
+    if 0 in never and 1 not in never:
+        return (f"{a} could not reach its own rendezvous at {store}{within}{why}", a, timed_out)
+    if 0 in never and 1 in never:
+        return (f"neither {a} nor {b} reached the rendezvous at {store}{within}{why}", None, timed_out)
+    stuck = combined.get("stuck_labels") or {}
+    if stuck:
+        phase = min(stuck.values())
+        if all(v == "all ranks joined the store" for v in stuck.values()):
+            return (f"{a} and {b} met in the store at {store} but could not open their own connections to each other"
+                    f"{within} (ports other than the store's blocked between them){why}", None, timed_out)
+        return (f"the all_reduce between {a} and {b} stalled (last phase: {phase}){within}", None, timed_out)
+    return (f"the all_reduce between {a} and {b} returned a wrong sum", None, False)
+
+
+def pair_records(facts: Mapping[str, Any]) -> tuple[dict[str, Any], list[PairRecord]]:
+    """(schedule, one record per planned pair in round order) from every node's `collective_pairs` fact."""
+    requested = requested_facts(facts)
+    schedule = schedule_of(requested)
+    by_pair: dict[tuple[str, str], dict[int, Mapping[str, Any]]] = {}
+    rounds: dict[tuple[str, str], int] = {}
+    for f in requested.values():
+        for m in f.get("pairs") or []:
+            key = (m["pair"][0], m["pair"][1])
+            by_pair.setdefault(key, {})[int(m["role"])] = m
+            rounds[key] = m.get("round")
+    records = []
+    for key in schedule["planned"] + [k for k in by_pair if k not in schedule["planned"]]:
+        a, b = key
+        sides = by_pair.get(key, {})
+        rec = PairRecord(a, b, round=rounds.get(key))
+        records.append(rec)
+        if not sides:
+            continue
+        rec.sides = [m["me"] for _, m in sorted(sides.items())]
+        rec.store = next(iter(sides.values())).get("store")
+        outcomes = [m["outcome"] for _, m in sorted(sides.items())]
+        combined = combine(outcomes, 2, assume_absent=True)
+        rec.kinds = [f["kind"] for f in combined.get("findings") or []]
+        if combined["ok"]:
+            rec.status = OK
+            rec.latency_us = _latency_us(outcomes)
+            rec.busbw_gbps, rec.busbw_avg_gbps, rec.size_bytes = _busbw(outcomes)
+            if rec.latency_us is None or rec.busbw_gbps is None:
+                rec.status = FAILED
+                rec.failure = f"the pair {a}↔{b} finished without its timings"
+        else:
+            rec.status = FAILED
+            rec.failure, rec.could_not_connect, rec.timed_out = _failure(a, b, sides, combined, rec.store)
+    return schedule, records
+
+
+# -- statistics and localisation -----------------------------------------------------------------------------
+
+def _median(values: Iterable[float]) -> float | None:
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else None
+
+
+def _mad(values: Iterable[float]) -> float | None:
+    values = [v for v in values if v is not None]
+    if not values:
+        return None
+    m = statistics.median(values)
+    return statistics.median(abs(v - m) for v in values)
+
+
+def summary_stats(records: Sequence[PairRecord]) -> dict[str, Any]:
+    ok = [r for r in records if r.status == OK]
+    lat, bw = [r.latency_us for r in ok], [r.busbw_gbps for r in ok]
+    return {"pairs_ok": len(ok), "latency_us_median": _median(lat), "latency_us_mad": _mad(lat),
+            "busbw_gbps_median": _median(bw), "busbw_gbps_mad": _mad(bw)}
+
+
+def compare(rec: PairRecord, reference: Sequence[PairRecord], th: Thresholds) -> bool | None:
+    """Is ``rec`` slow against the median of ``reference``? Sets its ratios; None when there is no reference."""
+    ref = [r for r in reference if r.status == OK and r.key != rec.key]
+    if rec.status != OK or not ref:
+        return None
+    lat, bw = _median(r.latency_us for r in ref), _median(r.busbw_gbps for r in ref)
+    rec.latency_ratio = round(rec.latency_us / lat, 3) if lat else None
+    rec.busbw_ratio = round(rec.busbw_gbps / bw, 4) if bw else None
+    return bool((rec.latency_ratio is not None and rec.latency_ratio > th.latency_ratio)
+                or (rec.busbw_ratio is not None and rec.busbw_ratio < th.busbw_ratio))
+
+
+@dataclass
+class Localisation:
+    bad_nodes: dict[str, list[PairRecord]] = field(default_factory=dict)   # node -> its pairs (all outliers)
+    slow_links: list[PairRecord] = field(default_factory=list)
+    failed_links: list[PairRecord] = field(default_factory=list)
+    judged_nodes: list[str] = field(default_factory=list)               # nodes with 2+ tested partners
+
+    def culprits(self) -> dict[str, Any]:
+        return {"nodes": sorted(self.bad_nodes), "links": [list(r.key) for r in self.slow_links],
+                "failed": [list(r.key) for r in self.failed_links]}
+
+
+def localise(nodes: Sequence[str], records: Sequence[PairRecord], th: Thresholds) -> Localisation:
+    """Name the bad nodes, then the bad links between the others (see the module docstring)."""
+    tested = [r for r in records if r.status in (OK, FAILED)]
+    out = Localisation()
+    for node in nodes:
+        mine = [r for r in tested if r.involves(node)]
+        if len(mine) < 2:
+            continue
+        out.judged_nodes.append(node)
+        without = [r for r in tested if not r.involves(node)]
+        failed = sum(1 for r in mine if r.status == FAILED)
+        slow = sum(1 for r in mine if r.status == OK and compare(r, without, th))
+        # the outlier with every partner, by at least two outliers of one kind: one failed pair and one noisy
+        # measurement never condemn a node (that is a failed link, and a pair within the noise)
+        if failed + slow == len(mine) and (failed >= 2 or slow >= 2):
+            out.bad_nodes[node] = mine
+    good = [r for r in tested if not any(r.involves(n) for n in out.bad_nodes)]
+    for rec in good:
+        if rec.status == FAILED:
+            out.failed_links.append(rec)
+            continue
+        slow = compare(rec, good, th)
+        rec.slow = bool(slow)
+        if slow:
+            out.slow_links.append(rec)
+    for recs in out.bad_nodes.values():
+        for rec in recs:
+            rec.slow = True
+    return out
+
+
+def matrix(nodes: Sequence[str], records: Sequence[PairRecord]) -> dict[str, Any]:
+    """Node × node tables (symmetric; None on the diagonal and for pairs not measured)."""
+    index = {n: i for i, n in enumerate(nodes)}
+    size = len(nodes)
+    lat = [[None] * size for _ in range(size)]
+    bw = [[None] * size for _ in range(size)]
+    status = [["self" if i == j else "not planned" for j in range(size)] for i in range(size)]
+    for r in records:
+        if r.a not in index or r.b not in index:
+            continue
+        i, j = index[r.a], index[r.b]
+        for x, y in ((i, j), (j, i)):
+            lat[x][y], bw[x][y], status[x][y] = r.latency_us, r.busbw_gbps, r.status
+    return {"nodes": list(nodes), "latency_us": lat, "busbw_gbps": bw, "status": status}

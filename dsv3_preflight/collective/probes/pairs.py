@@ -1,0 +1,66 @@
+"""The fact `collective_pairs`: this node's side of one pair of `run --all-nodes --probe=pairs`.
+
+Cluster mode's driver runs the pairs in rounds; in each round it starts this probe on the nodes of that
+round's pairs and hands each its part through the environment (``DSV3_PREFLIGHT_PAIR``, JSON, see
+:data:`PAIR_KEYS`). The probe runs a 2-rank process group with its partner (rank 0, the pair's first node,
+hosts the store on the pair's own port) under a hard timeout: the p50 of ``iters`` small all_reduces (the
+latency) and ``iters`` all_reduces of ``busbw_bytes`` (nccl-tests' bus bandwidth; for 2 ranks busbw =
+algbw). Without the variable it says the pairs were not requested.
+
+The fact holds outcomes only: ``{"requested", "pairs": [measurement], "planned", "nodes", "sample"}``. The
+driver appends the measurements of every round into the one fact of each node; `dist.pairs` judges them.
+"""
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Mapping
+
+from dsv3_preflight.registry import probe
+
+from .local import PROBE_TIMEOUT_S, choose_backend
+
+PAIR_ENV = "DSV3_PREFLIGHT_PAIR"
+NOT_REQUESTED = "not requested (`dsv3-preflight run --all-nodes --probe=pairs` tests every pair of nodes)"
+#: what the driver puts in $DSV3_PREFLIGHT_PAIR
+PAIR_KEYS = ("round", "rounds", "pair", "addrs", "role", "port", "backend", "timeout_s", "iters", "busbw_bytes",
+             "planned", "nodes", "sample")
+#: untimed all_reduces before the timed bandwidth iterations
+WARMUP = 2
+
+
+def pair_params(environ: Mapping[str, str] | None = None) -> dict[str, Any] | None:
+    """This node's part of a pair (None: not requested); a malformed value raises ValueError."""
+    raw = (os.environ if environ is None else environ).get(PAIR_ENV)
+    if not raw:
+        return None
+    params = json.loads(raw)
+    missing = [k for k in PAIR_KEYS if k not in params]
+    if missing:
+        raise ValueError(f"${PAIR_ENV} lacks {', '.join(missing)}")
+    return params
+
+
+@probe("collective_pairs", needs=["profile"], timeout=PROBE_TIMEOUT_S, after=["port_bind", "port_holders"])
+def collective_pairs(profile) -> dict[str, Any]:
+    """This node's side of one pair of the pairwise probe, when cluster mode asks for it."""
+    params = pair_params()
+    if params is None:
+        return {"requested": False, "reason": NOT_REQUESTED, "pairs": []}
+    from dsv3_preflight.collective import probe_node
+
+    first, second = params["pair"]
+    role = int(params["role"])
+    me, peer = (first, second) if role == 0 else (second, first)
+    store = params["addrs"][first]
+    backend, note = choose_backend(params["backend"])
+    outcome = probe_node(master_addr=store, master_port=int(params["port"]), world_size=2, node_rank=role,
+                         nproc_per_node=1, backend=backend, timeout_s=float(params["timeout_s"]), sweep=True,
+                         sweep_sizes=(int(params["busbw_bytes"]),), steady_iters=int(params["iters"]),
+                         sweep_iters=int(params["iters"]), sweep_warmup=WARMUP)
+    measurement = {"round": params["round"], "pair": [first, second], "role": role, "me": me, "peer": peer,
+                   "addrs": params["addrs"], "store": f"{store}:{params['port']}", "backend": backend,
+                   "backend_note": note, "timeout_s": float(params["timeout_s"]), "iters": int(params["iters"]),
+                   "busbw_bytes": int(params["busbw_bytes"]), "outcome": outcome}
+    return {"requested": True, "pairs": [measurement], "planned": params["planned"], "nodes": params["nodes"],
+            "rounds": params["rounds"], "sample": params["sample"]}
