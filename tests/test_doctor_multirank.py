@@ -28,17 +28,18 @@ JOB = textwrap.dedent("""
     dist.all_reduce(t)
     logging.info("rank %d step 1 loss 1.0", rank)
     mode = os.environ["FAIL_MODE"]
+    store = dist.distributed_c10d._get_default_store()
     if mode == "kill" and rank == 1:
-        time.sleep(0.5)
         os.kill(os.getpid(), signal.SIGKILL)
     if mode == "two_causes":
-        # rank 2 fails first, rank 1 a second and a half later: the first in time is the root cause
+        # rank 2 fails first; rank 1 fails once rank 2 has logged (an event, not a guess): the first is the root cause
         if rank == 2:
-            time.sleep(0.3)
             logging.error("rank 2 about to fail")
+            store.set("rank2_failed", "1")
             raise RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB")
         if rank == 1:
-            time.sleep(1.3)
+            store.wait(["rank2_failed"], datetime.timedelta(seconds=60))
+            time.sleep(0.01)   # log timestamps have millisecond resolution: make the two distinct
             logging.error("rank 1 about to fail")
             raise ValueError("Target modules ['q_proj'] not found in the base model.")
     dist.all_reduce(t)
@@ -66,7 +67,8 @@ def _torchrun(tmp_path: Path, mode: str, *extra: str) -> Path:
 
 
 def test_sigkilled_rank_is_the_first_failure_and_the_others_are_its_consequences(tmp_path):
-    log = _torchrun(tmp_path, "kill")
+    # --monitor-interval: torchrun stops the others only after they have reported the broken connection
+    log = _torchrun(tmp_path, "kill", "--monitor-interval", "2")
     doc = triage([str(log)])
     top = doc["findings"][0]
     assert (top["id"], top["class"], top["role"]) == ("host.sigkill", "host_resources", "root_cause"), doc["summary"]
@@ -91,7 +93,7 @@ def test_first_cause_in_time_wins_over_a_later_one_across_per_rank_log_files(tmp
 
 
 FR_JOB = textwrap.dedent("""
-    import os, sys, time
+    import datetime, os, sys
     os.environ["TORCH_FR_BUFFER_SIZE"] = "200"
     import torch, torch.distributed as dist
     rank, port, out = int(sys.argv[1]), sys.argv[2], sys.argv[3]
@@ -99,13 +101,14 @@ FR_JOB = textwrap.dedent("""
     t = torch.ones(4)
     for _ in range(3):
         dist.all_reduce(t)
+    store = dist.distributed_c10d._get_default_store()
     if rank == 0:
         work = dist.broadcast(t, 0, async_op=True)   # rank 1 never issues it: rank 0 waits
-        time.sleep(0.5)
     from torch._C._distributed_c10d import _dump_fr_trace
     with open(os.path.join(out, f"rank_{rank}"), "wb") as fh:
         fh.write(_dump_fr_trace())
-    time.sleep(1)
+    store.set(f"dumped{rank}", "1")
+    store.wait(["dumped0", "dumped1"], datetime.timedelta(seconds=60))   # both dumps written before anyone exits
     os._exit(0)
 """)
 

@@ -525,7 +525,7 @@ SIGNATURES: tuple[Signature, ...] = (
       "Open MPI's TCP transport connected to the wrong process",
       "Open MPI used an interface whose addresses are the same on several nodes (docker0's 172.17.0.1, a bridge), "
       "so connections reach the wrong peer.",
-      "mpirun --mca btl_tcp_if_include ${IFACE:?interface toward the other nodes} --mca oob_tcp_if_include ${IFACE} ...\n"
+      "export OMPI_MCA_btl_tcp_if_include=${IFACE:?interface toward the other nodes} OMPI_MCA_oob_tcp_if_include=${IFACE}    # then rerun mpirun\n"
       "dsv3-preflight run --only net.nic_route",
       "net.nic_route", 1,
       "[u10-154-66-206][[39817,1],2][btl_tcp_endpoint.c:638:mca_btl_tcp_endpoint_recv_connect_ack] received unexpected process identifier [[39817,1],3]",
