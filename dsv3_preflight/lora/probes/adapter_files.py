@@ -67,18 +67,21 @@ def find_adapters(paths: Iterable[str | os.PathLike[str]]) -> tuple[list[Path], 
 
 
 # ----------------------------------------------------------------------------------------------- reading
-def _read_exactly(fh: Any, n: int, counter: list[int]) -> bytes:
-    """``n`` bytes (fewer at the end of the file) with unbuffered reads: a buffered reader would read ahead
-    into the tensor data."""
-    chunks, left = [], n
-    while left > 0:
-        chunk = os.read(fh.fileno(), min(left, 1 << 24))
-        if not chunk:
+def _read_exactly(fh: Any, n: int, counter: list[int]) -> bytearray:
+    """``n`` bytes (fewer at the end of the file) read unbuffered into one buffer: a buffered reader would read
+    ahead into the tensor data, and joined chunks would hold the header twice."""
+    buf = bytearray(n)
+    view, got = memoryview(buf), 0
+    while got < n:
+        k = fh.raw.readinto(view[got:])
+        if not k:
             break
-        counter[0] += len(chunk)
-        chunks.append(chunk)
-        left -= len(chunk)
-    return b"".join(chunks)
+        got += k
+    view.release()
+    counter[0] += got
+    if got < n:
+        del buf[got:]
+    return buf
 
 
 class _Memo:
@@ -86,17 +89,17 @@ class _Memo:
     share their header and config byte for byte: each is parsed once; a differing one costs a length compare)."""
 
     def __init__(self, size: int = 16, max_bytes: int = 4 * MIB) -> None:
-        self.entries: "OrderedDict[int, tuple[bytes, Any]]" = OrderedDict()
+        self.entries: "OrderedDict[int, tuple[Any, bytes, Any]]" = OrderedDict()
         self.size, self.max_bytes, self.next = size, max_bytes, 0
 
-    def get(self, data: bytes, make: Any) -> Any:
-        for key, (seen, value) in reversed(self.entries.items()):
-            if seen == data:
+    def get(self, data: bytes | bytearray, make: Any, tag: Any = None) -> Any:
+        for key, (seen_tag, seen, value) in reversed(self.entries.items()):
+            if seen_tag == tag and seen == data:
                 self.entries.move_to_end(key)
                 return value
         value = make()
-        if len(data) <= self.max_bytes:
-            self.entries[self.next] = (data, value)
+        if len(data) <= self.max_bytes:  # a big header is parsed again rather than kept
+            self.entries[self.next] = (tag, bytes(data), value)
             self.next += 1
             while len(self.entries) > self.size:
                 self.entries.popitem(last=False)
@@ -148,8 +151,8 @@ def read_header(path: str | os.PathLike[str], cap: int = DEFAULT_HEADER_CAP) -> 
     if len(header) < n:  # the file shrank under us
         return {**facts, "kind": "truncated", "error": f"truncated: the file ended {n - len(header):,} bytes into the header"}
     data_len = size - 8 - n
-    digest, parsed = _HEADERS.get(header + data_len.to_bytes(8, "little"), lambda: (
-        hashlib.sha256(header).hexdigest(), parse_header(header, data_len)))
+    digest, parsed = _HEADERS.get(header, lambda: (hashlib.sha256(header).hexdigest(), parse_header(header, data_len)),
+                                  tag=data_len)
     facts["sha"] = digest
     del header
     # {name: (dtype, shape)}: tuples, written to JSON as lists
