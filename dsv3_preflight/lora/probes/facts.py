@@ -25,7 +25,7 @@ def lora_deepspeed_config(profile) -> dict[str, Any]:
     raw = profile.deepspeed_config
     if not raw:
         return {"configured": False}
-    path = Path(raw).expanduser()
+    path = Path(os.path.abspath(Path(raw).expanduser()))  # the fix names the file wherever it is pasted
     facts: dict[str, Any] = {"configured": True, "path": str(path)}
     try:
         config = read_json(path, what="DeepSpeed config", max_bytes=JSON_CAP)
