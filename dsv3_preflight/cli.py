@@ -93,6 +93,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point: parse, run the command, map errors to the documented exit codes."""
     from .document import DocumentError
     from .facts import FactError
+    from .inputs import InputError
     from .profile import ConfigError
     from .registry import RegistryError
 
@@ -110,7 +111,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return EXIT_USAGE
         args.argv = ["dsv3-preflight", *(sys.argv[1:] if argv is None else argv)]
         code = int(args._run(args))
-    except (UsageError, ConfigError, RegistryError, FactError, DocumentError) as exc:
+    except (UsageError, ConfigError, RegistryError, FactError, DocumentError, InputError) as exc:
         if args.debug:
             raise
         print(f"dsv3-preflight: error: {safe_terminal(exc)}", file=sys.stderr)

@@ -20,7 +20,6 @@ import sys
 from pathlib import Path
 from typing import IO, Any
 
-from .preflight import UsageError
 
 MIB = 1 << 20
 #: a config or document larger than this is not a config (16 MiB holds any real DeepSpeed/TOML/YAML file)
@@ -30,8 +29,8 @@ DEFAULT_MAX_DEPTH = 64
 STDIN = "-"
 
 
-class InputError(UsageError):
-    """An input cannot be read safely: not a regular file, too large, too deep, or not decodable (exit 4).
+class InputError(Exception):
+    """An input cannot be read safely: not a regular file, too large, too deep, or not decodable (the CLI: exit 4).
 
     ``str(exc)`` is "WHAT PATH: REASON"; ``exc.path`` and ``exc.reason`` hold the parts."""
 

@@ -20,12 +20,14 @@ from typing import Any, Callable, Iterable
 
 SCOPES = ("node", "cluster")
 ENTRY_POINT_GROUP = "dsv3_preflight.checks"
-#: facts the engine provides itself, not a probe: the resolved profile; in cluster scope the node ranks.
-ENGINE_FACTS = {"profile": "node and cluster", "node_ranks": "cluster"}
+#: facts the engine provides itself, not a probe: the resolved profile; in cluster scope the node ranks and
+#: the node states (what the runner saw of each node: {"state": "alive" | "dead", ...}).
+ENGINE_FACTS = {"profile": "node and cluster", "node_ranks": "cluster", "node_states": "cluster"}
+CLUSTER_ONLY_FACTS = ("node_ranks", "node_states")
 #: profile fields that are TCP ports a probe may claim
 PORT_FIELDS = ("master_port",)
 #: built-in probes that bind or inspect MASTER_PORT and claim it while they run (portclaim), until their modules
-#: declare it themselves with ``@probe(..., claims=["master_port"])``
+#: declare it themselves (the probe decorator's ``claims=["master_port"]``)
 BUILTIN_CLAIMS = {"port_bind": ("master_port",), "port_holders": ("master_port",), "collective": ("master_port",)}
 #: checks that stand for a plugin that could not be loaded: always selected, always an ERROR
 PLUGIN_CHECK_PREFIX = "plugin."
@@ -203,11 +205,11 @@ class Registry:
                         f"check {spec.name!r} ({spec.origin}) needs the fact {need!r}, which no probe provides; "
                         f"known facts: {', '.join(sorted(known))}"
                     )
-                if need == "node_ranks" and spec.scope != "cluster":
-                    raise RegistryError(f"check {spec.name!r}: 'node_ranks' exists only in cluster scope")
+                if need in CLUSTER_ONLY_FACTS and spec.scope != "cluster":
+                    raise RegistryError(f"check {spec.name!r}: {need!r} exists only in cluster scope")
         for spec in self.probes.values():
             for need in spec.needs:
-                if need not in known or need == "node_ranks":
+                if need not in known or need in CLUSTER_ONLY_FACTS:
                     raise RegistryError(f"probe {spec.fact!r} ({spec.origin}) needs the unknown fact {need!r}")
             for first in spec.after:
                 if first not in self.probes:
