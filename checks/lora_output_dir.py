@@ -36,7 +36,7 @@ def unwritable_fix(facts: dict, directory: str) -> tuple[str, Actor]:
         return elsewhere_fix(facts, directory, f"is on {fstype}, a kernel filesystem, not a disk"), Actor.JOB
     if "permission" in error or "not permitted" in error:
         path = facts["path"]
-        then = "" if directory == path else f"   # then the trainer creates {path}"
+        then = "" if directory == path else "   " + fixes.comment(f"then the trainer creates {path}")
         return f"sudo chown -R \"$(id -u):$(id -g)\" {fixes.quote(directory)}{then}", Actor.NODE
     return elsewhere_fix(facts, directory, f"cannot be written ({facts.get('write_error')})"), Actor.JOB
 

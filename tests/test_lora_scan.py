@@ -101,7 +101,7 @@ def test_rank_disagreeing_with_adapter_config_fails_with_a_fix_setting_the_saved
     assert _rules(v) == {"ranks"}
     f = v["findings"][0]
     assert "adapter_config.json r=4" in f["message"]
-    assert "config['r'] = 8" in f["fix"] and str(adapters["rank"] / "adapter_config.json") in f["fix"]
+    assert 'c["r"] = 8' in f["fix"] and str(adapters["rank"] / "adapter_config.json") in f["fix"]
     assert paste_problems(f["fix"]) == []
 
 

@@ -55,8 +55,8 @@ def _fail(message: str, fix: str | None, cause: str = causes.DEEPSPEED_CONFIG_IN
     return failure(message, fix, actor=Actor.JOB, cause=cause)
 
 
-def _edit(ctx: Context, edits, why: str, **kw: Any) -> str:
-    return fixes.json_edit(ctx.path, edits, why, **kw)
+def _edit(ctx: Context, edits, why: str) -> str:
+    return fixes.json_edit(ctx.path, edits, why)
 
 
 # ------------------------------------------------------------------------------------------------ the rules
@@ -65,8 +65,8 @@ def zero_is_object(config: dict[str, Any], ctx: Context) -> Finding | None:
     if zero is None or isinstance(zero, dict):
         return None
     return _fail(f"zero_optimization is a {type(zero).__name__}, not an object",
-                 "\n".join([fixes.comment('"zero_optimization": {"stage": 3, "' + GATHER_KEY + '": true}   '
-                                          "# an object of ZeRO settings"),
+                 "\n".join([fixes.comment('"zero_optimization": {"stage": 3, "' + GATHER_KEY + '": true}, an object of '
+                                          "ZeRO settings:"),
                             _edit(ctx, [(["zero_optimization"], {"stage": 3, GATHER_KEY: True})],
                                   "zero_optimization as an object, gathering LoRA weights on save")]))
 

@@ -114,7 +114,7 @@ def zero_element(case: AdapterCase) -> Finding | None:
     whole = " (every tensor)" if len(lay.zero_element) == lay.tensors else ""
     return failure(f"{len(lay.zero_element)} of {lay.tensors} tensors have zero elements{whole}, shape "
                    f"{'/'.join(shapes)}: partitioned ZeRO-3 parameters saved without gathering: "
-                   f"{named(sorted(lay.zero_element), 3)}", _gather_fix(), actor=Actor.JOB, cause=causes.GATHER_FLAG_OFF)
+                   f"{named(sorted(lay.zero_element), 2)}", _gather_fix(), actor=Actor.JOB, cause=causes.GATHER_FLAG_OFF)
 
 
 def weight_dtypes(case: AdapterCase) -> list[Finding]:
@@ -411,8 +411,9 @@ def target_coverage(case: AdapterCase) -> list[Finding]:
                              _targets_fix(), actor=Actor.JOB, cause=causes.TARGETS_MISSING))
     elif uncovered:
         adapted = sorted(t for t in targets if t not in uncovered)
-        found.append(failure(f"target_modules {named(uncovered)} are covered by no key (only {named(adapted)} were "
-                             "adapted): these names are not modules of the model, so those layers were never trained",
+        found.append(failure(f"target_modules {named(uncovered)} are covered by no key (only {named(adapted)} "
+                             f"{'was' if len(adapted) == 1 else 'were'} adapted): these names are not modules of the "
+                             "model, so those layers were never trained",
                              _targets_fix(), actor=Actor.JOB, cause=causes.TARGETS_MISSING))
     return found
 
