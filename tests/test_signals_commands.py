@@ -265,3 +265,12 @@ def test_sigterm_during_the_gang_probe_stops_ray_and_the_ranks(command):
     proc = cmd.start()
     _wait_for(lambda: _answers(cmd.port), 120, "the gang's store answered on MASTER_PORT", proc)
     _stopped_cleanly(cmd, "SIGTERM", stop_within=45)
+
+
+def test_a_run_that_ends_at_its_deadline_while_the_collective_probe_works_leaves_nothing(command):
+    """`run --timeout 1` returned while the collective probe's ranks still ran: they and their work dir stayed."""
+    cmd = command("run", "--profile", "cpu", "--no-report", "--no-color", "--timeout", "1")
+    cmd.start()
+    code, err = cmd.finish(timeout=60)
+    assert code == 1, err[-2000:]  # checks that could not finish in 1 s are ERROR, never PASS
+    assert cmd.leftovers() == {"processes": {}, "port_listening": False, "tempdirs": [], "ray_sessions": []}
