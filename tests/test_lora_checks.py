@@ -325,3 +325,33 @@ def test_zero_optimization_that_is_not_an_object_fails_with_a_fix_and_never_erro
     r = results["lora.deepspeed_config"]
     assert r["status"] == "fail" and "zero_optimization is a int, not an object" in r["summary"]
     assert '"zero_optimization": {"stage": 3, "stage3_gather_16bit_weights_on_model_save": true}' in r["remediation"]
+
+
+@pytest.mark.parametrize("kind", ["fifo", "directory", "binary"])
+def test_a_deepspeed_config_that_is_no_json_file_fails_at_once_naming_it(tmp_path, kind):
+    """Issue 21.2: DeepSpeed and model configs are read through the one bounded reader (a FIFO hung the run)."""
+    import threading
+
+    from dsv3_preflight.checks.lora_deepspeed_config import deepspeed_config
+    from dsv3_preflight.lora.probes.facts import lora_deepspeed_config
+    from dsv3_preflight.profile import resolve_profile
+
+    path = tmp_path / "ds.json"
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "directory":
+        path.mkdir()
+    else:
+        path.write_bytes(b"\xff\xfe\x00{")
+    profile = resolve_profile(profile_name="cpu", cli={"deepspeed_config": str(path)})
+    got: list = []
+    reader = threading.Thread(target=lambda: got.append(lora_deepspeed_config.gather(profile)), daemon=True)
+    reader.start()
+    reader.join(20)
+    assert got, "the probe blocked"
+    expected = {"fifo": "is a FIFO (named pipe), not a regular file", "directory": "is a directory",
+                "binary": "not UTF-8 text"}[kind]
+    assert got[0]["error"].startswith(f"DeepSpeed config {path}: ") and expected in got[0]["error"]
+    r = deepspeed_config(got[0], profile)
+    assert r.status.value == "fail" and r.actor.value == "job" and r.cause == "lora.deepspeed_config_unreadable"
+    assert paste_problems(r.remediation) == []

@@ -106,6 +106,8 @@ CONFIG_CASES = [
     (config_rules.task_type, dict(config=_cfg(task_type="X")), "task_type is 'X'", None),
     (config_rules.init_weights, dict(config=_cfg(init_lora_weights="x")), "init_lora_weights is 'x'", None),
     (config_rules.variants, dict(config=_cfg(use_dora=True, lora_bias=True)), "use_dora and lora_bias are both true", None),
+    (config_rules.peft_rejects, dict(peft_check={"available": True, "error": "ValueError: no"}),
+     "peft's own config class rejects it: ValueError: no", "lora.adapter_config_invalid"),
 ]
 
 WEIGHT_CASES = [
@@ -199,6 +201,14 @@ def test_pickle_format_warns_and_names_entries_that_are_not_tensors(sound):
     assert [f.status.value for f in found] == ["warn", "fail"] and "step (int)" in found[1].message
     for f in found:
         _check_finding(f)
+
+
+def test_deep_asks_peft_itself_about_the_config(sound):
+    from dsv3_preflight.lora.probes.peft_check import peft_config_facts
+
+    assert peft_config_facts(sound["dsv3"]["config"]) == {"available": True, "error": None}
+    bad = peft_config_facts({**sound["dsv3"]["config"], "layers_pattern": "layers", "layers_to_transform": None})
+    assert bad["error"].startswith("ValueError: When `layers_pattern` is specified")
 
 
 def test_a_catastrophic_regex_is_a_failure_in_bounded_time(sound):

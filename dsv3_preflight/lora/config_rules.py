@@ -309,6 +309,15 @@ def variants(case: AdapterCase) -> Finding | None:
     return None
 
 
+def peft_rejects(case: AdapterCase) -> Finding | None:
+    """With --deep: peft's own config class refuses adapter_config.json."""
+    check = case.facts.get("peft_check") or {}
+    if not check.get("error"):
+        return None
+    return _fail(case, f"peft's own config class rejects it: {check['error']}")
+
+
 #: every config rule, in the order their findings are shown
 RULES = (config_readable, config_object, peft_type, rank, alpha, dropout, target_modules, target_parameters,
-         exclude_modules, rank_pattern, alpha_pattern, modules_to_save, layers, bias, task_type, init_weights, variants)
+         exclude_modules, rank_pattern, alpha_pattern, modules_to_save, layers, bias, task_type, init_weights, variants,
+         peft_rejects)

@@ -28,11 +28,15 @@ def judge_path(path: "str | os.PathLike[str]", *, cap: int = DEFAULT_HEADER_CAP,
     facts = adapter_facts(path, cap=cap)
     verdict = judge_adapter(facts)
     header = facts.get("header") or {}
-    if deep and verdict["status"] != "fail" and facts.get("format") == "safetensors" and header.get("tensors"):
-        from .tensors import deep_facts
+    if deep and verdict["status"] != "fail" and facts.get("format") in ("safetensors", "pickle"):
+        from .peft_check import peft_config_facts
 
-        facts["deep"] = deep_facts(facts["path"], header["tensors"])
-        facts["trainer_step"], _ = read_trainer_step(facts["dir"])
+        facts["peft_check"] = peft_config_facts(facts.get("config"))
+        if facts.get("format") == "safetensors" and header.get("tensors"):
+            from .tensors import deep_facts
+
+            facts["deep"] = deep_facts(facts["path"], header["tensors"])
+            facts["trainer_step"], _ = read_trainer_step(facts["dir"])
         verdict = judge_adapter(facts)
     return verdict
 
