@@ -48,7 +48,10 @@ def _too_large(what: str, path: object, max_bytes: int) -> InputError:
     return _error(what, os.fspath(path), f"larger than {size}: not a {what} this tool reads")
 
 
-def _kind(mode: int) -> str:
+def kind_of(mode: int) -> str:
+    """What a file of this st_mode is, for a refusal message ("a FIFO (named pipe)", "a directory", ...)."""
+    if stat.S_ISREG(mode):
+        return "a regular file"
     if stat.S_ISDIR(mode):
         return "a directory"
     if stat.S_ISFIFO(mode):
@@ -84,7 +87,7 @@ def open_regular(path: str | os.PathLike, *, what: str = "input", allow_stdin: b
     try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
-            raise _error(what, text, f"is {_kind(mode)}, not a regular file")
+            raise _error(what, text, f"is {kind_of(mode)}, not a regular file")
         os.set_blocking(fd, True)
         return os.fdopen(fd, "rb")
     except BaseException:

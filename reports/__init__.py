@@ -35,7 +35,7 @@ def _junit(doc: Mapping[str, Any], **options: Any) -> str:
 
 
 def _doctor(diagnosis: Mapping[str, Any], **options: Any) -> str:
-    from dsv3_preflight.doctor.render import render_text
+    from .doctor_text import render_text
 
     return render_text(diagnosis, **options)
 

@@ -3,7 +3,7 @@ consequences; "cause not recognised" with the error lines; the exit-5 explanatio
 from pathlib import Path
 
 from dsv3_preflight.doctor import triage
-from dsv3_preflight.doctor.render import render_text
+from dsv3_preflight.reports.doctor_text import render_text
 
 DATA = Path(__file__).resolve().parent / "data" / "doctor"
 

@@ -32,16 +32,27 @@ def test_output_that_is_a_directory_is_a_usage_error_not_an_internal_error(tmp_p
     assert "cannot write the report" in proc.stderr and "internal error" not in proc.stderr
 
 
-def test_a_sweep_with_non_finite_or_absurd_values_still_renders(tmp_path):
+def test_a_sweep_with_absurd_values_still_renders(tmp_path):
     doc = load("red_single_node.json")
     (r,) = [r for r in doc["results"] if "sweep" in (r.get("evidence") or {})]
     r["evidence"]["sweep"] += [{"bytes": 2048, "algbw_gbps": 1e308, "busbw_gbps": 7.0},
-                               {"bytes": 4096, "algbw_gbps": True, "busbw_gbps": float("nan")}]
+                               {"bytes": 4096, "algbw_gbps": True, "busbw_gbps": -1}]
     path = tmp_path / "in.json"
     path.write_text(json.dumps(doc))
     proc = cli("report", str(path), "-o", str(tmp_path / "r.html"))
     assert proc.returncode == 0, proc.stderr
     assert "<svg" in (tmp_path / "r.html").read_text()
+
+
+def test_a_document_holding_nan_is_refused_naming_the_file(tmp_path):
+    """The tool never writes NaN (JSON has none); a document that holds it was edited or forged: exit 4, no page."""
+    doc = load("red_single_node.json")
+    doc["counts"]["pass"] = float("nan")
+    path = tmp_path / "in.json"
+    path.write_text(json.dumps(doc))
+    proc = cli("report", str(path), "-o", str(tmp_path / "r.html"))
+    assert proc.returncode == 4 and str(path) in proc.stderr and "NaN" in proc.stderr, proc.stderr
+    assert not (tmp_path / "r.html").exists()
 
 
 def test_attached_log_failure_and_unreadable_log_are_shown_at_the_top_and_in_the_doctor_section(tmp_path):

@@ -39,7 +39,7 @@ def run(args) -> int:
     if args.as_json:
         print(json.dumps(doc, indent=2, ensure_ascii=False))
     else:
-        from ..doctor.render import render_text
+        from ..reports.doctor_text import render_text
 
         sys.stdout.write(render_text(doc))
     if doc["unreadable"]:

@@ -28,6 +28,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Iterable, Iterator
 
+from dsv3_preflight.inputs import InputError as SharedInputError
+from dsv3_preflight.inputs import kind_of, open_regular
+
 CHUNK = 8 << 20          # bytes read at once
 MAX_SEGMENT = 16 << 10   # a longer "line" (no break for 16 KiB) is cut around the needle
 _FORCE_CUT = 4 * CHUNK   # a chunk with no line break at all is cut anyway (bounded memory)
@@ -63,13 +66,7 @@ class FileStats:
 
 def _kind(mode: int) -> str | None:
     """None for a regular file, else what the path is (for the refusal message)."""
-    if stat.S_ISREG(mode):
-        return None
-    for test, name in ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
-                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a directory")):
-        if test(mode):
-            return name
-    return "not a regular file"
+    return None if stat.S_ISREG(mode) else kind_of(mode)
 
 
 def expand_inputs(paths: Iterable[str]) -> tuple[list[str], list[dict]]:
@@ -171,18 +168,12 @@ def open_log(path: str) -> BinaryIO:
     if path == STDIN:
         raw: BinaryIO = sys.stdin.buffer
     else:
-        try:
-            # O_NONBLOCK: were the path swapped for a FIFO after expand_inputs looked, open() must not wait for a writer
-            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
-        except OSError as exc:
-            raise InputError(path, str(exc.strerror or exc)) from exc
-        st = os.fstat(fd)
-        kind = _kind(st.st_mode)
-        if kind:
-            os.close(fd)
-            raise InputError(path, f"{kind}, not a log file: refused")
-        size = st.st_size
-        raw = os.fdopen(fd, "rb")
+        try:  # non-blocking open and fstat on the descriptor: a path swapped for a FIFO never makes us wait
+            raw = open_regular(path, what="log")
+        except SharedInputError as exc:
+            reason = exc.reason.removeprefix("is ").replace(", not a regular file", ", not a log file: refused")
+            raise InputError(path, reason) from None
+        size = os.fstat(raw.fileno()).st_size
     if not hasattr(raw, "peek"):
         raw = io.BufferedReader(raw)  # type: ignore[arg-type]
     try:

@@ -608,7 +608,7 @@ SIGNATURES: tuple[Signature, ...] = (
       "NVLink error[[ (Xid {xid})]]",
       "An NVLink link reported errors: collectives over it fail or hang.",
       "nvidia-smi nvlink --status; nvidia-smi -q | grep -i -A3 nvlink\n# drain the node and reset the GPU (nvidia-smi -r) or have the link inspected",
-      "gpu.inventory", 1,
+      "gpu.nvlink", 1,
       "NVRM: Xid (PCI:0000:07:00): 74, pid=2345, NVLink: fatal error detected on link 3",
       "NVIDIA Xid catalogue (Xid 74 NVLink error)"),
     S("nccl.ofi_error", "nccl_transport", "cause", (b"NET/OFI",),
