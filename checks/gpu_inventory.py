@@ -62,7 +62,9 @@ def rule_no_other_processes(gpus: GpuList) -> Finding | None:
              for g, p in busy]
     fixes = [f"ps -o pid,user,etime,cmd -p {pid} && kill {pid}   # after checking it is a leftover"
              for pid in dict.fromkeys(p["pid"] for _, p in busy)]
-    return failure("GPUs busy with other processes: " + ", ".join(shown), "\n".join(fixes), actor=Actor.NODE)
+    # the cause host.resources gives the same processes (it sees them through /dev/nvidia*): one card, not two
+    return failure("GPUs busy with other processes: " + ", ".join(shown), "\n".join(fixes), actor=Actor.NODE,
+                   cause="host.gpu_held")
 
 
 @check("gpu.inventory", needs=["nvml", "profile"], tags=["gpu"], timeout=30)

@@ -117,14 +117,17 @@ def _settle(cause: Cause) -> None:
             if p.node not in nodes:
                 nodes.append(p.node)
     if cause.problems and any(p.cause for p in cause.problems):
-        # one cause, one fix per node: the lead check's fix (the others' fixes repeat it or follow from it)
-        per_node: dict[str, str] = {}
-        for p in sorted(cause.problems, key=lambda p: (-severity(p.status), p.fix is None, p.check)):
-            if p.fix and p.node not in per_node:
-                per_node[p.node] = p.fix
+        # one cause: on each node, the fixes of the check that leads there (the other checks' fixes repeat them
+        # or follow from them); every distinct fix of that check is kept (two leftovers are two kill lines)
+        per_node: dict[str, list[str]] = {}
+        for node in cause.nodes:
+            here = sorted((p for p in cause.problems if p.node == node), key=lambda p: (-severity(p.status), p.fix is None, p.check))
+            lead_check = here[0].check
+            per_node[node] = list(dict.fromkeys(p.fix for p in here if p.check == lead_check and p.fix))
         fixes = {}
-        for node, fix in per_node.items():
-            fixes.setdefault(fix, []).append(node)
+        for node, node_fixes in per_node.items():
+            if node_fixes:
+                fixes.setdefault("\n".join(node_fixes), []).append(node)
     cause.fixes = list(fixes.items())
 
 

@@ -104,3 +104,14 @@ def test_control_sequences_in_a_document_never_reach_the_terminal():
     text = render_console(_doc([hostile.stamped(name="x.check", node="gpu-a\x1b[1A", duration_s=0)]), color=False)
     assert "\x1b" not in text and "\x07" not in text
     assert "bad \\e]0;pwned\\x07 line\\e[2J" in text
+
+
+def test_two_leftovers_under_one_cause_keep_both_kill_lines():
+    found = Findings()
+    for pid in (4242, 4343):
+        found.add(failure(f"/dev/nvidia0 held by pid {pid}", f"kill {pid}   # after checking it is a leftover",
+                          actor=Actor.NODE, cause="host.gpu_held"))
+    doc = _doc([found.result("ok").stamped(name="host.resources", node="gpu-a", duration_s=0)])
+    [cause] = root_causes(doc["results"])
+    assert cause.fixes == [("kill 4242   # after checking it is a leftover\nkill 4343   # after checking it is a leftover",
+                            ["gpu-a"])]
