@@ -13,7 +13,7 @@ import pytest
 
 import test_lora_lab as lab
 from paste_lint import paste_problems
-from dsv3_preflight.lora import config_rules, dsconfig, rules
+from dsv3_preflight.lora import config_rules, dsconfig, file_rules, rules
 from dsv3_preflight.lora.case import AdapterCase
 from dsv3_preflight.lora.probes.adapter_files import read_adapter
 from dsv3_preflight.result import Finding
@@ -111,15 +111,15 @@ CONFIG_CASES = [
 ]
 
 WEIGHT_CASES = [
-    (rules.directory_unreadable, dict(dir_error="Permission denied", format="unreadable"), "cannot list this directory",
+    (file_rules.directory_unreadable, dict(dir_error="Permission denied", format="unreadable"), "cannot list this directory",
      "lora.adapter_unreadable"),
-    (rules.unreadable, dict(header={"kind": "unreadable", "error": "x: is a FIFO (named pipe)"}), "is a FIFO",
+    (file_rules.unreadable, dict(header={"kind": "unreadable", "error": "x: is a FIFO (named pipe)"}), "is a FIFO",
      "lora.adapter_unreadable"),
-    (rules.truncated, dict(header={"kind": "truncated", "error": "truncated: 8 bytes", "tensors": {}}), "truncated",
+    (file_rules.truncated, dict(header={"kind": "truncated", "error": "truncated: 8 bytes", "tensors": {}}), "truncated",
      "lora.adapter_corrupt"),
-    (rules.corrupt, dict(header={"kind": "corrupt", "error": "the header is not UTF-8"}), "corrupt header",
+    (file_rules.corrupt, dict(header={"kind": "corrupt", "error": "the header is not UTF-8"}), "corrupt header",
      "lora.adapter_corrupt"),
-    (rules.weights_missing, dict(format="missing", header=None), "without adapter weights", "lora.adapter_corrupt"),
+    (file_rules.weights_missing, dict(format="missing", header=None), "without adapter weights", "lora.adapter_corrupt"),
     (rules.empty_adapter, dict(tensors=lambda t: {}), "empty adapter", "lora.gather_flag_off"),
     (rules.zero_element, dict(tensors=lambda t: {k: (d, (0,)) for k, (d, s) in t.items()}),
      "have zero elements (every tensor)", "lora.gather_flag_off"),
@@ -154,11 +154,11 @@ WEIGHT_CASES = [
      "lora.targets_missing"),
     (rules.layers_transform, dict(config=_cfg(layers_to_transform=[0])), "outside layers_to_transform [0]",
      "lora.adapter_keys_invalid"),
-    (rules.deep_readable, dict(deep={"error": "cannot stream the tensor data: x"}), "--deep: cannot stream",
+    (file_rules.deep_readable, dict(deep={"error": "cannot stream the tensor data: x"}), "--deep: cannot stream",
      "lora.adapter_corrupt"),
-    (rules.nan_inf, dict(deep={"nan_inf": [PREFIX + "model.layers.0.self_attn.q_proj.lora_A.weight"]}),
+    (file_rules.nan_inf, dict(deep={"nan_inf": [PREFIX + "model.layers.0.self_attn.q_proj.lora_A.weight"]}),
      "hold NaN or Inf", None),
-    (rules.zero_lora_b, dict(deep={"zero_lora_b": ["b"] * 8, "lora_b": 8}, trainer_step=50),
+    (file_rules.zero_lora_b, dict(deep={"zero_lora_b": ["b"] * 8, "lora_b": 8}, trainer_step=50),
      "every lora_B (8) all zeros after 50 training steps", None),
 ]
 
@@ -180,7 +180,7 @@ def test_each_rule_names_its_problem_with_an_actor_and_a_fix_that_pastes(sound, 
         assert any(f.cause == cause for f in found), [f.cause for f in found]
 
 
-@pytest.mark.parametrize("rule", [*rules.READ_RULES, *config_rules.RULES, *rules.WEIGHT_RULES],
+@pytest.mark.parametrize("rule", [*file_rules.READ_RULES, *config_rules.RULES, *rules.WEIGHT_RULES, *file_rules.DATA_RULES],
                          ids=lambda r: r.__name__)
 def test_each_rule_is_silent_on_sound_peft_adapters(sound, rule):
     for name in ("llama", "dsv3"):
@@ -189,15 +189,15 @@ def test_each_rule_is_silent_on_sound_peft_adapters(sound, rule):
 
 def test_every_rule_has_a_case_that_fires():
     fired = {c[0] for c in CONFIG_CASES + WEIGHT_CASES}
-    missing = [r.__name__ for r in (*rules.READ_RULES, *config_rules.RULES, *rules.WEIGHT_RULES)
-               if r not in fired and r is not rules.pickle_format]
+    missing = [r.__name__ for r in (*file_rules.READ_RULES, *config_rules.RULES, *rules.WEIGHT_RULES, *file_rules.DATA_RULES)
+               if r not in fired and r is not file_rules.pickle_format]
     assert not missing, missing
 
 
 def test_pickle_format_warns_and_names_entries_that_are_not_tensors(sound):
     case = _case(sound["llama"], format="pickle", header=None,
                  pickle={"tensors": dict(sound["llama"]["header"]["tensors"]), "non_tensors": ["step (int)"]})
-    found = rules.pickle_format(case)
+    found = file_rules.pickle_format(case)
     assert [f.status.value for f in found] == ["warn", "fail"] and "step (int)" in found[1].message
     for f in found:
         _check_finding(f)

@@ -1,4 +1,4 @@
-"""The rules a saved LoRA adapter's weights must pass for peft to load them as the adapter its config
+"""The rules a saved LoRA adapter's keys and tensors must pass for peft to load them as the adapter its config
 describes (pure: each is a small function of one :class:`~dsv3_preflight.lora.case.AdapterCase` returning
 a finding, several, or None).
 
@@ -34,14 +34,14 @@ def named(items: Iterable[str], limit: int = MAX_NAMED) -> str:
     return head + (f" and {len(items) - limit} others" if len(items) > limit else "")
 
 
-def _keys_fail(message: str, case: AdapterCase, fix: str | None = None) -> Finding:
+def keys_fail(message: str, case: AdapterCase, fix: str | None = None) -> Finding:
     return failure(message, fix or "\n".join([
         fixes.comment("save the adapter with peft's own save_pretrained (or the Trainer), not a hand-written "
                       "state_dict; then check it again"),
         fixes.rescan(case.path)]), actor=Actor.JOB, cause=causes.ADAPTER_KEYS_INVALID)
 
 
-def _gather_fix() -> str:
+def gather_fix() -> str:
     return "\n".join([
         fixes.comment("ZeRO-3 saved this adapter without gathering its weights: in the DeepSpeed config, set "
                       '"stage3_gather_16bit_weights_on_model_save": true inside zero_optimization; check it with:'),
@@ -49,60 +49,12 @@ def _gather_fix() -> str:
         '"${DEEPSPEED_CONFIG:?the DeepSpeed JSON config of the training run}"'])
 
 
-# -------------------------------------------------------------------------------------- reading the weights
-def directory_unreadable(case: AdapterCase) -> Finding | None:
-    """A checkpoint directory the scan could not list is reported, never skipped."""
-    why = case.facts.get("dir_error")
-    if not why:
-        return None
-    return failure(f"cannot list this directory: {why}: its adapters cannot be judged",
-                   f"ls -ld -- {fixes.quote(case.path)}   # then make it readable to this user (or scan as its owner)",
-                   actor=Actor.JOB, cause=causes.ADAPTER_UNREADABLE)
-
-
-def unreadable(case: AdapterCase) -> Finding | None:
-    w = case.weights
-    if not w or w.get("kind") != "unreadable":
-        return None
-    return failure(f"cannot read the weights: {w.get('error')}",
-                   f"ls -la -- {fixes.quote(case.path)}   # a regular file readable by this user is what peft loads",
-                   actor=Actor.JOB, cause=causes.ADAPTER_UNREADABLE)
-
-
-def truncated(case: AdapterCase) -> Finding | None:
-    w = case.weights
-    if not w or w.get("kind") != "truncated":
-        return None
-    return failure(f"corrupt: {w.get('error')} (an interrupted save, a full disk, or a copy still running)",
-                   "\n".join([fixes.comment("resume from the previous checkpoint, or save this one again; then:"),
-                              fixes.rescan(case.path)]), actor=Actor.JOB, cause=causes.ADAPTER_CORRUPT)
-
-
-def corrupt(case: AdapterCase) -> Finding | None:
-    w = case.weights
-    if not w or w.get("kind") != "corrupt":
-        return None
-    message = w.get("error") or "corrupt"
-    return failure(message if message.startswith(("corrupt", "torch pickle")) else f"corrupt header: {message}",
-                   "\n".join([fixes.comment("the file is damaged: resume from the previous checkpoint, or save this "
-                                            "one again; then:"), fixes.rescan(case.path)]),
-                   actor=Actor.JOB, cause=causes.ADAPTER_CORRUPT)
-
-
-def weights_missing(case: AdapterCase) -> Finding | None:
-    if case.format != "missing":
-        return None
-    return failure(f"{CONFIG_NAME} without adapter weights (no adapter_model.safetensors or adapter_model.bin)",
-                   f"ls -la -- {fixes.quote(case.directory)}   # the save stopped before the weights were written",
-                   actor=Actor.JOB, cause=causes.ADAPTER_CORRUPT)
-
-
 # -------------------------------------------------------------------------------------- what the tensors are
 def empty_adapter(case: AdapterCase) -> Finding | None:
     if case.layout is None or case.layout.tensors:
         return None
     return failure("empty adapter: the file holds no tensors (only a header/metadata): the ZeRO-3 save did not "
-                   "gather the LoRA weights", _gather_fix(), actor=Actor.JOB, cause=causes.GATHER_FLAG_OFF)
+                   "gather the LoRA weights", gather_fix(), actor=Actor.JOB, cause=causes.GATHER_FLAG_OFF)
 
 
 def zero_element(case: AdapterCase) -> Finding | None:
@@ -114,7 +66,7 @@ def zero_element(case: AdapterCase) -> Finding | None:
     whole = " (every tensor)" if len(lay.zero_element) == lay.tensors else ""
     return failure(f"{len(lay.zero_element)} of {lay.tensors} tensors have zero elements{whole}, shape "
                    f"{'/'.join(shapes)}: partitioned ZeRO-3 parameters saved without gathering: "
-                   f"{named(sorted(lay.zero_element), 2)}", _gather_fix(), actor=Actor.JOB, cause=causes.GATHER_FLAG_OFF)
+                   f"{named(sorted(lay.zero_element), 2)}", gather_fix(), actor=Actor.JOB, cause=causes.GATHER_FLAG_OFF)
 
 
 def weight_dtypes(case: AdapterCase) -> list[Finding]:
@@ -126,7 +78,7 @@ def weight_dtypes(case: AdapterCase) -> list[Finding]:
     bad = {d: names for d, names in lay.by_dtype.items() if d not in FLOAT_DTYPES and d not in LOW_PRECISION}
     if bad:
         listing = "; ".join(f"{d}: {named(sorted(n), 2)}" for d, n in sorted(bad.items()))
-        found.append(_keys_fail(f"{sum(map(len, bad.values()))} tensors are not floating point ({listing}): LoRA "
+        found.append(keys_fail(f"{sum(map(len, bad.values()))} tensors are not floating point ({listing}): LoRA "
                                 "weights are F16/BF16/F32; these are not trained weights", case))
     low = {d: names for d, names in lay.by_dtype.items() if d in LOW_PRECISION}
     if low:
@@ -158,7 +110,7 @@ def keys_without_prefix(case: AdapterCase) -> Finding | None:
     lay = case.layout
     if not lay or not lay.no_prefix:
         return None
-    return _keys_fail(f"{len(lay.no_prefix)} keys lack peft's '{PREFIX}' prefix, so peft cannot map them to the "
+    return keys_fail(f"{len(lay.no_prefix)} keys lack peft's '{PREFIX}' prefix, so peft cannot map them to the "
                       f"model (they are dropped at load): {named(sorted(lay.no_prefix))}", case)
 
 
@@ -172,7 +124,7 @@ def keys_not_peft(case: AdapterCase) -> Finding | None:
     odd = sorted(rest + lay.malformed + base)
     if not odd:
         return None
-    return _keys_fail(f"{len(odd)} keys are not LoRA parameters peft loads (lora_A/lora_B, DoRA magnitudes, "
+    return keys_fail(f"{len(odd)} keys are not LoRA parameters peft loads (lora_A/lora_B, DoRA magnitudes, "
                       f"modules_to_save): {named(odd)}", case)
 
 
@@ -182,7 +134,7 @@ def keys_other_adapter(case: AdapterCase) -> Finding | None:
         return None
     names = sorted(lay.other_adapter)
     keys = [k for n in names for k in lay.other_adapter[n]]
-    return _keys_fail(f"{len(keys)} keys carry the adapter name {', '.join(map(repr, names))}: peft loads an "
+    return keys_fail(f"{len(keys)} keys carry the adapter name {', '.join(map(repr, names))}: peft loads an "
                       f"adapter's keys without its name (or with 'default'), so these are dropped: {named(keys, 3)}", case)
 
 
@@ -194,7 +146,7 @@ def unpaired(case: AdapterCase) -> Finding | None:
                   for m, k in lay.pairs.items() if len(k) == 1)
     if not lone:
         return None
-    return _keys_fail(f"{len(lone)} LoRA modules are unpaired: {named(lone)}", case)
+    return keys_fail(f"{len(lone)} LoRA modules are unpaired: {named(lone)}", case)
 
 
 def _param_modules(config: dict[str, Any]) -> list[str]:
@@ -267,7 +219,7 @@ def ranks(case: AdapterCase) -> Finding | None:
     if len(saved) == 1 and case.directory and not config.get("rank_pattern"):
         fix = fixes.json_edit(case.config_file, [(["r"], saved[0])],
                               "the rank the saved weights have (or save the adapter again with the config it was trained with)")
-    return _keys_fail(f"{len(bad)} LoRA modules disagree with the rank in {CONFIG_NAME} (peft refuses the shapes): "
+    return keys_fail(f"{len(bad)} LoRA modules disagree with the rank in {CONFIG_NAME} (peft refuses the shapes): "
                       f"{named(bad)}", case, fix)
 
 
@@ -312,10 +264,10 @@ def dora_keys(case: AdapterCase) -> Finding | None:
     if config.get("use_dora"):
         lacking = sorted(m for m in lay.pairs if m not in lay.magnitude)
         if lacking:
-            return _keys_fail(f"use_dora is true but {len(lacking)} modules have no lora_magnitude_vector: "
+            return keys_fail(f"use_dora is true but {len(lacking)} modules have no lora_magnitude_vector: "
                               f"{named(lacking)}", case)
     elif lay.magnitude:
-        return _keys_fail(f"{len(lay.magnitude)} DoRA lora_magnitude_vector keys but use_dora is not true in "
+        return keys_fail(f"{len(lay.magnitude)} DoRA lora_magnitude_vector keys but use_dora is not true in "
                           f"{CONFIG_NAME}: peft drops them", case)
     return None
 
@@ -327,9 +279,9 @@ def bias_keys(case: AdapterCase) -> Finding | None:
     if config.get("lora_bias"):
         lacking = sorted(m for m in lay.pairs if m not in lay.bias_b and m not in lay.embedding_modules)
         if lacking:
-            return _keys_fail(f"lora_bias is true but {len(lacking)} modules have no lora_B.bias: {named(lacking)}", case)
+            return keys_fail(f"lora_bias is true but {len(lacking)} modules have no lora_B.bias: {named(lacking)}", case)
     elif lay.bias_b:
-        return _keys_fail(f"{len(lay.bias_b)} lora_B.bias keys but lora_bias is not true in {CONFIG_NAME}: peft drops "
+        return keys_fail(f"{len(lay.bias_b)} lora_B.bias keys but lora_bias is not true in {CONFIG_NAME}: peft drops "
                           "them", case)
     return None
 
@@ -345,7 +297,7 @@ def saved_modules_present(case: AdapterCase) -> Finding | None:
     lacking = [n for n in names if isinstance(n, str) and not _ends_with_any(n, modules)]
     if not lacking:
         return None
-    return _keys_fail(f"modules_to_save names {', '.join(lacking)} but no weights of {'it' if len(lacking) == 1 else 'them'} "
+    return keys_fail(f"modules_to_save names {', '.join(lacking)} but no weights of {'it' if len(lacking) == 1 else 'them'} "
                       "were saved: peft cannot load the adapter", case)
 
 
@@ -393,7 +345,7 @@ def target_coverage(case: AdapterCase) -> list[Finding]:
     got = lay.derived(("targets", config_key(targets, exclude, fused)), lambda: _coverage(lay, targets, exclude, fused))
     found = []
     if got["outside"]:
-        found.append(_keys_fail(f"{len(got['outside'])} saved modules are not selected by target_modules (or are "
+        found.append(keys_fail(f"{len(got['outside'])} saved modules are not selected by target_modules (or are "
                                 f"excluded): peft builds no layer for them and drops their weights: "
                                 f"{named(got['outside'])}", case))
     if isinstance(targets, str):
@@ -443,54 +395,11 @@ def layers_transform(case: AdapterCase) -> Finding | None:
     outside = sorted(m for m in lay.pairs if (i := layer_index(m)) is not None and i not in wanted)
     if not outside:
         return None
-    return _keys_fail(f"{len(outside)} saved modules lie outside layers_to_transform {sorted(wanted)}: peft builds no "
+    return keys_fail(f"{len(outside)} saved modules lie outside layers_to_transform {sorted(wanted)}: peft builds no "
                       f"layer for them: {named(outside)}", case)
 
 
-def pickle_format(case: AdapterCase) -> list[Finding]:
-    if case.format != "pickle" or not case.weights:
-        return []
-    found = [warning("torch pickle adapter (adapter_model.bin): prefer safetensors (save_safetensors=true)",
-                     fixes.comment("pass --save_safetensors true to the trainer (the default in recent transformers)"),
-                     actor=Actor.JOB)]
-    odd = case.weights.get("non_tensors") or []
-    if odd:
-        found.append(_keys_fail(f"{len(odd)} pickle entries are not tensors: {named(odd)}", case))
-    return found
-
-
-# -------------------------------------------------------------------------------------- --deep
-def deep_readable(case: AdapterCase) -> Finding | None:
-    deep = case.facts.get("deep")
-    if not deep or not deep.get("error"):
-        return None
-    return failure(f"--deep: {deep['error']}", fixes.rescan(case.path, deep=True), actor=Actor.JOB,
-                   cause=causes.ADAPTER_CORRUPT)
-
-
-def nan_inf(case: AdapterCase) -> Finding | None:
-    deep = case.facts.get("deep") or {}
-    if not deep.get("nan_inf"):
-        return None
-    return failure(f"{len(deep['nan_inf'])} tensors hold NaN or Inf: {named(deep['nan_inf'])}",
-                   fixes.comment("the training diverged before this save: resume from an earlier checkpoint with a "
-                                 "lower learning rate (or bf16 instead of fp16)"), actor=Actor.JOB)
-
-
-def zero_lora_b(case: AdapterCase) -> Finding | None:
-    deep = case.facts.get("deep") or {}
-    zero, total, step = deep.get("zero_lora_b") or [], deep.get("lora_b") or 0, case.facts.get("trainer_step")
-    if not zero or not step:
-        return None
-    every = len(zero) == total
-    which = f"every lora_B ({total})" if every else f"{len(zero)} of {total} lora_B"
-    names = "" if every else f": {named(zero, 3)}"
-    return failure(f"{which} all zeros after {step} training steps (trainer_state.json): the saved weights are the "
-                   f"untrained initial ones{names}", _gather_fix(), actor=Actor.JOB)
-
-
-#: every rule on the weights, in the order their findings are shown (the config's rules come in between)
-READ_RULES = (directory_unreadable, unreadable, truncated, corrupt, weights_missing)
+#: every rule on the saved keys and tensors, in the order their findings are shown
 WEIGHT_RULES = (empty_adapter, zero_element, weight_dtypes, keys_without_prefix, keys_not_peft, keys_other_adapter,
                 unpaired, ranks, shapes_consistent, dora_keys, bias_keys, saved_modules_present, target_coverage,
-                layers_transform, pickle_format, deep_readable, nan_inf, zero_lora_b)
+                layers_transform)

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping
 
-from ..result import Actor, Findings, Status, counts, decide, failure
-from . import config_rules, rules
+from ..result import Actor, Findings, counts, decide, failure
+from . import config_rules, file_rules, rules
 from .case import AdapterCase, step_of
 
-RULES = (*rules.READ_RULES, *config_rules.RULES, *rules.WEIGHT_RULES)
+RULES = (*file_rules.READ_RULES, *config_rules.RULES, *rules.WEIGHT_RULES, *file_rules.DATA_RULES)
 
 
 def _ok_summary(case: AdapterCase) -> str:
@@ -66,7 +66,7 @@ def unreadable_dir(entry: Mapping[str, str]) -> dict[str, Any]:
     """The verdict on a directory the scan could not list (``{"path", "error"}`` from find_adapters)."""
     return judge_adapter({"path": entry["path"], "dir": entry["path"], "format": "unreadable",
                           "step": step_of(entry["path"]), "dir_error": entry["error"]},
-                         rule_set=(rules.directory_unreadable,))
+                         rule_set=(file_rules.directory_unreadable,))
 
 
 def scan_document(adapters: list[dict[str, Any]], *, paths: Iterable[str] = ()) -> dict[str, Any]:
@@ -85,4 +85,4 @@ def watch_summary(adapters: list[dict[str, Any]], pending: list[str]) -> dict[st
     return doc
 
 
-__all__ = ["RULES", "judge_adapter", "scan_document", "unreadable_dir", "watch_summary", "Status"]
+__all__ = ["RULES", "judge_adapter", "scan_document", "unreadable_dir", "watch_summary"]
