@@ -106,7 +106,8 @@ def _run_one(spec: CheckSpec, store: FactStore, check_deadline: float, run_bound
         try:
             kwargs[need] = store.get(need, deadline=check_deadline)
         except FactBusy as exc:  # another run on this node holds what the probe needs: say so, judge nothing
-            return Result.skipped(f"not judged: {exc}", {"fact": need, "busy": str(exc)})
+            return Result.warned(f"not judged: {exc}", {"fact": need, "busy": str(exc)},
+                                 "# wait for that dsv3-preflight run to finish, then run again", actor=Actor.JOB)
         except FactNotRecorded:
             return Result.skipped(f"not judged: the replayed facts do not hold {need!r} (recorded by a version or "
                                   "a selection that did not gather it); record them again with `run --facts-out`",
@@ -143,11 +144,14 @@ def run_cluster_checks(
     node_ranks: Mapping[str, int],
     cluster_name: str = "cluster",
     on_result: OnResult | None = None,
+    node_states: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> list[Result]:
     """Judge every cluster-scope check on the facts of all nodes.
 
     Each fact argument is ``{node: value}`` ordered by node rank, holding the nodes that gathered it.
-    A fact that no node could gather makes the check ERROR with the nodes' errors.
+    A fact that no node could gather makes the check ERROR with the nodes' errors. ``node_states`` is what
+    the runner saw of each node (``{"state": "alive" | "dead", ...}``, cluster mode's NodeWatch); a node
+    it does not name was alive for this run (one node judging itself).
     """
     ordered = sorted(node_facts, key=lambda n: (node_ranks.get(n, 1 << 30), n))
     results = []
@@ -162,6 +166,8 @@ def run_cluster_checks(
                 kwargs[need] = profile
             elif need == "node_ranks":
                 kwargs[need] = {n: node_ranks[n] for n in ordered if n in node_ranks}
+            elif need == "node_states":
+                kwargs[need] = {n: dict((node_states or {}).get(n) or {"state": "alive"}) for n in ordered if n in node_ranks}
             else:
                 have = {n: node_facts[n]["facts"][need] for n in ordered if need in node_facts[n].get("facts", {})}
                 if not have:

@@ -118,6 +118,8 @@ def run_preflight(options: RunOptions) -> dict[str, Any]:
 
     if options.facts_in and options.all_nodes:
         raise UsageError("--facts-in replays one node; it cannot be combined with --all-nodes")
+    if options.timeout is not None and not (isinstance(options.timeout, (int, float)) and 0 < options.timeout < float("inf")):
+        raise UsageError(f"timeout {options.timeout!r}: expected a finite number of seconds > 0")
     if options.probe not in (None, "gang", "pairs"):
         raise UsageError(f"--probe {options.probe!r}: expected gang or pairs")
     started = _dt.datetime.now(_dt.timezone.utc)

@@ -64,6 +64,9 @@ def render_console(doc: Mapping[str, Any], *, color: bool = False, width: int | 
             _cause(console, number, cause, multi_node=len(real_nodes) > 1)
     for note in doc.get("notes") or []:
         console.print(f"[dim]note:[/] {t(note)}", soft_wrap=True)
+    for n in nodes:  # another run on this node held a resource this run's probes needed: they waited, and say so
+        for fact, wait in sorted((n.get("fact_waits") or {}).items()):
+            console.print(f"[dim]note:[/] {t(n.get('node'))}: {t(fact)} {t(wait)}", soft_wrap=True)
     console.print("\n" + verdict_line(doc, color=True))
     return buffer.getvalue()
 

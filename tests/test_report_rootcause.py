@@ -115,3 +115,9 @@ def test_two_leftovers_under_one_cause_keep_both_kill_lines():
     [cause] = root_causes(doc["results"])
     assert cause.fixes == [("kill 4242   # after checking it is a leftover\nkill 4343   # after checking it is a leftover",
                             ["gpu-a"])]
+
+
+def test_a_wait_for_another_run_is_a_note_naming_it():
+    doc = _doc([Result.passed("ok").stamped(name="net.port_free", node="gpu-a", duration_s=0)])
+    doc["nodes"][0]["fact_waits"] = {"port_bind": "waited 2.0 s for port 39500: it was in use by dsv3-preflight run pid 4242"}
+    assert "note: gpu-a: port_bind waited 2.0 s for port 39500: it was in use by dsv3-preflight run pid 4242" in render_console(doc)

@@ -18,6 +18,7 @@ from typing import Any
 from dsv3_preflight.gpu.cuda_errors import decode, parse_torch_cuda_error
 from .health import health_fields
 from .replay import load_nvml
+from dsv3_preflight import signals
 from dsv3_preflight.registry import probe
 
 LIBCUDA_ENV = "DSV3_PREFLIGHT_LIBCUDA"
@@ -234,7 +235,7 @@ def driver_api_init(library: str | None = None, timeout: float = DRIVER_INIT_TIM
     library = library or os.environ.get(LIBCUDA_ENV) or "libcuda.so.1"
     argv = [sys.executable, "-c", _DRIVER_CHILD, library]
     try:
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+        proc = signals.run(argv, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
     except subprocess.TimeoutExpired as exc:
         partial = _last_json(exc.stdout.decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")) or {}
         return dict(partial, library=library, timed_out=True, timeout_s=timeout, ok=False, code=None,
@@ -288,7 +289,7 @@ def torch_runtime_init(timeout: float = TORCH_INIT_TIMEOUT, python: str | None =
     """What the CUDA runtime torch will use says: ``torch.cuda.device_count()`` and the error it raised."""
     argv = [python or sys.executable, "-c", _TORCH_CHILD]
     try:
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+        proc = signals.run(argv, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
     except subprocess.TimeoutExpired:
         return {"installed": None, "timed_out": True, "timeout_s": timeout, "ok": False, "code": None,
                 "error": f"importing torch and counting CUDA devices did not finish within {timeout:g} s"}

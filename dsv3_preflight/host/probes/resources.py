@@ -47,7 +47,7 @@ def _port_range(text: str | None) -> tuple[int, int] | None:
     return (lo, hi) if 0 < lo <= hi <= 65535 else None
 
 
-@probe("port_holders", needs=["profile", "env"], timeout=10)
+@probe("port_holders", needs=["profile", "env"], timeout=10, claims=["master_port"])
 def port_holders(profile, env) -> dict[str, Any]:
     """Sockets of this host bound to the rendezvous port or inside NCCL_PORT_RANGE, with their processes."""
     import psutil

@@ -115,7 +115,7 @@ def _try_bind(address: str, port: int) -> dict[str, Any]:
     return entry
 
 
-@probe("port_bind", needs=["profile", "nic_route"], timeout=10)
+@probe("port_bind", needs=["profile", "nic_route"], timeout=10, claims=["master_port"])
 def port_bind(profile, nic_route) -> dict[str, Any]:
     """On the head: whether MASTER_PORT can be bound (wildcard, as TCPStore does, and MASTER_ADDR itself)."""
     port = profile.master_port
