@@ -105,8 +105,8 @@ def worker(kind: str, tree: Path, sample: int) -> None:
     print(json.dumps({"adapters": len(files), "bad": bad, "import_s": t1 - t0, "loop_s": t2 - t1}))
 
 
-def _timed(argv: list[str], timeout: float) -> tuple[float, float, str]:
-    """Wall time and the child's own peak RSS (wait4 on that pid)."""
+def _timed(argv: list[str], timeout: float) -> tuple[float, float, float, str]:
+    """Wall time, CPU time (user + system) and the child's own peak RSS (wait4 on that pid)."""
     start = time.perf_counter()
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     out = proc.stdout.read()
@@ -115,7 +115,7 @@ def _timed(argv: list[str], timeout: float) -> tuple[float, float, str]:
     code = os.waitstatus_to_exitcode(status)
     if code not in (0, 1):
         raise SystemExit(f"{' '.join(argv[:5])} exited {code}")
-    return wall, usage.ru_maxrss / 1024, out.decode()
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, out.decode()
 
 
 def main() -> None:
@@ -146,19 +146,20 @@ def main() -> None:
                            ("lora scan (CLI, table)", cli + [str(root / "same"), "--no-color"]),
                            ("lora scan, distinct headers", cli + [str(root / "distinct"), "--json"])):
             runs = [_timed(argv, args.timeout) for _ in range(args.repeat)]
-            wall, rss, out = min(runs)
+            wall, cpu, rss, out = min(runs)
             n = len(json.loads(out)["adapters"]) if "--json" in argv else args.adapters
-            rows.append((name, n, wall, None, rss))
+            rows.append((name, n, wall, cpu, None, rss))
         for kind, name in (("safe_open", "safe_open header loop"), ("load_file", "safetensors load_file")):
             runs = [_timed(me + [kind, str(root / "same"), str(args.load_sample)], args.timeout) for _ in range(args.repeat)]
-            wall, rss, out = min(runs)
+            wall, cpu, rss, out = min(runs)
             r = json.loads(out.strip().splitlines()[-1])
-            rows.append((name, r["adapters"], wall, r["loop_s"], rss))
-        print(f"{'method':<30}{'adapters':>9}{'wall s':>9}{'ms/adapter':>12}{'peak RSS MiB':>14}")
-        for name, n, wall, loop, rss in rows:
+            rows.append((name, r["adapters"], wall, cpu, r["loop_s"], rss))
+        print(f"{'method':<30}{'adapters':>9}{'wall s':>9}{'cpu s':>8}{'ms/adapter':>12}{'peak RSS MiB':>14}")
+        for name, n, wall, cpu, loop, rss in rows:
             per = 1000 * (loop if loop is not None else wall) / max(1, n)
-            print(f"{name:<30}{n:>9}{wall:>9.2f}{per:>12.2f}{rss:>14.1f}")
-        print(f"fastest of {args.repeat} runs each; wall: the child process from start to exit (interpreter start and imports included); ms/adapter: for the "
+            print(f"{name:<30}{n:>9}{wall:>9.2f}{cpu:>8.2f}{per:>12.2f}{rss:>14.1f}")
+        print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs; fastest of {args.repeat} runs each; "
+              "cpu: the child's user + system time; wall: the child process from start to exit (interpreter start and imports included); ms/adapter: for the "
               "lora scan rows wall/adapters, for the safetensors rows the loop alone (imports excluded); "
               f"load_file reads every byte, so it runs on {args.load_sample} adapters")
     finally:
