@@ -35,9 +35,13 @@ class Clock:
         return self.now
 
 
-def _write_slowly(src: Path, ck: Path, stall: float, started: threading.Event | None = None) -> None:
-    """A slow save: half the weights, a stall, the rest; then the config; then trainer_state.json."""
+def _write_slowly(src: Path, ck: Path, stall: float, started: threading.Event | None = None,
+                  config_first: bool = False) -> None:
+    """A slow save: half the weights, a stall, the rest; then the config (or before the weights, as a save into
+    a directory that already holds it); then trainer_state.json."""
     ck.mkdir(parents=True)
+    if config_first:
+        shutil.copy(src / "adapter_config.json", ck / "adapter_config.json")
     data = (src / "adapter_model.safetensors").read_bytes()
     with open(ck / "adapter_model.safetensors", "wb") as fh:
         fh.write(data[: len(data) // 2])
@@ -220,7 +224,7 @@ def test_cli_watch_fail_fast_survives_a_healthy_save_that_stalls(tmp_path, good_
     proc = _watch(tmp_path, "--interval", "1", "--settle", "2", "--fail-fast", "--max-seconds", "12")
     try:
         assert _first_line(proc).startswith("watching ")
-        _write_slowly(good, tmp_path / "checkpoint-50", 3.5)
+        _write_slowly(good, tmp_path / "checkpoint-50", 3.5, config_first=True)  # the code before: exit 1, 'truncated'
         out, err = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
