@@ -63,7 +63,8 @@ def unique_names(nodes: Iterable[NodeInfo], reported: dict[str, str] | None = No
 
     The base name is what the node reported (``$DSV3_PREFLIGHT_NODE_NAME`` there, else its host name;
     ``reported`` maps node id to it), else Ray's host name. Nodes sharing a base name (several Ray
-    nodes on one host) get ``-<first 6 hex digits of the Ray node id>`` appended.
+    nodes on one host) get ``-<first 6 hex digits of the Ray node id>`` appended, and so does a node
+    named after a host name that other Ray nodes share (it never reported its own name).
     """
     nodes = list(nodes)
     reported = reported or {}
@@ -71,8 +72,17 @@ def unique_names(nodes: Iterable[NodeInfo], reported: dict[str, str] | None = No
     counts: dict[str, int] = {}
     for value in base.values():
         counts[value] = counts.get(value, 0) + 1
-    return [replace(n, name=base[n.node_id] if counts[base[n.node_id]] == 1 else f"{base[n.node_id]}-{n.short_id}")
-            for n in nodes]
+    # a node that never said its name is called after its host: when Ray nodes share that host name (one
+    # machine, or containers sharing a name) it keeps the node id even if the others reported other names
+    hosts: dict[str, int] = {}
+    for n in nodes:
+        hosts[n.hostname] = hosts.get(n.hostname, 0) + 1
+
+    def shared(n: NodeInfo) -> bool:
+        name = base[n.node_id]
+        return counts[name] > 1 or (not reported.get(n.node_id) and name == n.hostname and hosts[n.hostname] > 1)
+
+    return [replace(n, name=f"{base[n.node_id]}-{n.short_id}" if shared(n) else base[n.node_id]) for n in nodes]
 
 
 def _ip_key(ip: str) -> tuple[int, int, str]:
