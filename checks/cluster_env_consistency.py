@@ -1,9 +1,15 @@
-"""cluster.env_consistency: the launch variables that must agree across nodes do agree."""
+"""cluster.env_consistency: the launch variables that must agree across nodes do agree.
+
+Each node's ``env`` fact is the environment its Ray workers inherited from `ray start`: what the training
+will see there. NODE_RANK and the other per-node ranks are judged by cluster.node_rank.
+"""
 from __future__ import annotations
 
 import shlex
+from typing import Mapping
 
 from dsv3_preflight import Result, check
+from dsv3_preflight.result import Actor, Finding, Findings, failure, warning
 
 #: Must be identical on every node (set on all or on none).
 EXACT = ("CUDA_DEVICE_ORDER", "MASTER_ADDR", "MASTER_PORT", "OMP_NUM_THREADS", "NNODES", "NPROC_PER_NODE",
@@ -12,13 +18,31 @@ PREFIXES = ("NCCL_", "TORCH_NCCL_", "GLOO_", "TORCH_DISTRIBUTED_")
 #: Legitimately per node: interface names and HCAs may differ between hosts; only warn when they do.
 PER_NODE_OK = ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "NCCL_IB_HCA", "NCCL_DEBUG_FILE", "NCCL_TOPO_FILE",
                "NCCL_TOPO_DUMP_FILE")
-#: Per-node by definition.
+#: Per-node by definition (NODE_RANK: cluster.node_rank).
 IGNORED = ("NODE_RANK", "RANK", "LOCAL_RANK", "GROUP_RANK", "ROLE_RANK")
 UNSET = "<unset>"
 
 
 def relevant(name: str) -> bool:
     return (name in EXACT or name.startswith(PREFIXES)) and name not in IGNORED
+
+
+def rule_must_agree(name: str, values: Mapping[str, str], ref: str) -> Finding:
+    """A variable that differs between nodes: the export (or unset) that makes each odd node match node 0."""
+    want = values[ref]
+    off = [n for n, v in values.items() if v != want]
+    shown = ", ".join(f"{n}={v}" for n, v in values.items())
+    cmd = f"unset {name}" if want == UNSET else f"export {name}={shlex.quote(want)}"
+    return failure(f"{name} differs between nodes: {shown}",
+                   f"{cmd}   # on {', '.join(off)} (as on node 0 {ref}), before `ray start` there",
+                   actor=Actor.JOB, cause="cluster.env_drift")
+
+
+def rule_per_node(name: str, values: Mapping[str, str]) -> Finding:
+    return warning(f"{name} differs between nodes ({', '.join(f'{n}={v}' for n, v in values.items())}): fine only if "
+                   "the interface names really differ per host",
+                   "ip -br addr   # on each node: the named interface must carry the training network",
+                   actor=Actor.JOB)
 
 
 @check("cluster.env_consistency", scope="cluster", needs=["env", "node_ranks", "profile"], tags=["env", "cluster"], timeout=10)
@@ -36,22 +60,9 @@ def env_consistency(env, node_ranks, profile):
         if len(set(values.values())) > 1:
             (soft if name in PER_NODE_OK and UNSET not in values.values() else differing)[name] = values
     evidence = {"nodes": nodes, "compared": names, "differing": differing, "per_node": soft}
-    if differing:
-        first = next(iter(differing))
-        ref = nodes[0]
-        shown = ", ".join(f"{n}={v}" for n, v in differing[first].items())
-        fix_lines = []
-        for name, values in differing.items():
-            want = values[ref]
-            off = [n for n, v in values.items() if v != want]
-            cmd = f"unset {name}" if want == UNSET else f"export {name}={shlex.quote(want)}"
-            fix_lines.append(f"{cmd}   # on {', '.join(off)} (as on node 0 {ref}), before `ray start`")
-        more = f" (+{len(differing) - 1} more)" if len(differing) > 1 else ""
-        return Result.failed(f"{first} differs between nodes: {shown}{more}", evidence, "\n".join(fix_lines))
-    if soft:
-        first = next(iter(soft))
-        return Result.warned(
-            f"{first} differs between nodes ({', '.join(f'{n}={v}' for n, v in soft[first].items())}): fine only if the "
-            "interface names really differ per host", evidence,
-            "ip -br addr   # on each node: the named interface must carry the training network")
-    return Result.passed(f"{len(names)} launch variables identical on {len(nodes)} nodes", evidence)
+    found = Findings()
+    for name, values in differing.items():
+        found.check(rule_must_agree, name, values, nodes[0])
+    for name, values in soft.items():
+        found.check(rule_per_node, name, values)
+    return found.result(f"{len(names)} launch variables identical on {len(nodes)} nodes", evidence)

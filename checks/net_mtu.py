@@ -1,31 +1,80 @@
-"""net.mtu: the interfaces toward MASTER_ADDR have the same MTU on every node."""
+"""net.mtu: the interfaces the job uses between the nodes have the same MTU on every node.
+
+Judged on the interface each node uses toward the others: the route to MASTER_ADDR as the node resolves
+it, and on a head whose own resolution is loopback the interface holding the address the workers resolve
+(never the head's ``lo`` against the workers' NICs).
+"""
 from __future__ import annotations
 
 from collections import Counter
+from typing import Any, Mapping
 
 from dsv3_preflight import Result, check
+from dsv3_preflight.cluster.master import job_interface, resolutions, training_address
+from dsv3_preflight.result import Actor, Finding, Findings, failure, warning
+
+
+def used_interfaces(nic_route: Mapping[str, Mapping[str, Any]], master_addr: str,
+                    nnodes: int = 2) -> dict[str, dict[str, Any]]:
+    """{node: {"interface", "mtu", "how"}} for the interface each node uses toward the others (a single-node
+    job uses its route to MASTER_ADDR as it is, loopback included)."""
+    if nnodes <= 1:
+        return {node: {"interface": (f or {}).get("ifname"), "mtu": (f or {}).get("mtu"), "how": "route to MASTER_ADDR"}
+                for node, f in nic_route.items()}
+    want = training_address(resolutions(nic_route), master_addr)
+    return {node: job_interface(fact or {}, want) for node, fact in nic_route.items()}
+
+
+def reference_mtu(known: Mapping[str, Mapping[str, Any]]) -> tuple[int, list[str]]:
+    """The MTU most nodes use (ties: node 0's side), and the nodes using it."""
+    counts = Counter(v["mtu"] for v in known.values())
+    top = max(counts.values())
+    want = next(v["mtu"] for v in known.values() if counts[v["mtu"]] == top)  # rank order: node 0 first
+    return want, [n for n, v in known.items() if v["mtu"] == want]
+
+
+def rule_mtu_differs(known: Mapping[str, Mapping[str, Any]]) -> Finding | None:
+    if len({v["mtu"] for v in known.values()}) <= 1:
+        return None
+    want, same = reference_mtu(known)
+    listing = ", ".join(f"{n} {v['interface']}={v['mtu']}" for n, v in known.items())
+    fix = "\n".join(f"ip link set dev {v['interface']} mtu {want}   # on {n}: as on {', '.join(same)} "
+                    "(the switch ports must carry it too)" for n, v in known.items() if v["mtu"] != want)
+    return failure(f"MTU differs between the nodes' interfaces toward each other: {listing}", fix,
+                   actor=Actor.NETWORK, cause="net.mtu_mismatch")
+
+
+def rule_unknown(per_node: Mapping[str, Mapping[str, Any]], nnodes: int) -> Finding | None:
+    unknown = {n: v for n, v in per_node.items() if v["mtu"] is None}
+    if not unknown or nnodes <= 1:
+        return None
+    return warning("MTU not judged on " + "; ".join(f"{n} ({v['how']})" for n, v in unknown.items()),
+                   "dsv3-preflight run --all-nodes --only 'net.*'   # net.nic_route says why, on those nodes",
+                   actor=Actor.NODE, cause="net.master_loopback" if any("loopback" in v["how"] for v in unknown.values()) else None)
+
+
+def rule_nodes_missing(known: Mapping[str, Any], nnodes: int) -> Finding | None:
+    missing = nnodes - len(known)
+    if missing <= 0 or nnodes <= 1:
+        return None
+    return warning(f"MTU known on {len(known)} node(s); {missing} of {nnodes} did not report it",
+                   "dsv3-preflight run --all-nodes   # gather every node", actor=Actor.NODE)
 
 
 @check("net.mtu", scope="cluster", needs=["nic_route", "profile"], tags=["network"], timeout=10)
 def mtu(nic_route, profile):
-    """The chosen interface has the same MTU on all nodes (a mismatch stalls large collectives while small ones pass)."""
-    per_node = {node: {"interface": f.get("ifname"), "mtu": f.get("mtu")} for node, f in nic_route.items()}
+    """The interfaces toward the other nodes have the same MTU on all nodes (a mismatch stalls large collectives while small ones pass)."""
+    per_node = used_interfaces(nic_route, profile.master_addr, profile.nnodes)
     known = {node: v for node, v in per_node.items() if v["mtu"] is not None}
     evidence = {"nodes": per_node, "expected_nodes": profile.nnodes}
     if not known:
-        return Result.failed("no node reported the MTU of its interface toward MASTER_ADDR (see net.nic_route)", evidence,
-                             "ip route get $MASTER_ADDR   # on each node")
-    values = Counter(v["mtu"] for v in known.values())
-    if len(values) > 1:
-        reference_node = next(iter(known))  # rank order: the head first
-        want = known[reference_node]["mtu"]
-        listing = ", ".join(f"{n} {v['interface']}={v['mtu']}" for n, v in known.items())
-        fixes = [f"on {n}: ip link set dev {v['interface']} mtu {want}" for n, v in known.items() if v["mtu"] != want]
-        return Result.failed(f"MTU differs between nodes: {listing}", evidence,
-                             "\n".join(fixes) + f"   # match {reference_node} (also the switch ports must allow it)")
-    (value,) = values
-    missing = profile.nnodes - len(known)
-    if missing > 0 and profile.nnodes > 1:
-        return Result.warned(f"MTU {value} on the {len(known)} node(s) that reported; {missing} of {profile.nnodes} did not",
-                             evidence, "dsv3-preflight run --all-nodes   # gather every node")
-    return Result.passed(f"MTU {value} on " + ", ".join(f"{n} ({v['interface']})" for n, v in known.items()), evidence)
+        return Result.failed("no node reported the MTU of its interface toward the other nodes (see net.nic_route)", evidence,
+                             "ip route get \"$MASTER_ADDR\"   # on each node: which interface, and is it up",
+                             actor=Actor.NODE)
+    found = Findings()
+    found.check(rule_mtu_differs, known)
+    found.check(rule_unknown, per_node, profile.nnodes)
+    if not found.failures:
+        found.check(rule_nodes_missing, known, profile.nnodes)
+    value = Counter(v["mtu"] for v in known.values()).most_common(1)[0][0]
+    return found.result(f"MTU {value} on " + ", ".join(f"{n} ({v['interface']})" for n, v in known.items()), evidence)
