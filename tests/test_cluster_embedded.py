@@ -1,9 +1,13 @@
-"""`run --all-nodes` on a machine with no Ray running: an embedded local Ray, said so, green; and an
-unreachable --ray-address: an ERROR row, quickly, not a hang."""
+"""`run --all-nodes` on a machine with no Ray running: an embedded local Ray on 127.0.0.1, said so, green; and
+an unreachable --ray-address: an ERROR row, quickly, not a hang.
+
+Every test has its own Ray temp dir and HOME (Ray keeps ~/.ray/auth_token there: a token left in the real HOME
+turns on token authentication for every later `ray start` on the machine), both removed afterwards."""
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -19,9 +23,31 @@ pytestmark = [pytest.mark.ray, pytest.mark.slow]
 def _env(ray_tmp: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("RAY_", "MASTER_", "NCCL_", "DSV3_PREFLIGHT")) and k not in ("NNODES", "NODE_RANK", "WORLD_SIZE")}
-    # a private Ray temp dir: `auto` cannot find anybody else's cluster on this shared machine
-    env.update({"RAY_TMPDIR": ray_tmp, "RAY_DISABLE_USAGE_STATS": "1"})
+    # a private Ray temp dir: `auto` cannot find anybody else's cluster on this shared machine; a private HOME:
+    # no ~/.ray/auth_token of another run turns token authentication on
+    home = os.path.join(ray_tmp, "home")
+    os.makedirs(home, exist_ok=True)
+    # Ray on 127.0.0.1, not on this host's interface address: Ray turns a 127.0.0.1 node address into the host's
+    # own unless it runs as a one-machine Ray (the setting it uses on macOS and Windows)
+    env.update({"RAY_TMPDIR": ray_tmp, "RAY_DISABLE_USAGE_STATS": "1", "HOME": home,
+                "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"})
     return env
+
+
+@pytest.fixture
+def ray_tmp():
+    """A Ray temp dir (and HOME) for one test, removed with everything in it."""
+    path = tempfile.mkdtemp(prefix="d3ray-emb-", dir="/tmp")
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def _gcs_servers(port: str) -> list[str]:
+    """The PIDs of GCS servers on ``port`` (the embedded Ray's), by their command line."""
+    found = subprocess.run(["pgrep", "-af", "gcs_server"], capture_output=True, text=True, timeout=10).stdout.splitlines()
+    return [line.split()[0] for line in found if f"--gcs_server_port={port}" in line]
 
 
 def _other_ray_running(grace: float = 30.0) -> bool:
@@ -37,10 +63,9 @@ def _other_ray_running(grace: float = 30.0) -> bool:
 
 
 @pytest.mark.parametrize("address", ["auto", "local"])
-def test_no_ray_running_starts_an_embedded_local_ray_says_so_and_is_green(tmp_path: Path, address: str):
+def test_no_ray_running_starts_an_embedded_local_ray_on_loopback_says_so_and_is_green(tmp_path: Path, address: str, ray_tmp):
     if address == "auto" and _other_ray_running():
         pytest.skip("another Ray cluster runs on this shared machine; `auto` would rightly connect to it")
-    ray_tmp = tempfile.mkdtemp(prefix="d3e", dir="/tmp")
     out = tmp_path / "embedded.json"
     proc = subprocess.run([sys.executable, "-m", "dsv3_preflight", "run", "--all-nodes", "--profile", "cpu",
                            "--ray-address", address,
@@ -50,17 +75,19 @@ def test_no_ray_running_starts_an_embedded_local_ray_says_so_and_is_green(tmp_pa
     assert "started an embedded local Ray for this machine only" in proc.stderr
     doc = json.loads(out.read_text())
     assert doc["cluster"]["embedded"] is True and doc["verdict"] == "GO"
+    gcs = doc["cluster"]["ray"]["gcs_address"]
+    assert gcs.startswith("127.0.0.1:")  # for this machine only: never on the host's own interface address
     assert [n["node_rank"] for n in doc["nodes"]] == [0] and doc["nodes"][0]["state"] == "ok"
     count = next(r for r in doc["results"] if r["name"] == "cluster.node_count")
     assert count["status"] == "pass"
-    # the embedded Ray stopped with the command: nothing of it is left running under our temp dir
-    time.sleep(1)
-    left = subprocess.run(["pgrep", "-f", ray_tmp], capture_output=True, text=True, timeout=10).stdout.split()
-    assert not left, f"embedded Ray processes still running: {left}"
+    # the embedded Ray stopped with the command: no GCS of it is left running
+    deadline = time.monotonic() + 20
+    while _gcs_servers(gcs.rsplit(":", 1)[1]) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _gcs_servers(gcs.rsplit(":", 1)[1]) == [], "the embedded Ray is still running"
 
 
-def test_unreachable_ray_address_is_an_error_row_within_seconds(tmp_path: Path):
-    ray_tmp = tempfile.mkdtemp(prefix="d3e", dir="/tmp")
+def test_unreachable_ray_address_is_an_error_row_within_seconds(tmp_path: Path, ray_tmp):
     out = tmp_path / "unreachable.json"
     started = time.monotonic()
     proc = subprocess.run([sys.executable, "-m", "dsv3_preflight", "run", "--all-nodes", "--ray-address", "127.0.0.1:1",
@@ -73,12 +100,11 @@ def test_unreachable_ray_address_is_an_error_row_within_seconds(tmp_path: Path):
     assert row["status"] == "error" and "cannot reach the Ray cluster at 127.0.0.1:1" in row["summary"]
 
 
-def test_a_dead_clusters_leftover_address_file_does_not_block_auto(tmp_path: Path):
+def test_a_dead_clusters_leftover_address_file_does_not_block_auto(tmp_path: Path, ray_tmp):
     """A Ray head killed without `ray stop` leaves ray_current_cluster behind; `auto` must not wait on
     that dead address (it did, for the whole connect timeout, then gave up without the embedded Ray)."""
     if _other_ray_running():
         pytest.skip("another Ray cluster runs on this shared machine; `auto` would rightly connect to it")
-    ray_tmp = tempfile.mkdtemp(prefix="d3e", dir="/tmp")
     os.makedirs(os.path.join(ray_tmp, "ray"))
     import socket
 
@@ -97,15 +123,17 @@ def test_a_dead_clusters_leftover_address_file_does_not_block_auto(tmp_path: Pat
     assert time.monotonic() - started < 60
 
 
-def test_a_cluster_with_token_auth_says_to_export_ray_auth_mode(tmp_path: Path):
+def test_a_cluster_with_token_auth_says_to_export_ray_auth_mode(tmp_path: Path, ray_tmp):
     """Ray sends no token to an explicit address unless RAY_AUTH_MODE=token: the row says so, at once,
     instead of 'Failed to connect' after twenty seconds of gcs_client retries."""
-    ray_tmp = tempfile.mkdtemp(prefix="d3e", dir="/tmp")
+    head_home = os.path.join(ray_tmp, "head-home")  # the token Ray generates goes here, not to the real HOME
+    os.makedirs(head_home)
     head = subprocess.Popen(
         [sys.executable, "-c", "import ray, sys, time; ctx = ray.init(include_dashboard=False, num_cpus=1, "
-         "object_store_memory=80 * 2**20); print(ctx.address_info['gcs_address'], flush=True); time.sleep(600)"],
-        env={**_env(ray_tmp), "RAY_AUTH_MODE": "token"}, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-        start_new_session=True)
+         "object_store_memory=80 * 2**20, _node_ip_address='127.0.0.1'); print(ctx.address_info['gcs_address'], "
+         "flush=True); time.sleep(600)"],
+        env={**_env(ray_tmp), "RAY_AUTH_MODE": "token", "HOME": head_home}, stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL, text=True, start_new_session=True)
     try:
         address = head.stdout.readline().strip()
         assert address, "the token-auth Ray did not start"
@@ -125,13 +153,12 @@ def test_a_cluster_with_token_auth_says_to_export_ray_auth_mode(tmp_path: Path):
         stop_process_group(head)
 
 
-def test_launch_all_nodes_against_a_silent_address_is_one_bounded_connect_error(tmp_path: Path):
+def test_launch_all_nodes_against_a_silent_address_is_one_bounded_connect_error(tmp_path: Path, ray_tmp):
     """`launch --all-nodes` connects once, within --timeout's share: it used to wait a fixed 60 s, then
     let the preflight connect again (a second wait, or an internal error from the first ray.init still
     running in the background)."""
     import socket
 
-    ray_tmp = tempfile.mkdtemp(prefix="d3e", dir="/tmp")
     out = tmp_path / "silent.json"
     with socket.socket() as silent:  # accepts the TCP connection, never speaks gRPC
         silent.bind(("127.0.0.1", 0))

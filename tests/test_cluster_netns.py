@@ -1,155 +1,184 @@
-"""`run --all-nodes` over real Ray nodes in three network namespaces (tests/netns_lab.py): the head's
-`ray start --head` in node 0, `ray start --address` in nodes 1 and 2, the CLI driven from node 0.
-
-The cluster checks cross a real network: node ranks by address, port reach from each worker to the
-head's temporary listener, MTU; then a DROP rule on the master port makes port reach fail as filtered.
+"""`run --all-nodes` over real Ray nodes in three network namespaces (tests/cluster_lab.py's RayLab): the
+quick start's path (docs/cluster.md: the job's environment exported before `ray start`, then
+`dsv3-preflight run --all-nodes --config preflight.toml` on the head), and the field's misconfigurations
+(issue 19): two nodes exporting the same NODE_RANK, a head resolving its own name to loopback, an MTU that
+differs, a DROP rule on the master port, a bad launch variable on one node.
 """
 from __future__ import annotations
 
-import json
-import os
-import signal
+import shutil
 import subprocess
-import sys
-import tempfile
-import time
 from pathlib import Path
 
 import pytest
 
 pytest.importorskip("ray")
-from netns_lab import NetnsLab, unavailable_reason  # noqa: E402
+from cluster_lab import GCS_PORT, MASTER_PORT, ONLY, RayLab, nodes_by_name, results_by, shared_lab  # noqa: E402
+from paste_lint import paste_problems  # noqa: E402
 
 pytestmark = [pytest.mark.slow, pytest.mark.netns, pytest.mark.ray]
-RAY_PORT = 6379
-MASTER_PORT = 39500      # inside the lab's own namespaces: no other run shares it
-MB80 = str(80 * 1024 * 1024)
-
-
-def _ray_cli(*args: str) -> list[str]:
-    return [sys.executable, "-c", "from ray.scripts.scripts import main; main()", *args]
-
-
-def _node_env(lab, n: int, tmp: str) -> dict[str, str]:
-    return {"DSV3_PREFLIGHT_NODE_NAME": f"lab-node{n}", "MASTER_ADDR": lab.addr(0), "MASTER_PORT": str(MASTER_PORT),
-            "NCCL_SOCKET_IFNAME": lab.PRIMARY_IF if hasattr(lab, "PRIMARY_IF") else "eth0",
-            "GLOO_SOCKET_IFNAME": "eth0", "OMP_NUM_THREADS": "2", "RAY_TMPDIR": tmp, "RAY_DISABLE_USAGE_STATS": "1", "RAY_AUTH_MODE": "disabled",
-            "DSV3_PREFLIGHT_REACH_TIMEOUT": "3"}
-
-
-def _stop(procs: list[subprocess.Popen], lab) -> None:
-    for p in procs:  # each `ray start --block` leads its own session: stop the whole group, by its id
-        try:
-            os.killpg(p.pid, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
-    for p in procs:
-        try:
-            p.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            pass
-        try:
-            os.killpg(p.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-    for n in range(3):  # anything we started that is still in our namespaces
-        pids = subprocess.run(["ip", "netns", "pids", lab.ns(n)], capture_output=True, text=True, timeout=10).stdout.split()
-        for pid in pids:
-            try:
-                os.kill(int(pid), signal.SIGKILL)
-            except (ProcessLookupError, ValueError):
-                pass
+ALL = ["lab-node0", "lab-node1", "lab-node2"]
+QUICK_START_TOML = f"""\
+# docs/cluster.md's profile for this machine: the cpu profile (no GPU here), the lab's three nodes
+profile = "cpu"
+nnodes = 3
+master_addr = "lab-node0"
+master_port = {MASTER_PORT}
+collective_timeout = 60
+run_timeout = 150
+"""
 
 
 @pytest.fixture(scope="module")
-def ray_lab():
-    why = unavailable_reason()
-    if why:
-        pytest.skip(why)
-    tmp = tempfile.mkdtemp(prefix="d3n", dir="/tmp")
-    with NetnsLab() as lab:
-        procs = []
-        try:
-            head = lab.popen(0, _ray_cli("start", "--head", "--node-ip-address", lab.addr(0), "--port", str(RAY_PORT),
-                                         "--num-cpus", "1", "--object-store-memory", MB80, "--include-dashboard=false",
-                                         "--disable-usage-stats", "--block"),
-                             env=_node_env(lab, 0, os.path.join(tmp, "n0")), stderr=subprocess.STDOUT)
-            procs.append(head)
-            _wait_port(lab, 0, RAY_PORT)
-            lab.tmp = tmp
-            for n in (1, 2):  # one after the other: two raylets registering at once overload a 2-core box
-                procs.append(lab.popen(n, _ray_cli("start", "--address", f"{lab.addr(0)}:{RAY_PORT}", "--node-ip-address",
-                                                   lab.addr(n), "--num-cpus", "1", "--object-store-memory", MB80,
-                                                   "--disable-usage-stats", "--block"),
-                                       env=_node_env(lab, n, os.path.join(tmp, f"n{n}")), stderr=subprocess.STDOUT))
-                _wait_nodes(lab, n + 1, procs)
-            yield lab
-        finally:
-            _stop(procs, lab)
+def lab(request) -> RayLab:
+    return shared_lab(request.config)
 
 
-def _wait_port(lab, n: int, port: int, timeout: float = 120.0) -> None:
-    end = time.monotonic() + timeout
-    code = f"import socket; socket.create_connection(('{lab.addr(n)}', {port}), timeout=1)"
-    while time.monotonic() < end:
-        if lab.exec(n, [sys.executable, "-c", code], timeout=10).returncode == 0:
-            return
-        time.sleep(1)
-    raise AssertionError(f"ray head did not listen on {port}")
+@pytest.fixture(scope="module")
+def quick_start(lab, tmp_path_factory):
+    """`dsv3-preflight run --all-nodes --config preflight.toml --probe` on the head, as the quick start says."""
+    where = tmp_path_factory.mktemp("quick")
+    (where / "preflight.toml").write_text(QUICK_START_TOML)
+    return lab.run(where / "green.json", "--only", ONLY, "--probe", config=Path("preflight.toml"), timeout=300)
 
 
-def _wait_nodes(lab, count: int, procs, timeout: float = 120.0) -> None:
-    code = ("import ray, sys; ray.init(address=sys.argv[1], include_dashboard=False, logging_level='error'); "
-            "print(sum(1 for n in ray.nodes() if n['Alive'])); ray.shutdown()")
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        out = lab.exec(0, [sys.executable, "-c", code, f"{lab.addr(0)}:{RAY_PORT}"], timeout=60,
-                       env={"RAY_TMPDIR": os.path.join(lab.tmp, "drv"), "RAY_AUTH_MODE": "disabled"})
-        if out.stdout.strip().splitlines()[-1:] == [str(count)]:
-            return
-        if any(p.poll() is not None for p in procs):
-            break
-        time.sleep(2)
-    outs = [p.stdout.read()[-1500:] if p.poll() is not None and p.stdout else "(running)" for p in procs]
-    raise AssertionError(f"{count} Ray nodes never came up in the lab: {out.stdout[-300:]} {out.stderr[-600:]} {outs}")
+def test_quick_start_finds_the_cluster_from_the_head_and_is_green(quick_start):
+    proc, doc = quick_start
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert doc["verdict"] == "GO" and doc["cluster"]["embedded"] is False
+    assert doc["cluster"]["ray"]["gcs_address"] == f"10.77.0.10:{GCS_PORT}"  # `auto`, as on a real head
 
 
-def _run(lab, tmp_path: Path, name: str) -> tuple[subprocess.CompletedProcess, dict]:
-    out = tmp_path / f"{name}.json"
-    argv = [sys.executable, "-m", "dsv3_preflight", "run", "--all-nodes", "--ray-address", f"{lab.addr(0)}:{RAY_PORT}",
-            "--profile", "cpu", "--nnodes", "3", "--only", "env.*,net.*,cluster.*", "--json", str(out), "--no-report",
-            "--no-color", "--timeout", "120"]
-    proc = lab.exec(0, argv, timeout=200, env={**_node_env(lab, 0, os.path.join(lab.tmp, "drv")), "PYTHONPATH": str(Path(__file__).parent.parent)})
-    return proc, (json.loads(out.read_text()) if out.exists() else {})
+def test_nodes_get_ranks_by_address_and_node_0_holds_master_addr(quick_start):
+    _, doc = quick_start
+    assert doc["cluster"]["node_ranks"] == {"lab-node0": 0, "lab-node1": 1, "lab-node2": 2}
+    assert results_by(doc, "cluster.master_node")["cluster"]["summary"] == \
+        "node 0 (lab-node0) holds MASTER_ADDR lab-node0 (10.77.0.10 on every node)"
+    assert results_by(doc, "cluster.node_rank")["cluster"]["status"] == "pass"  # NODE_RANK 0, 1, 2 as exported
+    assert results_by(doc, "net.mtu")["cluster"]["summary"] == "MTU 1500 on lab-node0 (eth0), lab-node1 (eth0), lab-node2 (eth0)"
+    assert {n: s["state"] for n, s in doc["cluster"]["node_states"].items()} == dict.fromkeys(ALL, "alive")
 
 
-def _by(doc: dict, check: str) -> dict[str, dict]:
-    return {r["node"]: r for r in doc.get("results", []) if r["name"] == check}
-
-
-def test_namespaced_ray_nodes_get_ranks_by_address_and_reach_the_heads_listener(ray_lab, tmp_path):
-    proc, doc = _run(ray_lab, tmp_path, "green")
-    assert doc, proc.stdout + proc.stderr
-    ranks = doc["cluster"]["node_ranks"]
-    assert ranks == {"lab-node0": 0, "lab-node1": 1, "lab-node2": 2}, proc.stderr
-    reach = _by(doc, "net.port_reach")
+def test_workers_reach_the_heads_listener_and_the_gang_all_reduces(quick_start, lab):
+    _, doc = quick_start
+    reach = results_by(doc, "net.port_reach")
     for worker in ("lab-node1", "lab-node2"):
-        assert reach[worker]["status"] == "pass", (reach[worker], proc.stderr)
-        assert "reached the dsv3-preflight listener" in reach[worker]["summary"]
-    assert reach["lab-node0"]["status"] == "skip"
+        assert reach[worker]["status"] == "pass" and "reached the dsv3-preflight listener" in reach[worker]["summary"]
     listener = doc["cluster"]["listener"]
-    assert listener["ok"] is True and {s["peer"] for s in listener["served"]} >= {ray_lab.addr(1), ray_lab.addr(2)}
-    assert _by(doc, "net.mtu")["cluster"]["status"] == "pass"
-    assert _by(doc, "cluster.master_node")["cluster"]["status"] == "pass"
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert listener["ok"] is True and {s["peer"] for s in listener["served"]} >= {lab.addr(1), lab.addr(2)}
+    assert results_by(doc, "dist.allreduce_cluster")["cluster"]["status"] == "pass"
 
 
-def test_drop_rule_on_the_master_port_fails_port_reach_as_filtered_on_every_worker(ray_lab, tmp_path):
-    ray_lab.add_rule(0, ["-A", "INPUT", "-p", "tcp", "--dport", str(MASTER_PORT), "!", "-i", "lo", "-j", "DROP"])
-    proc, doc = _run(ray_lab, tmp_path, "drop")
+@pytest.fixture(scope="module")
+def misconfigured(lab, tmp_path_factory):
+    """lab-node2 exports NODE_RANK=1 (as lab-node1 does) and OMP_NUM_THREADS=zero; its eth0 has MTU 9000; the
+    head drops TCP to the master port. One run; the lab is put back before the tests look at it."""
+    where = tmp_path_factory.mktemp("misconfigured")
+    rule = ["INPUT", "-p", "tcp", "--dport", str(MASTER_PORT), "!", "-i", "lo", "-j", "DROP"]
+    lab.restart_node("lab-node2", NODE_RANK="1", OMP_NUM_THREADS="zero")
+    try:
+        lab.wait_alive(ALL)
+        lab.net.set_mtu(2, "eth0", 9000)
+        lab.net.add_rule(0, ["-A", *rule])
+        try:
+            outcome = lab.run(where / "misconfigured.json", "--only", ONLY)
+        finally:
+            lab.net.exec(0, [shutil.which("iptables") or "iptables", "-D", *rule])
+            lab.net.set_mtu(2, "eth0", 1500)
+    finally:
+        lab.restart_node("lab-node2", NODE_RANK="2", OMP_NUM_THREADS="2")
+        lab.wait_alive(ALL)
+    return outcome
+
+
+def test_two_nodes_exporting_the_same_node_rank_fail_naming_them_with_the_export_to_paste(misconfigured):
+    proc, doc = misconfigured
     assert proc.returncode == 1
-    reach = _by(doc, "net.port_reach")
+    rank = results_by(doc, "cluster.node_rank")["cluster"]
+    assert rank["status"] == "fail" and rank["actor"] == "job"
+    assert rank["summary"].startswith("2 nodes export NODE_RANK=1: lab-node1, lab-node2")
+    assert rank["remediation"].splitlines()[0] == "export NODE_RANK=2   # on lab-node2"
+    assert rank["evidence"]["exported"] == {"lab-node0": "0", "lab-node1": "1", "lab-node2": "1"}
+
+
+def test_an_mtu_differing_on_one_node_fails_telling_that_node_to_match(misconfigured):
+    _, doc = misconfigured
+    result = results_by(doc, "net.mtu")["cluster"]
+    assert result["status"] == "fail" and result["actor"] == "network"
+    assert result["remediation"].startswith("ip link set dev eth0 mtu 1500   # on lab-node2")
+
+
+def test_a_drop_rule_on_the_master_port_fails_port_reach_as_filtered_on_every_worker(misconfigured):
+    _, doc = misconfigured
+    reach = results_by(doc, "net.port_reach")
     for worker in ("lab-node1", "lab-node2"):
-        assert reach[worker]["status"] == "fail", reach[worker]
-        assert reach[worker]["evidence"]["outcome"] == "filtered"
+        assert reach[worker]["status"] == "fail" and reach[worker]["evidence"]["outcome"] == "filtered", reach[worker]
     assert all(n["state"] == "ok" for n in doc["nodes"])  # Ray itself still works: only the master port is dropped
+
+
+def test_a_bad_launch_variable_fails_on_its_node_and_in_env_consistency(misconfigured):
+    _, doc = misconfigured
+    launch = results_by(doc, "env.launch_vars")
+    assert launch["lab-node2"]["status"] == "fail" and "OMP_NUM_THREADS='zero'" in launch["lab-node2"]["summary"]
+    consistency = results_by(doc, "cluster.env_consistency")["cluster"]
+    assert consistency["summary"].startswith("OMP_NUM_THREADS differs between nodes") and "lab-node2=zero" in consistency["summary"]
+    assert "export OMP_NUM_THREADS=2   # on lab-node2" in consistency["remediation"]
+
+
+def test_every_cluster_fix_of_the_misconfigured_run_pastes(misconfigured):
+    _, doc = misconfigured
+    red = [r for r in doc["results"] if r["node"] == "cluster" and r["status"] in ("fail", "warn")]
+    assert {r["name"] for r in red} >= {"cluster.node_rank", "net.mtu", "cluster.env_consistency"}
+    for r in red:
+        assert r["actor"], r["name"]
+        assert paste_problems(r["remediation"]) == [], (r["name"], r["remediation"])
+
+
+@pytest.fixture(scope="module")
+def loopback_head(lab, tmp_path_factory):
+    """The head's own /etc/hosts maps its name (MASTER_ADDR) to 127.0.1.1, the Debian default; the workers' map
+    it to 10.77.0.10. Run, paste cluster.master_node's fix into the head's shell, run again; then the hosts file
+    is put back."""
+    where = tmp_path_factory.mktemp("loopback")
+    hosts = lab.hosts(0)
+    before = hosts.read_text()
+    hosts.write_text(before.replace(f"{lab.addr(0)} lab-node0\n", "127.0.1.1 lab-node0\n"))
+    try:
+        red = lab.run(where / "loopback.json", "--only", ONLY)
+        fix = results_by(red[1], "cluster.master_node")["cluster"]["remediation"]
+        pasted = lab.net.exec(0, ["bash", "-c", fix], timeout=20)  # as the person pastes it on the head
+        after = hosts.read_text()
+        green = lab.run(where / "fixed.json", "--only", ONLY)
+    finally:
+        hosts.write_text(before)
+    return red, pasted, green, after
+
+
+def test_a_head_resolving_its_name_to_loopback_fails_with_the_workers_address_and_the_hosts_line(loopback_head):
+    (proc, doc), *_ = loopback_head
+    assert proc.returncode == 1
+    master = results_by(doc, "cluster.master_node")["cluster"]
+    assert master["status"] == "fail" and master["cause"] == "net.master_loopback"
+    assert master["summary"].startswith("lab-node0 resolves MASTER_ADDR lab-node0 to 127.0.1.1 (loopback); "
+                                        "lab-node1, lab-node2 resolve it to 10.77.0.10")
+    assert "no node holds" not in master["summary"]
+    assert "'10.77.0.10 lab-node0'" in master["remediation"] and "# on lab-node0" in master["remediation"]
+    assert paste_problems(master["remediation"]) == []
+
+
+def test_mtu_is_judged_on_the_heads_interface_toward_the_workers_not_its_loopback(loopback_head):
+    (_, doc), *_ = loopback_head
+    result = results_by(doc, "net.mtu")["cluster"]
+    assert result["status"] == "pass", result
+    assert result["evidence"]["nodes"]["lab-node0"]["interface"] == "eth0"
+    assert "65536" not in result["summary"] and "mtu 65536" not in (result["remediation"] or "")
+
+
+def test_pasting_the_hosts_fix_on_the_head_makes_the_next_run_green(loopback_head):
+    _, pasted, (proc, doc), hosts = loopback_head
+    assert pasted.returncode == 0, pasted.stderr
+    assert pasted.stdout.split() == ["10.77.0.10", "lab-node0"]  # the fix's own check: getent hosts
+    assert "127.0.1.1 lab-node0" not in hosts
+    assert results_by(doc, "cluster.master_node")["cluster"]["status"] == "pass"
+    assert results_by(doc, "net.nic_route")["lab-node0"]["status"] != "fail"
+    assert proc.returncode == 0, proc.stderr[-3000:]

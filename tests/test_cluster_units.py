@@ -1,4 +1,5 @@
-"""Pure parts of cluster mode: node ranks, node names, the cluster judges on recorded facts."""
+"""Pure parts of cluster mode: node ranks and names, the node watch, and the cluster judges on node facts
+recorded from real Ray nodes in network namespaces (tests/data/cluster/netns_three_nodes.json)."""
 from __future__ import annotations
 
 import copy
@@ -9,10 +10,19 @@ import sys
 import pytest
 
 from dsv3_preflight.checks.cluster_env_consistency import env_consistency
-from dsv3_preflight.checks.cluster_node_count import master_node, node_count
+from dsv3_preflight.checks.cluster_node_count import (hosts_fix, master_node, node_count, rule_literal_loopback,
+                                                      rule_node0_holds, rule_resolutions_differ, rule_resolves_to_loopback,
+                                                      rule_unresolved)
+from dsv3_preflight.checks.cluster_node_rank import (exported_ranks, node_rank, rule_differs_from_assigned, rule_duplicates,
+                                                     rule_gaps, rule_not_a_number, rule_out_of_range, rule_partial,
+                                                     rule_rank0_off_master, rule_training_command)
+from dsv3_preflight.checks.net_mtu import mtu, rule_mtu_differs, rule_nodes_missing, rule_unknown, used_interfaces
 from dsv3_preflight.cluster import NodeInfo, assign_node_ranks, unique_names
+from dsv3_preflight.cluster.driver import lost_node_fix
+from dsv3_preflight.cluster.liveness import Lost, NodeWatch, logs_dir
 from dsv3_preflight.profile import resolve_profile
-from dsv3_preflight.result import Status
+from dsv3_preflight.result import Actor, Status
+from paste_lint import paste_problems
 
 
 def node(node_id, ip, hostname, **kw):
@@ -21,6 +31,9 @@ def node(node_id, ip, hostname, **kw):
 
 NODES = [node("cc" * 14, "10.0.0.12", "gpu-c"), node("aa" * 14, "10.0.0.9", "gpu-a", is_head=True),
          node("bb" * 14, "10.0.0.130", "gpu-b")]
+
+
+# -- node ranks and names -------------------------------------------------------------------------------------
 
 
 def test_node_holding_master_addr_is_rank_0_and_the_others_follow_by_ip_numerically():
@@ -64,6 +77,258 @@ def test_names_shared_by_ray_nodes_on_one_host_get_the_short_node_id_and_reporte
     assert [n.name for n in unique_names(same, reported)] == ["head", "w1", "other"]
 
 
+def test_a_node_that_never_said_its_name_keeps_the_node_id_when_its_host_name_is_shared():
+    # issue 19.3: three nodes on host "vm"; two reported their names, the third died first
+    vm = [node("aaaaaa" + "0" * 22, "10.0.0.10", "vm"), node("bbbbbb" + "0" * 22, "10.0.0.11", "vm"),
+          node("cccccc" + "0" * 22, "10.0.0.12", "vm")]
+    named = unique_names(vm, {vm[0].node_id: "lab-head", vm[1].node_id: "lab-w1"})
+    assert [n.name for n in named] == ["lab-head", "lab-w1", "vm-cccccc"]
+
+
+# -- recorded node facts --------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def recorded(data_dir_module):
+    return json.loads((data_dir_module / "cluster" / "netns_three_nodes.json").read_text())["scenarios"]
+
+
+@pytest.fixture(scope="module")
+def data_dir_module():
+    from conftest import DATA
+
+    return DATA
+
+
+def facts(scenario: dict, name: str) -> dict:
+    return {n: f[name] for n, f in scenario["facts"].items()}
+
+
+def profile_of(scenario: dict, **more):
+    values = {**scenario["profile"], **more}
+    return resolve_profile(values, {})
+
+
+def judge_all(scenario: dict, **profile_values):
+    p = profile_of(scenario, **profile_values)
+    return {
+        "cluster.node_rank": node_rank(facts(scenario, "env"), scenario["node_ranks"], p),
+        "cluster.master_node": master_node(facts(scenario, "host"), facts(scenario, "nic_route"), scenario["node_ranks"],
+                                           scenario["node_states"], p),
+        "net.mtu": mtu(facts(scenario, "nic_route"), p),
+        "cluster.node_count": node_count(scenario["node_ranks"], scenario["node_states"], p),
+        "cluster.env_consistency": env_consistency(facts(scenario, "env"), scenario["node_ranks"], p),
+    }
+
+
+def test_the_recorded_green_cluster_passes_every_cluster_judge(recorded):
+    for name, result in judge_all(recorded["green"]).items():
+        assert result.status is Status.PASS, (name, result.summary)
+
+
+def test_every_fix_of_the_recorded_red_runs_pastes_and_says_who_acts(recorded):
+    for key in ("loopback_head", "duplicate_rank_and_mtu"):
+        for name, result in judge_all(recorded[key]).items():
+            if result.status in (Status.FAIL, Status.WARN):
+                assert result.actor is not None, (key, name)
+                assert paste_problems(result.remediation) == [], (key, name, result.remediation)
+                for finding in result.findings:
+                    assert paste_problems(finding.fix) == [], (key, name, finding.fix)
+
+
+# -- cluster.node_rank ------------------------------------------------------------------------------------------
+
+ASSIGNED = {"lab-node0": 0, "lab-node1": 1, "lab-node2": 2}
+
+
+def test_two_nodes_exporting_the_same_node_rank_fail_naming_both_with_the_export_per_node(recorded):
+    scenario = recorded["duplicate_rank_and_mtu"]
+    result = node_rank(facts(scenario, "env"), scenario["node_ranks"], profile_of(scenario))
+    assert result.status is Status.FAIL and result.actor is Actor.JOB and result.cause == "cluster.node_rank"
+    assert result.summary.startswith("2 nodes export NODE_RANK=1: lab-node1, lab-node2")
+    assert "no node exports NODE_RANK=2" in result.summary
+    assert result.remediation.splitlines()[0] == "export NODE_RANK=2   # on lab-node2"
+    assert paste_problems(result.remediation) == []
+
+
+def test_rule_duplicates_names_every_node_claiming_the_rank_and_fixes_the_ones_off_their_rank():
+    found = rule_duplicates({"lab-node0": "0", "lab-node1": "1", "lab-node2": "1"}, ASSIGNED)
+    assert len(found) == 1 and "lab-node1, lab-node2" in found[0].message
+    assert found[0].fix.startswith("export NODE_RANK=2   # on lab-node2\n")
+    assert rule_duplicates({"lab-node0": "0", "lab-node1": "1", "lab-node2": "2"}, ASSIGNED) == []
+
+
+def test_rule_out_of_range_fails_a_rank_at_or_above_nnodes():
+    found = rule_out_of_range({"lab-node0": "0", "lab-node1": "1", "lab-node2": "3"}, ASSIGNED, 3)
+    assert found.status is Status.FAIL and "lab-node2 exports 3" in found.message and "0..2" in found.message
+    assert found.fix.startswith("export NODE_RANK=2   # on lab-node2")
+    assert rule_out_of_range({"lab-node0": "0", "lab-node1": "1", "lab-node2": "2"}, ASSIGNED, 3) is None
+
+
+def test_rule_gaps_names_the_rank_nobody_exports_only_when_every_node_exports_one():
+    found = rule_gaps({"lab-node0": "0", "lab-node1": "1", "lab-node2": "3"}, ASSIGNED, 3)
+    assert found.message.startswith("no node exports NODE_RANK=2")
+    assert rule_gaps({"lab-node0": "0", "lab-node1": "1", "lab-node2": None}, ASSIGNED, 3) is None
+
+
+def test_rule_not_a_number_names_the_value():
+    found = rule_not_a_number({"lab-node0": "0", "lab-node1": "one", "lab-node2": "2"}, ASSIGNED)
+    assert "lab-node1='one'" in found.message and found.fix.startswith("export NODE_RANK=1   # on lab-node1")
+
+
+def test_rule_rank0_off_master_fails_a_worker_exporting_0():
+    found = rule_rank0_off_master({"lab-node0": "1", "lab-node1": "0", "lab-node2": "2"}, ASSIGNED)
+    assert "lab-node1 exports NODE_RANK=0, but node 0 is lab-node0" in found.message
+    assert found.fix.splitlines()[:2] == ["export NODE_RANK=1   # on lab-node1", "export NODE_RANK=0   # on lab-node0"]
+
+
+def test_rule_partial_warns_for_the_nodes_exporting_none():
+    found = rule_partial({"lab-node0": None, "lab-node1": "1", "lab-node2": "2"}, ASSIGNED)
+    assert found.status is Status.WARN and "not on lab-node0" in found.message
+    assert found.fix.startswith("export NODE_RANK=0   # on lab-node0")
+
+
+def test_rule_differs_from_assigned_warns_for_a_consistent_other_order():
+    found = rule_differs_from_assigned({"lab-node0": "0", "lab-node1": "2", "lab-node2": "1"}, ASSIGNED)
+    assert found.status is Status.WARN and "lab-node1 exports 2, gets 1" in found.message
+
+
+def test_rule_training_command_fails_a_node_rank_every_node_would_get():
+    p = resolve_profile({"nnodes": 3}, {}, training={"node_rank": (1, "--node_rank")})
+    found = rule_training_command(p, ASSIGNED)
+    assert found.status is Status.FAIL and "--node_rank 1 (training command --node_rank)" in found.message
+    assert paste_problems(found.fix) == [] and "lab-node2=2" in found.fix
+    assert rule_training_command(resolve_profile({"nnodes": 3}, {"NODE_RANK": "1"}), ASSIGNED) is None
+
+
+def test_node_rank_passes_when_no_node_exports_one_naming_the_ranks_the_launcher_gives():
+    env = {n: {"MASTER_ADDR": "lab-node0"} for n in ASSIGNED}
+    result = node_rank(env, ASSIGNED, resolve_profile({"nnodes": 3}, {}))
+    assert result.status is Status.PASS and "lab-node0=0, lab-node1=1, lab-node2=2" in result.summary
+    assert exported_ranks(env) == dict.fromkeys(ASSIGNED)
+
+
+# -- cluster.master_node -----------------------------------------------------------------------------------------
+
+
+def test_head_resolving_its_own_name_to_loopback_fails_with_the_hosts_line_and_the_workers_address(recorded):
+    scenario = recorded["loopback_head"]
+    result = judge_all(scenario)["cluster.master_node"]
+    assert result.status is Status.FAIL and result.actor is Actor.NODE and result.cause == "net.master_loopback"
+    assert result.summary.startswith("lab-node0 resolves MASTER_ADDR lab-node0 to 127.0.1.1 (loopback); "
+                                     "lab-node1, lab-node2 resolve it to 10.77.0.10")
+    assert "no node holds" not in result.summary  # issue 19.2: it contradicted itself
+    assert result.remediation == hosts_fix("lab-node0", "lab-node0", "127.0.1.1", "10.77.0.10")
+    assert "# on lab-node0" in result.remediation and paste_problems(result.remediation) == []
+
+
+def test_the_hosts_fix_moves_the_name_off_the_loopback_line_in_place(tmp_path):
+    hosts = tmp_path / "hosts"
+    hosts.write_text("127.0.0.1 localhost\n127.0.1.1\tlab-node0.lab lab-node0\n10.77.0.11 lab-node1\n")
+    line = hosts_fix("lab-node0", "lab-node0", "127.0.1.1", "10.77.0.10").splitlines()[0].replace("/etc/hosts", str(hosts))
+    inode = hosts.stat().st_ino
+    subprocess.run(["bash", "-c", line], check=True, timeout=10)
+    assert hosts.read_text() == ("127.0.0.1 localhost\n127.0.1.1\tlab-node0.lab\n10.77.0.11 lab-node1\n"
+                                 "10.77.0.10 lab-node0\n")
+    assert hosts.stat().st_ino == inode  # written in place: a bind-mounted /etc/hosts cannot be renamed over
+
+
+def test_rule_resolves_to_loopback_is_silent_when_every_node_resolves_the_training_address():
+    res = {"a": ["10.0.0.1"], "b": ["10.0.0.1"]}
+    assert rule_resolves_to_loopback("head", res, "10.0.0.1") == []
+    found = rule_resolves_to_loopback("head", {"a": ["127.0.1.1"], "b": ["10.0.0.1"]}, "10.0.0.1")
+    assert len(found) == 1 and found[0].message.startswith("a resolves MASTER_ADDR head to 127.0.1.1")
+
+
+def test_rule_literal_loopback_fails_a_multi_node_job_with_node_0s_address():
+    p = resolve_profile({"nnodes": 3, "master_addr": "127.0.0.1"}, {})
+    found = rule_literal_loopback("127.0.0.1", p, "lab-node0", "10.77.0.10")
+    assert found.fix.startswith("export MASTER_ADDR=10.77.0.10   # on every node")
+    assert rule_literal_loopback("127.0.0.1", resolve_profile({"nnodes": 1}, {}), "x", None) is None
+
+
+def test_rule_unresolved_adds_the_hosts_line_the_other_nodes_resolve():
+    found = rule_unresolved("head", {"a": ["10.0.0.1"], "b": []}, "10.0.0.1")
+    assert found.message == "MASTER_ADDR head does not resolve on b"
+    assert found.fix.startswith("echo '10.0.0.1 head' >> /etc/hosts   # on b")
+
+
+def test_rule_resolutions_differ_names_each_nodes_answer():
+    found = rule_resolutions_differ("head", {"a": ["10.0.0.1"], "b": ["10.0.0.2"]})
+    assert "a -> 10.0.0.1, b -> 10.0.0.2" in found.message and paste_problems(found.fix) == []
+
+
+def test_rule_node0_holds_names_the_holder_and_the_export_to_paste():
+    found = rule_node0_holds("10.0.0.1", "node-a", ["node-b"], {"10.0.0.1"}, "10.0.0.2", {"node-a": ["10.0.0.1"]})
+    assert found.message == "MASTER_ADDR 10.0.0.1 belongs to node-b, but node 0 is node-a"
+    assert found.fix.startswith("export MASTER_ADDR=10.0.0.2   # on every node: node 0 node-a")
+    nobody = rule_node0_holds("10.9.9.9", "node-a", [], {"10.9.9.9"}, None, {"node-a": ["10.9.9.9"]})
+    assert nobody.message.startswith("no node holds MASTER_ADDR 10.9.9.9") and paste_problems(nobody.fix) == []
+    assert rule_node0_holds("10.0.0.1", "node-a", ["node-a"], {"10.0.0.1"}, None, {}) is None
+
+
+# -- net.mtu ------------------------------------------------------------------------------------------------------
+
+
+def test_mtu_on_a_loopback_head_is_judged_on_the_interface_holding_the_workers_address(recorded):
+    scenario = recorded["loopback_head"]
+    result = judge_all(scenario)["net.mtu"]
+    assert result.status is Status.PASS, result.summary
+    assert result.summary == "MTU 1500 on lab-node0 (eth0), lab-node1 (eth0), lab-node2 (eth0)"
+    assert "holds 10.77.0.10" in result.evidence["nodes"]["lab-node0"]["how"]
+    assert scenario["facts"]["lab-node0"]["nic_route"]["ifname"] == "lo"  # its own route says lo (mtu 65536)
+
+
+def test_mtu_mismatch_tells_only_the_odd_node_to_change_its_interface(recorded):
+    result = judge_all(recorded["duplicate_rank_and_mtu"])["net.mtu"]
+    assert result.status is Status.FAIL and result.actor is Actor.NETWORK
+    assert result.remediation == ("ip link set dev eth0 mtu 1500   # on lab-node2: as on lab-node0, lab-node1 "
+                                  "(the switch ports must carry it too)")
+
+
+def test_rule_mtu_differs_takes_the_mtu_most_nodes_use():
+    known = {"a": {"interface": "eth0", "mtu": 9000}, "b": {"interface": "eth0", "mtu": 1500},
+             "c": {"interface": "ens5", "mtu": 1500}}
+    assert rule_mtu_differs(known).fix.startswith("ip link set dev eth0 mtu 1500   # on a: as on b, c")
+
+
+def test_rule_unknown_names_a_loopback_head_with_no_interface_holding_the_address(recorded):
+    nic = copy.deepcopy(facts(recorded["loopback_head"], "nic_route"))
+    nic["lab-node0"]["interfaces"] = [i for i in nic["lab-node0"]["interfaces"] if i["name"] == "lo"]
+    per_node = used_interfaces(nic, "lab-node0")
+    found = rule_unknown(per_node, 3)
+    assert found.status is Status.WARN and found.message.startswith("MTU not judged on lab-node0 (its route to MASTER_ADDR is loopback (lo)")
+    assert rule_nodes_missing({"a": {}}, 3).message == "MTU known on 1 node(s); 2 of 3 did not report it"
+
+
+# -- cluster.node_count ------------------------------------------------------------------------------------------
+
+
+def test_missing_node_fix_names_the_clusters_real_gcs_address(recorded):
+    scenario = recorded["green"]
+    result = node_count(scenario["node_ranks"], scenario["node_states"], profile_of(scenario, nnodes=4))
+    assert result.status is Status.FAIL and result.summary.startswith("1 node(s) missing: the profile expects 4 nodes")
+    assert "ray start --address=10.77.0.10:6390   # on each node that never joined" in result.remediation
+    assert "6379" not in result.remediation and paste_problems(result.remediation) == []
+
+
+def test_a_node_lost_during_the_run_is_missing_with_its_phase_and_the_join_command(recorded):
+    scenario = copy.deepcopy(recorded["green"])
+    scenario["node_states"]["lab-node2"].update({"state": "dead", "phase": "during the port-reach wave"})
+    result = node_count(scenario["node_ranks"], scenario["node_states"], profile_of(scenario))
+    assert result.summary.endswith("2 present: lab-node0, lab-node1 (lost during the run: lab-node2 during the port-reach wave)")
+    assert "ray start --address=10.77.0.10:6390   # on lab-node2 once it is repaired" in result.remediation
+    assert result.cause == "cluster.node_lost"
+
+
+def test_without_a_known_gcs_address_the_join_command_has_a_placeholder_that_pastes():
+    result = node_count({"a": 0}, {"a": {"state": "alive"}}, resolve_profile({"nnodes": 2}, {}))
+    assert 'ray start --address="${RAY_HEAD:?' in result.remediation and paste_problems(result.remediation) == []
+
+
+# -- cluster.env_consistency -----------------------------------------------------------------------------------
+
+
 @pytest.fixture
 def profile3():
     return resolve_profile({"nnodes": 3, "master_addr": "10.0.0.1"}, {})
@@ -95,6 +360,16 @@ def test_a_launch_variable_differing_on_one_node_fails_with_the_export_for_that_
     result = env_consistency(env, {"node-a": 0, "node-b": 1, "node-c": 2}, profile3)
     assert result.status is Status.FAIL and result.summary.startswith(expect), result.summary
     assert f"{var}=" in result.remediation and "# on node-c" in result.remediation
+    assert result.actor is Actor.JOB and paste_problems(result.remediation) == []
+
+
+def test_every_differing_variable_is_its_own_finding_with_its_own_fix(env3, profile3):
+    env = copy.deepcopy(env3)
+    env["node-c"]["OMP_NUM_THREADS"] = "4"
+    env["node-b"]["MASTER_PORT"] = "29500"
+    result = env_consistency(env, {"node-a": 0, "node-b": 1, "node-c": 2}, profile3)
+    assert len(result.findings) == 2 and "+1 more" not in result.summary
+    assert "export MASTER_PORT=" in result.remediation and "export OMP_NUM_THREADS=8" in result.remediation
 
 
 def test_socket_interface_names_differing_per_host_only_warn(env3, profile3):
@@ -104,24 +379,59 @@ def test_socket_interface_names_differing_per_host_only_warn(env3, profile3):
     assert result.status is Status.WARN and "NCCL_SOCKET_IFNAME" in result.summary
 
 
-def test_node_count_fails_naming_expected_and_present(profile3):
-    result = node_count({"node-a": 0, "node-b": 1}, profile3)
-    assert result.status is Status.FAIL
-    assert result.summary.startswith("1 node(s) missing: the profile expects 3 nodes") and "node-a, node-b" in result.summary
-    assert node_count({"a": 0, "b": 1, "c": 2}, profile3).status is Status.PASS
-    assert node_count({"a": 0, "b": 1, "c": 2, "d": 3}, profile3).status is Status.WARN
+# -- what the runner records of a lost node ----------------------------------------------------------------------
+
+# one entry of ray.nodes() for a node whose raylet was SIGKILLed (recorded in the RayLab, Ray 2.60)
+DEAD_ENTRY = {"NodeID": "8d9d6cbc0dda7fcbcf3591655398269320a9b6dd7ff2d81e71bdb164", "Alive": False,
+              "NodeManagerAddress": "10.77.0.12", "DeathReason": 1,
+              "DeathReasonMessage": "health check failed due to missing too many heartbeats",
+              "RayletSocketName": "/tmp/ray/session_2026-11-23_12-01-08_660227_18352/sockets/raylet.2"}
 
 
-def test_master_node_fails_when_node_0_does_not_hold_master_addr(profile3):
-    host = {"node-a": {"hostname": "a", "addresses": {"ens5": ["10.0.0.2"]}},
-            "node-b": {"hostname": "b", "addresses": {"ens5": ["10.0.0.1"]}}}
-    bad = master_node(host, {"node-a": 0, "node-b": 1}, profile3)
-    assert bad.status is Status.FAIL and "belongs to node-b, but node 0 is node-a" in bad.summary
-    good = master_node(host, {"node-b": 0, "node-a": 1}, profile3)
-    assert good.status is Status.PASS
+def test_the_watch_records_a_node_ray_lists_dead_with_what_it_was_doing_and_its_logs():
+    lost_node = node(DEAD_ENTRY["NodeID"], "10.77.0.12", "vm", name="lab-node2", node_rank=2)
+    table = {DEAD_ENTRY["NodeID"]: {**DEAD_ENTRY, "Alive": True}}
+    watch = NodeWatch([lost_node], table=lambda: table, poll_s=0.0)
+    watch.busy(lost_node.node_id, "during the port-reach wave")
+    assert watch.poll(force=True) == []
+    table[DEAD_ENTRY["NodeID"]] = DEAD_ENTRY
+    (lost,) = watch.poll(force=True)
+    assert lost.phase == "during the port-reach wave" and lost.source == "node table"
+    assert lost.reason == "health check failed due to missing too many heartbeats"
+    assert lost.logs_dir == "/tmp/ray/session_2026-11-23_12-01-08_660227_18352/logs"
+    states = watch.states({lost_node.node_id: "lab-node2"}, {lost_node.node_id: {"ip": "10.77.0.12"}})
+    assert states["lab-node2"]["state"] == "dead" and states["lab-node2"]["phase"] == "during the port-reach wave"
+    assert watch.poll(force=True) == []  # once
+
+
+def test_a_node_that_finished_its_part_of_a_wave_is_lost_after_it_not_during_it():
+    n = node("ab" * 14, "10.0.0.2", "w")
+    watch = NodeWatch([n], table=lambda: {}, idle_phase="before its node checks")
+    watch.busy(n.node_id, "during its node checks")
+    watch.idle(n.node_id, "after its node checks, before the port-reach wave")
+    assert watch.phase_of(n.node_id) == "after its node checks, before the port-reach wave"
+    watch.sweep("during the cluster checks")
+    assert watch.phase_of(n.node_id) == "during the cluster checks"
+
+
+def test_the_lost_node_fix_names_ray_logs_for_that_node_its_log_file_and_the_real_join_address():
+    n = node(DEAD_ENTRY["NodeID"], "10.77.0.12", "vm", name="lab-node2")
+    lost = Lost(n.node_id, "during its node checks", "2026-11-23T12:02:27+00:00", 16.2, "x", "task error",
+                logs_dir(DEAD_ENTRY["RayletSocketName"]))
+    fix = lost_node_fix(n, lost, "10.77.0.10:6390")
+    assert fix.splitlines()[0].startswith(f"ray logs raylet.out --node-id {n.node_id} --tail 100   # on the head")
+    assert "tail -n 100 /tmp/ray/session_2026-11-23_12-01-08_660227_18352/logs/raylet.out   # on lab-node2" in fix
+    assert "ray start --address=10.77.0.10:6390   # on lab-node2" in fix
+    assert paste_problems(fix) == [] and paste_problems(lost_node_fix(n, None, None)) == []
 
 
 def test_help_does_not_import_ray():
     code = "import sys; from dsv3_preflight.cli import main\ntry:\n main(['run','--help'])\nexcept SystemExit: pass\nimport dsv3_preflight.cluster\nprint('ray' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.stdout.strip().splitlines()[-1] == "False", out.stdout + out.stderr
+
+
+def test_a_single_node_job_judges_mtu_on_its_loopback_route(recorded):
+    nic = {"lab-node0": facts(recorded["loopback_head"], "nic_route")["lab-node0"]}
+    result = mtu(nic, resolve_profile({"nnodes": 1, "master_addr": "lab-node0"}, {}))
+    assert result.status is Status.PASS and result.summary == "MTU 65536 on lab-node0 (lo)"

@@ -1,4 +1,5 @@
-"""`launch --all-nodes` on a real local Ray cluster of two simulated nodes: a 2-node x 1-process gloo job."""
+"""`launch --all-nodes` on real Ray nodes in three network namespaces (tests/cluster_lab.py's RayLab): a 3-node x
+1-process gloo job across the namespaces' own network, started from the head as docs/cluster.md's step 5 says."""
 import json
 import re
 import shlex
@@ -13,22 +14,18 @@ import pytest
 
 pytest.importorskip("ray")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from cluster_lab import Lab, start_cluster  # noqa: E402
+from cluster_lab import MASTER_PORT, RayLab, shared_lab  # noqa: E402
 
-pytestmark = [pytest.mark.slow, pytest.mark.ray]
-#: what the launch needs judged on two co-hosted nodes, cheaply (no GPU or collective probes on 2 cores)
+pytestmark = [pytest.mark.slow, pytest.mark.netns, pytest.mark.ray]
+#: what the launch needs judged, cheaply (no GPU or collective probes on 2 cores)
 ONLY = "env.*,net.nic_route,cluster.*"
 TRAIN = Path(__file__).resolve().parent / "data" / "launch" / "train_allreduce.py"
+NNODES = 3
 
 
 @pytest.fixture(scope="module")
-def lab():
-    lab = start_cluster(["w0", "w1"])
-    try:
-        yield lab
-    finally:
-        lab.cluster.shutdown()  # stops the processes it started, by PID
-        shutil.rmtree(lab.tmpdir, ignore_errors=True)
+def lab(request) -> RayLab:
+    return shared_lab(request.config)
 
 
 def ours(tmp_path: Path) -> list[str]:
@@ -43,13 +40,25 @@ def ours(tmp_path: Path) -> list[str]:
     return found
 
 
-def launch(lab: Lab, tmp_path: Path, *train_args: str, extra: tuple = (), timeout: float = 240.0):
-    argv = [sys.executable, "-m", "dsv3_preflight", "launch", "--all-nodes", "--ray-address", lab.address,
-            "--profile", "cpu", "--nnodes", "2", "--nproc-per-node", "1", "--only", ONLY, "--no-color",
+def _cli(lab: RayLab, tmp_path: Path, argv: list[str], timeout: float) -> subprocess.CompletedProcess:
+    """The launch on the head (namespace 0), in tmp_path; its process group is stopped whatever happens."""
+    proc = lab.net.popen(0, argv, env=lab.cli_env(), cwd=str(tmp_path))
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    finally:
+        from cluster_lab import stop_process_group
+
+        stop_process_group(proc, timeout=5.0)
+    return subprocess.CompletedProcess(argv, proc.returncode, out, err)
+
+
+def launch(lab: RayLab, tmp_path: Path, *train_args: str, extra: tuple = (), timeout: float = 240.0):
+    argv = [sys.executable, "-m", "dsv3_preflight", "launch", "--all-nodes", "--ray-address", lab.gcs,
+            "--profile", "cpu", "--nnodes", str(NNODES), "--nproc-per-node", "1", "--only", ONLY, "--no-color",
             "--no-report", "--json", str(tmp_path / "report.json"), "--launch-log", str(tmp_path / "launch.log"),
             "--reports-dir", str(tmp_path / "logs"), "--stop-grace", "5", *extra,
             "--", str(TRAIN), "--out", str(tmp_path / "result.json"), *train_args]
-    proc = subprocess.run(argv, env=lab.cli_env(), cwd=tmp_path, capture_output=True, text=True, timeout=timeout)
+    proc = _cli(lab, tmp_path, argv, timeout)
     deadline = time.monotonic() + 30
     while ours(tmp_path) and time.monotonic() < deadline:
         time.sleep(0.5)
@@ -66,27 +75,26 @@ def node_logs(tmp_path: Path) -> dict[int, str]:
     return logs
 
 
-def test_all_nodes_launch_runs_torchrun_on_every_node_with_its_rank(lab: Lab, tmp_path: Path):
+def test_all_nodes_launch_runs_torchrun_on_every_node_with_its_rank(lab: RayLab, tmp_path: Path):
     proc, doc = launch(lab, tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     ranks = doc["cluster"]["node_ranks"]
-    assert sorted(ranks.values()) == [0, 1]
+    assert ranks == {"lab-node0": 0, "lab-node1": 1, "lab-node2": 2}
     by_rank = {r: name for name, r in ranks.items()}
     result = json.loads((tmp_path / "result.json").read_text())
-    route = {n["node"]: n["facts"]["nic_route"]["ifname"] for n in doc["nodes"]}
-    assert result["world_size"] == 2 and result["sum"] == 3.0
-    assert result["ifname"] == route[by_rank[0]]  # Gloo used the interface toward MASTER_ADDR (derived or the node's own)
-    for rank in (0, 1):
-        assert f"[node {rank} {by_rank[rank]}] rank {rank} all_reduce sum 3" in proc.stdout.splitlines()
+    assert result["world_size"] == 3 and result["sum"] == 6.0  # across the namespaces' own network
+    assert result["ifname"] == "eth0"  # Gloo used the interface of the route to MASTER_ADDR, derived by the preflight
+    for rank in (0, 1, 2):
+        assert f"[node {rank} {by_rank[rank]}] rank {rank} all_reduce sum 6" in proc.stdout.splitlines()
     logs = node_logs(tmp_path)
-    assert sorted(logs) == [0, 1]
+    assert sorted(logs) == [0, 1, 2]
     for rank, text in logs.items():
-        assert f"--node_rank={rank} " in text and f"rank {rank} all_reduce sum 3" in text
+        assert f"--node_rank={rank} " in text and f"rank {rank} all_reduce sum 6" in text
         assert text.rstrip().endswith("# torchrun exited with 0")
-    assert "all 2 node(s) finished (torchrun exit 0)" in proc.stderr
+    assert "all 3 node(s) finished (torchrun exit 0)" in proc.stderr
 
 
-def test_one_nodes_failure_stops_the_other_and_the_exit_code_names_it(lab: Lab, tmp_path: Path):
+def test_one_nodes_failure_stops_the_others_and_the_exit_code_names_it(lab: RayLab, tmp_path: Path):
     proc, doc = launch(lab, tmp_path, "--fail-on-node", "1")
     by_rank = {r: name for name, r in doc["cluster"]["node_ranks"].items()}
     assert proc.returncode == 11, proc.stderr[-3000:]
@@ -94,14 +102,14 @@ def test_one_nodes_failure_stops_the_other_and_the_exit_code_names_it(lab: Lab, 
     assert f"[node 1 {by_rank[1]}] node 1: failing on purpose" in proc.stdout.splitlines()
     last = proc.stderr.strip().splitlines()[-1]
     assert last.startswith(f"dsv3-preflight launch: [node 1 {by_rank[1]}] failed first (torchrun exited with ")
-    assert last.endswith(f"stopped the others: [node 0 {by_rank[0]}]; exit 11")
+    assert last.endswith(f"stopped the others: [node 0 {by_rank[0]}], [node 2 {by_rank[2]}]; exit 11")
     logs = node_logs(tmp_path)
     assert "failing on purpose" in logs[1]
     assert re.search(r"# torchrun exited with -?\d+\s*$", logs[0]) and "exited with 0" not in logs[0]
     assert last in (tmp_path / "launch.log").read_text()
 
 
-def test_all_nodes_dry_run_prints_each_nodes_command_and_starts_nothing(lab: Lab, tmp_path: Path):
+def test_all_nodes_dry_run_prints_each_nodes_command_and_starts_nothing(lab: RayLab, tmp_path: Path):
     proc, doc = launch(lab, tmp_path, "--x", "a b", extra=["--dry-run"])
     assert proc.returncode == 0, proc.stderr[-3000:]
     expected = ""
@@ -117,16 +125,16 @@ def test_all_nodes_dry_run_prints_each_nodes_command_and_starts_nothing(lab: Lab
                 if facts["env"].get(var, "").strip() and facts["env"][var] != ifname]
         expected += (
             f"# node {rank} {node['name']} ({node['ip']})\n" + "".join(exports) + "".join(kept) +
-            f"{shlex.quote(sys.executable)} -m torch.distributed.run --nnodes=2 --nproc_per_node=1 --node_rank={rank} "
-            f"--master_addr={lab.ip} --master_port={lab.port} --max_restarts=0 {TRAIN} --out {tmp_path / 'result.json'} "
+            f"{shlex.quote(sys.executable)} -m torch.distributed.run --nnodes={NNODES} --nproc_per_node=1 --node_rank={rank} "
+            f"--master_addr=lab-node0 --master_port={MASTER_PORT} --max_restarts=0 {TRAIN} --out {tmp_path / 'result.json'} "
             "--x 'a b'\n")
     assert proc.stdout == expected
     assert not (tmp_path / "result.json").exists() and node_logs(tmp_path) == {}
 
 
-def test_all_nodes_red_preflight_starts_torchrun_nowhere(lab: Lab, tmp_path: Path):
-    # The profile expects 3 nodes; Ray has 2: cluster.node_count fails.
-    proc, doc = launch(lab, tmp_path, extra=["--nnodes", "3"])
+def test_all_nodes_red_preflight_starts_torchrun_nowhere(lab: RayLab, tmp_path: Path):
+    # The profile expects 4 nodes; Ray has 3: cluster.node_count fails.
+    proc, doc = launch(lab, tmp_path, extra=["--nnodes", "4"])
     assert proc.returncode == 1
     assert "cluster.node_count" in [r["name"] for r in doc["results"] if r["status"] == "fail"]
     assert proc.stdout == "" and node_logs(tmp_path) == {}
@@ -134,9 +142,9 @@ def test_all_nodes_red_preflight_starts_torchrun_nowhere(lab: Lab, tmp_path: Pat
     assert "NO-GO: torchrun not started" in (tmp_path / "launch.log").read_text()
 
 
-def _argv(lab: Lab, tmp_path: Path, *training: str) -> list[str]:
-    return [sys.executable, "-m", "dsv3_preflight", "launch", "--all-nodes", "--ray-address", lab.address,
-            "--profile", "cpu", "--nnodes", "2", "--nproc-per-node", "1", "--only", ONLY, "--no-color",
+def _argv(lab: RayLab, tmp_path: Path, *training: str) -> list[str]:
+    return [sys.executable, "-m", "dsv3_preflight", "launch", "--all-nodes", "--ray-address", lab.gcs,
+            "--profile", "cpu", "--nnodes", str(NNODES), "--nproc-per-node", "1", "--only", ONLY, "--no-color",
             "--no-report", "--json", str(tmp_path / "report.json"), "--reports-dir", str(tmp_path / "logs"),
             "--stop-grace", "5", "--", *training]
 
@@ -148,21 +156,19 @@ def _none_left(tmp_path: Path) -> None:
     assert ours(tmp_path) == [], "the launch left processes running"
 
 
-def test_a_relative_script_path_means_the_drivers_working_directory(lab: Lab, tmp_path: Path):
+def test_a_relative_script_path_means_the_drivers_working_directory(lab: RayLab, tmp_path: Path):
     # `-- src/train.py` as the users type it: Ray workers run in the directory `ray start` ran in, not here
     (tmp_path / "src").mkdir()
     shutil.copy(TRAIN, tmp_path / "src" / "train.py")
-    proc = subprocess.run(_argv(lab, tmp_path, "src/train.py", "--out", "result.json"), env=lab.cli_env(), cwd=tmp_path,
-                          capture_output=True, text=True, timeout=240)
+    proc = _cli(lab, tmp_path, _argv(lab, tmp_path, "src/train.py", "--out", "result.json"), 240)
     _none_left(tmp_path)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
-    assert json.loads((tmp_path / "result.json").read_text())["sum"] == 3.0
+    assert json.loads((tmp_path / "result.json").read_text())["sum"] == 6.0
     assert all(f"# in {tmp_path}\n" in text for text in node_logs(tmp_path).values())
 
 
-def test_a_missing_training_script_fails_the_start_with_the_reason(lab: Lab, tmp_path: Path):
-    proc = subprocess.run(_argv(lab, tmp_path, "no_such_train.py"), env=lab.cli_env(), cwd=tmp_path,
-                          capture_output=True, text=True, timeout=240)
+def test_a_missing_training_script_fails_the_start_with_the_reason(lab: RayLab, tmp_path: Path):
+    proc = _cli(lab, tmp_path, _argv(lab, tmp_path, "no_such_train.py"), 240)
     _none_left(tmp_path)
     assert proc.returncode == 10, proc.stderr[-3000:]
     last = proc.stderr.strip().splitlines()[-1]
@@ -170,22 +176,21 @@ def test_a_missing_training_script_fails_the_start_with_the_reason(lab: Lab, tmp
             f"exist in {tmp_path} on this node)") in last
 
 
-def _start_slow(lab: Lab, tmp_path: Path) -> subprocess.Popen:
-    """A launch whose training processes sleep, returned once both nodes' processes run."""
+def _start_slow(lab: RayLab, tmp_path: Path) -> subprocess.Popen:
+    """A launch whose training processes sleep, returned once every node's process runs."""
     slow = tmp_path / "slow_train.py"
     slow.write_text("import os, time\nprint('rank', os.environ['RANK'], 'up', flush=True)\ntime.sleep(600)\n")
-    proc = subprocess.Popen(_argv(lab, tmp_path, str(slow)), env=lab.cli_env(), cwd=tmp_path, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    proc = lab.net.popen(0, _argv(lab, tmp_path, str(slow)), env=lab.cli_env(), cwd=str(tmp_path))
     up = 0
     for line in proc.stdout:
         up += " up" in line
-        if up == 2:
+        if up == NNODES:
             return proc
     proc.kill()
     raise AssertionError(proc.stderr.read()[-3000:])
 
 
-def test_a_driver_killed_outright_leaves_no_torchrun_or_training_process(lab: Lab, tmp_path: Path):
+def test_a_driver_killed_outright_leaves_no_torchrun_or_training_process(lab: RayLab, tmp_path: Path):
     # SIGKILL (the OOM killer, a lost session): Ray SIGKILLs the dead actor's children; torchrun's
     # workers must not outlive it
     proc = _start_slow(lab, tmp_path)
@@ -197,18 +202,17 @@ def test_a_driver_killed_outright_leaves_no_torchrun_or_training_process(lab: La
     assert ours(tmp_path) == [], "the killed launch left processes running"
 
 
-def test_sigterm_to_the_driver_stops_torchrun_and_its_workers_on_every_node(lab: Lab, tmp_path: Path):
+def test_sigterm_to_the_driver_stops_torchrun_and_its_workers_on_every_node(lab: RayLab, tmp_path: Path):
     slow = tmp_path / "slow_train.py"
     slow.write_text("import os, time\nprint('rank', os.environ['RANK'], 'up', flush=True)\ntime.sleep(600)\n")
-    proc = subprocess.Popen(_argv(lab, tmp_path, str(slow)), env=lab.cli_env(), cwd=tmp_path, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    proc = lab.net.popen(0, _argv(lab, tmp_path, str(slow)), env=lab.cli_env(), cwd=str(tmp_path))
     try:
         up = 0
-        for line in proc.stdout:  # both nodes' training processes are running
+        for line in proc.stdout:  # every node's training process is running
             up += " up" in line
-            if up == 2:
+            if up == NNODES:
                 break
-        assert up == 2, proc.stderr.read()[-3000:]
+        assert up == NNODES, proc.stderr.read()[-3000:]
         proc.terminate()  # SIGTERM: a scheduler or `kill` stopping the driver
         _, err = proc.communicate(timeout=90)
     finally:
