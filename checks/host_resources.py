@@ -38,7 +38,7 @@ def shm_big_enough(shm: Fact, profile) -> Finding | None:
 
 def setting_of(output_dir: Fact) -> str:
     """The profile field naming the directory (``output_dir`` or ``checkpoint_dir``)."""
-    setting = output_dir.get("setting") or output_dir.get("key")
+    setting = output_dir.get("setting")
     return setting if setting in ("output_dir", "checkpoint_dir") else "output_dir"
 
 

@@ -9,12 +9,13 @@ from dsv3_preflight.result import Actor, Finding, Findings, failure, warning
 #: filesystems nobody can keep checkpoints on (kernel views, not disks)
 PSEUDO_FS = ("proc", "sysfs", "devtmpfs", "devpts", "cgroup", "cgroup2", "debugfs", "tracefs", "securityfs", "pstore",
              "bpf", "configfs", "fusectl", "mqueue", "hugetlbfs", "autofs", "binfmt_misc", "efivarfs")
-EVIDENCE_KEYS = ("path", "key", "exists", "is_dir", "writable", "write_error", "mount", "network_fs", "parent",
+EVIDENCE_KEYS = ("path", "setting", "exists", "is_dir", "writable", "write_error", "mount", "network_fs", "parent",
                  "parent_writable")
 
 
 def _key(facts: dict) -> str:
-    key = facts.get("key")
+    """The profile setting that named the directory (output_dir or checkpoint_dir)."""
+    key = facts.get("setting")
     return key if key in ("output_dir", "checkpoint_dir") else "output_dir"
 
 

@@ -145,6 +145,6 @@ def _cause(console: Console, number: int, cause: Cause, multi_node: bool) -> Non
     for fix, fix_nodes in cause.fixes:
         label = f"fix on {', '.join(fix_nodes)}:" if len(cause.fixes) > 1 or (multi_node and len(cause.nodes) > 1
                                                                               and fix_nodes != cause.nodes) else "fix:"
-        console.print(f"   {t(label)}")
-        for line in fix.splitlines():
-            console.print(f"     {t(line)}", soft_wrap=True)
+        console.print(f"   {t(label)} (paste as is)")
+        for line in fix.splitlines():  # flush left: an indented heredoc terminator would never end the heredoc
+            console.print(t(line), soft_wrap=True)

@@ -65,7 +65,7 @@ PROC = {"pid": 4242, "user": "ubuntu", "cmdline": "python src/train.py --deepspe
     ({}, Status.PASS, "/dev/shm 16.0 GiB", None),
     ({"shm": {**SHM_OK, "total_bytes": 64 << 20}}, Status.FAIL, "/dev/shm is 0.1 GiB, below 16 GiB", "--shm-size=16g"),
     ({"shm": {"path": "/dev/shm", "exists": False}}, Status.FAIL, "/dev/shm does not exist", "--shm-size=16g"),
-    ({"output_dir": {"configured": True, "path": "/ckpt", "key": "checkpoint_dir", "exists": True, "writable": True,
+    ({"output_dir": {"configured": True, "path": "/ckpt", "setting": "checkpoint_dir", "exists": True, "writable": True,
                      "free_bytes": 3 * GIB, "mount": {"device": "/dev/sda", "mountpoint": "/", "fstype": "ext4"}}},
      Status.WARN, "checkpoint_dir /ckpt has only 3.0 GiB free", "df -h /ckpt"),
     ({"port_holders": {"port": 39500, "holders": [{"port": 39500, "address": "0.0.0.0", "status": "LISTEN", "type": "tcp", "process": PROC}]}},

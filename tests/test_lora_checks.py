@@ -273,7 +273,7 @@ def test_output_dir_probe_judges_the_nearest_existing_parent(tmp_path):
     ("Read-only file system", "# /data is on a read-only filesystem: point output_dir at a writable node-local disk"),
 ])
 def test_output_dir_that_cannot_be_created_names_the_parent_and_a_fix_that_helps(error, fix):
-    facts = {"configured": True, "path": "/data/run/out", "key": "output_dir", "exists": False, "is_dir": False,
+    facts = {"configured": True, "path": "/data/run/out", "setting": "output_dir", "exists": False, "is_dir": False,
              "parent": "/data", "parent_is_dir": True, "parent_writable": False, "write_error": error,
              "mount": {"fstype": "ext4", "device": "/dev/nvme0n1p1", "mountpoint": "/data"}, "network_fs": False}
     r = output_dir(facts, {})
@@ -283,7 +283,7 @@ def test_output_dir_that_cannot_be_created_names_the_parent_and_a_fix_that_helps
 
 
 def test_missing_output_dir_on_nfs_still_warns():
-    facts = {"configured": True, "path": "/nfs/run/out", "key": "output_dir", "exists": False, "is_dir": False,
+    facts = {"configured": True, "path": "/nfs/run/out", "setting": "output_dir", "exists": False, "is_dir": False,
              "parent": "/nfs", "parent_is_dir": True, "parent_writable": True,
              "mount": {"fstype": "nfs4", "device": "srv:/export", "mountpoint": "/nfs"}, "network_fs": True}
     r = output_dir(facts, {})

@@ -319,7 +319,7 @@ def test_deepseek_v3_gets_the_exact_mla_list_in_model_order():
 def test_output_dir_rules_each_name_who_acts_and_paste(tmp_path):
     from dsv3_preflight.checks import lora_output_dir as od
 
-    base = {"configured": True, "path": "/data/run/out", "key": "output_dir", "exists": False, "is_dir": False,
+    base = {"configured": True, "path": "/data/run/out", "setting": "output_dir", "exists": False, "is_dir": False,
             "parent": "/data", "parent_is_dir": True, "parent_writable": False, "write_error": "Permission denied",
             "mount": {"fstype": "ext4", "device": "/dev/nvme0n1p1", "mountpoint": "/data"}, "network_fs": False}
     cases = [

@@ -121,3 +121,10 @@ def test_a_wait_for_another_run_is_a_note_naming_it():
     doc = _doc([Result.passed("ok").stamped(name="net.port_free", node="gpu-a", duration_s=0)])
     doc["nodes"][0]["fact_waits"] = {"port_bind": "waited 2.0 s for port 39500: it was in use by dsv3-preflight run pid 4242"}
     assert "note: gpu-a: port_bind waited 2.0 s for port 39500: it was in use by dsv3-preflight run pid 4242" in render_console(doc)
+
+
+def test_fixes_are_printed_flush_left_so_a_pasted_heredoc_ends():
+    fix = "python3 - <<'EOF'\nprint('fixed')\nEOF"
+    doc = _doc([Result.failed("bad config", {}, fix, actor=Actor.JOB).stamped(name="x.config", node="gpu-a", duration_s=0)])
+    lines = render_console(doc, quiet=True).splitlines()
+    assert lines[lines.index("python3 - <<'EOF'") + 2] == "EOF"

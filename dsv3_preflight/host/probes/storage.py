@@ -42,18 +42,17 @@ def output_dir(profile) -> dict[str, Any]:
     """The job's output directory (profile output_dir, else checkpoint_dir): filesystem, free space, writability.
 
     A directory that does not exist yet is described by its nearest existing parent: the trainer creates it.
-    ``setting`` names the profile field it comes from (``output_dir`` or ``checkpoint_dir``); ``key`` is the
-    same value under its former name (a field called "key" is masked as a secret in documents: read ``setting``).
+    ``setting`` names the profile field it comes from (``output_dir`` or ``checkpoint_dir``); ``path`` is absolute
+    (fixes name it, and a relative path means another directory on each node).
     Consumed by lora.output_dir (where it lies, whether it is writable) and host.resources (room left).
     """
     raw = profile.output_dir or profile.checkpoint_dir
     if not raw:
         return {"configured": False}
-    path = Path(raw).expanduser()
+    path = Path(os.path.abspath(Path(raw).expanduser()))
     facts: dict[str, Any] = {"configured": True, "path": str(path),
                              "setting": "output_dir" if profile.output_dir else "checkpoint_dir",
                              "exists": path.exists(), "is_dir": path.is_dir()}
-    facts["key"] = facts["setting"]
     nearest = path
     while not nearest.exists() and nearest != nearest.parent:
         nearest = nearest.parent
