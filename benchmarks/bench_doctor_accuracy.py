@@ -2,21 +2,26 @@
 
     .venv/bin/python benchmarks/bench_doctor_accuracy.py                 # held-out part, then development part
     .venv/bin/python benchmarks/bench_doctor_accuracy.py --part heldout   # the figures docs/doctor.md states
-    .venv/bin/python benchmarks/bench_doctor_accuracy.py --misses         # also list the development part's misses
+    .venv/bin/python benchmarks/bench_doctor_accuracy.py --part dev --misses   # also list the development part's misses
 
-The corpus was split once, by ``int(sha256(url), 16) % 3 == 0`` → held out, before any signature was written for it
-(``git log -- tests/data/doctor/corpus`` shows the split committed first). Signatures are written from the
-development part only; the held-out part is for measuring, so this script never lists held-out file names or
-their predictions, only the aggregate figures.
+The corpus is split by ``int(sha256(url), 16) % 3 == 0`` → held out; every excerpt was committed before any signature
+was written for it (``git log -- tests/data/doctor/corpus`` shows each round of excerpts committed first). Signatures
+are written from the development part only; the held-out part is for measuring, so this script never lists held-out
+file names or their predictions, only the aggregate figures.
+
+The held-out part is reported twice: the **original** held-out set (the rows of the first corpus commit,
+``"round": 1`` in the manifest: the 82 excerpts the first figures were measured on, so old and new figures compare
+on the same logs) and the **whole** held-out part (every round).
 
 Each excerpt is diagnosed on its own (one file, as a user would pass it). The prediction is the class of the
 headline root cause when the doctor says ``failure``; ``healthy`` when it exits 0; ``unrecognised`` for a
 failure whose cause is not recognised (exit 1, "cause not recognised"); ``no_progress`` for a log with neither
 errors nor progress (exit 5). A healthy excerpt is right only when the doctor exits 0.
 
-``--baseline COMMIT`` (default: the commit before the corpus, where the doctor was as issue 17 found it) runs the
-doctor of that commit from a ``git archive`` copy on the same excerpts, its classes mapped onto the new ones; its
-UNKNOWN verdict exited 0, so it is shown as ``unknown(exit 0)``.
+``--baseline COMMIT`` (repeatable; default: a918243, the doctor as issue 17 found it, and 6ec2f56, the doctor of the
+first corpus round, before round 2's signature work) runs the doctor of that commit from a ``git archive`` copy on
+the same excerpts, its classes mapped onto the new ones; a918243's UNKNOWN verdict exited 0, so it is shown as
+``unknown(exit 0)``.
 """
 from __future__ import annotations
 
@@ -36,7 +41,8 @@ REPO = Path(__file__).resolve().parent.parent
 CORPUS = REPO / "tests" / "data" / "doctor" / "corpus"
 CLASSES = ("cuda_fabric", "version_drift", "pci_rank_dup", "port_rendezvous", "nic_iface", "nccl_hang",
            "nccl_transport", "gpu_oom", "host_resources", "lora_empty", "config", "healthy")
-BASELINE = "a918243"   # HEAD before the corpus commit: the doctor as issue 17 measured it
+BASELINES = ("a918243", "6ec2f56")   # the doctor as issue 17 measured it; the doctor after the first corpus round
+BASELINE_NAMES = {"a918243": "before issue 17", "6ec2f56": "corpus round 1"}
 
 # The driver runs inside a subprocess (one per doctor version) with that version's package on sys.path.
 DRIVER = r"""
@@ -124,27 +130,23 @@ def fmt(x) -> str:
     return "  -  " if x is None else f"{100 * x:5.1f}"
 
 
-def print_report(title: str, s: dict, base: dict | None) -> None:
+def print_report(title: str, s: dict, bases: list[tuple[str, dict]]) -> None:
     print(f"\n=== {title}: {s['n']} excerpts ===")
     head = f"{'class':16} {'n':>3} {'recall%':>8} {'prec%':>7}"
-    if base:
-        head += f"   | baseline {'recall%':>8} {'prec%':>7}"
+    for name, _ in bases:
+        head += f"   | {name[:16]:>16} recall% prec%"
     print(head)
     for c in CLASSES:
         p = s["per_class"][c]
         line = f"{c:16} {p['n']:3d} {fmt(p['recall']):>8} {fmt(p['precision']):>7}"
-        if base:
-            b = base["per_class"][c]
-            line += f"   |          {fmt(b['recall']):>8} {fmt(b['precision']):>7}"
+        for _, b in bases:
+            line += f"   | {'':16} {fmt(b['per_class'][c]['recall']):>7} {fmt(b['per_class'][c]['precision']):>5}"
         print(line)
-    worst = min((s["per_class"][c]["recall"] for c in CLASSES if s["per_class"][c]["n"]), default=0.0)
-    print(f"right cause overall: {s['right']}/{s['n']} = {100 * s['rate']:.1f}%   lowest class recall: {100 * worst:.1f}%"
-          f"   healthy called failed: {s['healthy_called_failed']}   failures that exit 0: {s['failure_exit_0']}")
-    if base:
-        bworst = min((base["per_class"][c]["recall"] or 0.0 for c in CLASSES if base["per_class"][c]["n"]), default=0.0)
-        print(f"baseline doctor:     {base['right']}/{base['n']} = {100 * base['rate']:.1f}%   lowest class recall: "
-              f"{100 * bworst:.1f}%   healthy called failed: {base['healthy_called_failed']}   failures that exit 0: "
-              f"{base['failure_exit_0']}")
+    print(_overall("this doctor", s))
+    for name, b in bases:
+        print(_overall(name, b))
+    below = [c for c in CLASSES if s["per_class"][c]["n"] and s["per_class"][c]["recall"] < 0.75]
+    print("classes below 75% recall: " + (", ".join(below) if below else "none"))
     cols = list(CLASSES) + sorted({p for (_, p) in s["confusion"]} - set(CLASSES))
     short = {c: c[:7] for c in cols}
     print("\nconfusion matrix (rows: true class, columns: predicted)")
@@ -153,40 +155,57 @@ def print_report(title: str, s: dict, base: dict | None) -> None:
         print(f"{t:16}" + "".join(f"{(s['confusion'].get((t, c)) or '.'):>8}" for c in cols))
 
 
+def _overall(name: str, s: dict) -> str:
+    worst = min((s["per_class"][c]["recall"] or 0.0 for c in CLASSES if s["per_class"][c]["n"]), default=0.0)
+    return (f"{name + ':':24} right cause {s['right']}/{s['n']} = {100 * s['rate']:.1f}%   lowest class recall "
+            f"{100 * worst:.1f}%   healthy called failed {s['healthy_called_failed']}   failures that exit 0 "
+            f"{s['failure_exit_0']}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--part", choices=("heldout", "dev", "both"), default="both")
-    ap.add_argument("--baseline", default=BASELINE, help="commit whose doctor is measured beside (default %(default)s)")
+    ap.add_argument("--baseline", action="append", default=None,
+                    help=f"commit whose doctor is measured beside (repeatable; default {' and '.join(BASELINES)})")
     ap.add_argument("--no-baseline", action="store_true")
     ap.add_argument("--misses", action="store_true", help="list the development part's misses (never the held-out's)")
     ap.add_argument("--json", dest="as_json", action="store_true", help="print the figures as JSON")
     args = ap.parse_args()
+    baselines = [] if args.no_baseline else (args.baseline or list(BASELINES))
     rows = load_manifest()
     parts = ["heldout", "dev"] if args.part == "both" else [args.part]
     rows = [r for r in rows if r["split"] in parts]
     files = [str(CORPUS / r["file"]) for r in rows]
     cur = run_driver(REPO, files)
     preds = {r["file"]: predict_current(cur[str(CORPUS / r["file"])]) for r in rows}
-    base_preds = None
-    if not args.no_baseline:
+    base_preds: list[tuple[str, dict]] = []
+    for commit in baselines:
         with tempfile.TemporaryDirectory(prefix="doctor_baseline_") as tmp:
-            old = run_driver(baseline_tree(args.baseline, Path(tmp)), files)
-        base_preds = {r["file"]: predict_old(old[str(CORPUS / r["file"])]) for r in rows}
+            old = run_driver(baseline_tree(commit, Path(tmp)), files)
+        name = f"{commit} ({BASELINE_NAMES[commit]})" if commit in BASELINE_NAMES else commit
+        base_preds.append((name, {r["file"]: predict_current(old[str(CORPUS / r["file"])]) for r in rows}))
+    sets = []
+    if "heldout" in parts:
+        sets.append(("heldout_original", "HELD-OUT, original set (round-1 manifest rows; never used to write signatures)",
+                     [r for r in rows if r["split"] == "heldout" and r.get("round", 1) == 1]))
+        sets.append(("heldout_all", "HELD-OUT, whole part (all rounds; never used to write signatures)",
+                     [r for r in rows if r["split"] == "heldout"]))
+    if "dev" in parts:
+        sets.append(("dev", "DEVELOPMENT part (signatures were written from these: optimistic)",
+                     [r for r in rows if r["split"] == "dev"]))
     out = {}
-    for part in parts:
-        sub = [r for r in rows if r["split"] == part]
+    for key, label, sub in sets:
         s = score(sub, {r["file"]: preds[r["file"]] for r in sub})
-        b = score(sub, {r["file"]: base_preds[r["file"]] for r in sub}) if base_preds else None
-        out[part] = (s, b)
+        bs = [(name, score(sub, {r["file"]: bp[r["file"]] for r in sub})) for name, bp in base_preds]
+        out[key] = (s, bs)
         if not args.as_json:
-            label = ("HELD-OUT part (never used to write signatures)" if part == "heldout"
-                     else "DEVELOPMENT part (signatures were written from these: optimistic)")
-            print_report(label, s, b)
+            print_report(label, s, bs)
     if args.as_json:
-        print(json.dumps({p: {"current": {k: v for k, v in s.items() if k != "confusion"}
-                              | {"confusion": {f"{t}->{q}": n for (t, q), n in s["confusion"].items()}},
-                              "baseline": b and {k: v for k, v in b.items() if k != "confusion"}}
-                          for p, (s, b) in out.items()}, indent=2))
+        def plain(s: dict) -> dict:
+            return {k: v for k, v in s.items() if k != "confusion"} | {
+                "confusion": {f"{t}->{q}": n for (t, q), n in s["confusion"].items()}}
+        print(json.dumps({k: {"current": plain(s), "baselines": {name: plain(b) for name, b in bs}}
+                          for k, (s, bs) in out.items()}, indent=2))
     if args.misses and "dev" in parts:
         print("\ndevelopment misses (true → predicted):")
         for r in rows:
