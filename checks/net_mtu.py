@@ -53,16 +53,21 @@ def rule_unknown(per_node: Mapping[str, Mapping[str, Any]], nnodes: int) -> Find
                    actor=Actor.NODE, cause="net.master_loopback" if any("loopback" in v["how"] for v in unknown.values()) else None)
 
 
-def rule_nodes_missing(known: Mapping[str, Any], nnodes: int) -> Finding | None:
+def rule_nodes_missing(known: Mapping[str, Any], nnodes: int, node_states: Mapping[str, Mapping[str, Any]]) -> Finding | None:
     missing = nnodes - len(known)
     if missing <= 0 or nnodes <= 1:
         return None
+    lost = [n for n, s in node_states.items() if s.get("state") == "dead" and n not in known]
+    if lost:  # shown under the lost node's own ERROR (same cause), not as a second alarm
+        return warning(f"MTU known on {len(known)} node(s); not on {', '.join(lost)}, lost during the run",
+                       "dsv3-preflight run --all-nodes   # once the lost node is back", actor=Actor.NODE,
+                       cause="cluster.node_lost")
     return warning(f"MTU known on {len(known)} node(s); {missing} of {nnodes} did not report it",
                    "dsv3-preflight run --all-nodes   # gather every node", actor=Actor.NODE)
 
 
-@check("net.mtu", scope="cluster", needs=["nic_route", "profile"], tags=["network"], timeout=10)
-def mtu(nic_route, profile):
+@check("net.mtu", scope="cluster", needs=["nic_route", "node_states", "profile"], tags=["network"], timeout=10)
+def mtu(nic_route, node_states, profile):
     """The interfaces toward the other nodes have the same MTU on all nodes (a mismatch stalls large collectives while small ones pass)."""
     per_node = used_interfaces(nic_route, profile.master_addr, profile.nnodes)
     known = {node: v for node, v in per_node.items() if v["mtu"] is not None}
@@ -75,6 +80,6 @@ def mtu(nic_route, profile):
     found.check(rule_mtu_differs, known)
     found.check(rule_unknown, per_node, profile.nnodes)
     if not found.failures:
-        found.check(rule_nodes_missing, known, profile.nnodes)
+        found.check(rule_nodes_missing, known, profile.nnodes, node_states)
     value = Counter(v["mtu"] for v in known.values()).most_common(1)[0][0]
     return found.result(f"MTU {value} on " + ", ".join(f"{n} ({v['interface']})" for n, v in known.items()), evidence)

@@ -39,7 +39,11 @@ def quick_start(lab, tmp_path_factory):
     """`dsv3-preflight run --all-nodes --config preflight.toml --probe` on the head, as the quick start says."""
     where = tmp_path_factory.mktemp("quick")
     (where / "preflight.toml").write_text(QUICK_START_TOML)
-    return lab.run(where / "green.json", "--only", ONLY, "--probe", config=Path("preflight.toml"), timeout=300)
+    # `auto` finds the cluster `ray start --head` recorded in the head's Ray temp dir; Ray's auto also scans this
+    # machine's processes for GCS servers, and on a shared development machine another lab's would be found too
+    others = subprocess.run(["pgrep", "-c", "gcs_server"], capture_output=True, text=True, timeout=10).stdout.strip()
+    env = {"RAY_ADDRESS": lab.gcs} if int(others or 0) > 1 else {}
+    return lab.run(where / "green.json", "--only", ONLY, "--probe", config=Path("preflight.toml"), timeout=300, env=env)
 
 
 def test_quick_start_finds_the_cluster_from_the_head_and_is_green(quick_start):

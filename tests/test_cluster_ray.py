@@ -149,7 +149,8 @@ def test_a_hung_node_is_an_error_and_the_others_are_reported_within_the_timeout(
     assert wall < 20 + 20, wall  # the timeout plus connecting and Ray's shutdown, never a hang
     hung = nodes_by_name(doc)["lab-node1"]  # named by what it said when its task started: it never answered
     assert hung["state"] == "error" and "no answer within the overall timeout" in hung["error"]
-    assert results_by(doc, "cluster.node_run")["lab-node1"]["evidence"]["kind"] == "timeout"
+    row = results_by(doc, "cluster.node_run")["lab-node1"]
+    assert row["evidence"]["kind"] == "timeout" and paste_problems(row["remediation"]) == []
     assert doc["cluster"]["node_states"]["lab-node1"]["state"] == "alive"  # hung, not dead: Ray still has it
     slow = results_by(doc, "testhook.slow_probe")
     assert slow["lab-node0"]["status"] == "pass" and slow["lab-node2"]["status"] == "pass"
@@ -188,6 +189,7 @@ def test_a_node_without_the_package_is_reported_for_that_node_and_shipping_it_he
     assert bare["state"] == "error" and "dsv3-preflight is not importable" in bare["error"] and str(python) in bare["error"]
     err = results_by(doc, "cluster.node_run")["bare"]
     assert err["evidence"]["kind"] == "package_missing" and "DSV3_PREFLIGHT_SHIP_PACKAGE=1" in err["remediation"]
+    assert paste_problems(err["remediation"]) == []
     assert all(nodes_by_name(doc)[n]["state"] == "ok" for n in ALL)
     assert shipped.returncode == 0, shipped.stdout[-2000:] + shipped.stderr[-3000:]
     assert nodes_by_name(shipped_doc)["bare"]["identity"]["python"] == str(python)

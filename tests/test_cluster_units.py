@@ -115,7 +115,7 @@ def judge_all(scenario: dict, **profile_values):
         "cluster.node_rank": node_rank(facts(scenario, "env"), scenario["node_ranks"], p),
         "cluster.master_node": master_node(facts(scenario, "host"), facts(scenario, "nic_route"), scenario["node_ranks"],
                                            scenario["node_states"], p),
-        "net.mtu": mtu(facts(scenario, "nic_route"), p),
+        "net.mtu": mtu(facts(scenario, "nic_route"), scenario["node_states"], p),
         "cluster.node_count": node_count(scenario["node_ranks"], scenario["node_states"], p),
         "cluster.env_consistency": env_consistency(facts(scenario, "env"), scenario["node_ranks"], p),
     }
@@ -298,7 +298,9 @@ def test_rule_unknown_names_a_loopback_head_with_no_interface_holding_the_addres
     per_node = used_interfaces(nic, "lab-node0")
     found = rule_unknown(per_node, 3)
     assert found.status is Status.WARN and found.message.startswith("MTU not judged on lab-node0 (its route to MASTER_ADDR is loopback (lo)")
-    assert rule_nodes_missing({"a": {}}, 3).message == "MTU known on 1 node(s); 2 of 3 did not report it"
+    assert rule_nodes_missing({"a": {}}, 3, {}).message == "MTU known on 1 node(s); 2 of 3 did not report it"
+    lost = rule_nodes_missing({"a": {}, "b": {}}, 3, {"c": {"state": "dead"}})
+    assert lost.message == "MTU known on 2 node(s); not on c, lost during the run" and lost.cause == "cluster.node_lost"
 
 
 # -- cluster.node_count ------------------------------------------------------------------------------------------
@@ -433,5 +435,5 @@ def test_help_does_not_import_ray():
 
 def test_a_single_node_job_judges_mtu_on_its_loopback_route(recorded):
     nic = {"lab-node0": facts(recorded["loopback_head"], "nic_route")["lab-node0"]}
-    result = mtu(nic, resolve_profile({"nnodes": 1, "master_addr": "lab-node0"}, {}))
+    result = mtu(nic, {"lab-node0": {"state": "alive"}}, resolve_profile({"nnodes": 1, "master_addr": "lab-node0"}, {}))
     assert result.status is Status.PASS and result.summary == "MTU 65536 on lab-node0 (lo)"
