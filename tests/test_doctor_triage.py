@@ -226,3 +226,82 @@ def test_an_error_on_the_same_line_as_a_progress_bar_is_not_healthy(tmp_path):
     log.write_text(" 31%|#####     | 331/1063 [01:06<03:59,  3.06it/s]Killed\n")
     doc = triage([str(log)])
     assert doc["verdict"] == "failure" and doc["exit_code"] == 1
+
+
+# --- rules added from the libraries' own texts (torch c10d, DeepSpeed, transformers, accelerate) -------------------
+
+def _doc(tmp_path, text, name="t.log"):
+    log = tmp_path / name
+    log.write_text(text)
+    return triage([str(log)])
+
+
+def test_an_ipv6_lookup_that_finds_no_ipv6_address_keeps_a_progressing_run_healthy(tmp_path):
+    # getaddrinfo answers EAI_NODATA (-5) for a host with only IPv4 addresses; torch logs it and goes on with IPv4
+    doc = _doc(tmp_path, "[W socket.cpp:601] [c10d] The IPv6 network addresses of (node0.cluster, 29500) cannot be "
+                         "retrieved (gai error: -5 - No address associated with hostname).\n"
+                         "{'loss': 1.2345, 'grad_norm': 0.5, 'learning_rate': 1e-05, 'epoch': 0.1}\n")
+    assert (doc["verdict"], doc["exit_code"]) == ("healthy", 0)
+    assert [w["id"] for w in doc["warnings"]] == ["c10d.ipv6_lookup"]
+
+
+def test_an_ipv4_lookup_failure_is_the_name_resolution_cause(tmp_path):
+    doc = _doc(tmp_path, "[W socket.cpp:601] [c10d] The IPv4 network addresses of (node0.cluster, 29500) cannot be "
+                         "retrieved (gai error: -5 - No address associated with hostname).\n")
+    assert (doc["cause_class"], doc["findings"][0]["id"]) == ("port_rendezvous", "net.name_resolution")
+
+
+def test_a_store_port_below_1024_is_named_with_the_error_the_kernel_gave(tmp_path):
+    doc = _doc(tmp_path, "[W socket.cpp:426] [c10d] The server socket has failed to bind to 0.0.0.0:98 (errno: 13 - Permission denied).\n"
+                         "[E socket.cpp:462] [c10d] The server socket has failed to listen on any local network address.\n")
+    top = doc["findings"][0]
+    assert (top["id"], top["check"]) == ("c10d.bind_failed", "net.port_free")
+    assert top["title"] == "The rendezvous store cannot listen on 0.0.0.0:98 (Permission denied)"
+
+
+def test_a_windows_connect_error_names_the_store_and_the_system_error(tmp_path):
+    doc = _doc(tmp_path, "[W ..\\torch\\csrc\\distributed\\c10d\\socket.cpp:601] [c10d] The client socket has failed to "
+                         "connect to [node0]:12345 (system error: 10049 - unknown error).\n")
+    top = doc["findings"][0]
+    assert (top["id"], top["title"]) == ("c10d.client_connect_failed",
+                                         "Cannot connect to the rendezvous store [node0]:12345 (unknown error)")
+
+
+def test_a_refused_python_connection_stays_behind_a_specific_rendezvous_cause(tmp_path):
+    doc = _doc(tmp_path, "RuntimeError: The server socket has failed to listen on any local network address. The server "
+                         "socket has failed to bind to [::]:29500 (errno: 98 - Address already in use).\n"
+                         "ConnectionRefusedError: [Errno 111] Connection refused\n")
+    assert [(f["id"], f["role"], f["explained_by"]) for f in doc["findings"]] == [
+        ("c10d.address_in_use", "root_cause", None), ("net.connection_refused", "consequence", "c10d.address_in_use")]
+    assert doc["findings"][0]["headline"]
+
+
+def test_a_string_compared_with_a_number_is_an_unresolved_auto_only_inside_deepspeed(tmp_path):
+    error = "TypeError: '>' not supported between instances of 'str' and 'float'\n"
+    plain = _doc(tmp_path, "Traceback (most recent call last):\n  File \"train.py\", line 9, in <module>\n" + error, "plain.log")
+    assert (plain["cause_recognised"], plain["cause_class"]) == (False, "unrecognised")
+    frame = '  File "/opt/conda/lib/python3.8/site-packages/deepspeed/runtime/engine.py", line 1257, in _take_model_step\n'
+    inside = _doc(tmp_path, "Traceback (most recent call last):\n" + frame + "    if self.gradient_clipping() > 0.0:\n" + error,
+                  "ds.log")
+    assert (inside["cause_class"], inside["findings"][0]["id"]) == ("config", "deepspeed.auto_compared")
+
+
+def test_a_raise_statement_in_a_traceback_is_not_taken_for_the_error_it_raises(tmp_path):
+    doc = _doc(tmp_path, '  File "/usr/lib/python3/dist-packages/accelerate/utils/deepspeed.py", line 154, in __init__\n'
+                         "    raise ValueError(\n"
+                         "ValueError: Expected a string path to an existing deepspeed config, or a dictionary, or a base64 "
+                         "encoded string. Received: ds_config.json\n")
+    assert [f["id"] for f in doc["findings"]] == ["config.ds_config_path"]
+    assert doc["findings"][0]["first_seen"]["line"] == 3
+
+
+def test_deepspeed_config_warnings_keep_a_progressing_run_healthy(tmp_path):
+    # deepspeed/runtime/config.py logs these with logger.warning; the errors share their "DeepSpeedConfig: " prefix
+    doc = _doc(tmp_path, "[WARNING] [config.py:1057] DeepSpeedConfig: vocabulary size 50257 is not aligned to 8, may import "
+                         "tensor core utilization.\n"
+                         "[WARNING] [config.py:1069] DeepSpeedConfig: In FP32 mode, DeepSpeed does not permit MAX_GRAD_NORM "
+                         "(1.0) > 0, setting to zero\n"
+                         "{'loss': 1.2345, 'grad_norm': 0.5, 'learning_rate': 1e-05, 'epoch': 0.1}\n")
+    assert (doc["verdict"], doc["exit_code"]) == ("healthy", 0)
+    err = _doc(tmp_path, "AssertionError: DeepSpeedConfig: train_micro_batch_size_per_gpu is not defined\n", "err.log")
+    assert (err["cause_class"], err["findings"][0]["id"]) == ("config", "deepspeed.config_check")

@@ -111,6 +111,12 @@ VERSIONS_FIX = ("dsv3-preflight run --only gpu.versions    # every version that 
                 "# install the same driver, CUDA, NCCL, torch and DeepSpeed everywhere (one container image on all nodes)")
 STORE_FIX = ("nc -vz -w 3 \"$MASTER_ADDR\" \"$MASTER_PORT\"    # from every node; the head must be listening\n"
              "dsv3-preflight run --only net.port_reach,cluster.master_node")
+LAUNCH_FIX = ("# start every rank through a launcher (torchrun, deepspeed, accelerate launch): it sets RANK, LOCAL_RANK,\n"
+              "# WORLD_SIZE, MASTER_ADDR and MASTER_PORT for each process; plain `python train.py` sets none of them\n"
+              "torchrun --nnodes \"${NNODES:?number of nodes}\" --nproc-per-node \"${NPROC_PER_NODE:?GPUs per node}\" "
+              "--rdzv-backend c10d --rdzv-endpoint \"${MASTER_ADDR:?address of the head node}:${MASTER_PORT:-29500}\" "
+              "\"${TRAIN_SCRIPT:?the training script}\"\n"
+              "dsv3-preflight run --only env.launch_vars")
 ALLREDUCE_FIX = "dsv3-preflight run --only dist.allreduce    # the data path between all ranks, with a timeout and the cause"
 SHM_FIX = ("df -h /dev/shm; ls /dev/shm | head\n"
            "# docker: run with --ipc=host or --shm-size=16g; Kubernetes: mount an emptyDir with medium: Memory at /dev/shm\n"
@@ -349,48 +355,58 @@ SIGNATURES: tuple[Signature, ...] = (
       "env.launch_vars", 1,
       "[E socket.cpp:753] [c10d] The client socket has failed to connect to any network address of (6841231, 47389).",
       "https://github.com/hpcaitech/Open-Sora/issues/667"),
-    S("c10d.ipv6_lookup", "port_rendezvous", "suspect", (b"cannot be retrieved (gai error: -2",),
-      r"The IPv6 network addresses of \((?P<host>[^,]+), (?P<port>\d+)\) cannot be retrieved \(gai error: -2",
+    S("c10d.ipv6_lookup", "port_rendezvous", "suspect", (b"IPv6 network addresses of",),
+      r"The IPv6 network addresses of \((?P<host>[^,]+), (?P<port>\d+)\) cannot be retrieved \(gai error: -(?:2|5|9) ",
       "IPv6 lookup of {host} failed",
-      "{host} has no IPv6 address (harmless by itself; it matters when the connection then fails).",
+      "{host} has no IPv6 address (harmless by itself: torch then tries IPv4; it matters when the connection then "
+      "fails). getaddrinfo answers -2 (EAI_NONAME), -5 (EAI_NODATA) or -9 (EAI_ADDRFAMILY) for a family a host lacks.",
       "getent hosts {host}    # on every node", "env.launch_vars", 2,
       "[W socket.cpp:601] [c10d] The IPv6 network addresses of (localhost, 51595) cannot be retrieved (gai error: -2 - Name or service not known).",
-      "https://github.com/antgroup/animate-x/issues/15"),
+      "https://github.com/antgroup/animate-x/issues/15 (torch/csrc/distributed/c10d/socket.cpp; glibc netdb.h EAI_* codes)"),
     S("net.name_resolution", "port_rendezvous", "cause", (b"name resolution", b"Name or service not known", b"nodename nor servname",
-                                                         b"Could not resolve hostname", b"gai error", b"getaddrinfo", b"Unknown host"),
-      r"(?:gai error: -?\d+ - )?(?:Temporary failure in name resolution|Name or service not known|nodename nor servname provided)"
-      r"|Could not resolve hostname (?P<host>\S+?):|getaddrinfo(?: failed|\(\) failed|: )|Unknown host",
+                                                         b"Could not resolve hostname", b"gai error", b"getaddrinfo", b"Unknown host",
+                                                         b"No address associated with hostname", b"host not found",
+                                                         b"Name does not resolve", b"Servname not supported"),
+      r"(?:gai error: -?\d+ - )?(?:Temporary failure in name resolution|Name or service not known|nodename nor servname provided"
+      r"|No address associated with hostname|Name does not resolve|Servname not supported|Non-recoverable failure in name resolution)"
+      r"|Could not resolve hostname (?P<host>\S+?):|getaddrinfo(?: failed|\(\) failed|: )|Unknown host|host not found"
+      r"|network addresses of \((?P<host2>[^,]+), \d+\) cannot be retrieved \(gai error",
       "Host name does not resolve",
-      "A host name used for the rendezvous (MASTER_ADDR, a node in the hostfile) does not resolve on this node: "
-      "missing /etc/hosts or DNS entry.",
-      "getent hosts \"$MASTER_ADDR\"    # on every node\n"
+      "A host name used for the rendezvous (MASTER_ADDR, a node in the hostfile, this machine's own name) does not "
+      "resolve on this node: missing /etc/hosts or DNS entry.",
+      "getent hosts \"$MASTER_ADDR\"; getent hosts \"$(hostname)\"    # on every node\n"
       "# add the name to /etc/hosts on all nodes, or set MASTER_ADDR to the master's IP\n"
       "dsv3-preflight run --only env.launch_vars",
       "env.launch_vars", 1,
       "[W socket.cpp:601] [c10d] The IPv6 network addresses of (user, 53821) cannot be retrieved (gai error: -3 - Temporary failure in name resolution).",
-      "https://github.com/nyu-systems/Grendel-GS/issues/9 (glibc gai_strerror(EAI_AGAIN))"),
+      "https://github.com/nyu-systems/Grendel-GS/issues/9 (glibc gai_strerror; torch 1.x TCPStore 'host not found')"),
     S("c10d.store_timeout", "port_rendezvous", "cause", (b"client socket has timed out", b"failed to connect/validate",
                                                         b"connect() timed out", b"Socket Timeout", b"waiting for clients",
-                                                        b"store based barrier", b"wait timeout after", b"RendezvousTimeoutError"),
+                                                        b"store based barrier", b"wait timeout after", b"RendezvousTimeoutError",
+                                                        b"waiting for workers", b"clients joined", b"workers joined", b"Wait timeout"),
       r"client socket has timed out after (?P<after>\S+) while trying to connect to \(?(?P<host>[^,\s)]+)(?:, |:)(?P<port>\d+)"
       r"|TCP client failed to connect/validate to host (?P<host2>\S+?):(?P<port2>\d+)|connect\(\) timed out"
-      r"|Socket Timeout|Timed out after \d+ seconds waiting for clients|Timed out initializing process group in store based barrier"
-      r"|wait timeout after \d+ms, keys:|RendezvousTimeoutError",
+      r"|Socket Timeout|Timed out after \d+ seconds waiting for (?:clients|workers)|Timed out initializing process group in store based barrier"
+      r"|\d+/\d+ (?:clients|workers) joined|wait timeout after \d+ms, keys:|(?:DistStoreError|RuntimeError): Wait timeout\b"
+      r"|RendezvousTimeoutError",
       "Rendezvous store[[ {host}:{port}]] not reached in time",
       "This node could not reach the rendezvous store (MASTER_ADDR:MASTER_PORT) or not all ranks joined in time: "
       "the master is not started, the address or port is wrong, a firewall drops the packets, or a node never launched.",
       STORE_FIX, "net.port_reach", 1,
       "[E108 20:04:34.467642512 socket.cpp:957] [c10d] The client socket has timed out after 900s while trying to connect to (33.145.124.128, 29500).",
-      "https://github.com/pytorch/pytorch/issues/105782 (torch/csrc/distributed/c10d/socket.cpp)",
-      consequence_of=("c10d.numeric_hostname", "c10d.address_in_use", "net.name_resolution")),
-    S("c10d.client_connect_failed", "port_rendezvous", "cause", (b"client socket has failed to connect",),
-      r"client socket has failed to connect to (?P<target>\S+?)\.? \(errno: (?P<errno>\d+) - (?P<err>[^)]*)\)"
-      r"|client socket has failed to connect to any network address",
+      "https://github.com/pytorch/pytorch/issues/105782 (torch/csrc/distributed/c10d/socket.cpp; TCPStore.cpp "
+      "'Timed out after {} seconds waiting for clients. {}/{} clients joined.')",
+      consequence_of=("c10d.numeric_hostname", "c10d.address_in_use", "net.name_resolution", "c10d.bind_failed",
+                      "c10d.env_var_missing")),
+    S("c10d.client_connect_failed", "port_rendezvous", "cause", (b"client socket has failed to connect",
+                                                                b"client socket cannot be initialized"),
+      r"client socket has failed to connect to (?P<target>\S+?)\.? \((?:errno|system error): (?P<errno>-?\d+) - (?P<err>[^)]*)\)"
+      r"|client socket has failed to connect to any network address|client socket cannot be initialized to connect to (?P<target2>\S+)",
       "Cannot connect to the rendezvous store[[ {target}]][[ ({err})]]",
       "The store address refused or dropped the connection: wrong MASTER_ADDR/PORT, the master is not listening yet, "
       "or a firewall.", STORE_FIX, "net.port_reach", 1,
       "[W socket.cpp:697] [c10d] The client socket has failed to connect to 10.0.0.5:29500 (errno: 111 - Connection refused).",
-      "torch/csrc/distributed/c10d/socket.cpp",
+      "torch/csrc/distributed/c10d/socket.cpp (Linux '(errno: N - strerror)', Windows '(system error: N - message)')",
       consequence_of=("c10d.numeric_hostname", "c10d.address_in_use", "net.name_resolution"), transient=True),
     S("c10d.server_waiting", "port_rendezvous", "suspect", (b"server socket on",),
       r"server socket on (?P<addr>\S+) has timed out, will retry",
@@ -408,6 +424,14 @@ SIGNATURES: tuple[Signature, ...] = (
       "https://github.com/pytorch/pytorch/issues/107021",
       consequence_of=("c10d.store_timeout", "c10d.client_connect_failed", "c10d.numeric_hostname", "c10d.address_in_use",
                       "net.name_resolution")),
+    S("elastic.rendezvous_closed", "port_rendezvous", "symptom", (b"RendezvousClosedError",),
+      r"RendezvousClosedError",
+      "torchrun's rendezvous was already closed",
+      "This agent tried to join a rendezvous the other nodes had closed: they stopped (a failure, or max_restarts "
+      "used up) or finished before it arrived. The other nodes' logs hold the first failure.",
+      "dsv3-preflight run --only cluster.node_count    # every node up and launched together", "cluster.node_count", 3,
+      "torch.distributed.elastic.rendezvous.api.RendezvousClosedError",
+      "torch/distributed/elastic/rendezvous/dynamic_rendezvous.py (raise RendezvousClosedError)"),
     S("c10d.store_closed", None, "symptom", (b"Connection was likely closed", b"got 0 bytes"),
       r"got 0 bytes\. Connection was likely closed|Connection was likely closed",
       "The rendezvous store closed the connection",
@@ -425,6 +449,33 @@ SIGNATURES: tuple[Signature, ...] = (
       "cluster.master_node", 1,
       "[W socket.cpp:436] [c10d] The server socket has failed to bind to 10.0.0.1:29500 (errno: 99 - Cannot assign requested address).",
       "torch/csrc/distributed/c10d/socket.cpp (strerror(EADDRNOTAVAIL))"),
+    S("c10d.bind_failed", "port_rendezvous", "cause", (b"server socket has failed to bind", b"server socket has failed to listen",
+                                                      b"server socket cannot be initialized"),
+      r"server socket has failed to bind to (?P<addr>\S+?) \((?:errno|system error): (?P<errno>\d+) - (?P<err>[^)]*)\)"
+      r"|server socket has failed to (?:listen on any local network address|listen on (?P<addr2>\S+)|bind\b)"
+      r"|server socket cannot be initialized on (?P<addr3>\S+)",
+      "The rendezvous store cannot listen[[ on {addr}]][[ ({err})]]",
+      "The process that hosts the store (node rank 0) could not open MASTER_PORT: the port is held by another process, "
+      "below 1024 (only root may bind it: errno 13, Permission denied), or the address is not one of this host's.",
+      "ss -ltnp \"sport = :${MASTER_PORT:?the port in the error}\"    # who holds it, if anyone\n"
+      "# use a free port above 1024 on the head: export MASTER_PORT=29500 (or --master_port / --rdzv-endpoint host:port)\n"
+      "dsv3-preflight run --only net.port_free",
+      "net.port_free", 1,
+      "torch.distributed.DistNetworkError: The server socket has failed to listen on any local network address. "
+      "The server socket has failed to bind to [::]:80 (errno: 13 - Permission denied).",
+      "torch/csrc/distributed/c10d/socket.cpp (SocketListenOp format strings; strerror(EACCES))",
+      consequence_of=("c10d.address_in_use", "c10d.bind_not_local")),
+    S("c10d.env_var_missing", "port_rendezvous", "cause", (b"rendezvous: ", b"requires the LOCAL_RANK environment"),
+      r"(?:env|tcp|file)://\s*rendezvous: (?:environment variable (?P<var>\w+) expected, but not set|(?P<var2>[A-Z_]+) not set"
+      r"|(?P<var3>port number|rank parameter|world size parameter|path) missing)"
+      r"|DeepSpeed requires the (?P<var4>LOCAL_RANK) environment variable",
+      "The rendezvous variables are not set[[ ({var} missing)]]",
+      "init_process_group('env://') reads RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT (and DeepSpeed LOCAL_RANK) "
+      "from the environment, which a launcher sets for each process; this process was started without one (plain "
+      "python) or the launcher's variables were lost.",
+      LAUNCH_FIX, "env.launch_vars", 1,
+      "ValueError: Error initializing torch.distributed using env:// rendezvous: environment variable MASTER_ADDR expected, but not set",
+      "torch/distributed/rendezvous.py (_env_error, _error); deepspeed/runtime/engine.py (LOCAL_RANK assertion)"),
     S("c10d.store_error", "port_rendezvous", "cause", (b"DistStoreError", b"DistNetworkError", b"TCPStore"),
       r"DistStoreError|DistNetworkError|TCPStore\S*.{0,60}(?:failed|timed out|Timeout)",
       "The rendezvous store (TCPStore) failed",
@@ -433,26 +484,53 @@ SIGNATURES: tuple[Signature, ...] = (
       "torch.distributed.DistStoreError: Stop_waiting response is expected",
       "torch/csrc/distributed/c10d/TCPStore.cpp (DistStoreError, DistNetworkError)"),
     S("launcher.ssh_unreachable", "port_rendezvous", "cause", (b"ssh: connect to host", b"ORTE was unable to reliably start",
-                                                              b"Permission denied (publickey"),
+                                                              b"Permission denied (publickey", b"not reachable via ssh",
+                                                              b"ssh exited with exit code 255", b"Host key verification failed",
+                                                              b"returned non-zero exit status 255"),
       r"ssh: connect to host (?P<host>\S+) port \d+: (?P<err>.+)|ORTE was unable to reliably start one or more daemons"
-      r"|Permission denied \(publickey",
+      r"|Permission denied \(publickey|host=(?P<host2>\S+) was not reachable via ssh|(?P<host3>[\w.-]+): ssh exited with exit code 255"
+      r"|Host key verification failed|Command '\[?'?ssh [^']*?(?P<host4>[\w.-]+) hostname[^']*'?\]?' returned non-zero exit status 255",
       "The launcher cannot reach a node[[ ({host})]]",
-      "mpirun/pdsh/deepspeed reach the other nodes over ssh: the host is unreachable, sshd is not listening, or keys "
-      "are not set up.",
+      "mpirun/pdsh/deepspeed reach the other nodes over ssh: the host is unreachable, sshd is not listening (or on "
+      "another port), or keys are not set up.",
       "ssh -o BatchMode=yes \"${NODE:?a node of the hostfile}\" true    # from the launching node, to every node\n"
       "dsv3-preflight run --only cluster.node_count",
       "cluster.node_count", 1,
       "ssh: connect to host worker-2 port 22: Connection refused",
-      "OpenSSH client message; Open MPI orte/mca/plm help text"),
-    S("ray.gcs_unreachable", "port_rendezvous", "cause", (b"GCS",),
-      r"(?:Failed|Unable) to connect to GCS|GCS (?:server|client).{0,40}(?:timed out|unavailable|failed)|Timed out while waiting for GCS",
+      "OpenSSH client message; Open MPI orte/mca/plm help text; deepspeed/launcher/runner.py (ssh check); pdsh"),
+    S("deepspeed.master_addr_undetected", "port_rendezvous", "cause", (b"Unable to detect suitable master address",),
+      r"Unable to detect suitable master address via .hostname -I.",
+      "The DeepSpeed launcher could not find a master address",
+      "Without --master_addr the launcher asks the first host of the hostfile for `hostname -I`, which failed or gave "
+      "nothing usable.",
+      "# pass the head's address on the training network explicitly\n"
+      "deepspeed --master_addr \"${MASTER_ADDR:?address of the head node}\" --master_port \"${MASTER_PORT:-29500}\" "
+      "--hostfile \"${HOSTFILE:?the hostfile}\" \"${TRAIN_SCRIPT:?the training script}\"\n"
+      "dsv3-preflight run --only cluster.master_node",
+      "cluster.master_node", 1,
+      "RuntimeError: Unable to detect suitable master address via `hostname -I`, please manually specify one via --master_addr",
+      "deepspeed/launcher/runner.py"),
+    S("net.connection_refused", "port_rendezvous", "cause", (b"Errno 111", b"ECONNREFUSED"),
+      r"(?:ConnectionRefusedError: )?\[Errno 111\] Connection refused|ECONNREFUSED",
+      "A connection was refused: nothing listens at that address and port",
+      "A client reached the host but no process listens on the port: the rendezvous endpoint (the store, etcd, the "
+      "Ray head) is not started yet or has exited, or MASTER_ADDR/MASTER_PORT (the endpoint) is wrong.",
+      STORE_FIX, "net.port_reach", 2,
+      "ConnectionRefusedError: [Errno 111] Connection refused",
+      "CPython socket errors (strerror(ECONNREFUSED)); torch elastic's etcd backend through urllib3",
+      consequence_of=("c10d.address_in_use", "c10d.bind_failed", "c10d.bind_not_local", "c10d.env_var_missing",
+                      "net.name_resolution", "c10d.numeric_hostname", "c10d.store_timeout", "c10d.client_connect_failed",
+                      "elastic.rendezvous_connection", "launcher.ssh_unreachable", "ray.gcs_unreachable")),
+    S("ray.gcs_unreachable", "port_rendezvous", "cause", (b"GCS", b"Could not find any running Ray instance"),
+      r"(?:Failed|Unable) to connect to GCS|GCS (?:server|client).{0,40}(?:timed out|unavailable|failed)|Timed out while waiting for GCS"
+      r"|Could not find any running Ray instance",
       "Ray workers cannot reach the head (GCS)",
       "The Ray head is not started, or its address/port (6379 by default) is not reachable from this node.",
       "ray status --address \"${RAY_HEAD:?head address:port}\"    # from the failing node\n"
       "dsv3-preflight run --only net.port_reach,cluster.master_node",
       "net.port_reach", 1,
       "Failed to connect to GCS at address 10.0.0.1:6379 within 5 seconds.",
-      "ray python/ray/_private/gcs_utils.py"),
+      "ray python/ray/_private/gcs_utils.py; python/ray/_private/services.py (no running instance found)"),
 
     # ======================================================================== nic_iface
     S("nccl.no_socket_interface", "nic_iface", "cause", (b"no socket interface found", b"No usable listening interface",
@@ -793,17 +871,49 @@ SIGNATURES: tuple[Signature, ...] = (
       + DS_CONFIG_FIX, "lora.deepspeed_config", 1,
       "[rank0]: AssertionError: Check batch related parameters. train_batch_size is not equal to micro_batch_per_gpu * gradient_acc_step * world_size 8 != 2 * 1 * 1",
       "https://github.com/deepspeedai/DeepSpeed/issues/6914 (deepspeed/runtime/config.py)"),
+    S("deepspeed.config_check", "config", "cause", (b"has to be greater than 0", b"needs to be provided", b"DeepSpeedConfig: ",
+                                                   b"cannot be simultaneously enabled", b"bfloat16 mode is only enabled",
+                                                   b"Duplicate keys in DeepSpeed config", b"untested ZeRO Optimizer",
+                                                   b"'max_grad_norm' is not supported", b"must be divisible by micro-batch",
+                                                   b"_master_weights_and_grads is only supported", b"Partial offloading only supported",
+                                                   b"Invalid communication_data_type", b"fp16 is not enabled but",
+                                                   b"requires dynamic loss scaling", b"ZeRO inference only makes sense",
+                                                   b"invalid tag_validation", b"loss_scale must be",
+                                                   b"is not a supported DeepSpeed Optimizer", b"not supported with Stage 3"),
+      r"(?P<what>(?:Train batch size|Micro batch size per gpu|Gradient accumulation steps): -?\w+ has to be greater than 0"
+      r"|Either train_batch_size or train_micro_batch_size_per_gpu needs to be provided"
+      r"|DeepSpeedConfig: (?:\w+ is not defined|Maximum supported ZeRO stage is \d+)"
+      r"|bfloat16 and fp16 modes cannot be simultaneously enabled|bfloat16 mode is only enabled for Zero"
+      r"|Duplicate keys in DeepSpeed config|You are using an untested ZeRO Optimizer"
+      r"|'max_grad_norm' is not supported as an optimizer parameter|Train batch size must be divisible by micro-batch data parallelism"
+      r"|\w+_master_weights_and_grads is only supported with ZeRO|Partial offloading only supported for ZeRO Stage 3"
+      r"|Invalid communication_data_type|(?:The )?fp16 is not enabled but (?:one or several model parameters have dtype of fp16|dtype on parameters not fp16)"
+      r"|DeepSpeed \w+ optimizer requires dynamic loss scaling|ZeRO inference only makes sense with ZeRO Stage 3"
+      r"|Checkpoint config contains invalid tag_validation|fp16\.\w+ must be [^.\n]+|\S+ is not a supported DeepSpeed Optimizer"
+      r"|MoE not supported with Stage 3|Native DeepSpeed MoE is not supported with ZeRO Stage 3)",
+      "DeepSpeed refused a value of its config: {what}",
+      "DeepSpeed's own consistency checks (deepspeed/runtime/config.py and engine.py) refused the JSON: a batch size "
+      "that is 0 or missing, fp16 and bf16 both on, an option this ZeRO stage or this version does not support, an "
+      "untested optimizer under ZeRO, or fp16 off while the model's weights are fp16.",
+      "# correct the value DeepSpeed names above in the DeepSpeed JSON (\"auto\" lets the HF Trainer fill batch sizes and precision)\n"
+      + DS_CONFIG_FIX, "lora.deepspeed_config", 1,
+      "AssertionError: bfloat16 and fp16 modes cannot be simultaneously enabled",
+      "deepspeed/runtime/config.py (_batch_assertion, _do_error_check, DeepSpeedConfig.__init__); deepspeed/runtime/engine.py"),
     S("hf.deepspeed_mismatch", "config", "cause", (b"DeepSpeed config values that mismatch",),
-      r"Please correct the following DeepSpeed config values that mismatch TrainingArguments",
+      r"Please correct the following DeepSpeed config values that mismatch",
       "DeepSpeed config values contradict the TrainingArguments",
-      "The DeepSpeed JSON hard-codes values (batch size, learning rate, fp16/bf16) that differ from the trainer's.",
-      "# set the conflicting DeepSpeed values to \"auto\"\n" + DS_CONFIG_FIX, "lora.deepspeed_config", 1,
+      "The DeepSpeed JSON hard-codes values (batch size, gradient accumulation, learning rate, fp16/bf16) that differ "
+      "from the trainer's arguments (or accelerate's), sometimes only in type (\"8\" as a string against 8).",
+      "# set the conflicting DeepSpeed values to \"auto\" (a number, not a string, where a number is meant)\n" + DS_CONFIG_FIX,
+      "lora.deepspeed_config", 1,
       "ValueError: Please correct the following DeepSpeed config values that mismatch TrainingArguments values:",
-      "https://github.com/CarperAI/trlx/issues/376 (transformers/integrations/deepspeed.py)"),
+      "https://github.com/CarperAI/trlx/issues/376 (transformers/integrations/deepspeed.py; accelerate/utils/dataclasses.py "
+      "'... that mismatch kwargs')"),
     S("deepspeed.config_validation", "config", "cause", (b"validation error", b"extra fields not permitted", b"Extra inputs are not permitted",
                                                         b"DeepSpeedConfig", b"ZeRORuntimeException", b"DeepSpeedConfigError"),
       r"validation errors? for (?P<model>DeepSpeed\w*|\w*Zero\w*Config|\w*Config)\b|extra fields not permitted|Extra inputs are not permitted"
-      r"|DeepSpeedConfig: |DeepSpeedConfigError|ZeRORuntimeException",
+      r"|DeepSpeedConfig: (?!vocabulary size|In FP16 mode|In FP32 mode|this format of ZeRO optimization setup is deprecated)"
+      r"|DeepSpeedConfigError|ZeRORuntimeException",
       "DeepSpeed rejected the config[[ ({model})]]",
       "The DeepSpeed JSON has keys this DeepSpeed version does not know (written for another version) or a "
       "combination it refuses (ZeRO-Offload with a client optimizer, ZeRO without fp16 on old versions).",
@@ -811,32 +921,140 @@ SIGNATURES: tuple[Signature, ...] = (
       "# remove or rename the keys named above for this version; for ZeRO-Offload use DeepSpeedCPUAdam or set zero_force_ds_cpu_optimizer false\n"
       + DS_CONFIG_FIX, "lora.deepspeed_config", 1,
       "ValidationError: 3 validation errors for DeepSpeedZeroConfig",
-      "https://github.com/deepspeedai/DeepSpeed/issues/3827 (deepspeed/runtime/config_utils.py)"),
-    S("hf.zero3_device_map", "config", "cause", (b"not compatible with `low_cpu_mem_usage",),
-      r"Zero-3 is not compatible with `low_cpu_mem_usage=True` or with passing a `device_map`",
+      "https://github.com/deepspeedai/DeepSpeed/issues/3827 (deepspeed/runtime/config_utils.py; the 'DeepSpeedConfig: ' "
+      "lines DeepSpeed logs as warnings in config.py and zero/config.py are not errors)"),
+    S("hf.zero3_device_map", "config", "cause", (b"not compatible with `low_cpu_mem_usage", b"not compatible with passing a `device_map`"),
+      r"Zero-3 is not compatible with (?:`low_cpu_mem_usage=True` or with )?passing a `device_map`",
       "ZeRO-3 combined with device_map / low_cpu_mem_usage",
       "Under ZeRO-3 the model must be created by DeepSpeed's zero.Init, not placed with a device_map.",
       "# drop device_map / low_cpu_mem_usage from from_pretrained when training with ZeRO-3\n" + DS_CONFIG_FIX,
       "lora.deepspeed_config", 1,
       "ValueError: DeepSpeed Zero-3 is not compatible with `low_cpu_mem_usage=True` or with passing a `device_map`.",
-      "transformers/modeling_utils.py"),
-    S("config.ds_json_unreadable", "config", "cause", (b"JSONDecodeError", b"Expecting value", b"Expecting property name"),
-      r"JSONDecodeError|Expecting (?:value|property name)",
+      "transformers/modeling_utils.py; transformers/integrations/accelerate.py (5.x wording)"),
+    S("hf.precision_unsupported", "config", "cause", (b"doesn't support bf16", b"--tf32 requires Ampere", b"can only be used on CUDA",
+                                                      b"is not supported on your device"),
+      r"Your setup doesn't support bf16/gpu|--tf32 requires Ampere or a newer GPU arch"
+      r"|FP16 Mixed precision training with AMP or APEX \(`--fp16`\) and FP16 half precision evaluation \(`--fp16_full_eval`\) can only be used on CUDA"
+      r"|Type (?P<dtype>fp16|bf16) is not supported on your device",
+      "The precision asked for is not supported on this GPU[[ ({dtype})]]",
+      "bf16 and tf32 need an Ampere or newer GPU (compute capability 8.0: A100, H100; not V100, T4 or RTX 20xx) and "
+      "CUDA 11 or later; fp16 needs a CUDA device. The trainer (or DeepSpeed) refuses the precision on this hardware.",
+      "nvidia-smi --query-gpu=name,compute_cap --format=csv    # bf16 and tf32 need compute capability 8.0 or newer\n"
+      "# on older GPUs train with --fp16 (and fp16 in the DeepSpeed JSON) instead of --bf16, and drop --tf32\n"
+      "dsv3-preflight run --only gpu.inventory",
+      "gpu.inventory", 1,
+      "ValueError: Your setup doesn't support bf16/gpu. You need torch>=1.10, using Ampere GPU with cuda>=11.0",
+      "transformers/training_args.py (__post_init__); deepspeed/runtime/engine.py ('Type bf16 is not supported on your device.')"),
+    S("hf.training_arguments_invalid", "config", "cause", (b"--load_best_model_at_end requires", b"At most one of fp16 and bf16",
+                                                          b"requires non-zero --", b"requires either non-zero --", b"_steps must be an integer",
+                                                          b"requires an eval strategy", b"Expected value warmup_steps",
+                                                          b"--dataloader_prefetch_factor can only be set", b"as 'steps' requires a positive"),
+      r"--load_best_model_at_end requires the (?:save and eval strategy to match|saving steps to be a (?:round )?multiple)"
+      r"|At most one of fp16 and bf16 can be True|(?:evaluation|logging) strategy \S+ requires (?:either )?non-zero --\w+"
+      r"|--(?:logging|eval|save)_steps must be an integer|lr_scheduler_type \w+ requires an eval strategy"
+      r"|Expected value warmup_steps >= 0|--dataloader_prefetch_factor can only be set|Setting `strategy` as 'steps' requires a positive value",
+      "The trainer's arguments contradict each other",
+      "transformers' TrainingArguments refuses the combination at start-up, before any GPU work: --load_best_model_at_end "
+      "needs the same --eval_strategy and --save_strategy (and --save_steps a multiple of --eval_steps), only one of "
+      "--fp16/--bf16, a step strategy needs its steps.",
+      "# make the arguments named above agree (same eval and save strategy, save_steps a multiple of eval_steps, one of fp16/bf16)\n"
+      "grep -n -E -e '--(eval|save|logging)_(strategy|steps)|--(fp16|bf16)' \"${LAUNCH_SCRIPT:?the script or YAML that starts training}\"\n"
+      "dsv3-preflight run --only env.launch_vars",
+      "env.launch_vars", 1,
+      "ValueError: --load_best_model_at_end requires the save and eval strategy to match, but found",
+      "transformers/training_args.py (TrainingArguments.__post_init__)"),
+    S("launcher.deepspeed_plugin_conflict", "config", "cause", (b"following accelerate config variables will be ignored",
+                                                               b"Please specify the ZeRO optimization config", b"when using DeepSpeed",
+                                                               b"When using DeepSpeed, `accelerate.prepare()`", b"has `None` as batch size",
+                                                               b"in the config file and in the code at the same time",
+                                                               b"without specifying an optimizer", b"without specifying a scheduler",
+                                                               b"customize device placements with DeepSpeed", b"`--mixed_precision` arg cannot be set",
+                                                               b"in the DeepSpeed config", b"DeepSpeed does not support clipping",
+                                                               b"DeepSpeed currently only supports", b"is not supported in DeepSpeed",
+                                                               b"To use DeepSpeed you must pass", b"optimizer is supported with DeepSpeed"),
+      r"When using `deepspeed_config_file`, the following accelerate config variables will be ignored"
+      r"|Please specify the ZeRO optimization config in the DeepSpeed config"
+      r"|You can't use same `Accelerator\(\)` instance with multiple models when using DeepSpeed"
+      r"|When using DeepSpeed, `accelerate\.prepare\(\)` requires you to pass at least one of training or evaluation dataloaders"
+      r"|has `None` as batch size\. Please set an integer value in `train_micro_batch_size_per_gpu`"
+      r"|You cannot (?:specify an? (?:optimizer|scheduler) in the config file and in the code at the same time|create a `Dummy(?:Optim|Scheduler)` without specifying)"
+      r"|You can't customize device placements with DeepSpeed|`--mixed_precision` arg cannot be set to"
+      r"|Do not set `gradient_accumulation_steps` in the DeepSpeed config|DeepSpeed does not support clipping gradients by value"
+      r"|DeepSpeed currently only supports single optimizer|Currently only one optimizer is supported with DeepSpeed"
+      r"|is not supported in DeepSpeed\. `precision` must be one of|To use DeepSpeed you must pass in a DeepSpeed config",
+      "accelerate / Lightning refused this DeepSpeed setup",
+      "The integration that drives DeepSpeed (accelerate's DeepSpeedPlugin, Lightning's DeepSpeedStrategy) found the "
+      "DeepSpeed JSON contradicting the launch arguments or the code: a value set in both places, an optimizer or "
+      "scheduler defined twice, or a precision it cannot hand to DeepSpeed.",
+      "# keep each setting in one place: the DeepSpeed JSON (\"auto\" where the trainer decides) or the accelerate config / trainer arguments\n"
+      + DS_CONFIG_FIX, "lora.deepspeed_config", 1,
+      "ValueError: When using `deepspeed_config_file`, the following accelerate config variables will be ignored: "
+      "['gradient_accumulation_steps', 'zero_stage'].",
+      "accelerate/utils/dataclasses.py (DeepSpeedPlugin); accelerate/accelerator.py; lightning/pytorch/strategies/deepspeed.py"),
+    S("deepspeed.auto_unresolved", "config", "cause", (b": 'auto'", b"without `auto`", b"fill out the following `auto` entries"),
+      r"(?:could not convert string to float|invalid literal for int\(\) with base 10): 'auto'"
+      r"|`(?P<key>[\w.]+)` not found in kwargs\. Please specify `[\w.]+` without `auto`"
+      r"|not possible to automatically fill out the following `auto` entries",
+      "A DeepSpeed value is still \"auto\"[[ ({key})]]",
+      "\"auto\" in a DeepSpeed JSON is filled in only by the HF Trainer (or accelerate) from their arguments; here "
+      "DeepSpeed received the string itself: the JSON is used by a loop that calls deepspeed.initialize directly, by "
+      "zero.Init before the Trainer filled it, or for a key nothing fills.",
+      "grep -n '\"auto\"' \"${DS_CONFIG:?path of the DeepSpeed JSON}\"    # every value still auto\n"
+      "# replace them with numbers when DeepSpeed is not driven by the HF Trainer / accelerate\n" + DS_CONFIG_FIX,
+      "lora.deepspeed_config", 1,
+      "ValueError: could not convert string to float: 'auto'",
+      "deepspeed/runtime/config.py reading numbers; accelerate/utils/dataclasses.py (fill_match); "
+      "transformers/integrations/deepspeed.py (hidden_size auto entries)"),
+    S("deepspeed.auto_compared", "config", "cause", (b"not supported between instances of",),
+      r"not supported between instances of '(?:str' and '(?:int|float)|(?:int|float)' and 'str)'",
+      "A DeepSpeed value is still \"auto\" (a string compared with a number)",
+      "Inside DeepSpeed a config value is compared with a number but is a string: an HF-style \"auto\" that nothing "
+      "filled in (a loop calling deepspeed.initialize directly, or zero.Init before the Trainer), or a number written "
+      "in quotes.",
+      "grep -n -E '\"auto\"|: \"[0-9.e-]+\"' \"${DS_CONFIG:?path of the DeepSpeed JSON}\"    # values that are strings\n"
+      "# write numbers without quotes, and replace auto unless the HF Trainer / accelerate drives DeepSpeed\n" + DS_CONFIG_FIX,
+      "lora.deepspeed_config", 1,
+      "TypeError: '>' not supported between instances of 'str' and 'float'",
+      "deepspeed/runtime/engine.py (gradient_clipping() > 0.0 and friends on an unresolved \"auto\")",
+      requires="ds_any"),
+    S("config.ds_config_path", "config", "cause", (b"Expected a string path to an existing deepspeed config",
+                                                  b"path to a DeepSpeed config but the path does not exist", b"No such file or directory"),
+      r"Expected a string path to an existing deepspeed config, or a dictionary,? or a (?:base64 encoded string|valid base64)\.?"
+      r"(?: Received: ?(?P<path>\S+))?|path to a DeepSpeed config but the path does not exist: (?P<path2>\S+)"
+      r"|No such file or directory: '(?P<path3>[^']*(?:ds_config|deepspeed|zero\d?)[^']*\.json)'",
+      "The DeepSpeed config file does not exist[[ ({path})]]",
+      "The path given with --deepspeed (or in the accelerate config) does not name an existing file from the "
+      "process's working directory (a relative path started elsewhere, a typo, a file not shipped to every node), so "
+      "the library tried to read it as JSON or base64 and failed.",
+      "ls -l -- \"${DS_CONFIG:?the DeepSpeed JSON path as passed}\"    # from the directory the launcher starts in, on every node\n"
+      "# pass an absolute path that exists on all nodes\n" + DS_CONFIG_FIX,
+      "lora.deepspeed_config", 1,
+      "ValueError: Expected a string path to an existing deepspeed config, or a dictionary, or a base64 encoded string. Received: ds_config.json",
+      "accelerate/utils/deepspeed.py (HfDeepSpeedConfig); deepspeed/runtime/config.py; lightning/pytorch/strategies/deepspeed.py"),
+    S("config.ds_json_unreadable", "config", "cause", (b"JSONDecodeError", b"Expecting value", b"Expecting property name",
+                                                      b"binascii.Error", b"Incorrect padding", b"UnicodeDecodeError",
+                                                      b"HjsonDecodeError"),
+      r"(?:Hjson|JSON)DecodeError|Expecting (?:value|property name)|binascii\.Error|Incorrect padding|UnicodeDecodeError",
       "The DeepSpeed/accelerate config file cannot be read",
-      "The config file is not valid JSON (a typo, a trailing comma, an empty file).",
-      "python -m json.tool \"${DS_CONFIG:?path of the DeepSpeed JSON}\" > /dev/null    # shows the first syntax error\n"
+      "The config file is not valid JSON (a typo, a trailing comma, an empty file), or the path given does not exist "
+      "from the working directory, so the library read the string as base64 and failed.",
+      "ls -l -- \"${DS_CONFIG:?path of the DeepSpeed JSON}\" && python -m json.tool \"${DS_CONFIG}\" > /dev/null    # shows the first syntax error\n"
       + DS_CONFIG_FIX, "lora.deepspeed_config", 1,
       "json.decoder.JSONDecodeError: Expecting value: line 1 column 1 (char 0)",
-      "https://github.com/bowang-lab/BioReason/issues/10 (within accelerate/utils/deepspeed.py)",
-      requires="ds_config"),
+      "https://github.com/bowang-lab/BioReason/issues/10 (within accelerate/utils/deepspeed.py; its base64 fallback)",
+      consequence_of=("config.ds_config_path",), requires="ds_config"),
     S("config.exception_in_config_code", "config", "cause", (b"Error", b"Exception"),
-      r"(?:^|[\s:\]])(?:[\w.]+\.)?(?P<exc>AssertionError|ValueError|KeyError|TypeError|ValidationError|RuntimeError|Exception)\b:?",
+      r"(?:^|[\s:\]])(?<!raise )(?:[\w.]+\.)?(?P<exc>AssertionError|ValueError|KeyError|TypeError|ValidationError|RuntimeError|Exception)(?::|\s*$)",
       "Configuration rejected while DeepSpeed/transformers read it ({exc})",
       "The exception was raised inside DeepSpeed's or the trainer's configuration code: the DeepSpeed JSON or the "
       "arguments that feed it are invalid for this version or contradict each other.",
       DS_CONFIG_FIX, "lora.deepspeed_config", 1,
-      "AssertionError: Micro batch size per gpu: 0 has to be greater than 0",
-      "deepspeed/runtime/config.py (_do_error_check) format string",
+      "ValueError: Invalid dtype for torch autocast: fp8",
+      "deepspeed/runtime/config.py (get_torch_autocast_dtype) format string",
+      consequence_of=("deepspeed.batch_mismatch", "deepspeed.config_check", "hf.deepspeed_mismatch", "deepspeed.config_validation",
+                      "hf.zero3_device_map", "hf.precision_unsupported", "hf.training_arguments_invalid",
+                      "launcher.deepspeed_plugin_conflict", "deepspeed.auto_unresolved", "deepspeed.auto_compared",
+                      "config.ds_config_path", "config.ds_json_unreadable"),
       requires="ds_config"),
     S("launch.unrecognized_arguments", "config", "cause", (b"unrecognized arguments", b"are not used by the HfArgumentParser"),
       r"error: unrecognized arguments: (?P<args>.+)|Some specified arguments are not used by the HfArgumentParser: (?P<args2>.+)",
@@ -959,11 +1177,16 @@ SIGNATURES: tuple[Signature, ...] = (
     S("context.ds_config_frame", None, "context", (b"deepspeed/runtime/config.py", b"accelerate/utils/deepspeed.py",
                                                    b"integrations/deepspeed.py", b"transformers/deepspeed.py", b"HfDeepSpeedConfig",
                                                    b"deepspeed/runtime/zero/config.py", b"deepspeed/runtime/config_utils.py"),
-      r"(?P<ds_config>deepspeed/runtime/(?:zero/)?config(?:_utils)?\.py|accelerate/utils/deepspeed\.py|integrations/deepspeed\.py"
-      r"|transformers/deepspeed\.py|HfDeepSpeedConfig)",
+      r"(?P<ds_any>(?P<ds_config>deepspeed/runtime/(?:zero/)?config(?:_utils)?\.py|accelerate/utils/deepspeed\.py|integrations/deepspeed\.py"
+      r"|transformers/deepspeed\.py|HfDeepSpeedConfig))",
       "a frame inside DeepSpeed/accelerate config loading",
       example='  File "/root/mambaforge/envs/BioReason/lib/python3.12/site-packages/accelerate/utils/deepspeed.py", line 148, in __init__',
       source="https://github.com/bowang-lab/BioReason/issues/10"),
+    S("context.ds_engine_frame", None, "context", (b"deepspeed/runtime/", b"deepspeed/__init__.py"),
+      r"(?P<ds_any>deepspeed/(?:runtime/[\w/]+\.py|__init__\.py))",
+      "a frame inside DeepSpeed's engine (where an unresolved config value is used)",
+      example='  File "/opt/conda/lib/python3.8/site-packages/deepspeed/runtime/engine.py", line 1257, in _take_model_step',
+      source="deepspeed/runtime/engine.py (traceback frame format of CPython)"),
 
     # ======================================================================== progress (the run was working)
     S("nccl.init_complete", None, "progress", (b"Init COMPLETE",), r"Init COMPLETE", "NCCL communicator initialised",
