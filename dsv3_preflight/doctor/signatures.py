@@ -123,6 +123,10 @@ SHM_FIX = ("df -h /dev/shm; ls /dev/shm | head\n"
            "rm -f /dev/shm/nccl-*    # stale segments of dead runs (no job running)")
 DS_CONFIG_FIX = "dsv3-preflight run --only lora.deepspeed_config    # reads the DeepSpeed config the run uses"
 
+#: causes no preflight check can catch: the training script's own argument validation runs only when it starts
+#: (naming a check that does not look at them would be a lie); the doctor says so instead of naming one
+NO_PREFLIGHT_CHECK = frozenset({"hf.training_arguments_invalid", "launch.unrecognized_arguments"})
+
 SIGNATURES: tuple[Signature, ...] = (
     # ======================================================================== benign lines that look like errors
     S("nccl.no_libibverbs", None, "benign", (b"Failed to open libibverbs",), r"Failed to open libibverbs",
@@ -958,9 +962,8 @@ SIGNATURES: tuple[Signature, ...] = (
       "needs the same --eval_strategy and --save_strategy (and --save_steps a multiple of --eval_steps), only one of "
       "--fp16/--bf16, a step strategy needs its steps.",
       "# make the arguments named above agree (same eval and save strategy, save_steps a multiple of eval_steps, one of fp16/bf16)\n"
-      "grep -n -E -e '--(eval|save|logging)_(strategy|steps)|--(fp16|bf16)' \"${LAUNCH_SCRIPT:?the script or YAML that starts training}\"\n"
-      "dsv3-preflight run --only env.launch_vars",
-      "env.launch_vars", 1,
+      "grep -n -E -e '--(eval|save|logging)_(strategy|steps)|--(fp16|bf16)' \"${LAUNCH_SCRIPT:?the script or YAML that starts training}\"",
+      None, 1,
       "ValueError: --load_best_model_at_end requires the save and eval strategy to match, but found",
       "transformers/training_args.py (TrainingArguments.__post_init__)"),
     S("launcher.deepspeed_plugin_conflict", "config", "cause", (b"following accelerate config variables will be ignored",
@@ -1062,7 +1065,7 @@ SIGNATURES: tuple[Signature, ...] = (
       "The launch command passes flags the script (or this version of it) does not define, e.g. torchrun's "
       "--local-rank to a script that expects --local_rank.",
       "# remove or rename the flags named above, or upgrade the script; torchrun sets LOCAL_RANK in the environment",
-      "env.launch_vars", 1,
+      None, 1,
       "train.py: error: unrecognized arguments: --local-rank=0",
       "argparse; transformers/hf_argparser.py"),
 
