@@ -256,7 +256,7 @@ class RayLab:
     def restart_node(self, name: str, **env: str) -> RayNode:
         """Stop the node (whatever is left of it) and `ray start` it again, with ``env`` over its environment."""
         old = self.nodes[name]
-        self.stop_node(name)
+        _stop_group(self.nodes.pop(name).proc, grace=1.0)
         node = self.start_node(old.ns, name, {**{k: v for k, v in old.env.items() if k != "RAY_TMPDIR"}, **env})
         return node
 

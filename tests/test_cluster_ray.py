@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("ray")
-from cluster_lab import (ONLY, SITE_CHECKS, RayLab, assert_schema_valid, nodes_by_name, results_by, shared_lab,  # noqa: E402
-                         wait_for)
+from cluster_lab import (ONLY, SITE_CHECKS, RayLab, assert_schema_valid, close_shared, nodes_by_name,  # noqa: E402
+                         results_by, shared_lab, wait_for)
 from paste_lint import paste_problems  # noqa: E402
 
 pytestmark = [pytest.mark.slow, pytest.mark.netns, pytest.mark.ray]
@@ -31,7 +31,10 @@ SLEEP_S = 90  # what a misbehaving node sleeps: a run that waited for it would t
 
 @pytest.fixture(scope="module")
 def lab(request) -> RayLab:
-    return shared_lab(request.config)
+    """The lab test_cluster_netns.py started (or a new one), closed after this module: no Ray of ours stays up
+    while other modules run (Ray's `auto` would find its GCS among this machine's processes)."""
+    yield shared_lab(request.config)
+    close_shared()
 
 
 @pytest.fixture
@@ -141,12 +144,12 @@ def test_a_hung_node_is_an_error_and_the_others_are_reported_within_the_timeout(
     try:
         started = time.monotonic()
         proc, doc = lab.run(tmp_path / "hung.json", "--checks-dir", str(SITE_CHECKS), "--only", "testhook.slow_probe,env.*",
-                            "--timeout", "20", timeout=120)
+                            "--timeout", "15", timeout=120)
         wall = time.monotonic() - started
     finally:
         lab.clear_controls()
     assert proc.returncode == 1, proc.stderr[-3000:]
-    assert wall < 20 + 20, wall  # the timeout plus connecting and Ray's shutdown, never a hang
+    assert wall < 15 + 20, wall  # the timeout plus connecting and Ray's shutdown, never a hang
     hung = nodes_by_name(doc)["lab-node1"]  # named by what it said when its task started: it never answered
     assert hung["state"] == "error" and "no answer within the overall timeout" in hung["error"]
     row = results_by(doc, "cluster.node_run")["lab-node1"]
