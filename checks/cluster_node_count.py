@@ -42,7 +42,7 @@ def node_count(node_ranks, node_states, profile):
         if lost:
             lost_part = " (lost during the run: " + ", ".join(
                 f"{n} {node_states[n].get('phase') or ''}".strip() for n in lost) + ")"
-        fix = (f"ray status   # on the head: which nodes joined\n"
+        fix = ("ray status   # on the head: which nodes joined\n"
                + "".join(f"{join}   # on {n} once it is repaired\n" for n in lost)
                + (f"{join}   # on each node that never joined (the job's environment exported first)\n"
                   if missing > len(lost) else "")

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("ray")
-from cluster_lab import GCS_PORT, MASTER_PORT, ONLY, RayLab, nodes_by_name, results_by, shared_lab  # noqa: E402
+from cluster_lab import GCS_PORT, MASTER_PORT, ONLY, RayLab, results_by, shared_lab  # noqa: E402
 from paste_lint import paste_problems  # noqa: E402
 
 pytestmark = [pytest.mark.slow, pytest.mark.netns, pytest.mark.ray]
@@ -46,7 +46,7 @@ def quick_start(lab, tmp_path_factory):
     return lab.run(where / "green.json", "--only", ONLY, "--probe", config=Path("preflight.toml"), timeout=300, env=env)
 
 
-def test_quick_start_finds_the_cluster_from_the_head_and_is_green(quick_start):
+def test_the_quick_start_run_from_the_head_is_green(quick_start):
     proc, doc = quick_start
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert doc["verdict"] == "GO" and doc["cluster"]["embedded"] is False
