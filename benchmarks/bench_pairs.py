@@ -82,6 +82,7 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--scenarios", default="healthy,node")
     parser.add_argument("--record", type=Path, default=None, help="write each scenario's first run's facts here")
+    parser.add_argument("--keep-wrong", type=Path, default=None, help="keep the document of a run that named wrong here")
     args = parser.parse_args()
     rows = []
     for n in args.nodes:
@@ -97,6 +98,9 @@ def main() -> int:
                         with tempfile.TemporaryDirectory(prefix="d3bench") as tmp:
                             proc, doc, wall = lab.run(Path(tmp) / "doc.json", *extra, "--only", "dist.pairs",
                                                       "--timeout", "400")
+                            if args.keep_wrong and doc and pairs_result(doc)["evidence"].get("culprits") != expected(n, scenario):
+                                args.keep_wrong.mkdir(parents=True, exist_ok=True)
+                                (args.keep_wrong / f"{n}nodes_{scenario}_run{i + 1}.json").write_text(json.dumps(doc))
                         r = pairs_result(doc) if doc else {"evidence": {}, "summary": proc.stderr[-300:], "status": "?"}
                         got = r["evidence"].get("culprits")
                         ok = got == expected(n, scenario)
@@ -109,6 +113,9 @@ def main() -> int:
                         walls.append(wall)
                         print(f"  n={n} {scenario:7} run {i + 1:2}: {'right' if ok else 'WRONG'} {r['status']:4} "
                               f"{wall:5.1f} s  {r['summary'][:150]}", flush=True)
+                        if not ok:
+                            print(f"      named {json.dumps(got)}; expected {json.dumps(expected(n, scenario))}; "
+                                  f"{r['summary']}", flush=True)
                         if args.record and i == 0:
                             record(doc, args.record / f"pairs_{n}nodes_{scenario}.json", n, scenario, extra)
                 finally:

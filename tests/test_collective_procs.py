@@ -283,3 +283,34 @@ def test_run_multi_node_profile_skips_with_the_probe_commands(tmp_path):
     assert res["status"] == "skip", res
     assert "dsv3-preflight probe --node-rank 0 --nnodes 3 --master-addr 10.77.0.10" in res["summary"]
     assert any("--node-rank 2" in c for c in res["evidence"]["commands"])
+
+
+KILLED_MID_PROBE = """
+import glob, os, sys, time
+from dsv3_preflight.collective import probe_node
+probe_node(master_addr="127.0.0.1", master_port=int(sys.argv[1]), world_size=3, node_rank=0, nproc_per_node=2,
+           backend="gloo", timeout_s=60)
+"""
+
+
+def test_a_probe_whose_process_is_sigkilled_leaves_no_temp_dir_and_no_rank_behind(tmp_path):
+    """A Ray task cancelled by force SIGKILLs the process running probe_node (no atexit): its ranks see their
+    parent gone, remove the run's temp dir and exit."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    parent = subprocess.Popen([sys.executable, "-c", KILLED_MID_PROBE, str(free_port())],
+                              env={**os.environ, "TMPDIR": str(tmp)})
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not list(tmp.glob("dsv3pf-collective-*/rank1.status.jsonl")):
+        time.sleep(0.02)
+    assert list(tmp.glob("dsv3pf-collective-*/rank1.status.jsonl")), "the probe never started its ranks"
+    ranks = [c.pid for c in psutil.Process(parent.pid).children()]
+    assert len(ranks) == 2
+    parent.kill()
+    parent.wait(timeout=10)
+    end = time.monotonic() + 15     # the ranks look for their parent every 0.2 s
+    while time.monotonic() < end and (list(tmp.glob("dsv3pf-collective-*")) or any(
+            psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE for p in ranks)):
+        time.sleep(0.05)
+    assert list(tmp.glob("dsv3pf-collective-*")) == []
+    assert not [p for p in ranks if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]

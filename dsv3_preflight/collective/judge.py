@@ -192,8 +192,8 @@ def judge_gang(gang: Mapping[str, Mapping[str, Any]], profile: Any, node_ranks: 
     requested = {node: f for node, f in gang.items() if isinstance(f, Mapping) and f.get("requested")}
     if not requested:
         reason = next((f.get("reason") for f in gang.values() if isinstance(f, Mapping) and f.get("reason")), None)
-        return Result.skipped(f"the gang probe was not requested ({reason or 'no node ran it'}): `{GANG_COMMAND}` "
-                              "runs one all_reduce over all nodes at once", {"reason": reason})
+        return Result.skipped(f"the gang probe was not requested: `{GANG_COMMAND}` runs one all_reduce over all "
+                              "nodes at once", {"reason": reason})
     world = max(int(f.get("world") or 0) for f in requested.values())
     names = {int(f["node_rank"]): node for node, f in requested.items() if f.get("node_rank") is not None}
     names.update({rank: node for node, rank in node_ranks.items() if rank not in names})

@@ -287,9 +287,12 @@ def probe_node(
             argv = [sys.executable, "-m", "dsv3_preflight.collective.probes.worker", "--rank", str(rank),
                     "--local-rank", str(local), "--world-size", str(world_size), "--master-addr", master_addr,
                     "--master-port", str(master_port), "--backend", backend, "--deadline", f"{worker_deadline:.3f}",
-                    "--status", str(status), "--watchdog-s", f"{_grace(float(timeout_s)) / 3:.3f}"]
+                    "--status", str(status), "--watchdog-s", f"{_grace(float(timeout_s)) / 3:.3f}",
+                    "--parent-pid", str(os.getpid())]
             if rank == 0:
                 argv.append("--host-store")
+            if not log_dir:  # the temp dir is ours: a rank whose parent dies removes it (nothing left behind)
+                argv += ["--owned-dir", str(workdir)]
             if device_indices is not None:  # tests force a mapping (two ranks on one GPU); default cuda:LOCAL_RANK
                 argv += ["--device-index", str(device_indices[local])]
             if sizes:

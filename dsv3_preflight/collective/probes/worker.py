@@ -100,12 +100,24 @@ def _sweep(torch, dist, device, world: int, sizes: list[int], iters: int, warmup
     return rows
 
 
-def _start_watchdog(at: float, status: _Status) -> None:
-    """Past ``at`` (a call that ignores its timeout, like Gloo's full-mesh connect): report the phase and exit."""
+def _start_watchdog(at: float, status: _Status, owned_dir: str | None = None, parent: int | None = None) -> None:
+    """Past ``at`` (a call that ignores its timeout, like Gloo's full-mesh connect): report the phase and exit.
+
+    Also when the parent that owns this rank dies without ending it (SIGKILLed: a Ray task cancelled by force,
+    an OOM kill): then nobody will read this rank's files, so it removes ``owned_dir`` (the temp dir the parent
+    made for the run) and exits, leaving nothing behind."""
+    import shutil
     import threading
 
+    parent = parent or os.getppid()   # the pid the parent passed: it may be dead already when this runs
+
     def fire() -> None:
-        time.sleep(max(at - time.time(), 0.0))
+        while time.time() < at:
+            if os.getppid() != parent:
+                if owned_dir:
+                    shutil.rmtree(owned_dir, ignore_errors=True)
+                os._exit(4)
+            time.sleep(min(0.2, max(at - time.time(), 0.0)))
         try:
             status.write({"event": "error", "phase": status.phase, "exc_type": "DeadlineExceeded",
                           "message": f"no progress past phase {status.phase!r} before the deadline (watchdog)",
@@ -129,6 +141,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--deadline", type=float, required=True, help="epoch seconds by which to give up")
     parser.add_argument("--status", required=True)
     parser.add_argument("--watchdog-s", type=float, default=0.5, help="seconds past --deadline before the watchdog exits")
+    parser.add_argument("--parent-pid", type=int, default=None, help="the process that owns this rank")
+    parser.add_argument("--owned-dir", default=None,
+                        help="the parent's temp dir for this run: removed by this rank if the parent dies first")
     parser.add_argument("--host-store", action="store_true", help="this rank hosts the TCPStore (rank 0)")
     parser.add_argument("--sweep-sizes", default="",
                         help="comma-separated message sizes in bytes (empty: no sweep); rank 0's choice holds for all")
@@ -141,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     status = _Status(args.status, t0)
     host = socket.gethostname()
     status.reached("started", pid=os.getpid(), host=host)
-    _start_watchdog(args.deadline + args.watchdog_s, status)
+    _start_watchdog(args.deadline + args.watchdog_s, status, args.owned_dir, args.parent_pid)
     try:
         return _run(args, status, host)
     except BaseException as exc:  # noqa: BLE001 - every failure is reported to the parent as data
