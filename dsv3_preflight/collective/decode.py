@@ -19,7 +19,8 @@ IFACE_UNKNOWN = '"${IFACE:?the interface toward MASTER_ADDR}"'
 IFACE_HOW = ("IFACE: `dsv3-preflight run --only net.nic_route` on this node names it "
              "(on the head: the interface holding MASTER_ADDR, never lo)")
 
-#: who acts on each kind of finding (result.Actor values: "job", "node", "network")
+#: who acts on each kind of finding (result.Actor values: "job", "node", "network"); the cause keys are the network
+#: domain's (dsv3_preflight/net/causes.py) where the root cause is the same, so a report shows it once
 JOB, NODE, NETWORK = "job", "node", "network"
 
 
@@ -57,12 +58,12 @@ PATTERNS: tuple[Pattern, ...] = (
        lambda m: f"GLOO_SOCKET_IFNAME names {m['ifname']!r}, an interface with no IPv4/IPv6 address on this host "
                  "(or no such interface)",
        lambda m: f"export GLOO_SOCKET_IFNAME={IFACE}   # one exact interface name, not a list, not an address",
-       JOB, "collective.socket_ifname"),
+       JOB, "net.gloo_socket_ifname"),
     _p("nccl_ifname_missing",
        r"(Bootstrap|NET/Socket)\s*:\s*no (usable listening )?(socket )?interface found",
        lambda m: "NCCL found no interface matching NCCL_SOCKET_IFNAME on this host",
        lambda m: f"export NCCL_SOCKET_IFNAME={IFACE}",
-       JOB, "collective.socket_ifname"),
+       JOB, "net.nccl_socket_ifname"),
     # before the store's connect timeout: a name that does not resolve is why the store did not answer
     _p("master_unresolvable",
        r"(Name or service not known|nodename nor servname provided|Temporary failure in name resolution|getaddrinfo.*failed)",
@@ -75,24 +76,24 @@ PATTERNS: tuple[Pattern, ...] = (
                  "the master is not running yet, or the port is filtered on the way",
        lambda m: (f"# start node 0 first (it hosts the store); then, from this node, test the port:\n"
                   f"timeout 3 bash -c 'exec 3<>/dev/tcp/{m['host'].strip()}/{m['port']}' && echo open"),
-       NETWORK, "net.master_port_unreachable"),
+       NETWORK, "net.port_filtered"),
     _p("store_connect_refused",
        r"(Connection refused|ECONNREFUSED).{0,200}?(\((?P<host>[^,()]+),\s*(?P<port>\d+)\))?",
        lambda m: "the rendezvous store refused the connection: nothing listens on MASTER_ADDR:MASTER_PORT"
                  + (f" ({m['host']}:{m['port']})" if m["host"] else ""),
        lambda m: ("# start node 0 (it hosts the store) first; MASTER_ADDR and MASTER_PORT must be the same on every node:\n"
                   'echo "MASTER_ADDR=${MASTER_ADDR:-unset} MASTER_PORT=${MASTER_PORT:-unset}"   # compare on every node'),
-       JOB, "net.master_port_closed"),
+       JOB, "net.port_not_listening"),
     _p("store_port_in_use",
        r"(address already in use|EADDRINUSE)",
        lambda m: "MASTER_PORT is already in use on the master: a leftover process holds it",
        lambda m: 'sudo fuser -v "${MASTER_PORT:-39500}/tcp"   # then end the leftover process it names',
-       NODE, "net.port_in_use"),
+       NODE, "net.port_held"),
     _p("no_route",
        r"(No route to host|Network is unreachable|EHOSTUNREACH|ENETUNREACH)",
        lambda m: "no route from this host to a peer (wrong interface or subnet)",
        lambda m: f"export NCCL_SOCKET_IFNAME={IFACE} GLOO_SOCKET_IFNAME={IFACE}   # and check the peers are on a subnet it reaches",
-       NETWORK, "net.no_route"),
+       NETWORK, "collective.no_route_to_peer"),
     _p("store_closed",
        r"Failed to recv, got 0 bytes\. Connection was likely closed",
        lambda m: "the rendezvous store (hosted by rank 0 on MASTER_ADDR) closed the connection: rank 0 failed or "
@@ -106,7 +107,7 @@ PATTERNS: tuple[Pattern, ...] = (
                  "listening ports (ephemeral, chosen per run) are blocked or the addresses they advertise are unreachable",
        lambda m: ("# open TCP between all nodes on the training interface, not only MASTER_PORT (Gloo's ranks listen on ephemeral ports)\n"
                   f"export GLOO_SOCKET_IFNAME={IFACE}   # the interface that routes between the nodes"),
-       NETWORK, "net.ports_blocked_between_nodes"),
+       NETWORK, "collective.ports_blocked_between_nodes"),
     _p("duplicate_gpu",
        r"Duplicate GPU detected\s*:\s*rank (?P<a>\d+) and rank (?P<b>\d+) both on CUDA device (?P<dev>[0-9a-fA-F]+)",
        lambda m: f"ranks {m['a']} and {m['b']} are both on CUDA device {m['dev']}: two processes share one GPU",
@@ -128,7 +129,7 @@ PATTERNS: tuple[Pattern, ...] = (
        lambda m: f"NCCL could not connect to {m['addr']}: {m['why'].strip()}",
        lambda m: ("# open the NCCL port range between the nodes (NCCL_PORT_RANGE), then pin the interface:\n"
                   f"export NCCL_SOCKET_IFNAME={IFACE}"),
-       NETWORK, "net.ports_blocked_between_nodes"),
+       NETWORK, "collective.ports_blocked_between_nodes"),
     _p("nccl_system_error",
        r"(unhandled system error|remote process exited or there was a network error)",
        lambda m: "NCCL reported a system/network error (see the NCCL WARN lines in the log tail)",
@@ -193,7 +194,7 @@ _STUCK = {
     "imported": ("stuck_store_connect", "the rank could not connect to the rendezvous store at {master}",
                  "# start node 0 first; MASTER_ADDR/MASTER_PORT must be the same everywhere and the port open from this node:\n"
                  "timeout 3 bash -c 'exec 3<>/dev/tcp/{host}/{port}' && echo open",
-                 NETWORK, "net.master_port_unreachable"),
+                 NETWORK, "net.port_filtered"),
     "store_connected": ("stuck_waiting_for_ranks", "the rank waited in the store for ranks that never came",
                         "# start the probe on every node with the same MASTER_ADDR/MASTER_PORT, or all at once from the Ray head:\n"
                         "dsv3-preflight run --all-nodes --probe",
@@ -203,7 +204,7 @@ _STUCK = {
                    "the others cannot reach: {ifnames})",
                    "# open TCP between the nodes on the training interface (Gloo uses ephemeral ports, NCCL its NCCL_PORT_RANGE), then:\n"
                    "export GLOO_SOCKET_IFNAME=" + IFACE + " NCCL_SOCKET_IFNAME=" + IFACE,
-                   NETWORK, "net.ports_blocked_between_nodes"),
+                   NETWORK, "collective.ports_blocked_between_nodes"),
     "pg_up": ("stuck_first_collective", "the process group came up but the first all_reduce never completed",
               "export NCCL_DEBUG=INFO   # rerun: a data path between ranks is broken (firewall on the NCCL/Gloo ports, MTU, or a wedged GPU)",
               NETWORK, "collective.stalled"),

@@ -121,7 +121,7 @@ def rule_nic_mismatch(combined: Mapping[str, Any], notes: Sequence[str],
     return warning(f"{combined['summary']}, but {mismatch[0].lower()}{mismatch[1:]}",
                    f"export NCCL_SOCKET_IFNAME={ifname} GLOO_SOCKET_IFNAME={ifname}"
                    "   # the interface the kernel uses towards MASTER_ADDR",
-                   actor=Actor.JOB, cause="collective.socket_ifname")
+                   actor=Actor.JOB, cause="net.nccl_socket_ifname")
 
 
 # -- judging outcomes ------------------------------------------------------------------------------------------
