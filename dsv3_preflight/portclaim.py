@@ -144,8 +144,12 @@ def claim(port: int, wait_s: float) -> Claim:
             if sock is not None:
                 _HELD[port] = [sock, 1]
                 return Claim(port, time.monotonic() - started, first_holder)
-        if first_holder is None:
-            first_holder = holder(port) or Holder(None, None)
+            if first_holder is None:
+                # asked under the lock: another probe of this run cannot take the claim in between and be named
+                # as "another run" (None: the other run let go meanwhile; try again at once)
+                first_holder = holder(port)
+                if first_holder is None:
+                    continue
         if time.monotonic() >= deadline:
             raise PortBusy(port, holder(port) or first_holder, time.monotonic() - started)
         time.sleep(POLL_S)

@@ -208,20 +208,20 @@ def test_port_reach_is_skipped_on_the_head_with_the_reason(facts):
 def test_mtu_mismatch_between_nodes_fails_and_names_the_odd_node(facts):
     routes = {f"lab-node{i}": facts(n)["nic_route"] for i, n in enumerate(("head", "worker_two_nics", "worker"))}
     assert routes["lab-node2"]["mtu"] == 1400  # recorded after `ip link set dev eth0 mtu 1400` on node 2
-    result = mtu(nic_route=routes, profile=MULTI)
+    result = mtu(nic_route=routes, node_states={}, profile=MULTI)
     assert result.status == Status.FAIL and "lab-node2 eth0=1400" in result.summary
-    assert result.remediation.startswith("on lab-node2: ip link set dev eth0 mtu 1500")
+    assert result.remediation.startswith("ip link set dev eth0 mtu 1500   # on lab-node2:")
 
 
 def test_mtu_equal_on_all_nodes_passes(facts):
     routes = {f"lab-node{i}": facts(n)["nic_route"] for i, n in enumerate(("head", "worker_two_nics", "worker"))}
     routes["lab-node2"]["mtu"] = 1500
-    assert mtu(nic_route=routes, profile=MULTI).status == Status.PASS
+    assert mtu(nic_route=routes, node_states={}, profile=MULTI).status == Status.PASS
 
 
 def test_mtu_warns_when_a_node_did_not_report(facts):
     routes = {"lab-node0": facts("head")["nic_route"], "lab-node1": facts("worker_two_nics")["nic_route"]}
-    result = mtu(nic_route=routes, profile=MULTI)
+    result = mtu(nic_route=routes, node_states={}, profile=MULTI)
     assert result.status == Status.WARN and "1 of 3" in result.summary
 
 

@@ -212,7 +212,7 @@ def test_mtu_mismatch_across_the_lab_fails_and_equal_mtu_passes(netns_lab, tmp_p
     lab.set_mtu(2, "eth0", 1400)
     result = gather()
     assert result.status.value == "fail" and "lab-node2 eth0=1400" in result.summary
-    assert "on lab-node2: ip link set dev eth0 mtu 1500" in result.remediation
+    assert "ip link set dev eth0 mtu 1500   # on lab-node2:" in result.remediation
 
 
 def test_a_lost_carrier_on_the_route_interface_fails_nic_route(netns_lab, tmp_path):

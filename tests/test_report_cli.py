@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 
 import pytest
@@ -80,3 +81,14 @@ def test_run_html_option_writes_the_report_where_asked(tmp_path, clean_env):
     assert proc.returncode in (0, 1), proc.stderr
     assert out.exists() and not (tmp_path / "preflight-reports").exists()
     assert "Node × check" in Page(out.read_text()).text
+
+
+@pytest.mark.slow
+def test_run_prints_each_written_path_on_one_line_however_narrow_the_terminal(tmp_path, clean_env):
+    deep = tmp_path / ("reports-" + "x" * 120) / "[brackets]"
+    proc = subprocess.run(python_cli("run", "--profile", "cpu", "--no-color", "-q", "--only", "host.*", "--reports-dir", str(deep)),
+                          env={**os.environ, "COLUMNS": "40"}, cwd=tmp_path, capture_output=True, text=True, timeout=180)
+    written = sorted(deep.iterdir())
+    assert len(written) == 2, proc.stdout + proc.stderr
+    for path in written:  # scripts and tests read these lines: a wrapped or markup-eaten path is a lost report
+        assert f"\nwrote {path}\n" in "\n" + proc.stdout, proc.stdout

@@ -107,7 +107,7 @@ def _launch(args, session, training_lines: list[str], training_values: dict) -> 
     err = make_console(args.no_color, stderr=True)
     render_document(doc, err, quiet=args.quiet)
     for path in written:
-        err.print(f"wrote {path}")
+        err.print(f"wrote {path}", soft_wrap=True, markup=False, highlight=False)  # a path is never wrapped
     node = doc["nodes"][0]["node"] if len(doc["nodes"]) == 1 and not args.all_nodes else "cluster"
     log = args.launch_log or (None if args.no_report else launch_log_path(args.reports_dir, node))
 

@@ -133,7 +133,7 @@ def run(args) -> int:
     render_document(doc, console, quiet=args.quiet)
     _print_diagnosis(doc.get("doctor"), console)
     for path in written:
-        console.print(f"wrote {path}")
+        console.print(f"wrote {path}", soft_wrap=True, markup=False, highlight=False)  # a path is never wrapped
     return code
 
 
