@@ -341,10 +341,60 @@ def mkdtemp(what: str, *, tagged: bool = True) -> str:
     other run's. ``tagged=False`` for a directory whose paths must stay short (Ray's Unix socket paths)."""
     cookie = _state.cookie or os.environ.get(COOKIE_VAR, "")
     tag = f"{cookie.rsplit('-', 1)[-1]}-" if tagged and cookie else ""
+    reap_orphaned_tempdirs()
     path = tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{what}-{tag}")
+    with contextlib.suppress(OSError):  # who owns it: a later run removes it once this process is gone
+        with open(os.path.join(path, OWNER_FILE), "w", encoding="ascii") as fh:
+            fh.write(f"{os.getpid()} {_start_time(os.getpid())}\n")
     with _state.lock:
         _state.tempdirs.append(path)
     return path
+
+
+#: inside each directory :func:`mkdtemp` makes: "PID STARTTIME" of the process that made it
+OWNER_FILE = ".dsv3pf-owner"
+
+
+def _start_time(pid: int) -> int | None:
+    """The process's start time in clock ticks since boot (/proc/PID/stat field 22): with the pid, it names
+    one process even after the pid is reused."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            stat = fh.read()
+        return int(stat[stat.rindex(b")") + 2:].split()[19])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _owner_gone(path: str) -> bool:
+    """True when the directory's owner file names a process that no longer exists (a dir without one: False)."""
+    try:
+        with open(os.path.join(path, OWNER_FILE), encoding="ascii") as fh:
+            pid_text, _, start_text = fh.read(64).strip().partition(" ")
+        pid = int(pid_text)
+    except (OSError, ValueError):
+        return False
+    start = _start_time(pid)
+    return start is None or (start_text.isdigit() and int(start_text) != start)
+
+
+def reap_orphaned_tempdirs() -> list[str]:
+    """Remove the ``dsv3pf-*`` directories whose owner died without removing them (SIGKILLed with its whole
+    process group: a Ray worker and its ranks killed at once, an OOM kill). Only directories with an owner
+    file naming a dead process are touched; returns the ones removed. The next run's first temp dir runs it."""
+    root = tempfile.gettempdir()
+    try:
+        names = [n for n in os.listdir(root) if n.startswith(TEMP_PREFIX)]
+    except OSError:
+        return []
+    removed = []
+    for name in names:
+        path = os.path.join(root, name)
+        if os.path.isdir(path) and not os.path.islink(path) and _owner_gone(path):
+            shutil.rmtree(path, ignore_errors=True)
+            if not os.path.exists(path):
+                removed.append(path)
+    return removed
 
 
 def _descendants_tempdirs() -> list[str]:

@@ -95,3 +95,34 @@ def test_a_stop_signal_is_held_while_deferred_and_raised_after():
         assert reached and info.value.signum == signal.SIGTERM
     finally:
         signals.uninstall()
+
+
+MAKE_DIR = """
+import sys
+from dsv3_preflight import signals
+print(signals.mkdtemp("reaptest", tagged=False), flush=True)
+sys.stdin.read()
+"""
+
+
+def test_a_temp_dir_whose_owner_was_sigkilled_is_removed_by_the_next_run_and_a_live_owners_is_kept():
+    owners = [subprocess.Popen([sys.executable, "-c", MAKE_DIR], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+              for _ in range(2)]
+    killed, alive = owners
+    dead_dir, live_dir = (Path(p.stdout.readline().strip()) for p in owners)
+    foreign = Path(signals.tempfile.mkdtemp(prefix=signals.TEMP_PREFIX + "reaptest-foreign-"))  # no owner file
+    try:
+        assert dead_dir.is_dir() and live_dir.is_dir()
+        killed.kill()  # SIGKILL: its own cleanup never runs (a Ray worker killed with its ranks)
+        killed.wait(timeout=10)
+        assert dead_dir.is_dir()
+        removed = signals.reap_orphaned_tempdirs()
+        assert str(dead_dir) in removed and not dead_dir.exists()
+        assert live_dir.is_dir() and foreign.is_dir()  # a live owner's and a dir without an owner file stay
+    finally:
+        alive.stdin.close()
+        alive.wait(timeout=30)
+        killed.stdout.close()
+        alive.stdout.close()
+        for path in (live_dir, foreign):
+            signals.shutil.rmtree(path, ignore_errors=True)
