@@ -172,7 +172,10 @@ def run_preflight(options: RunOptions) -> dict[str, Any]:
     if notes:
         extra["notes"] = notes
     return build_document(mode=mode, profile=profile.to_dict(), nodes=nodes, results=results,
-                          deselected=selection.deselected, command=list(options.command), strict=options.strict,
+                          # a check --probe asked for (dist.pairs, dist.allreduce_cluster) ran: it is no longer deselected
+                          deselected={name: why for name, why in selection.deselected.items()
+                                      if name not in {r.name for r in results}},
+                          command=list(options.command), strict=options.strict,
                           started=started, extra=extra)
 
 

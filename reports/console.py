@@ -23,6 +23,7 @@ from rich.table import Table
 from dsv3_preflight.result import GO, NOTHING_SELECTED, STATUS_ORDER, Status
 from dsv3_preflight.text import safe_terminal
 
+from .probe_text import render_pairs_text
 from .rootcause import Cause, root_causes, verdict_line_parts
 
 STYLE = {"pass": "green", "warn": "yellow", "fail": "bold red", "skip": "dim", "error": "bold magenta"}
@@ -54,6 +55,9 @@ def render_console(doc: Mapping[str, Any], *, color: bool = False, width: int | 
             _matrix(console, results, node_names, nodes)
         else:
             _table(console, results)
+        pairs = render_pairs_text(doc)  # `--probe=pairs`: the node x node matrix the causes below refer to
+        if pairs:
+            console.print("\n" + pairs, markup=False, soft_wrap=True)
     causes = root_causes(results)
     if causes:
         red = sum(1 for c in causes if c.status in ("error", "fail"))

@@ -21,6 +21,7 @@ from dsv3_preflight.result import STATUS_ORDER as _STATUS_ORDER
 from dsv3_preflight.result import severity
 from dsv3_preflight.secrets import mask
 
+from .pairs_view import pairs_view
 from .rootcause import root_causes
 
 TEMPLATES = Path(__file__).with_name("templates")
@@ -52,7 +53,7 @@ def _environment() -> jinja2.Environment:
     )
     env.tests["is_scalar_t"] = _is_scalar
     env.globals.update(symbol=SYMBOL, dash=DASH, sweep_chart=sweep_chart, is_scalar=_is_scalar,
-                       uniform_rows=_uniform_rows, duplicate_values=_duplicate_values, fmt=_fmt)
+                       uniform_rows=_uniform_rows, duplicate_values=_duplicate_values, fmt=_fmt, pairs_view=pairs_view)
     return env
 
 
@@ -63,9 +64,10 @@ def render_html(doc: Mapping[str, Any]) -> str:
     style = (TEMPLATES / "report.css").read_text(encoding="utf-8")
     # The CSP allows exactly our script by its hash and nothing from the network.
     digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode("ascii")
-    view = build_view(mask(dict(doc)))
+    masked = mask(dict(doc))
+    view = build_view(masked)
     floor = ((doc.get("profile") or {}).get("values") or {}).get("min_busbw_gbps")
-    return env.get_template("report.html.j2").render(view=view, script=script, style=style, script_hash=digest,
+    return env.get_template("report.html.j2").render(view=view, doc=masked, script=script, style=style, script_hash=digest,
                                                      min_busbw=floor if isinstance(floor, (int, float)) else None)
 
 

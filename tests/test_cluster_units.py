@@ -437,3 +437,21 @@ def test_a_single_node_job_judges_mtu_on_its_loopback_route(recorded):
     nic = {"lab-node0": facts(recorded["loopback_head"], "nic_route")["lab-node0"]}
     result = mtu(nic, {"lab-node0": {"state": "alive"}}, resolve_profile({"nnodes": 1, "master_addr": "lab-node0"}, {}))
     assert result.status is Status.PASS and result.summary == "MTU 65536 on lab-node0 (lo)"
+
+
+def test_a_node_task_sets_the_payloads_environment_for_itself_only(monkeypatch):
+    """Ray reuses its worker processes: a wave's variables (a listener token, a gang's parameters) must not
+    leak into the next task that process runs."""
+    import os
+
+    from dsv3_preflight.cluster.node_side import run_node
+
+    monkeypatch.setenv("MASTER_PORT", "29999")
+    monkeypatch.delenv("NCCL_SOCKET_IFNAME", raising=False)
+    profile = resolve_profile(profile_name="cpu", cli={}, environ={}).to_dict()
+    out = run_node({"profile": profile, "checks": ["env.launch_vars"], "timeout": 30,
+                    "env": {"MASTER_PORT": "39500", "NCCL_SOCKET_IFNAME": "eth7"}})
+    assert [r["name"] for r in out["results"]] == ["env.launch_vars"]
+    seen = out["entry"]["facts"]["env"]
+    assert "39500" in json.dumps(seen) and "eth7" in json.dumps(seen)   # the task saw the payload's values
+    assert os.environ["MASTER_PORT"] == "29999" and "NCCL_SOCKET_IFNAME" not in os.environ  # and only it

@@ -53,6 +53,7 @@ def test_three_healthy_nodes_name_no_culprit_and_state_full_coverage(lab3, tmp_p
     assert r["status"] == "pass", (r["summary"], proc.stderr)
     assert r["summary"].startswith("3 of 3 pairs tested: no slow node or link")
     assert r["evidence"]["culprits"] == {"nodes": [], "links": [], "failed": []}
+    assert "dist.pairs" not in (doc.get("deselected") or {})   # it ran: listed once, as a result
     m = r["evidence"]["matrix"]
     assert m["nodes"] == ["lab-node0", "lab-node1", "lab-node2"]
     assert all(m["status"][i][j] == "ok" for i in range(3) for j in range(3) if i != j)

@@ -239,8 +239,8 @@ def test_the_heat_map_template_renders_the_culprit_escaped_in_the_reports_enviro
     from dsv3_preflight.reports.html import _environment
     from dsv3_preflight.reports.pairs_view import pairs_view
 
-    env = _environment().overlay()
-    env.globals["pairs_view"] = pairs_view       # what reports/html.py registers for report.html.j2's include
+    env = _environment()
+    assert env.globals["pairs_view"] is pairs_view       # registered for report.html.j2's include
     rec = _recorded("pairs_6nodes_node")
     doc = _doc(_judge(rec))
     html = env.get_template("pairs.html.j2").render(doc=doc)
@@ -250,3 +250,23 @@ def test_the_heat_map_template_renders_the_culprit_escaped_in_the_reports_enviro
     doc["results"][0]["evidence"]["matrix"]["nodes"][0] = "<script>x</script>"
     assert "<script>x</script>" not in env.get_template("pairs.html.j2").render(doc=doc)
     assert env.get_template("pairs.html.j2").render(doc={"results": []}).strip() == ""
+
+
+def test_the_whole_html_report_of_a_pairs_run_shows_the_heat_maps_after_the_cluster_section():
+    from dsv3_preflight.reports import render
+
+    doc = _doc(_judge(_recorded("pairs_6nodes_node")))
+    html = render(doc, "html")
+    assert html.index('<section id="cluster">') < html.index('<section id="pairs">') < html.index('id="failures"')
+    assert html.count('<th scope="row" class="culprit">✘ lab-node5</th>') == 2
+    assert '<section id="pairs">' not in render({**doc, "results": [r for r in doc["results"] if r["name"] != "dist.pairs"]}, "html")
+
+
+def test_the_console_report_of_a_pairs_run_shows_the_matrix_before_the_causes():
+    from dsv3_preflight.reports import render
+
+    doc = _doc(_judge(_recorded("pairs_6nodes_node")))
+    text = render({**doc, "verdict": "NO-GO"}, "console")
+    assert "pairs: 15 of 15 pairs tested" in text and "*lab-node5" in text
+    assert text.index("pairs: 15 of 15") < text.index("Why NO-GO")
+    assert "pairs: 15 of 15" not in render({**doc, "verdict": "NO-GO"}, "console", quiet=True)

@@ -14,15 +14,28 @@ from typing import Any, Mapping
 
 def run_node(payload: Mapping[str, Any]) -> dict[str, Any]:
     """Run the selected node checks here; return results, the node entry and who this node is."""
+    started = time.monotonic()
+    # e.g. the listener token for port_reach, a gang's or a pair's parameters: set for this task only (Ray reuses
+    # its worker processes, and a later task of another wave must not inherit them)
+    saved = {key: os.environ.get(key) for key in (payload.get("env") or {})}
+    os.environ.update({key: str(value) for key, value in (payload.get("env") or {}).items()})
+    try:
+        return _run_node(payload, started)
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+def _run_node(payload: Mapping[str, Any], started: float) -> dict[str, Any]:
     from .. import __version__
     from ..preflight import RunOptions, run_preflight
     from ..profile import Profile
     from ..registry import load_registry
     from ..runner import this_node_name
 
-    started = time.monotonic()
-    for key, value in (payload.get("env") or {}).items():  # e.g. the listener token for port_reach
-        os.environ[key] = value
     node_id = None
     try:
         import ray
