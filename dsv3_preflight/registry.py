@@ -26,9 +26,6 @@ ENGINE_FACTS = {"profile": "node and cluster", "node_ranks": "cluster", "node_st
 CLUSTER_ONLY_FACTS = ("node_ranks", "node_states")
 #: profile fields that are TCP ports a probe may claim
 PORT_FIELDS = ("master_port",)
-#: built-in probes that bind or inspect MASTER_PORT and claim it while they run (portclaim), until their modules
-#: declare it themselves (the probe decorator's ``claims=["master_port"]``)
-BUILTIN_CLAIMS = {"port_bind": ("master_port",), "port_holders": ("master_port",), "collective": ("master_port",)}
 #: checks that stand for a plugin that could not be loaded: always selected, always an ERROR
 PLUGIN_CHECK_PREFIX = "plugin."
 #: seconds a plugin may take to import (a plugin that hangs at import becomes an ERROR for that plugin)
@@ -304,7 +301,6 @@ def _unwrapped(func: Any) -> Any:
 
 
 def _with_origin(spec: Any, origin: str) -> Any:
-    from dataclasses import replace
 
     return replace(spec, origin=origin)
 
@@ -431,10 +427,6 @@ def load_registry(checks_dirs: Iterable[str | Path] = (), entry_points: bool = T
     for package in probe_packages():
         for module in _walk(package):
             registry.add_module(module, module.__name__)
-    for fact, claims in BUILTIN_CLAIMS.items():
-        spec = registry.probes.get(fact)
-        if spec is not None and not spec.claims:
-            registry.probes[fact] = replace(spec, claims=claims)
     for module in _import_package_modules("dsv3_preflight.checks"):
         registry.add_module(module, module.__name__)
     if entry_points:

@@ -309,7 +309,7 @@ def test_a_duplicate_gpu_in_gang_facts_fails_the_cluster_check_exactly_as_dist_a
                                      port_reach=None)
     one_per_node = [_outcome(0, [ranks[0]]), _outcome(1, [dict(ranks[1], host="n0")])]
     gang = CHECKS["dist.allreduce_cluster"](collective_gang=_gang_facts(one_per_node, 2), profile=_profile(),
-                                            node_ranks={"n0": 0, "n1": 1})
+                                            node_ranks={"n0": 0, "n1": 1}, node_states={})
     assert node.status is Status.FAIL and gang.status is Status.FAIL
     assert gang.summary == node.summary and "Duplicate GPU detected" in gang.summary
     assert gang.remediation == node.remediation and "CUDA_DEVICE_ORDER=PCI_BUS_ID" in gang.remediation
@@ -323,7 +323,7 @@ def test_a_busbw_below_min_busbw_gbps_in_gang_facts_fails_the_cluster_check_exac
                                      profile=profile, nic_route=None, port_reach=None)
     gang = CHECKS["dist.allreduce_cluster"](
         collective_gang=_gang_facts([_outcome(0, [_rank(0)], sweep=sweep), _outcome(1, [_rank(1, host="n1")])], 2),
-        profile=profile, node_ranks={"n0": 0, "n1": 1})
+        profile=profile, node_ranks={"n0": 0, "n1": 1}, node_states={"n0": {"state": "alive"}, "n1": {"state": "alive"}})
     assert node.status is gang.status is Status.FAIL
     assert gang.summary == node.summary == "all_reduce bus bandwidth peaks at 0.2 GB/s, below min_busbw_gbps=5 (2 ranks, gloo)"
     assert gang.remediation == node.remediation
@@ -335,6 +335,21 @@ def test_the_gang_check_names_the_node_whose_rank_never_joined():
     r = judge_gang(facts, _profile(), {"n0": 0, "n1": 1, "n2": 2})
     assert r.status is Status.FAIL and r.summary.startswith("rank(s) 2 of 3 never joined the rendezvous (node n2)")
     assert r.evidence["not_reported"] == ["n2"]
+
+
+def test_a_node_lost_during_the_gang_is_that_nodes_cause_never_the_networks():
+    facts = _gang_facts([_outcome(0, [_rank(0, "store_connected", missing=[2])]), _outcome(1, [_rank(1, host="n1")])], 3)
+    facts["n2"] = {"requested": False, "reason": "its task died with the node"}
+    states = {"n0": {"state": "alive"}, "n1": {"state": "alive"}, "n2": {"state": "dead", "reason": "raylet died"}}
+    r = CHECKS["dist.allreduce_cluster"](collective_gang=facts, profile=_profile(), node_ranks={"n0": 0, "n1": 1, "n2": 2},
+                                         node_states=states)
+    assert r.status is Status.FAIL and r.cause == "cluster.node_lost" and r.actor is Actor.NODE
+    assert "n2 lost during the run" in r.summary and "not judged" in r.summary
+    assert paste_problems(r.remediation) == []
+    alive = dict(states, n2={"state": "alive"})   # the same facts with n2 alive: its rank never joined, judged as such
+    r = CHECKS["dist.allreduce_cluster"](collective_gang=facts, profile=_profile(), node_ranks={"n0": 0, "n1": 1, "n2": 2},
+                                         node_states=alive)
+    assert r.status is Status.FAIL and r.cause != "cluster.node_lost" and "never joined" in r.summary
 
 
 def test_the_gang_check_skips_when_no_node_was_asked_to_run_it():

@@ -51,6 +51,10 @@ def run_gang(ranked: Sequence[NodeInfo], profile: Any, deadline: float, node_fac
     for node in ranked:
         report = reports[node.node_id]
         if report.value is None:
+            # the node's facts say why it has no gang outcome (a task abandoned because another node was lost,
+            # a task that died): never an empty fact the judge would read as "not requested"
+            entry = node_facts.setdefault(node.name, {"facts": {}, "fact_errors": {}})
+            entry.setdefault("fact_errors", {})["collective_gang"] = f"gang wave: {report.error}"
             errors.append(error_result(NODE_RUN_CHECK, node.name, f"gang wave: {report.error}",
                                        {"kind": report.kind, "node_id": node.node_id, "ip": node.ip},
                                        f"ray status   # is {node.name} ({node.ip}) alive? then re-run with --probe",

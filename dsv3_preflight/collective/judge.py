@@ -183,13 +183,23 @@ def judge_collective(collective: Mapping[str, Any], profile: Any, nic_route: Map
                           backend=collective.get("backend"), nic_route=nic_route, port_reach=port_reach, evidence=extra)
 
 
-def judge_gang(gang: Mapping[str, Mapping[str, Any]], profile: Any, node_ranks: Mapping[str, int]) -> Result:
+def judge_gang(gang: Mapping[str, Mapping[str, Any]], profile: Any, node_ranks: Mapping[str, int],
+               node_states: Mapping[str, Mapping[str, Any]] | None = None) -> Result:
     """`dist.allreduce_cluster`: the verdict on every node's `collective_gang` fact (one rank per node).
 
     A node that has no requested outcome (its task died, or it never ran) has its rank counted as never
-    joined; the summary names it.
+    joined; the summary names it. A node Ray lost during the run is that node's problem, never the
+    network's: the gang is failed under the lost node's cause, and the network is not judged.
     """
     requested = {node: f for node, f in gang.items() if isinstance(f, Mapping) and f.get("requested")}
+    lost = [node for node, state in (node_states or {}).items()
+            if isinstance(state, Mapping) and state.get("state") == "dead"]
+    if requested and lost:
+        return Result.failed(
+            f"the gang could not complete: {', '.join(lost)} lost during the run (its own ERROR says when and why); "
+            "the network between the nodes is not judged", {"lost": lost, "node_states": dict(node_states or {})},
+            f"dsv3-preflight run --all-nodes --probe   # once {', '.join(lost)} is back in the cluster",
+            actor=Actor.NODE, cause="cluster.node_lost")
     if not requested:
         reason = next((f.get("reason") for f in gang.values() if isinstance(f, Mapping) and f.get("reason")), None)
         return Result.skipped(f"the gang probe was not requested: `{GANG_COMMAND}` runs one all_reduce over all "

@@ -56,7 +56,7 @@ def choose_backend(backend: Any) -> tuple[str, str | None]:
 
 # after the probes that inspect MASTER_PORT: rank 0's store listens on it, and they would report this run's own
 # ranks (or port_bind's test socket) as the process holding the port
-@probe("collective", needs=["profile"], timeout=PROBE_TIMEOUT_S, after=["port_bind", "port_holders"])
+@probe("collective", needs=["profile"], timeout=PROBE_TIMEOUT_S, after=["port_bind", "port_holders"], claims=["master_port"])
 def collective(profile) -> dict[str, Any]:
     """torch.distributed init + all_reduce with a known sum across this node's ranks (child processes, hard timeout)."""
     from dsv3_preflight.collective import probe_node
