@@ -301,7 +301,6 @@ def _unwrapped(func: Any) -> Any:
 
 
 def _with_origin(spec: Any, origin: str) -> Any:
-
     return replace(spec, origin=origin)
 
 
