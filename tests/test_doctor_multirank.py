@@ -42,7 +42,16 @@ JOB = textwrap.dedent("""
             time.sleep(0.01)   # log timestamps have millisecond resolution: make the two distinct
             logging.error("rank 1 about to fail")
             raise ValueError("Target modules ['q_proj'] not found in the base model.")
-    dist.all_reduce(t)
+    try:
+        dist.all_reduce(t)
+    except Exception:
+        if mode != "kill":
+            raise
+        # a survivor of the killed rank reports the broken connection and lingers (as a real rank blocked in its
+        # next collective does) until torchrun sends it the closing SIGTERM: no race with torchrun's monitor
+        sys.excepthook(*sys.exc_info())   # the report an uncaught error gets (torch's hook prefixes it with [rankN])
+        sys.stderr.flush()
+        time.sleep(120)
     logging.info("rank %d done", rank)
 """)
 
