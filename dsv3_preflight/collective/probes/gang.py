@@ -8,13 +8,11 @@ judges all nodes' facts together.
 """
 from __future__ import annotations
 
-import json
-import os
 from typing import Any, Mapping
 
 from dsv3_preflight.registry import probe
 
-from .local import PROBE_TIMEOUT_S, choose_backend
+from .local import PROBE_TIMEOUT_S, choose_backend, wave_params
 
 GANG_ENV = "DSV3_PREFLIGHT_GANG"
 NOT_REQUESTED = "not requested (`dsv3-preflight run --all-nodes --probe` runs the gang on every node at once)"
@@ -23,14 +21,7 @@ _KEYS = ("master_addr", "master_port", "world", "node_rank", "backend", "timeout
 
 def gang_params(environ: Mapping[str, str] | None = None) -> dict[str, Any] | None:
     """The gang this node is asked to join (None: not requested); a malformed value raises ValueError."""
-    raw = (os.environ if environ is None else environ).get(GANG_ENV)
-    if not raw:
-        return None
-    params = json.loads(raw)
-    missing = [k for k in _KEYS if k not in params]
-    if missing:
-        raise ValueError(f"${GANG_ENV} lacks {', '.join(missing)}")
-    return params
+    return wave_params(GANG_ENV, _KEYS, environ)
 
 
 @probe("collective_gang", needs=["profile"], timeout=PROBE_TIMEOUT_S, after=["port_bind", "port_holders"])

@@ -12,13 +12,11 @@ driver appends the measurements of every round into the one fact of each node; `
 """
 from __future__ import annotations
 
-import json
-import os
 from typing import Any, Mapping
 
 from dsv3_preflight.registry import probe
 
-from .local import PROBE_TIMEOUT_S, choose_backend
+from .local import PROBE_TIMEOUT_S, choose_backend, wave_params
 
 PAIR_ENV = "DSV3_PREFLIGHT_PAIR"
 NOT_REQUESTED = "not requested (`dsv3-preflight run --all-nodes --probe=pairs` tests every pair of nodes)"
@@ -31,14 +29,7 @@ WARMUP = 2
 
 def pair_params(environ: Mapping[str, str] | None = None) -> dict[str, Any] | None:
     """This node's part of a pair (None: not requested); a malformed value raises ValueError."""
-    raw = (os.environ if environ is None else environ).get(PAIR_ENV)
-    if not raw:
-        return None
-    params = json.loads(raw)
-    missing = [k for k in PAIR_KEYS if k not in params]
-    if missing:
-        raise ValueError(f"${PAIR_ENV} lacks {', '.join(missing)}")
-    return params
+    return wave_params(PAIR_ENV, PAIR_KEYS, environ)
 
 
 @probe("collective_pairs", needs=["profile"], timeout=PROBE_TIMEOUT_S, after=["port_bind", "port_holders"])
