@@ -42,7 +42,7 @@ def pytest_collection_modifyitems(config, items):
 
 # -- nothing left behind (issue 16.10) ----------------------------------------------------------------------
 #: what the tool and its tests may create in /tmp: Ray temp dirs of the cluster labs, the tool's own temp dirs
-LEFTOVER_PATTERNS = ("d3*", "dsv3pf-*", "dsv3-*")
+LEFTOVER_PATTERNS = ("d3*", "dsv3pf-*", "dsv3-*", "ray/session_2*")
 #: our processes: the tool, its rank workers, Ray's daemons started by the tests
 LEFTOVER_COMMANDS = ("dsv3_preflight", "dsv3-preflight", "raylet", "gcs_server", "ray::", "default_worker.py")
 

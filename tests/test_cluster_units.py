@@ -455,3 +455,5 @@ def test_a_node_task_sets_the_payloads_environment_for_itself_only(monkeypatch):
     seen = out["entry"]["facts"]["env"]
     assert "39500" in json.dumps(seen) and "eth7" in json.dumps(seen)   # the task saw the payload's values
     assert os.environ["MASTER_PORT"] == "29999" and "NCCL_SOCKET_IFNAME" not in os.environ  # and only it
+    ray = sys.modules.get("ray")
+    assert ray is None or not ray.is_initialized(), "run_node outside Ray started a local Ray instance"

@@ -7,6 +7,7 @@ with a `tc tbf` leaf (one slow path), iptables DROP in one namespace (one pair c
 """
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -107,7 +108,7 @@ def test_six_nodes_a_shaped_node_a_shaped_path_and_a_dropped_pair_are_each_named
         lab6.undrop_pair(1, 2)
     culprits = r["evidence"]["culprits"]
     assert culprits == {"nodes": ["lab-node5"], "links": [["lab-node3", "lab-node4"]],
-                        "failed": [["lab-node1", "lab-node2"]]}, "\n".join([r["summary"], *(f["summary"] for f in r["findings"]),
+                        "failed": [["lab-node1", "lab-node2"]]}, "\n".join([r["summary"], *(f["message"] for f in r["findings"]), json.dumps(r["evidence"]["matrix"]["status"]),
                                                                      proc.stderr[-3000:]])
     assert r["summary"].endswith("15 of 15 pairs tested")
     causes = [f["cause"] for f in r["findings"]]

@@ -40,8 +40,11 @@ def _run_node(payload: Mapping[str, Any], started: float) -> dict[str, Any]:
     try:
         import ray
 
-        node_id = ray.get_runtime_context().get_node_id()
-    except Exception:  # noqa: BLE001 - outside Ray (tests of this function): no node id
+        # outside a Ray task (tests of this function) there is no node id; asking for one there would start a
+        # local Ray instance (Ray's auto-init), so ask only inside Ray
+        if ray.is_initialized():
+            node_id = ray.get_runtime_context().get_node_id()
+    except Exception:  # noqa: BLE001 - no Ray, or a Ray that cannot say: no node id
         pass
     checks_dirs = tuple(payload.get("checks_dirs") or ())
     known = load_registry(checks_dirs).checks
