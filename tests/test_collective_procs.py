@@ -314,3 +314,19 @@ def test_a_probe_whose_process_is_sigkilled_leaves_no_temp_dir_and_no_rank_behin
         time.sleep(0.05)
     assert list(tmp.glob("dsv3pf-collective-*")) == []
     assert not [p for p in ranks if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]
+
+
+def test_a_slow_start_up_within_the_allowance_is_not_counted_against_the_timeout(tmp_path):
+    """A rank that needs seconds to start (a loaded node importing torch) must not turn into a timeout of a
+    healthy link when the caller grants a start-up allowance (the pairwise probe does); without one it does."""
+    slow = tmp_path / "slowstart"
+    slow.mkdir()
+    (slow / "sitecustomize.py").write_text("import time\ntime.sleep(4)\n")   # run at interpreter start-up
+    env = {"PYTHONPATH": os.pathsep.join([str(slow), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    without = combine(run_nodes(free_port(), 2, 1, timeout_s=3.0, env=env), 2)
+    assert not without["ok"], without["summary"]
+    started = time.monotonic()
+    granted = run_nodes(free_port(), 2, 1, timeout_s=3.0, env=env, startup_s=15.0)
+    verdict = combine(granted, 2)
+    assert verdict["ok"] and verdict["sum_ok"], verdict["summary"]
+    assert time.monotonic() - started < 3.0 + 15.0 + MARGIN_S

@@ -27,6 +27,9 @@ PAIRS_FACT = "collective_pairs"
 NODE_RUN_CHECK = "cluster.node_run"
 #: seconds a round's tasks need beyond the pair's own timeout: start, load the registry, send the facts back
 ROUND_MARGIN_S = 15.0
+#: seconds of a rank's start-up (Python, importing torch) not counted against the per-pair timeout: a node that
+#: is slow to start is not a slow link (on a loaded 2-core lab, 6 ranks importing torch at once took ~15 s)
+STARTUP_ALLOWANCE_S = 20.0
 #: the first port of the pairs: MASTER_PORT + this
 PORT_OFFSET = 1
 
@@ -57,6 +60,7 @@ def run_pairs(ranked: Sequence[NodeInfo], profile: Any, deadline: float, node_fa
     info: dict[str, Any] = {"kind": "pairs", "nodes": n, "pairs_total": total_pairs(n),
                             "pairs_planned": sum(len(r) for r in rounds), "rounds_planned": len(rounds),
                             "sample": sample, "per_pair_timeout_s": float(profile.pairs_timeout),
+                            "startup_allowance_s": STARTUP_ALLOWANCE_S,
                             "iters": profile.pairs_iters, "busbw_bytes": profile.pairs_busbw_bytes,
                             "ports": f"{base}..{base + (n + 1) // 2 * 2 - 1}", "check": PAIRS_CHECK, "rounds": []}
     say.say(f"--probe=pairs: {info['pairs_planned']} of {info['pairs_total']} pairs of {n} nodes in {len(rounds)} "
@@ -71,11 +75,13 @@ def run_pairs(ranked: Sequence[NodeInfo], profile: Any, deadline: float, node_fa
             info["rounds"].append({"round": index + 1, "started": False, "pairs": [[a.name, b.name] for a, b in pairs]})
             continue
         timeout_s = min(float(profile.pairs_timeout), left)
+        startup_s = min(STARTUP_ALLOWANCE_S, timeout_s, max(left - timeout_s, 0.0))
         params: dict[str, dict[str, Any]] = {}
         for slot, (a, b) in enumerate(pairs):
             common = {"round": index + 1, "rounds": len(rounds), "pair": [a.name, b.name],
                       "addrs": {a.name: a.ip, b.name: b.ip}, "port": pair_port(base, index, slot, n),
-                      "backend": profile.backend, "timeout_s": timeout_s, "iters": profile.pairs_iters,
+                      "backend": profile.backend, "timeout_s": timeout_s, "startup_s": startup_s,
+                      "iters": profile.pairs_iters,
                       "busbw_bytes": profile.pairs_busbw_bytes, "nodes": names, "sample": sample}
             params[a.node_id] = {**common, "role": 0, "planned": planned[a.name]}
             params[b.node_id] = {**common, "role": 1, "planned": planned[b.name]}
@@ -83,7 +89,8 @@ def run_pairs(ranked: Sequence[NodeInfo], profile: Any, deadline: float, node_fa
         say.say(f"pairs round {index + 1}/{len(rounds)}: " + ", ".join(f"{a.name}↔{b.name}" for a, b in pairs))
         t0 = time.monotonic()
         reports = run_pinned(members, lambda node: payload(node, [PAIRS_CHECK], {PAIR_ENV: json.dumps(params[node.node_id])}),
-                             min(deadline, t0 + timeout_s + ROUND_MARGIN_S), task_label=f"pairs round {index + 1}")
+                             min(deadline, t0 + timeout_s + startup_s + ROUND_MARGIN_S),
+                             task_label=f"pairs round {index + 1}")
         for node in members:
             report = reports[node.node_id]
             fact = None if report.value is None else (report.value["entry"].get("facts") or {}).get(PAIRS_FACT)

@@ -247,13 +247,17 @@ def probe_node(
     steady_iters: int | None = None,
     sweep_iters: int | None = None,
     sweep_warmup: int | None = None,
+    startup_s: float = 0.0,
 ) -> dict[str, Any]:
     """Run this node's ranks of the probe and return its outcome (JSON types); see the package docstring.
 
     Extra keywords: ``sweep_sizes`` (bytes; default 4 KiB … 16 MiB), ``log_dir`` (keep each rank's log and
     status file there), ``device_indices`` (CUDA device per local rank; default the local rank),
     ``steady_iters`` (small-message all_reduces whose p50 is the latency; default 5), ``sweep_iters`` /
-    ``sweep_warmup`` (timed and untimed iterations per sweep size; default 20 / 5).
+    ``sweep_warmup`` (timed and untimed iterations per sweep size; default 20 / 5), ``startup_s`` (a start-up
+    allowance: the time a rank spends starting Python and importing torch, up to this many seconds, is not
+    counted against ``timeout_s``, which then times the rendezvous and the collectives; a loaded node that
+    needs 15 s to import torch must not turn a healthy link into a timeout).
     """
     if backend not in ("gloo", "nccl"):
         raise ValueError(f"backend must be gloo or nccl, not {backend!r}")
@@ -262,8 +266,9 @@ def probe_node(
     if rank_offset < 0 or rank_offset + nproc_per_node > world_size:
         raise ValueError(f"ranks {rank_offset}..{rank_offset + nproc_per_node - 1} do not fit in world {world_size}")
     started = time.time()
-    hard_deadline = started + float(timeout_s)
-    worker_deadline = hard_deadline - _grace(float(timeout_s))
+    startup_s = max(float(startup_s), 0.0)
+    hard_deadline = started + float(timeout_s) + startup_s   # the latest; ranks that start quickly end sooner
+    worker_deadline = started + float(timeout_s) - _grace(float(timeout_s))   # moved on by each rank's start-up
     workdir = Path(log_dir) if log_dir else Path(signals.mkdtemp("collective"))  # named by the run: its cleanup removes it
     workdir.mkdir(parents=True, exist_ok=True)
     run_id = next(_IDS)
@@ -289,6 +294,8 @@ def probe_node(
                     "--master-port", str(master_port), "--backend", backend, "--deadline", f"{worker_deadline:.3f}",
                     "--status", str(status), "--watchdog-s", f"{_grace(float(timeout_s)) / 3:.3f}",
                     "--parent-pid", str(os.getpid())]
+            if startup_s:
+                argv += ["--startup-s", f"{startup_s:.3f}", "--spawned", f"{started:.3f}"]
             if rank == 0:
                 argv.append("--host-store")
             if not log_dir:  # the temp dir is ours: a rank whose parent dies removes it (nothing left behind)
@@ -322,7 +329,8 @@ def probe_node(
             if now >= hard_deadline:
                 for rank, _, proc, _, _ in running:
                     _kill(proc)
-                    killed[rank] = f"killed at the hard deadline ({timeout_s:g} s)"
+                    killed[rank] = (f"killed at the hard deadline ({timeout_s:g} s"
+                                    + (f" + up to {startup_s:g} s of start-up)" if startup_s else ")"))
                 break
             if first_failure is not None and now >= first_failure + SIBLING_GRACE_S:
                 failed = [p[0] for p in procs if p[2].returncode not in (None, 0)]

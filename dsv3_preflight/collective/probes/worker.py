@@ -100,7 +100,15 @@ def _sweep(torch, dist, device, world: int, sizes: list[int], iters: int, warmup
     return rows
 
 
-def _start_watchdog(at: float, status: _Status, owned_dir: str | None = None, parent: int | None = None) -> None:
+class _Deadline:
+    """The rank's deadline (epoch seconds): moved on once by the start-up allowance, read by the watchdog."""
+
+    def __init__(self, at: float) -> None:
+        self.at = at
+
+
+def _start_watchdog(at: "float | _Deadline", status: _Status, owned_dir: str | None = None, parent: int | None = None,
+                    past_s: float = 0.0) -> None:
     """Past ``at`` (a call that ignores its timeout, like Gloo's full-mesh connect): report the phase and exit.
 
     Also when the parent that owns this rank dies without ending it (SIGKILLed: a Ray task cancelled by force,
@@ -110,14 +118,15 @@ def _start_watchdog(at: float, status: _Status, owned_dir: str | None = None, pa
     import threading
 
     parent = parent or os.getppid()   # the pid the parent passed: it may be dead already when this runs
+    box = at if isinstance(at, _Deadline) else _Deadline(at)
 
     def fire() -> None:
-        while time.time() < at:
+        while time.time() < box.at + past_s:
             if os.getppid() != parent:
                 if owned_dir:
                     shutil.rmtree(owned_dir, ignore_errors=True)
                 os._exit(4)
-            time.sleep(min(0.2, max(at - time.time(), 0.0)))
+            time.sleep(min(0.2, max(box.at + past_s - time.time(), 0.0)))
         try:
             status.write({"event": "error", "phase": status.phase, "exc_type": "DeadlineExceeded",
                           "message": f"no progress past phase {status.phase!r} before the deadline (watchdog)",
@@ -141,6 +150,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--deadline", type=float, required=True, help="epoch seconds by which to give up")
     parser.add_argument("--status", required=True)
     parser.add_argument("--watchdog-s", type=float, default=0.5, help="seconds past --deadline before the watchdog exits")
+    parser.add_argument("--startup-s", type=float, default=0.0,
+                        help="start-up allowance: the seconds from --spawned until torch is imported, up to this, "
+                             "move --deadline on")
+    parser.add_argument("--spawned", type=float, default=None, help="epoch seconds at which the parent started the rank")
     parser.add_argument("--parent-pid", type=int, default=None, help="the process that owns this rank")
     parser.add_argument("--owned-dir", default=None,
                         help="the parent's temp dir for this run: removed by this rank if the parent dies first")
@@ -156,9 +169,11 @@ def main(argv: list[str] | None = None) -> int:
     status = _Status(args.status, t0)
     host = socket.gethostname()
     status.reached("started", pid=os.getpid(), host=host)
-    _start_watchdog(args.deadline + args.watchdog_s, status, args.owned_dir, args.parent_pid)
+    # until torch is imported the latest deadline holds (the whole allowance); then the credited one
+    deadline = _Deadline(args.deadline + (args.startup_s if args.spawned is not None else 0.0))
+    _start_watchdog(deadline, status, args.owned_dir, args.parent_pid, past_s=args.watchdog_s)
     try:
-        return _run(args, status, host)
+        return _run(args, status, host, deadline)
     except BaseException as exc:  # noqa: BLE001 - every failure is reported to the parent as data
         status.write({"event": "error", "phase": status.phase, "exc_type": type(exc).__name__,
                       "message": str(exc)[:4000], "t": round(time.time() - t0, 6)})
@@ -166,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
 
 
-def _run(args, status: _Status, host: str) -> int:
+def _run(args, status: _Status, host: str, deadline: "_Deadline | None" = None) -> int:
     from datetime import timedelta
 
     import torch
@@ -180,7 +195,14 @@ def _run(args, status: _Status, host: str) -> int:
         pci = _pci_bus_id(torch, device)
     else:
         device, pci = torch.device("cpu"), None
-    status.reached("imported", torch=torch.__version__, device=str(device), pci_bus_id=pci)
+    credit = 0.0
+    if args.startup_s > 0 and args.spawned is not None:  # the start-up so far is not the network's time
+        credit = min(max(time.time() - args.spawned, 0.0), args.startup_s)
+        args.deadline += credit
+        if deadline is not None:
+            deadline.at = args.deadline
+    status.reached("imported", torch=torch.__version__, device=str(device), pci_bus_id=pci,
+                   startup_credit_s=round(credit, 3))
 
     store = dist.TCPStore(args.master_addr, args.master_port, world, args.host_store,
                           timeout=timedelta(seconds=_remaining(args.deadline)), wait_for_workers=False)
