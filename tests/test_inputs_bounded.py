@@ -1,4 +1,5 @@
 """The bounded reader: regular files only, a size cap, a nesting bound, and one error type naming the file."""
+import contextlib
 import os
 import threading
 import time
@@ -62,13 +63,22 @@ def test_nan_is_refused_in_json_unless_allowed(tmp_path):
 def test_a_fifo_with_a_writer_is_still_refused(tmp_path):
     fifo = tmp_path / "f.json"
     os.mkfifo(fifo)
-    writer = threading.Thread(target=lambda: open(fifo, "w").write("{}"), daemon=True)
+    def write() -> None:
+        with contextlib.suppress(OSError):   # the refusing reader may close first (EPIPE)
+            with open(fifo, "w") as fh:
+                fh.write("{}")
+
+    writer = threading.Thread(target=write, daemon=True)
     writer.start()
     assert "is a FIFO" in _refused(read_json, fifo)
-    # let the writer finish: open the FIFO for reading so its open() returns
-    with open(fifo) as fh:
-        fh.read()
+    # if the writer still waits in open(), a reader lets it through; never a blocking open of ours (the refusal's
+    # own non-blocking open may already have let it through and it is gone: a blocking open would wait forever)
+    while writer.is_alive():
+        fd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+        writer.join(0.2)
+        os.close(fd)
     writer.join(5)
+    assert not writer.is_alive()
 
 
 def test_good_files_read_normally(tmp_path):
