@@ -17,5 +17,12 @@ fi
 say "2/3 installing torch 2.13.0 (CPU) and dsv3-preflight[all] into .venv (the first time takes a few minutes)"
 .venv/bin/python -m pip install --quiet --disable-pip-version-check --upgrade pip
 .venv/bin/python -m pip install --quiet --disable-pip-version-check torch==2.13.0 -e '.[all]'
-say "3/3 running: dsv3-preflight run --all-nodes ${*:---profile=cpu} (embedded local Ray)"
-exec .venv/bin/dsv3-preflight run --all-nodes "${@:---profile=cpu}"
+case " $* " in
+  *" --ray-address"*)  # the caller names a cluster: connect to it as it is
+    say "3/3 running: dsv3-preflight run --all-nodes $*"
+    exec .venv/bin/dsv3-preflight run --all-nodes "$@" ;;
+esac
+say "3/3 running: dsv3-preflight run --all-nodes --ray-address local ${*:---profile=cpu} (embedded Ray on 127.0.0.1)"
+# a Ray for this machine only listens on loopback: without this Ray binds its GCS and raylet on every
+# interface of the host (Ray's one-machine mode, the default on macOS and Windows)
+RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0 exec .venv/bin/dsv3-preflight run --all-nodes --ray-address local "${@:---profile=cpu}"

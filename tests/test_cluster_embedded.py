@@ -174,3 +174,22 @@ def test_launch_all_nodes_against_a_silent_address_is_one_bounded_connect_error(
     rows = [r for r in json.loads(out.read_text())["results"] if r["name"] == "cluster.connect"]
     assert len(rows) == 1 and rows[0]["status"] == "error"
     assert proc.stderr.strip().splitlines()[-1].startswith("dsv3-preflight launch: NO-GO (1 ERROR): torchrun not started")
+
+
+def test_readme_command_1_runs_the_suite_on_an_embedded_ray_that_listens_on_loopback_only(tmp_path: Path, ray_tmp):
+    """`bash scripts/preflight.sh` as the README says (its .venv exists here: CI made it), with a reports dir of
+    the test's: GO, an embedded Ray on 127.0.0.1 (not on this host's interfaces), nothing left running."""
+    repo = Path(__file__).resolve().parent.parent
+    env = {k: v for k, v in _env(ray_tmp).items() if k != "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"}  # the script's to set
+    proc = subprocess.run(["bash", str(repo / "scripts" / "preflight.sh"), "--profile=cpu", "--reports-dir", str(tmp_path),
+                           "--no-color", "-q"], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "3/3 running: dsv3-preflight run --all-nodes --ray-address local --profile=cpu" in proc.stderr
+    doc = json.loads(next(tmp_path.glob("preflight-*-cluster.json")).read_text())
+    assert doc["verdict"] == "GO" and doc["cluster"]["embedded"] is True
+    gcs = doc["cluster"]["ray"]["gcs_address"]
+    assert gcs.startswith("127.0.0.1:"), gcs
+    deadline = time.monotonic() + 20
+    while _gcs_servers(gcs.rsplit(":", 1)[1]) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _gcs_servers(gcs.rsplit(":", 1)[1]) == []
