@@ -171,10 +171,9 @@ def run_preflight(options: RunOptions) -> dict[str, Any]:
         extra["doctor"] = diagnosis
     if notes:
         extra["notes"] = notes
+    ran = {r.name for r in results}  # a check --probe asked for (dist.pairs, dist.allreduce_cluster) is not deselected
     return build_document(mode=mode, profile=profile.to_dict(), nodes=nodes, results=results,
-                          # a check --probe asked for (dist.pairs, dist.allreduce_cluster) ran: it is no longer deselected
-                          deselected={name: why for name, why in selection.deselected.items()
-                                      if name not in {r.name for r in results}},
+                          deselected={name: why for name, why in selection.deselected.items() if name not in ran},
                           command=list(options.command), strict=options.strict,
                           started=started, extra=extra)
 

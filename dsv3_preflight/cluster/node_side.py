@@ -17,8 +17,9 @@ def run_node(payload: Mapping[str, Any]) -> dict[str, Any]:
     started = time.monotonic()
     # e.g. the listener token for port_reach, a gang's or a pair's parameters: set for this task only (Ray reuses
     # its worker processes, and a later task of another wave must not inherit them)
-    saved = {key: os.environ.get(key) for key in (payload.get("env") or {})}
-    os.environ.update({key: str(value) for key, value in (payload.get("env") or {}).items()})
+    env = {key: str(value) for key, value in (payload.get("env") or {}).items()}
+    saved = {key: os.environ.get(key) for key in env}
+    os.environ.update(env)
     try:
         return _run_node(payload, started)
     finally:

@@ -17,6 +17,7 @@ import os
 import socket
 import sys
 import time
+from typing import Callable
 
 KEY_PREFIX = "dsv3pf"
 STEADY_ITERS = 5
@@ -100,16 +101,10 @@ def _sweep(torch, dist, device, world: int, sizes: list[int], iters: int, warmup
     return rows
 
 
-class _Deadline:
-    """The rank's deadline (epoch seconds): moved on once by the start-up allowance, read by the watchdog."""
-
-    def __init__(self, at: float) -> None:
-        self.at = at
-
-
-def _start_watchdog(at: "float | _Deadline", status: _Status, owned_dir: str | None = None, parent: int | None = None,
-                    past_s: float = 0.0) -> None:
-    """Past ``at`` (a call that ignores its timeout, like Gloo's full-mesh connect): report the phase and exit.
+def _start_watchdog(at: Callable[[], float], status: _Status, owned_dir: str | None = None,
+                    parent: int | None = None) -> None:
+    """Past ``at()`` (a call that ignores its timeout, like Gloo's full-mesh connect): report the phase and exit.
+    ``at`` is read on every tick: the start-up allowance moves the deadline once torch is imported.
 
     Also when the parent that owns this rank dies without ending it (SIGKILLed: a Ray task cancelled by force,
     an OOM kill): then nobody will read this rank's files, so it removes ``owned_dir`` (the temp dir the parent
@@ -118,15 +113,14 @@ def _start_watchdog(at: "float | _Deadline", status: _Status, owned_dir: str | N
     import threading
 
     parent = parent or os.getppid()   # the pid the parent passed: it may be dead already when this runs
-    box = at if isinstance(at, _Deadline) else _Deadline(at)
 
     def fire() -> None:
-        while time.time() < box.at + past_s:
+        while time.time() < at():
             if os.getppid() != parent:
                 if owned_dir:
                     shutil.rmtree(owned_dir, ignore_errors=True)
                 os._exit(4)
-            time.sleep(min(0.2, max(box.at + past_s - time.time(), 0.0)))
+            time.sleep(min(0.2, max(at() - time.time(), 0.0)))
         try:
             status.write({"event": "error", "phase": status.phase, "exc_type": "DeadlineExceeded",
                           "message": f"no progress past phase {status.phase!r} before the deadline (watchdog)",
@@ -169,11 +163,14 @@ def main(argv: list[str] | None = None) -> int:
     status = _Status(args.status, t0)
     host = socket.gethostname()
     status.reached("started", pid=os.getpid(), host=host)
-    # until torch is imported the latest deadline holds (the whole allowance); then the credited one
-    deadline = _Deadline(args.deadline + (args.startup_s if args.spawned is not None else 0.0))
-    _start_watchdog(deadline, status, args.owned_dir, args.parent_pid, past_s=args.watchdog_s)
+    if args.spawned is None:  # no start-up allowance without the spawn time to count it from
+        args.startup_s = 0.0
+    # until torch is imported the latest deadline holds (the whole allowance); _run then takes back what start-up
+    # did not use. args.deadline is the one deadline: the watchdog reads it on every tick
+    args.deadline += args.startup_s
+    _start_watchdog(lambda: args.deadline + args.watchdog_s, status, args.owned_dir, args.parent_pid)
     try:
-        return _run(args, status, host, deadline)
+        return _run(args, status, host)
     except BaseException as exc:  # noqa: BLE001 - every failure is reported to the parent as data
         status.write({"event": "error", "phase": status.phase, "exc_type": type(exc).__name__,
                       "message": str(exc)[:4000], "t": round(time.time() - t0, 6)})
@@ -181,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
 
 
-def _run(args, status: _Status, host: str, deadline: "_Deadline | None" = None) -> int:
+def _run(args, status: _Status, host: str) -> int:
     from datetime import timedelta
 
     import torch
@@ -196,11 +193,9 @@ def _run(args, status: _Status, host: str, deadline: "_Deadline | None" = None) 
     else:
         device, pci = torch.device("cpu"), None
     credit = 0.0
-    if args.startup_s > 0 and args.spawned is not None:  # the start-up so far is not the network's time
+    if args.startup_s > 0:  # the start-up so far is not the network's time; the rest of the allowance is given back
         credit = min(max(time.time() - args.spawned, 0.0), args.startup_s)
-        args.deadline += credit
-        if deadline is not None:
-            deadline.at = args.deadline
+        args.deadline -= args.startup_s - credit
     status.reached("imported", torch=torch.__version__, device=str(device), pci_bus_id=pci,
                    startup_credit_s=round(credit, 3))
 
