@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
-from netns_lab import NETNS_ETC, LabUnavailable, NetnsLab, unavailable_reason  # noqa: F401 - re-exported
+from netns_lab import NETNS_ETC, LabUnavailable, NetnsLab, stop_group, unavailable_reason  # noqa: F401 - re-exported
 
 REPO = Path(__file__).resolve().parent.parent
 SITE_CHECKS = Path(__file__).resolve().parent / "data" / "cluster" / "site_checks"
@@ -251,21 +251,21 @@ class RayLab:
     def stop_node(self, name: str) -> None:
         """Stop a node and everything `ray start` started for it, by its process group."""
         node = self.nodes.pop(name)
-        _stop_group(node.proc, grace=3.0)
+        stop_group(node.proc, grace=3.0)
 
     def restart_node(self, name: str, **env: str) -> RayNode:
         """Stop the node (whatever is left of it) and `ray start` it again, with ``env`` over its environment."""
         old = self.nodes[name]
-        _stop_group(self.nodes.pop(name).proc, grace=1.0)
+        stop_group(self.nodes.pop(name).proc, grace=1.0)
         node = self.start_node(old.ns, name, {**{k: v for k, v in old.env.items() if k != "RAY_TMPDIR"}, **env})
         return node
 
     def close(self) -> None:
         if self._ctl is not None:
-            _stop_group(self._ctl, grace=2.0)
+            stop_group(self._ctl, grace=2.0)
             self._ctl = None
         for node in list(self.nodes.values()):
-            _stop_group(node.proc, grace=2.0)
+            stop_group(node.proc, grace=2.0)
         self.nodes.clear()
         self.net.close()  # kills whatever is left in the namespaces, deletes them
         shutil.rmtree(self.tmp, ignore_errors=True)
@@ -315,7 +315,7 @@ class RayLab:
         try:
             stdout, stderr = proc.communicate(timeout=timeout)
         finally:
-            _stop_group(proc, grace=5.0)
+            stop_group(proc, grace=5.0)
         done = subprocess.CompletedProcess(argv, proc.returncode, stdout, stderr)
         return done, (json.loads(out.read_text()) if out.exists() else {})
 
@@ -374,36 +374,6 @@ def wait_for(predicate, timeout: float, what: str, step: float = 0.1):
             return value
         time.sleep(step)
     raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
-
-
-def _stop_group(proc: subprocess.Popen | None, grace: float) -> None:
-    """SIGTERM the process group we started, SIGKILL it after ``grace`` seconds; by its id, never by name."""
-    if proc is None:
-        return
-    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 5.0)):
-        try:
-            os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            break
-        try:
-            proc.wait(timeout=wait)
-        except subprocess.TimeoutExpired:
-            continue
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)  # what the leader left behind in its group
-    except ProcessLookupError:
-        pass
-    for stream in (proc.stdin, proc.stdout, proc.stderr):
-        if stream is not None:
-            try:
-                stream.close()
-            except OSError:
-                pass
-
-
-def stop_process_group(proc: subprocess.Popen, timeout: float = 20.0) -> None:
-    """Stop a process we started in its own session, and everything in that session, by its group id."""
-    _stop_group(proc, grace=timeout)
 
 
 _LIVE: set[RayLab] = set()

@@ -243,30 +243,14 @@ class NetnsLab:
 
     # -- teardown ----------------------------------------------------------------------------
     def close(self) -> None:
-        for proc in self._procs:
+        for proc in self._procs:  # every group at once, then each gets its grace
             if proc.poll() is None:
                 try:
                     os.killpg(proc.pid, signal.SIGTERM)
                 except (ProcessLookupError, PermissionError):
                     pass
         for proc in self._procs:
-            try:
-                proc.wait(timeout=3)
-            except subprocess.TimeoutExpired:
-                try:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                except (ProcessLookupError, PermissionError):
-                    pass
-                try:
-                    proc.wait(timeout=3)
-                except subprocess.TimeoutExpired:
-                    pass
-            for stream in (proc.stdout, proc.stderr, proc.stdin):
-                if stream is not None:
-                    try:
-                        stream.close()
-                    except OSError:
-                        pass
+            stop_group(proc, grace=3.0)
         self._procs.clear()
         for ns in reversed(self._created):
             # Processes started by hand with `ip netns exec` outside popen() would keep it alive; kill them.
@@ -295,6 +279,32 @@ class NetnsLab:
 
 
 _LIVE: set[NetnsLab] = set()
+
+
+def stop_group(proc: "subprocess.Popen | None", grace: float) -> None:
+    """SIGTERM the process group we started, SIGKILL it after ``grace`` seconds (and whatever the leader left
+    in its group), close the pipes; by its id, never by name."""
+    if proc is None:
+        return
+    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 5.0)):
+        try:
+            os.killpg(proc.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            break
+        try:
+            proc.wait(timeout=wait)
+        except subprocess.TimeoutExpired:
+            continue
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)  # what the leader left behind in its group
+    except (ProcessLookupError, PermissionError):
+        pass
+    for stream in (proc.stdin, proc.stdout, proc.stderr):
+        if stream is not None:
+            try:
+                stream.close()
+            except OSError:
+                pass
 
 
 @atexit.register

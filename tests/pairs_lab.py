@@ -29,7 +29,7 @@ import threading
 import time
 from pathlib import Path
 
-from netns_lab import NetnsLab, unavailable_reason  # noqa: F401 - re-exported for the tests
+from netns_lab import NetnsLab, stop_group, unavailable_reason  # noqa: F401 - re-exported for the tests
 
 REPO = Path(__file__).resolve().parent.parent
 RAY_PORT = 6379
@@ -140,14 +140,7 @@ class RayNetnsLab:
                 pass
         end = time.monotonic() + 5.0
         for p in self.procs:
-            try:
-                p.wait(timeout=max(0.1, end - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                pass
-            try:
-                os.killpg(p.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+            stop_group(p, grace=max(0.1, end - time.monotonic()))
         self.procs.clear()
         self.net.close()   # kills what is still in the namespaces, deletes them (veths, qdiscs, rules with them)
         shutil.rmtree(self.tmp, ignore_errors=True)

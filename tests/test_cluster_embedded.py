@@ -147,9 +147,9 @@ def test_a_cluster_with_token_auth_says_to_export_ray_auth_mode(tmp_path: Path, 
         assert row["status"] == "error" and "requires token authentication" in row["summary"]
         assert "export RAY_AUTH_MODE=token" in row["summary"] and row["remediation"].startswith("export RAY_AUTH_MODE=token")
     finally:
-        from cluster_lab import stop_process_group
+        from netns_lab import stop_group
 
-        stop_process_group(head)
+        stop_group(head, grace=20.0)
 
 
 def test_launch_all_nodes_against_a_silent_address_is_one_bounded_connect_error(tmp_path: Path, ray_tmp):

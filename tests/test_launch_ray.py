@@ -53,9 +53,9 @@ def _cli(lab: RayLab, tmp_path: Path, argv: list[str], timeout: float) -> subpro
     try:
         out, err = proc.communicate(timeout=timeout)
     finally:
-        from cluster_lab import stop_process_group
+        from netns_lab import stop_group
 
-        stop_process_group(proc, timeout=5.0)
+        stop_group(proc, grace=5.0)
     return subprocess.CompletedProcess(argv, proc.returncode, out, err)
 
 
