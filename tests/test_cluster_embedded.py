@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -31,6 +32,11 @@ def _env(ray_tmp: str) -> dict[str, str]:
     # own unless it runs as a one-machine Ray (the setting it uses on macOS and Windows)
     env.update({"RAY_TMPDIR": ray_tmp, "RAY_DISABLE_USAGE_STATS": "1", "HOME": home,
                 "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"})
+    # a free MASTER_PORT of its own: these runs use this host's namespace, where another test (on the other
+    # xdist worker) may hold the default 39500 at that moment, and net.port_free would rightly say so
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        env["MASTER_PORT"] = str(s.getsockname()[1])
     return env
 
 
