@@ -16,6 +16,7 @@ The claim is a listening Unix socket in the Linux *abstract* namespace, ``@dsv3-
 from __future__ import annotations
 
 import contextlib
+import os
 import socket
 import struct
 import threading
@@ -69,6 +70,13 @@ def holder(port: int) -> Holder | None:
     finally:
         sock.close()
     return Holder(pid, _cmdline(pid))
+
+
+def _named(found: Holder | None) -> Holder | None:
+    """``found`` when it is another process; None when it is this one: the address still held by a socket this
+    process made (a copy a child inherited for a moment; seen in CI, where the run then named itself as
+    "another dsv3-preflight run"). A run never names itself."""
+    return None if found is None or found.pid == os.getpid() else found
 
 
 def _cmdline(pid: int) -> str | None:
@@ -147,11 +155,12 @@ def claim(port: int, wait_s: float) -> Claim:
             if first_holder is None:
                 # asked under the lock: another probe of this run cannot take the claim in between and be named
                 # as "another run" (None: the other run let go meanwhile; try again at once)
-                first_holder = holder(port)
-                if first_holder is None:
+                found = holder(port)
+                if found is None:
                     continue
+                first_holder = _named(found)
         if time.monotonic() >= deadline:
-            raise PortBusy(port, holder(port) or first_holder, time.monotonic() - started)
+            raise PortBusy(port, _named(holder(port)) or first_holder or Holder(None, None), time.monotonic() - started)
         time.sleep(POLL_S)
 
 

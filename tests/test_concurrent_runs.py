@@ -9,6 +9,7 @@ import re
 import subprocess
 import sys
 import textwrap
+import threading
 
 import pytest
 
@@ -85,3 +86,23 @@ def test_a_port_held_by_another_run_past_the_probes_timeout_is_said_with_its_pid
         holder.stdin.close()
         holder.wait(10)
     assert portclaim.holder(port) is None  # the kernel freed the claim with its holder
+
+
+def test_a_claim_held_by_a_socket_of_this_process_is_never_named_as_another_run():
+    """When the claim's address is still held by a socket this process made (outside its own bookkeeping, as a
+    child's inherited copy would be), the claim waits for it like any holder but names nobody."""
+    from dsv3_preflight import portclaim
+
+    port = _free_port()
+    copy = portclaim.try_claim(port)   # bound by this process, unknown to claim()'s shared claims
+    assert copy is not None
+    releaser = threading.Timer(0.3, copy.close)
+    releaser.start()
+    try:
+        got = portclaim.claim(port, wait_s=5)
+    finally:
+        releaser.join()
+    try:
+        assert got.waited_s >= 0.2 and got.waited_for is None, (got.waited_s, got.waited_for)
+    finally:
+        got.release()
