@@ -60,8 +60,31 @@ def port_binds(port_bind: Fact, port_holders: Fact) -> Finding | None:
         fixes = [kill_fix(p) for p in procs if p] or [find_holder_fix(port)]
         return failure(f"port {port} cannot be bound on {first['address']} ({first['error']}): held by {describe(procs[0])}",
                        "\n".join(dict.fromkeys(fixes)), actor=Actor.NODE, cause=causes.PORT_HELD)
+    if first.get("errno_name") == "EADDRINUSE" and ephemeral_unreserved(port_bind):
+        lo, hi = port_bind["ephemeral_range"]
+        return failure(f"port {port} cannot be bound on {first['address']} ({first['error']}) and no process listens "
+                       f"on it: it lies in the kernel's ephemeral range {lo}-{hi}, so an outgoing connection of any "
+                       "program can take it (and keep it for up to 60 s after closing)",
+                       reserve_port_fix(port_bind), actor=Actor.NODE, cause=causes.PORT_HELD)
     return failure(f"port {port} cannot be bound on {first['address']}: {first['error']}", find_holder_fix(port),
                    actor=Actor.NODE, cause=causes.PORT_HELD)
+
+
+def ephemeral_unreserved(port_bind: Fact) -> bool:
+    """MASTER_PORT is one the kernel may hand to an outgoing connection: in ip_local_port_range, not reserved."""
+    return bool(port_bind.get("in_ephemeral_range")) and port_bind.get("reserved") is False
+
+
+def reserve_port_fix(port_bind: Fact) -> str:
+    """Reserve MASTER_PORT (keeping the ports already reserved), now and for every boot; or move the job off the range."""
+    port, lo = int(port_bind["port"]), port_bind["ephemeral_range"][0]
+    reserved = ",".join(p for p in [str(port_bind.get("reserved_ports") or "").strip(), str(port)] if p)
+    return (f"ss -tanp 'sport = :{port}'   # as root: every socket on port {port}; TIME-WAIT ones have no process\n"
+            f"# keep the kernel from handing port {port} to outgoing connections (as root, on every node):\n"
+            f"sysctl -w net.ipv4.ip_local_reserved_ports={reserved}\n"
+            f"echo 'net.ipv4.ip_local_reserved_ports = {reserved}' > /etc/sysctl.d/60-dsv3-master-port.conf\n"
+            f"# or give the job a port below {lo}, the same on every node:\n"
+            f'export MASTER_PORT="${{MASTER_PORT_FREE:?a free port below {lo}, the same on every node}}"')
 
 
 def nccl_port_range_free(port_bind: Fact, port_holders: Fact) -> Finding | None:
@@ -96,6 +119,8 @@ def port_free(port_bind, port_holders, profile, nic_route=None):
                               {"role": port_bind.get("role")})
     evidence: dict = {"port": port, "role_reason": port_bind.get("role_reason"), "attempts": port_bind.get("attempts", []),
                       "holders": holders_on_port(port_bind, port_holders)}
+    if port_bind.get("ephemeral_range") is not None:
+        evidence.update({k: port_bind.get(k) for k in ("ephemeral_range", "in_ephemeral_range", "reserved")})
     found = Findings()
     if found.check(rank0_holds_master_addr, port_bind, profile, nic_route):
         return found.result("", evidence)

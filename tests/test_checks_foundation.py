@@ -3,7 +3,6 @@ import json
 import socket
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -16,6 +15,7 @@ from dsv3_preflight.checks.host_resources import resources
 from dsv3_preflight.profile import resolve_profile
 from dsv3_preflight.result import Actor
 from paste_lint import paste_problems
+from ports import free_port
 
 GPU = resolve_profile(environ={"MASTER_ADDR": "10.0.0.1"})
 GPU_1NODE = resolve_profile(cli={"nnodes": 1})
@@ -89,14 +89,8 @@ def test_resources_verdicts(facts, status, text, fix):
     assert all(f.actor is not None for f in result.findings), result.findings
 
 
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_resources_names_the_pid_of_a_real_process_holding_the_rendezvous_port(tmp_path, clean_env):
-    port = _free_port()
+    port = free_port()
     # a multi-line `python -c` script, as crashed runs leave them: its newlines must not reach the pasted fix
     holder = subprocess.Popen([sys.executable, "-c",
                                f"import socket,time\ns=socket.socket()\ns.bind(('0.0.0.0',{port}))\ns.listen()\n"
@@ -124,7 +118,7 @@ def test_port_holders_leaves_out_this_process_own_sockets(clean_env):
     # preflight itself as the leftover to kill (README command 1 went NO-GO on its own Ray worker)
     from dsv3_preflight.host.probes.resources import port_holders
 
-    port = _free_port()
+    port = free_port()
     with socket.socket() as own:
         own.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         own.bind(("0.0.0.0", port))
@@ -136,7 +130,7 @@ def test_port_holders_leaves_out_this_process_own_sockets(clean_env):
 def test_the_port_checks_and_the_collective_probe_run_together_without_reporting_each_other(tmp_path, clean_env):
     # the collective probe listens on MASTER_PORT: it runs after the probes that inspect the port
     out = tmp_path / "r.json"
-    proc = subprocess.run(python_cli("run", "--profile", "cpu", "--master-port", str(_free_port()),
+    proc = subprocess.run(python_cli("run", "--profile", "cpu", "--master-port", str(free_port()),
                                      "--only", "host.resources", "--only", "net.port_free", "--only", "dist.allreduce",
                                      "--json", str(out), "--no-report"), capture_output=True, text=True, timeout=180)
     results = {r["name"]: r for r in json.loads(out.read_text())["results"]}

@@ -1,7 +1,6 @@
 """Collective probe on real GPUs with NCCL: world 1 on one GPU; two ranks forced onto one GPU."""
 from __future__ import annotations
 
-import socket
 
 import pytest
 
@@ -9,6 +8,7 @@ from dsv3_preflight.checks.dist_allreduce import judge_collective
 from dsv3_preflight.collective import combine, probe_node
 from dsv3_preflight.profile import resolve_profile
 from dsv3_preflight.result import Status
+from ports import free_port
 
 pytestmark = [pytest.mark.gpu, pytest.mark.slow]
 
@@ -22,12 +22,6 @@ def _gpus() -> int:
 
 
 needs_gpu = pytest.mark.skipif(_gpus() == 0, reason="needs an NVIDIA GPU visible to torch (torch.cuda.is_available() is False here)")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @needs_gpu

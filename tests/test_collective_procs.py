@@ -9,23 +9,17 @@ import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
 
 import psutil
 import pytest
 
 from dsv3_preflight.collective import combine, probe_node
 from paste_lint import paste_problems
+from ports import free_port
 
 pytestmark = pytest.mark.slow
 #: what the probe may take beyond its own timeout (reading logs, reaping)
 MARGIN_S = 1.0
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _workers_of_this_process() -> list[psutil.Process]:

@@ -18,20 +18,13 @@ from dsv3_preflight import portclaim
 from dsv3_preflight.facts import FactBusy, FactStore
 from dsv3_preflight.profile import resolve_profile
 from dsv3_preflight.registry import Registry, probe
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from ports import free_port
 
 
 @pytest.mark.slow
 def test_five_rounds_of_two_concurrent_runs_are_all_green_with_their_own_files(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MASTER_", "NCCL_", "GLOO_", "DSV3_PREFLIGHT"))}
-    env["MASTER_PORT"] = str(_free_port())  # both runs share it, as two runs of one job on one node do
+    env["MASTER_PORT"] = str(free_port())  # both runs share it, as two runs of one job on one node do
     reports = tmp_path / "reports"
     seen_files: set[str] = set()
     for round_no in range(5):
@@ -62,7 +55,7 @@ HOLD = textwrap.dedent("""
 
 
 def test_a_port_held_by_another_run_past_the_probes_timeout_is_said_with_its_pid_never_judged(clean_env):
-    port = _free_port()
+    port = free_port()
     holder = subprocess.Popen([sys.executable, "-c", HOLD, str(port)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                               text=True)
     try:
@@ -93,7 +86,7 @@ def test_a_claim_held_by_a_socket_of_this_process_is_never_named_as_another_run(
     child's inherited copy would be), the claim waits for it like any holder but names nobody."""
     from dsv3_preflight import portclaim
 
-    port = _free_port()
+    port = free_port()
     copy = portclaim.try_claim(port)   # bound by this process, unknown to claim()'s shared claims
     assert copy is not None
     releaser = threading.Timer(0.3, copy.close)

@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import re
 import shlex
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -20,18 +19,13 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO
+from ports import free_port
 
 PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 LINKED = ("examples", "tests", "checks", "docs", "scripts", "benchmarks", "pyproject.toml")
 MARK = re.compile(r"<!-- doc-test: (run|output of \"(?P<cmd>[^\"]+)\") -->\n```\w*\n(?P<body>.*?)\n```", re.S)
 PATHLIKE = re.compile(r"(?:\]\(|`)((?:\.\./)?(?:examples|docs|scripts|benchmarks|tests|checks|reports|launch|dsv3_preflight)"
                       r"/[\w./*-]*|[\w-]+\.md)(?:\)|`|#)")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture()
@@ -45,7 +39,7 @@ def _env() -> dict[str, str]:
     drop = {"MASTER_ADDR", "MASTER_PORT", "NNODES", "NODE_RANK", "WORLD_SIZE", "RAY_ADDRESS", "NPROC_PER_NODE",
             "OUTPUT_DIR", "MODEL_PATH", "DEEPSPEED_CONFIG", "LOCAL_WORLD_SIZE", "CUDA_VISIBLE_DEVICES"}
     env = {k: v for k, v in os.environ.items() if k not in drop and not k.startswith(("NCCL_", "GLOO_", "PYTEST_"))}
-    env.update(PATH=f"{Path(sys.executable).parent}:{env.get('PATH', '/usr/bin:/bin')}", MASTER_PORT=str(_free_port()),
+    env.update(PATH=f"{Path(sys.executable).parent}:{env.get('PATH', '/usr/bin:/bin')}", MASTER_PORT=str(free_port()),
                COLUMNS="200", NO_COLOR="1")
     return env
 

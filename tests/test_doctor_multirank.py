@@ -4,7 +4,6 @@ SIGTERMs and raises ChildFailedError. Also PyTorch Flight Recorder dumps written
 torch's own loader."""
 import json
 import os
-import socket
 import subprocess
 import sys
 import textwrap
@@ -14,6 +13,7 @@ import pytest
 
 from conftest import python_cli
 from dsv3_preflight.doctor import triage
+from ports import free_port
 
 torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.skipif(not torch.distributed.is_available(), reason="torch without distributed")
@@ -56,12 +56,6 @@ JOB = textwrap.dedent("""
 """)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _torchrun(tmp_path: Path, mode: str, *extra: str) -> Path:
     job = tmp_path / "job.py"
     job.write_text(JOB)
@@ -69,7 +63,7 @@ def _torchrun(tmp_path: Path, mode: str, *extra: str) -> Path:
     env = {**os.environ, "FAIL_MODE": mode, "OMP_NUM_THREADS": "1"}
     with open(log, "wb") as fh:
         p = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "3", "--master_addr",
-                            "127.0.0.1", "--master_port", str(_free_port()), *extra, str(job)],
+                            "127.0.0.1", "--master_port", str(free_port()), *extra, str(job)],
                            stdout=fh, stderr=subprocess.STDOUT, env=env, timeout=240, cwd=tmp_path)
     assert p.returncode != 0, log.read_text()[-2000:]
     return log
@@ -129,7 +123,7 @@ def fr_dumps(tmp_path_factory):
     job.write_text(FR_JOB)
     dumps = d / "dumps"
     dumps.mkdir()
-    port = str(_free_port())
+    port = str(free_port())
     procs = [subprocess.Popen([sys.executable, str(job), str(r), port, str(dumps)], stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT) for r in (0, 1)]
     for p in procs:

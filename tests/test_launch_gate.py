@@ -12,16 +12,11 @@ import psutil
 import pytest
 
 from dsv3_preflight.cli import main
+from ports import free_port
 
 DATA = Path(__file__).resolve().parent / "data" / "launch"
 TRAIN = DATA / "train_allreduce.py"
 TORCHRUN_MARK = "torch.distributed.run"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture

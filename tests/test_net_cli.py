@@ -4,19 +4,13 @@ import os
 import select
 import socket
 import subprocess
-import sys
 import threading
 
 import pytest
 
 from conftest import python_cli
 from dsv3_preflight.net.probes.reach import tcp_reach
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("0.0.0.0", 0))
-        return s.getsockname()[1]
+from ports import free_port
 
 
 def run_net(tmp_path, env, only="net.*", profile="cpu"):

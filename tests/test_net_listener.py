@@ -9,12 +9,7 @@ import pytest
 from dsv3_preflight.net.probes.listener import BANNER, Listener
 from dsv3_preflight.net.probes.reach import tcp_reach
 from dsv3_preflight.net.probes.route import interfaces, route_get
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from ports import free_port
 
 
 def test_listener_serves_its_token_line_and_records_the_peer():

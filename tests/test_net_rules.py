@@ -369,6 +369,29 @@ def test_port_binds_explains_each_errno(lab, errno_name, words, fix, cause):
     assert paste_problems(found.fix) == []
 
 
+@pytest.mark.parametrize("ephemeral, reserved_ports, expect_reserve", [
+    ({"ephemeral_range": [32768, 60999], "in_ephemeral_range": True, "reserved": False}, "", "39500"),
+    ({"ephemeral_range": [32768, 60999], "in_ephemeral_range": True, "reserved": False}, "8080,9000-9010",
+     "8080,9000-9010,39500"),   # the ports already reserved are kept
+    ({"ephemeral_range": [32768, 60999], "in_ephemeral_range": True, "reserved": True}, "39500", None),
+    ({"ephemeral_range": [40000, 60999], "in_ephemeral_range": False, "reserved": False}, "", None),
+    ({"ephemeral_range": None, "in_ephemeral_range": None, "reserved": None}, None, None),   # /proc unreadable
+])
+def test_a_port_in_use_with_no_holder_in_the_ephemeral_range_is_reserved(lab, ephemeral, reserved_ports, expect_reserve):
+    """Nobody listens on MASTER_PORT yet it cannot be bound: where the port is one the kernel hands to outgoing
+    connections, the fix reserves it (keeping the ports reserved already); elsewhere, how to find the holder."""
+    f = lab("head")
+    f["port_bind"].update(ephemeral, reserved_ports=reserved_ports)
+    found = free.port_binds(f["port_bind"], {"holders": []})
+    assert_finding(found, Status.FAIL, causes.PORT_HELD, Actor.NODE, "port 39500 cannot be bound on 0.0.0.0")
+    if expect_reserve:
+        assert "ephemeral range 32768-60999" in found.message and "no process listens" in found.message
+        assert f"sysctl -w net.ipv4.ip_local_reserved_ports={expect_reserve}\n" in found.fix
+        assert "${MASTER_PORT_FREE:?a free port below 32768" in found.fix
+    else:
+        assert "ip_local_reserved_ports" not in found.fix and "ss -ltnp 'sport = :39500'" in found.fix
+
+
 def test_rank0_holds_master_addr_proposes_this_nodes_own_address(lab):
     f = lab("worker")
     f["port_bind"].update(role="head", rank0_without_master_addr=True, attempts=[])

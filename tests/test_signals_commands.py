@@ -25,16 +25,11 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO
+from ports import free_port
 
 pytestmark = pytest.mark.slow
 
 MARKER = "DSV3PF_SIGNAL_TEST"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _answers(port: int) -> bool:
@@ -86,7 +81,7 @@ class Command:
         self.tag = uuid.uuid4().hex[:12]
         self.tmp = tempfile.mkdtemp(prefix="d3s", dir="/tmp")  # short: Ray's socket paths live below it
         self.ray_tmp = tempfile.mkdtemp(prefix="d3r", dir="/tmp")
-        self.port = _free_port()
+        self.port = free_port()
         self.cwd = Path(self.tmp) / "cwd"
         self.cwd.mkdir()
         self.work = Path(tempfile.mkdtemp(prefix="d3w", dir="/tmp"))

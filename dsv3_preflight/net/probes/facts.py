@@ -115,6 +115,30 @@ def _try_bind(address: str, port: int) -> dict[str, Any]:
     return entry
 
 
+def ephemeral_ports(port: int, proc_sys: str = "/proc/sys/net/ipv4") -> dict[str, Any]:
+    """Whether ``port`` lies in this network namespace's ephemeral range (``ip_local_port_range``: the ports the
+    kernel hands to outgoing connections and to ``bind(port 0)``) and whether ``ip_local_reserved_ports`` keeps
+    it out of that use. None where the files cannot be read."""
+    from dsv3_preflight.net.ports import in_port_list, parse_port_range
+
+    fact: dict[str, Any] = {"ephemeral_range": None, "in_ephemeral_range": None, "reserved": None,
+                            "reserved_ports": None}
+    try:
+        with open(os.path.join(proc_sys, "ip_local_port_range")) as fh:
+            fact["ephemeral_range"] = parse_port_range(fh.read())
+    except (OSError, ValueError):
+        return fact
+    lo, hi = fact["ephemeral_range"]
+    fact["in_ephemeral_range"] = lo <= port <= hi
+    try:
+        with open(os.path.join(proc_sys, "ip_local_reserved_ports")) as fh:
+            fact["reserved_ports"] = fh.read().strip()
+        fact["reserved"] = in_port_list(port, fact["reserved_ports"])
+    except (OSError, ValueError):
+        pass
+    return fact
+
+
 @probe("port_bind", needs=["profile", "nic_route"], timeout=10, claims=["master_port"])
 def port_bind(profile, nic_route) -> dict[str, Any]:
     """On the head: whether MASTER_PORT can be bound (wildcard, as TCPStore does, and MASTER_ADDR itself)."""
@@ -131,6 +155,7 @@ def port_bind(profile, nic_route) -> dict[str, Any]:
     if target and nic_route.get("local"):
         addresses.append(target)
     fact["attempts"] = [_try_bind(a, port) for a in addresses]
+    fact.update(ephemeral_ports(port))
     return fact
 
 
