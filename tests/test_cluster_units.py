@@ -457,3 +457,14 @@ def test_a_node_task_sets_the_payloads_environment_for_itself_only(monkeypatch):
     assert os.environ["MASTER_PORT"] == "29999" and "NCCL_SOCKET_IFNAME" not in os.environ  # and only it
     ray = sys.modules.get("ray")
     assert ray is None or not ray.is_initialized(), "run_node outside Ray started a local Ray instance"
+
+
+def test_the_gang_budget_grants_a_start_up_allowance_only_from_time_the_run_has_left():
+    from dsv3_preflight.cluster.dispatch import STARTUP_ALLOWANCE_S
+    from dsv3_preflight.cluster.gang import TASK_MARGIN_S, gang_budget
+
+    assert gang_budget(60, 1000) == (60.0, STARTUP_ALLOWANCE_S)            # plenty of time: the whole allowance
+    room = 90 - TASK_MARGIN_S - 5.0
+    assert gang_budget(60, 90) == (60.0, room - 60)                         # what is left after the timeout
+    assert gang_budget(60, 40) == (40 - TASK_MARGIN_S - 5.0, 0.0)            # none: the timeout comes first
+    assert gang_budget(6, 1000) == (6.0, 6.0)                               # never more than the timeout itself

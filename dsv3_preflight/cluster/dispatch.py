@@ -13,6 +13,10 @@ from .nodes import NodeInfo
 
 #: seconds kept back from the node's own time limit, for the transfer of its results
 RETURN_MARGIN_S = 2.0
+#: seconds of a rank's start-up (Python, importing torch) not counted against the timeout of the gang or of a
+#: pair: a node that is slow to start is not a slow link (on a loaded 2-core lab, 6 ranks importing torch at
+#: once took ~15 s)
+STARTUP_ALLOWANCE_S = 20.0
 
 
 @dataclass

@@ -15,7 +15,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from ..engine import error_result
 from ..result import Actor, Result
-from .dispatch import merge_entries, run_pinned
+from .dispatch import STARTUP_ALLOWANCE_S, merge_entries, run_pinned
 from .nodes import NodeInfo
 
 GANG_CHECK = "dist.allreduce_cluster"
@@ -23,6 +23,15 @@ GANG_ENV = "DSV3_PREFLIGHT_GANG"          # read by dsv3_preflight.collective.pr
 NODE_RUN_CHECK = "cluster.node_run"
 #: seconds a node task needs beyond the probe's own timeout: start, load the registry, send the facts back
 TASK_MARGIN_S = 15.0
+
+
+def gang_budget(collective_timeout: float, left_s: float) -> tuple[float, float]:
+    """(timeout, start-up allowance) of the gang's ranks, given ``left_s`` seconds to the run's deadline: the
+    timeout times the rendezvous and the all_reduce; each rank's own start-up (Python, importing torch; slow on a
+    loaded node) is not counted against it, up to the allowance, which only uses time the run has left."""
+    room = left_s - TASK_MARGIN_S - 5.0
+    timeout_s = max(min(float(collective_timeout), room), 5.0)
+    return timeout_s, min(STARTUP_ALLOWANCE_S, timeout_s, max(room - timeout_s, 0.0))
 
 
 def run_gang(ranked: Sequence[NodeInfo], profile: Any, deadline: float, node_facts: Mapping[str, dict[str, Any]],
@@ -33,19 +42,21 @@ def run_gang(ranked: Sequence[NodeInfo], profile: Any, deadline: float, node_fac
     started = time.monotonic()
     n = len(ranked)
     master = ranked[0].ip
-    timeout_s = max(min(float(profile.collective_timeout), deadline - time.monotonic() - TASK_MARGIN_S - 5.0), 5.0)
+    timeout_s, startup_s = gang_budget(profile.collective_timeout, deadline - time.monotonic())
     info: dict[str, Any] = {"kind": "gang", "nodes": n, "dispatch": "one task pinned to each node (hard node affinity)",
                             "master_addr": master, "master_port": profile.master_port, "backend": profile.backend,
-                            "timeout_s": round(timeout_s, 1), "check": GANG_CHECK}
+                            "timeout_s": round(timeout_s, 1), "startup_allowance_s": round(startup_s, 1),
+                            "check": GANG_CHECK}
     say.say(f"--probe: collective gang over {n} node(s), {profile.backend}, master {master}:{profile.master_port}, "
             f"timeout {timeout_s:.0f} s")
 
     def params(node: NodeInfo) -> dict[str, Any]:
         env = {GANG_ENV: json.dumps({"master_addr": master, "master_port": profile.master_port, "world": n,
-                                     "node_rank": node.node_rank, "backend": profile.backend, "timeout_s": timeout_s})}
+                                     "node_rank": node.node_rank, "backend": profile.backend, "timeout_s": timeout_s,
+                                     "startup_s": startup_s})}
         return payload(node, [GANG_CHECK], env)
 
-    reports = run_pinned(ranked, params, min(deadline, time.monotonic() + timeout_s + TASK_MARGIN_S),
+    reports = run_pinned(ranked, params, min(deadline, time.monotonic() + timeout_s + startup_s + TASK_MARGIN_S),
                          on_done=lambda r: say.done(r, "gang"), task_label="gang")
     errors = []
     for node in ranked:

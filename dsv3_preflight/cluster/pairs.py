@@ -18,7 +18,7 @@ from typing import Any, Callable, Mapping, Sequence
 from ..collective.schedule import pair_port, round_robin, sample_rounds, total_pairs
 from ..engine import error_result
 from ..result import Actor, Result
-from .dispatch import run_pinned
+from .dispatch import STARTUP_ALLOWANCE_S, run_pinned
 from .nodes import NodeInfo
 
 PAIRS_CHECK = "dist.pairs"
@@ -27,9 +27,6 @@ PAIRS_FACT = "collective_pairs"
 NODE_RUN_CHECK = "cluster.node_run"
 #: seconds a round's tasks need beyond the pair's own timeout: start, load the registry, send the facts back
 ROUND_MARGIN_S = 15.0
-#: seconds of a rank's start-up (Python, importing torch) not counted against the per-pair timeout: a node that
-#: is slow to start is not a slow link (on a loaded 2-core lab, 6 ranks importing torch at once took ~15 s)
-STARTUP_ALLOWANCE_S = 20.0
 #: the first port of the pairs: MASTER_PORT + this
 PORT_OFFSET = 1
 
@@ -50,7 +47,6 @@ def run_pairs(ranked: Sequence[NodeInfo], profile: Any, deadline: float, node_fa
     n = len(ranked)
     rounds = plan(ranked, sample)
     names = [node.name for node in ranked]
-    addrs = {node.name: node.ip for node in ranked}
     planned = {name: [] for name in names}
     for r in rounds:
         for a, b in r:

@@ -2,7 +2,7 @@
 
 Cluster mode's driver starts this probe on every node at once and hands each its part of the gang
 through the environment (``DSV3_PREFLIGHT_GANG``, JSON: ``master_addr``, ``master_port``, ``world``,
-``node_rank``, ``backend``, ``timeout_s``), the way `net.port_reach` gets its listener token. Without it
+``node_rank``, ``backend``, ``timeout_s``; optional ``startup_s``, the start-up allowance), the way `net.port_reach` gets its listener token. Without it
 the fact says the gang was not requested. The fact holds the outcome only; `dist.allreduce_cluster`
 judges all nodes' facts together.
 """
@@ -36,7 +36,7 @@ def collective_gang(profile) -> dict[str, Any]:
     outcome = probe_node(master_addr=str(params["master_addr"]), master_port=int(params["master_port"]),
                          world_size=int(params["world"]), node_rank=int(params["node_rank"]), nproc_per_node=1,
                          backend=backend, timeout_s=float(params["timeout_s"]),
-                         sweep=profile.min_busbw_gbps is not None)
+                         sweep=profile.min_busbw_gbps is not None, startup_s=float(params.get("startup_s") or 0.0))
     return {"requested": True, "mode": "gang", "world": int(params["world"]), "node_rank": int(params["node_rank"]),
             "master_addr": params["master_addr"], "master_port": int(params["master_port"]), "backend": backend,
             "backend_note": note, "timeout_s": float(params["timeout_s"]), "outcome": outcome}
