@@ -620,6 +620,57 @@ SIGNATURES: tuple[Signature, ...] = (
       "net.nic_route", 1,
       "include/socket.h:344 WARN Socket creation failed : Address family not supported by protocol",
       "https://github.com/NVIDIA/nccl/issues/210"),
+    S("gloo.no_interface_for_address", "nic_iface", "cause", (b"Unable to find interface for",),
+      r"Unable to find interface for:? \[?(?P<addr>[^\]\s]+)",
+      "Gloo finds no interface holding {addr}",
+      "Gloo was told to bind an address (GLOO_SOCKET_IFADDR, or what the host name resolves to) that no interface "
+      "of this node holds.", IFACE_FIX, "net.nic_route", 1,
+      "RuntimeError: [enforce fail at /pytorch/third_party/gloo/gloo/transport/tcp/http://device.cc:208] ifa != nullptr. "
+      "Unable to find interface for: [10.16.32.68]",
+      "https://github.com/PeizeSun/SparseR-CNN/issues/28 (gloo/transport/tcp/device.cc)"),
+    S("ompi.tcp_connect_failed", "nic_iface", "cause", (b"failed to TCP connect to a peer", b"Match incoming connection from"),
+      r"Open MPI failed to TCP connect to a peer MPI process"
+      r"|Match incoming connection from \S+ (?P<addr>\S+) with locally known IP (?P<local>\S+) failed",
+      "Open MPI's TCP transport cannot connect its peers[[ ({addr} does not match {local})]]",
+      "Open MPI's TCP transport (used by mpirun and Horovod) picked interfaces whose addresses the other node cannot "
+      "reach or does not expect (docker0's 172.17.0.1, virbr0's 192.168.122.1, a second network).",
+      "export OMPI_MCA_btl_tcp_if_include=${IFACE:?interface toward the other nodes} OMPI_MCA_oob_tcp_if_include=${IFACE}    # then rerun mpirun\n"
+      "dsv3-preflight run --only net.nic_route",
+      "net.nic_route", 1,
+      "WARNING: Open MPI failed to TCP connect to a peer MPI process.  This",
+      "https://github.com/open-mpi/ompi/issues/6377 (Open MPI help-mpi-btl-tcp.txt)"),
+    S("horovod.no_common_interface", "nic_iface", "cause", (b"Launching horovod task function was not successful",
+                                                           b"routable network interface", b"'Linux.'.format(service_name"),
+      r"Launching horovod task function was not successful|routable network interface with the same name"
+      r"|'Linux\.'\.format\(service_name",
+      "horovodrun could not reach its tasks over a common network interface",
+      "horovodrun's driver and task services talk over the interfaces all hosts share by name; with none routable "
+      "in common (docker0, different names per host), the tasks never connect.",
+      "ip -br addr    # on every host: one routable interface with the same name everywhere\n"
+      "horovodrun --network-interface \"${IFACE:?interface toward the other hosts}\" -np \"${NP:?number of processes}\" "
+      "-H \"${HOSTS:?host1:slots,host2:slots}\" python \"${TRAIN_SCRIPT:?the training script}\"\n"
+      "dsv3-preflight run --only net.nic_route    # on each host: the interface toward the head",
+      "net.nic_route", 2,
+      "Launching horovod task function was not successful:",
+      "https://github.com/horovod/horovod/issues/2421 (horovod/runner/common/util/network.py)"),
+    S("nccl.bootstrap_error", "nic_iface", "cause", (b"bootstrap.cc:", b"bootstrap.cu:"),
+      r"bootstrap\.c[cu]:\d+ -> (?P<code>[236])\b",
+      "NCCL's bootstrap failed (error {code})",
+      "NCCL's bootstrap (the socket ring that exchanges every rank's address before any GPU traffic) failed: it runs "
+      "over the NCCL_SOCKET_IFNAME interface, and fails when that interface is not the one toward the other nodes "
+      "or cannot reach them.", IFACE_FIX, "net.nic_route", 2,
+      "71d46aa8dab5:5241:5262 [2] NCCL INFO bootstrap.cc:100 -> 2",
+      "https://github.com/NVIDIA/nccl/issues/331 (NCCL src/bootstrap.cc error propagation)"),
+    S("nccl.system_error", "nic_iface", "cause", (b"unhandled system error", b"ncclSystemError"),
+      r"unhandled system error|ncclSystemError",
+      "NCCL reported a system error (a system call failed)",
+      "ncclSystemError is a failed system call; without a more specific line it is most often a socket to a peer "
+      "over the wrong or an unreachable interface (docker0, loopback, a bridge) or a firewall, less often /dev/shm. "
+      "NCCL_DEBUG=INFO prints the call that failed.",
+      IFACE_FIX + "\nexport NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET    # rerun: the WARN line names the call that failed",
+      "net.nic_route", 2,
+      "RuntimeError: NCCL error in: /pytorch/torch/lib/c10d/ProcessGroupNCCL.cpp:518, unhandled system error, NCCL version 2.4.8",
+      "https://github.com/deepinsight/insightface/issues/1444 (NCCL ncclSystemError; torch ProcessGroupNCCL.cpp)"),
     S("nccl.bad_interface_selected", "nic_iface", "suspect", (b"Using lo", b"]lo:", b"Using docker", b"]docker", b"virbr", b"veth",
                                                              b"Using interface lo:", b"]cni", b"flannel", b"Using br-", b"]br-"),
       r"(?:Bootstrap|NET/Socket|NET) ?: Using (?:interface )?(?:\[\d+\])?(?P<iface>lo|docker\d*|virbr\d*|veth\w*|cni\d*|flannel[\w.]*|br-\w+):(?P<addr>\S+?)<"
