@@ -107,7 +107,10 @@ def ok_summary(port_bind: Fact, port_holders: Fact) -> str:
         pids = ", ".join(str(h["process"]["pid"]) for h in holders_on_port(port_bind, port_holders))
         return (f"port {port} is held only by the dsv3-preflight listener (pid {pids}) serving the workers' reach test; "
                 "it exits at its deadline")
-    return f"port {port} can be bound on {', '.join(a['address'] for a in port_bind.get('attempts', []))}"
+    attempts = port_bind.get("attempts", [])
+    retried = [a for a in attempts if a.get("first_error")]
+    note = (f" (it was in use for a moment: bound on try {max(a['tries'] for a in retried)})" if retried else "")
+    return f"port {port} can be bound on {', '.join(a['address'] for a in attempts)}{note}"
 
 
 @check("net.port_free", needs=["port_bind", "port_holders", "profile", "nic_route"], tags=["network"], timeout=10)

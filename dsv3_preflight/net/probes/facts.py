@@ -100,19 +100,43 @@ def nic_route(profile, env, resolve_master) -> dict[str, Any]:
     return fact
 
 
-def _try_bind(address: str, port: int) -> dict[str, Any]:
+#: how long port_bind keeps trying an address that is in use (a port held for a moment is not held: the
+#: rendezvous binds it seconds later); a leftover holding it fails after this
+BIND_RETRY_S = 2.0
+BIND_RETRY_EVERY_S = 0.2
+
+
+def _bind_once(address: str, port: int) -> OSError | None:
     family = socket.AF_INET6 if ":" in address else socket.AF_INET
-    entry: dict[str, Any] = {"address": address, "ok": False, "errno": None, "error": None}
     try:
         with socket.socket(family, socket.SOCK_STREAM) as sock:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as torch's TCPStore server does
             sock.bind((address, port))
             sock.listen(1)
-        entry["ok"] = True
     except OSError as exc:
+        return exc
+    return None
+
+
+def _try_bind(address: str, port: int, retry_until: float = 0.0) -> dict[str, Any]:
+    """Bind and listen on address:port; an address in use is tried again until ``retry_until`` (monotonic).
+    ``tries`` and, after a retry, ``first_error`` say what happened on the way."""
+    entry: dict[str, Any] = {"address": address, "ok": False, "errno": None, "error": None, "tries": 0}
+    while True:
+        entry["tries"] += 1
+        exc = _bind_once(address, port)
+        if exc is None:
+            entry.update(ok=True, errno=None, error=None)
+            entry.pop("errno_name", None)
+            return entry
         entry["errno"], entry["error"] = exc.errno, exc.strerror or str(exc)
         entry["errno_name"] = _errno.errorcode.get(exc.errno or 0)
-    return entry
+        entry.setdefault("first_error", entry["errno_name"])
+        if exc.errno != _errno.EADDRINUSE or time.monotonic() >= retry_until:
+            if entry["tries"] == 1:
+                del entry["first_error"]
+            return entry
+        time.sleep(BIND_RETRY_EVERY_S)
 
 
 def ephemeral_ports(port: int, proc_sys: str = "/proc/sys/net/ipv4") -> dict[str, Any]:
@@ -154,7 +178,8 @@ def port_bind(profile, nic_route) -> dict[str, Any]:
     target = nic_route.get("target")
     if target and nic_route.get("local"):
         addresses.append(target)
-    fact["attempts"] = [_try_bind(a, port) for a in addresses]
+    retry_until = time.monotonic() + BIND_RETRY_S   # one budget for all addresses
+    fact["attempts"] = [_try_bind(a, port, retry_until) for a in addresses]
     fact.update(ephemeral_ports(port))
     return fact
 
