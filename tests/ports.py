@@ -10,18 +10,14 @@ from __future__ import annotations
 import random
 import socket
 
-from dsv3_preflight.net.ports import parse_port_range
+from dsv3_preflight.net.probes.facts import ephemeral_ports
 
 LOWEST = 20000
 
 
 def _ephemeral_range() -> tuple[int, int]:
-    try:
-        with open("/proc/sys/net/ipv4/ip_local_port_range") as fh:
-            lo, hi = parse_port_range(fh.read())
-            return lo, hi
-    except (OSError, ValueError):
-        return 32768, 60999
+    lo, hi = ephemeral_ports(0)["ephemeral_range"] or (32768, 60999)   # as port_bind reads it
+    return lo, hi
 
 
 def _bindable(port: int) -> bool:

@@ -19,6 +19,12 @@ RETURN_MARGIN_S = 2.0
 STARTUP_ALLOWANCE_S = 20.0
 
 
+def startup_allowance(timeout_s: float, room_s: float) -> float:
+    """The start-up allowance of a wave whose ranks time out after ``timeout_s``, with ``room_s`` seconds the run
+    can give the wave: at most STARTUP_ALLOWANCE_S, never more than the timeout, only from what is left of the room."""
+    return min(STARTUP_ALLOWANCE_S, timeout_s, max(room_s - timeout_s, 0.0))
+
+
 @dataclass
 class NodeReport:
     """What one node task produced: its payload's answer, or why there is none."""

@@ -15,7 +15,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from ..engine import error_result
 from ..result import Actor, Result
-from .dispatch import STARTUP_ALLOWANCE_S, merge_entries, run_pinned
+from .dispatch import merge_entries, run_pinned, startup_allowance
 from .nodes import NodeInfo
 
 GANG_CHECK = "dist.allreduce_cluster"
@@ -31,7 +31,7 @@ def gang_budget(collective_timeout: float, left_s: float) -> tuple[float, float]
     loaded node) is not counted against it, up to the allowance, which only uses time the run has left."""
     room = left_s - TASK_MARGIN_S - 5.0
     timeout_s = max(min(float(collective_timeout), room), 5.0)
-    return timeout_s, min(STARTUP_ALLOWANCE_S, timeout_s, max(room - timeout_s, 0.0))
+    return timeout_s, startup_allowance(timeout_s, room)
 
 
 def run_gang(ranked: Sequence[NodeInfo], profile: Any, deadline: float, node_facts: Mapping[str, dict[str, Any]],

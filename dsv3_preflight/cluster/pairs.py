@@ -18,7 +18,7 @@ from typing import Any, Callable, Mapping, Sequence
 from ..collective.schedule import pair_port, round_robin, sample_rounds, total_pairs
 from ..engine import error_result
 from ..result import Actor, Result
-from .dispatch import STARTUP_ALLOWANCE_S, run_pinned
+from .dispatch import STARTUP_ALLOWANCE_S, run_pinned, startup_allowance
 from .nodes import NodeInfo
 
 PAIRS_CHECK = "dist.pairs"
@@ -71,7 +71,7 @@ def run_pairs(ranked: Sequence[NodeInfo], profile: Any, deadline: float, node_fa
             info["rounds"].append({"round": index + 1, "started": False, "pairs": [[a.name, b.name] for a, b in pairs]})
             continue
         timeout_s = min(float(profile.pairs_timeout), left)
-        startup_s = min(STARTUP_ALLOWANCE_S, timeout_s, max(left - timeout_s, 0.0))
+        startup_s = startup_allowance(timeout_s, left)
         params: dict[str, dict[str, Any]] = {}
         for slot, (a, b) in enumerate(pairs):
             common = {"round": index + 1, "rounds": len(rounds), "pair": [a.name, b.name],

@@ -2,9 +2,9 @@
 
 Cluster mode's driver starts this probe on every node at once and hands each its part of the gang
 through the environment (``DSV3_PREFLIGHT_GANG``, JSON: ``master_addr``, ``master_port``, ``world``,
-``node_rank``, ``backend``, ``timeout_s``; optional ``startup_s``, the start-up allowance), the way `net.port_reach` gets its listener token. Without it
-the fact says the gang was not requested. The fact holds the outcome only; `dist.allreduce_cluster`
-judges all nodes' facts together.
+``node_rank``, ``backend``, ``timeout_s``; optional ``startup_s``, the start-up allowance), the way
+`net.port_reach` gets its listener token. Without it the fact says the gang was not requested. The fact
+holds the outcome only; `dist.allreduce_cluster` judges all nodes' facts together.
 """
 from __future__ import annotations
 

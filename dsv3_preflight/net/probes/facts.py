@@ -122,21 +122,23 @@ def _try_bind(address: str, port: int, retry_until: float = 0.0) -> dict[str, An
     """Bind and listen on address:port; an address in use is tried again until ``retry_until`` (monotonic).
     ``tries`` and, after a retry, ``first_error`` say what happened on the way."""
     entry: dict[str, Any] = {"address": address, "ok": False, "errno": None, "error": None, "tries": 0}
+    first_error = None
     while True:
         entry["tries"] += 1
         exc = _bind_once(address, port)
         if exc is None:
             entry.update(ok=True, errno=None, error=None)
             entry.pop("errno_name", None)
-            return entry
+            break
         entry["errno"], entry["error"] = exc.errno, exc.strerror or str(exc)
         entry["errno_name"] = _errno.errorcode.get(exc.errno or 0)
-        entry.setdefault("first_error", entry["errno_name"])
+        first_error = first_error or entry["errno_name"]
         if exc.errno != _errno.EADDRINUSE or time.monotonic() >= retry_until:
-            if entry["tries"] == 1:
-                del entry["first_error"]
-            return entry
+            break
         time.sleep(BIND_RETRY_EVERY_S)
+    if entry["tries"] > 1:
+        entry["first_error"] = first_error
+    return entry
 
 
 def ephemeral_ports(port: int, proc_sys: str = "/proc/sys/net/ipv4") -> dict[str, Any]:
