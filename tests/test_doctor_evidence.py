@@ -112,3 +112,75 @@ def test_a_json_lines_log_is_still_read_line_by_line(tmp_path):
     # torchelastic events are one JSON object per line (dev corpus healthy_026): not a RAS document
     doc = triage([str(CORPUS / "healthy" / "healthy_026.log")])
     assert doc["verdict"] == "healthy" and doc["ras"] is None
+
+
+# ------------------------------------------------------------------ a log that stops after a suspect (a hang)
+# NCCL's init lines (src/bootstrap.cc, src/transport/net_socket.cc, src/init.cc "Init START"/"Init COMPLETE");
+# the 172.17.0.2 line is NVIDIA/nccl#367's.
+def _init_lines(host: str, dev: int, iface: str, addr: str, nranks: int, rank: int, complete: bool = False) -> list[str]:
+    p = f"{host}:{4100 + dev}:{4100 + dev} [{dev}] NCCL INFO"
+    lines = [f"{p} Bootstrap : Using {iface}:{addr}<0>", f"{p} NET/Plugin : No plugin found (libnccl-net.so).",
+             f"{p} NET/Socket : Using [0]{iface}:{addr}<0>", f"{p} Using network Socket",
+             f"{p} comm 0x55d1c4a0 rank {rank} nranks {nranks} cudaDev {dev} nvmlDev {dev} busId {dev + 1}000 "
+             f"commId 0x8a1f2b3c4d5e6f70 - Init START"]
+    if complete:
+        lines.append(f"{p} comm 0x55d1c4a0 rank {rank} nranks {nranks} cudaDev {dev} busId {dev + 1}000 - Init COMPLETE")
+    return lines
+
+
+def test_a_log_that_stops_after_nccl_chose_loopback_on_two_nodes_names_it_as_the_suspected_cause(tmp_path):
+    (tmp_path / "node0.log").write_text("\n".join(_init_lines("gpu-a", 0, "lo", "127.0.0.1", 2, 0)) + "\n")
+    (tmp_path / "node1.log").write_text("\n".join(_init_lines("gpu-b", 0, "lo", "127.0.0.1", 2, 1)) + "\n")
+    doc = triage([str(tmp_path)])
+    assert (doc["verdict"], doc["exit_code"], doc["cause_class"], doc["stalled"]) == ("failure", 1, "nic_iface", True)
+    assert doc["findings"][0]["id"] == "nccl.bad_interface_selected" and doc["findings"][0]["check"] == "net.nic_route"
+    assert doc["summary"].startswith("suspected cause: NCCL selected interface lo (127.0.0.1): the log stops there")
+
+
+def test_loopback_on_a_job_that_nccl_shows_on_one_node_is_no_cause(tmp_path):
+    # one host, two devices, two ranks: loopback is right on one node; the log just has no progress (exit 5)
+    lines = _init_lines("gpu-a", 0, "lo", "127.0.0.1", 2, 0) + _init_lines("gpu-a", 1, "lo", "127.0.0.1", 2, 1)
+    (tmp_path / "one.log").write_text("\n".join(lines) + "\n")
+    doc = triage([str(tmp_path / "one.log")])
+    assert (doc["verdict"], doc["exit_code"], doc["cause_class"], doc["stalled"]) == ("unknown", 5, "no_progress", False)
+    assert doc["findings"] == [] and doc["warnings"] == []
+
+
+def test_loopback_on_one_host_of_a_bigger_world_is_still_the_suspect(tmp_path):
+    # one host's log, but 16 ranks and this host shows 2 devices: the other ranks are elsewhere
+    lines = _init_lines("gpu-a", 0, "lo", "127.0.0.1", 16, 0) + _init_lines("gpu-a", 1, "lo", "127.0.0.1", 16, 1)
+    (tmp_path / "one.log").write_text("\n".join(lines) + "\n")
+    doc = triage([str(tmp_path / "one.log")])
+    assert (doc["exit_code"], doc["cause_class"], doc["stalled"]) == (1, "nic_iface", True)
+
+
+def test_docker_default_bridge_address_is_the_suspect_when_the_log_stops(tmp_path):
+    lines = ["c6ad99331184:117277:117277 [0] NCCL INFO Bootstrap : Using [0]eth0:172.17.0.2<0>",
+             "c6ad99331184:117277:117277 [0] NCCL INFO NET/Socket : Using [0]eth0:172.17.0.2<0>",
+             "NCCL version 2.4.8+cuda10.0"]
+    (tmp_path / "c.log").write_text("\n".join(lines) + "\n")
+    doc = triage([str(tmp_path / "c.log")])
+    assert (doc["exit_code"], doc["cause_class"], doc["findings"][0]["id"]) == (1, "nic_iface", "nccl.container_bridge_address")
+    assert "--network=host" in doc["findings"][0]["fix"]
+
+
+def test_the_same_lines_with_init_complete_are_healthy_with_a_warning(tmp_path):
+    (tmp_path / "node0.log").write_text("\n".join(_init_lines("gpu-a", 0, "lo", "127.0.0.1", 2, 0, complete=True)) + "\n")
+    (tmp_path / "node1.log").write_text("\n".join(_init_lines("gpu-b", 0, "lo", "127.0.0.1", 2, 1, complete=True)) + "\n")
+    doc = triage([str(tmp_path)])
+    assert (doc["verdict"], doc["exit_code"], doc["stalled"]) == ("healthy", 0, False)
+    assert [w["id"] for w in doc["warnings"]] == ["nccl.bad_interface_selected"]
+
+
+def test_a_rendezvous_server_left_waiting_is_a_stall_and_an_ipv6_lookup_warning_is_not(tmp_path):
+    waiting = ("[W416 15:37:25.363094293 socket.cpp:933] [c10d] The server socket on [::ffff:10.0.0.1]:40613 has timed "
+               "out, will retry.")
+    ipv6 = ("[W socket.cpp:601] [c10d] The IPv6 network addresses of (localhost, 51595) cannot be retrieved (gai error: "
+            "-2 - Name or service not known).")
+    (tmp_path / "w.log").write_text(ipv6 + "\n" + waiting + "\n")
+    (tmp_path / "v6.log").write_text(ipv6 + "\n")
+    doc = triage([str(tmp_path / "w.log")])
+    assert (doc["exit_code"], doc["cause_class"], doc["findings"][0]["id"]) == (1, "port_rendezvous", "c10d.server_waiting")
+    assert "c10d.ipv6_lookup" not in [f["id"] for f in doc["findings"]]   # not a stall suspect: left out, not a cause
+    doc = triage([str(tmp_path / "v6.log")])
+    assert (doc["verdict"], doc["exit_code"], doc["stalled"]) == ("unknown", 5, False)

@@ -139,10 +139,16 @@ def test_a_message_wrapped_over_two_lines_is_recognised(tmp_path):
     assert triage([str(log)])["findings"][0]["id"] == "cuda.invalid_device_ordinal"
 
 
-def test_loopback_in_a_healthy_single_node_log_is_a_warning_not_a_failure(tmp_path):
+def test_loopback_in_a_healthy_single_node_log_is_neither_a_failure_nor_a_warning(tmp_path):
+    # NCCL's lines show the whole job on one host (1 rank, device 0): loopback is right there
     log = tmp_path / "single.log"
     log.write_text("gpu-node-0:5120:5120 [0] NCCL INFO Bootstrap : Using lo:127.0.0.1<0>\n"
                    "gpu-node-0:5120:5301 [0] NCCL INFO comm 0x7ff1ec001060 rank 0 nranks 1 cudaDev 0 busId 7000 - Init COMPLETE\n")
+    doc = triage([str(log)])
+    assert doc["verdict"] == "healthy" and doc["warnings"] == []
+    # the same lines where the communicator has more ranks than this host shows: a warning (other nodes cannot reach lo)
+    log.write_text("gpu-node-0:5120:5120 [0] NCCL INFO Bootstrap : Using lo:127.0.0.1<0>\n"
+                   "gpu-node-0:5120:5301 [0] NCCL INFO comm 0x7ff1ec001060 rank 0 nranks 2 cudaDev 0 busId 7000 - Init COMPLETE\n")
     doc = triage([str(log)])
     assert doc["verdict"] == "healthy" and [w["id"] for w in doc["warnings"]] == ["nccl.bad_interface_selected"]
 

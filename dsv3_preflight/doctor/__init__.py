@@ -13,6 +13,8 @@ The document (plain JSON types)::
       "exit_code": 1 | 0 | 5 | 4,          # 4: an input was refused (the rest is still diagnosed)
       "cause_recognised": true,            # false: a failure whose cause no signature knows
       "cause_class": "gpu_oom",            # the headline's class; "unrecognised", "healthy" or "no_progress"
+      "stalled": false,                    # true: no error, no progress, and the log stops after a suspect that
+                                           # explains a hang (NCCL on lo in a multi-node job): that suspect leads
       "summary": "one line",
       "first_failure": {"node", "rank", "local_rank", "file", "line", "time", "text", "finding", "inferred_from"},
       "findings": [                        # root causes (headline first), then consequences
@@ -36,15 +38,16 @@ The document (plain JSON types)::
       "healthy_signs": [{"id", "title", "count", "first": {"file", "line", "text"}}],
       "unrecognised": {"count": 0, "first": [{"file", "line", "text"}]},
       "nccl": {"nodes": {"node1": {"nccl_version": [...], "cuda_driver": [...], "bootstrap_iface": [...],
-                                   "network": [...], "net_plugin": [...]}}, "nranks": 16},
+                                   "network": [...], "net_plugin": [...]}}, "nranks": 16, "world": 16},
       "ras": {"dead": [...], "missing": [...], "mismatch": [...], "errors": [...]} | null,
       "flight_recorder": {...} | null,     # with --flight-recorder DIR
       "files": [{"path", "node", "lines", "bytes"}],
       "unreadable": [{"path", "error"}]
     }
 
-Verdicts: ``failure`` (exit 1) when a cause, a symptom or any error line is found; ``healthy`` (exit 0) only when
-the logs show progress and no error line; ``unknown`` (exit 5) when they show neither (never exit 0).
+Verdicts: ``failure`` (exit 1) when a cause, a symptom or any error line is found, or when a log without either
+stops after a suspect that explains a hang; ``healthy`` (exit 0) only when the logs show progress and no error
+line; ``unknown`` (exit 5) when they show neither (never exit 0).
 """
 from __future__ import annotations
 

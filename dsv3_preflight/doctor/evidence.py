@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass, field
 
 FACT_NEEDLES: tuple[bytes, ...] = (b"NCCL version", b"cudaDriverVersion", b"Bootstrap", b"Using network", b"NET/Plugin",
-                                   b"Plugin Path", b"Init COMPLETE", b"NET/IB : Using", b"Using internal net")
+                                   b"Plugin Path", b"Init COMPLETE", b"NET/IB : Using", b"Using internal net", b" nranks ")
 RAS_NEEDLES: tuple[bytes, ...] = (b"considered dead", b"Missing communicator data", b"managed by process", b"on node ",
                                   b") MISMATCH", b") ERROR", b") INCOMPLETE", b"launched up to operation",
                                   b"Communicator ranks have different", b"process information not found")
@@ -34,17 +34,23 @@ _NRANKS = re.compile(r"rank (?P<rank>\d+) nranks (?P<nranks>\d+)")
 @dataclass
 class NcclFacts:
     nodes: dict[str, dict[str, set]] = field(default_factory=dict)
-    nranks: int | None = None
+    nranks: int | None = None          # from "Init COMPLETE" lines: the ranks of a communicator that came up
+    world: int | None = None           # from any "rank N nranks M" line (Init START too): the ranks it was made for
+    devices: dict[str, set[int]] = field(default_factory=dict)   # node → CUDA devices its NCCL lines name
     evidence: dict[tuple[str, str, str], dict] = field(default_factory=dict)   # (key, node, value) → first line
 
-    def observe(self, text: str, node: str | None, where: dict) -> None:
+    def observe(self, text: str, node: str | None, where: dict, device: int | None = None) -> None:
         if "NCCL INFO" not in text and "NCCL version" not in text:
             return
         m = _NRANKS.search(text)
-        if m and "Init COMPLETE" in text:
-            self.nranks = max(self.nranks or 0, int(m.group("nranks")))
+        if m:
+            self.world = max(self.world or 0, int(m.group("nranks")))
+            if "Init COMPLETE" in text:
+                self.nranks = max(self.nranks or 0, int(m.group("nranks")))
         if node is None:
             return
+        if device is not None:
+            self.devices.setdefault(node, set()).add(device)
         for key, rx, group in (("nccl_version", _VERSION, "v"), ("cuda_driver", _DRIVER, "v"),
                                ("bootstrap_iface", _BOOTSTRAP, "iface"), ("network", _NET, "net")):
             m = rx.search(text)
@@ -60,9 +66,17 @@ class NcclFacts:
         self.nodes.setdefault(node, {}).setdefault(key, set()).add(value)
         self.evidence.setdefault((key, node, value), where)
 
+    def one_node(self) -> bool:
+        """True when NCCL's own lines show the whole job on one node: one host, and as many devices on it as the
+        communicator has ranks (a single-node job, where loopback or a container bridge is the right interface)."""
+        hosts = set(self.nodes) | set(self.devices)
+        if len(hosts) != 1 or not self.world:
+            return False
+        return len(self.devices.get(next(iter(hosts)), ())) >= self.world
+
     def to_dict(self) -> dict:
         return {"nodes": {n: {k: sorted(v) for k, v in facts.items()} for n, facts in sorted(self.nodes.items())},
-                "nranks": self.nranks}
+                "nranks": self.nranks, "world": self.world}
 
     def drift(self) -> list[dict]:
         """One entry per fact whose values differ between nodes: {"key", "values": {value: [nodes]}, "evidence"}."""

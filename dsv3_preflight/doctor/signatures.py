@@ -31,6 +31,10 @@ Fields:
   only inside DeepSpeed's or accelerate's config loading).
 - ``transient``: the library retries after printing it (NCCL's "Call to connect returned ..., retrying", torch's
   client-socket warnings): it is a cause only when no progress follows it in the same file.
+- ``stall``: for a suspect that explains a run which stops without any error: when a log has no error line and
+  no sign of progress, a suspect with ``stall`` is named as the suspected cause of the hang (exit 1) instead of
+  "no progress" (exit 5). ``"any"``: always (the rendezvous server waiting for workers); ``"multi_node"``: unless
+  NCCL's own lines show a one-node job (loopback or a container bridge is right on one node).
 
 Table order matters: on one line the first matching signature wins, so specific entries precede general ones.
 """
@@ -75,6 +79,7 @@ class Signature:
     consequence_of: tuple[str, ...] = ()
     requires: str | None = None
     transient: bool = False
+    stall: str | None = None
     regex: Pattern[str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -86,6 +91,8 @@ class Signature:
             raise ValueError(f"signature {self.id}: a {self.kind} needs a class")
         if not self.needles:
             raise ValueError(f"signature {self.id}: needs at least one needle")
+        if self.stall not in (None, "any", "multi_node") or (self.stall and self.kind != "suspect"):
+            raise ValueError(f"signature {self.id}: stall is 'any' or 'multi_node', on a suspect only")
         object.__setattr__(self, "regex", re.compile(self.pattern))
         if self.tier is None:
             default = {"cause": 1, "suspect": 2, "symptom": 3 if self.cls else 4}.get(self.kind, 9)
@@ -418,7 +425,7 @@ SIGNATURES: tuple[Signature, ...] = (
       "Workers are not reaching the master's store (wrong MASTER_ADDR on the workers, a firewall, or they never started).",
       STORE_FIX, "net.port_reach", 2,
       "[W416 15:37:25.363094293 socket.cpp:933] [c10d] The server socket on [::ffff:36.xxx.xxx.13]:40613 has timed out, will retry.",
-      "torch/csrc/distributed/c10d/socket.cpp"),
+      "torch/csrc/distributed/c10d/socket.cpp", stall="any"),
     S("elastic.rendezvous_connection", "port_rendezvous", "cause", (b"RendezvousConnectionError",),
       r"RendezvousConnectionError",
       "torchrun could not connect to the C10d rendezvous store",
@@ -583,7 +590,7 @@ SIGNATURES: tuple[Signature, ...] = (
       "(RayWorkerWrapper pid=1978, ip=10.41.0.8) [rank9]:[W ProcessGroupGloo.cpp:721] **Warning: Unable to resolve hostname "
       "to a (local) address. Using the loopback address as fallback. Manually set the network interface to bind to with** "
       "GLOO_SOCKET_IFNAME. (function operator())",
-      "https://github.com/vllm-project/vllm/issues/7074 (torch ProcessGroupGloo.cpp)"),
+      "https://github.com/vllm-project/vllm/issues/7074 (torch ProcessGroupGloo.cpp)", stall="multi_node"),
     S("nccl.socket_connect_failed", "nic_iface", "cause", (b"Connect to ", b"Call to connect", b"connect() to ", b"socketStartConnect"),
       r"(?:socketStartConnect|socketPollConnect|socketFinalizeConnect)?:? ?Connect to (?P<peer>\S+) failed ?: (?P<err>.+)"
       r"|Call to connect timeout ?:? ?(?P<err2>[A-Z][^,\n]+)"
@@ -679,7 +686,18 @@ SIGNATURES: tuple[Signature, ...] = (
       "NCCL uses {iface}, which other nodes cannot reach (loopback, docker or bridge interfaces hold the same "
       "addresses on every node): multi-node init hangs or times out.", IFACE_FIX, "net.nic_route", 2,
       "paigcr-b-gpu-1012:4152:4206 [0] NCCL INFO NET : Using interface lo:127.0.0.1<0>",
-      "https://github.com/horovod/horovod/issues/584"),
+      "https://github.com/horovod/horovod/issues/584", stall="multi_node"),
+    S("nccl.container_bridge_address", "nic_iface", "suspect", (b"172.17.",),
+      r"(?:Bootstrap|NET/Socket) ?: Using (?:interface )?(?:.*\[\d+\])?(?P<iface>[A-Za-z][\w.-]*):(?P<addr>172\.17\.\d+\.\d+)<",
+      "NCCL selected {iface} with {addr}, an address of Docker's default bridge",
+      "{addr} lies in 172.17.0.0/16, the network Docker gives containers on its default bridge: each host has its own "
+      "such network, so ranks on other nodes cannot reach this address and a multi-node init hangs or times out. "
+      "The containers of a multi-node job need the host's network (docker run --network=host, hostNetwork: true in "
+      "Kubernetes) or an overlay whose addresses route between the nodes.",
+      "# run the job's containers with the host's network: docker run --network=host ... (Kubernetes: hostNetwork: true)\n"
+      + IFACE_FIX, "net.nic_route", 2,
+      "c6ad99331184:117277:117277 [0] NCCL INFO Bootstrap : Using [0]eth0:172.17.0.2<0>",
+      "https://github.com/NVIDIA/nccl/issues/367 (Docker's default bridge network is 172.17.0.0/16)", stall="multi_node"),
 
     # ======================================================================== nccl_transport
     S("nccl.shm_no_space", "nccl_transport", "cause", (b"/dev/shm/nccl", b"posix_fallocate failed", b"shared memory segment",

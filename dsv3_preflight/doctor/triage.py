@@ -8,6 +8,9 @@ Verdicts (``document()["verdict"]``, ``["exit_code"]``):
   successfully") and no error line at all.
 - ``unknown`` (exit 5): neither errors nor signs of progress (a truncated log, the wrong file, a run that never
   started). It is never exit 0: a script must not read it as healthy.
+- a log with neither errors nor progress that stops where a suspect that explains a hang was seen (NCCL on
+  loopback or a container bridge in a job NCCL does not show on one node; the rendezvous server waiting for
+  workers) is a ``failure`` (exit 1) with that suspect as the suspected cause and ``stalled`` true.
 
 Order: the headline is the finding of the lowest tier (the environment before a specific cause before a weak
 cause before a symptom) and, within that tier, the first in time: in one file by line, across files by the
@@ -269,7 +272,7 @@ class Triage:
         else:
             ts = ctx.get("ts")
         where = {"file": path, "line": line}
-        self.facts.observe(text, origin.node or fallback_node, where)
+        self.facts.observe(text, origin.node or fallback_node, where, origin.device)
         if ctx["ras"].observe(text, where):
             return
         sig, m, benign = self._matcher.match(text, ctx, line)
@@ -417,8 +420,16 @@ class Triage:
                 if ev.node is None and ev.rank is not None and ev.rank in self.summary_hosts:
                     ev.node = self.summary_hosts[ev.rank]
         errors_present = self.error_count > 0
+        if self.facts.one_node():   # loopback or a container bridge is the right interface for a one-node job
+            found = [f for f in found if f.sig.stall != "multi_node"]
         kind = {f.sig.id: ("suspect" if f.sig.transient and self._resolved(f) else f.sig.kind) for f in found}
         failing = errors_present or any(kind[f.sig.id] in ("cause", "symptom") for f in found)
+        # a log that stops with no error and no progress where a suspect that explains a hang was seen: that suspect
+        # is the suspected cause (exit 1), not "no progress" (exit 5)
+        stalled = not failing and not self.progress and any(f.sig.stall for f in found)
+        if stalled:
+            failing = True
+            found = [f for f in found if kind[f.sig.id] != "suspect" or f.sig.stall]
         candidates = [f for f in found if kind[f.sig.id] in ("cause", "symptom") or (failing and kind[f.sig.id] == "suspect")]
         present = {f.sig.id for f in candidates}
         explained = {f.sig.id: next(c for c in f.sig.consequence_of if c in present)
@@ -467,6 +478,7 @@ class Triage:
             "exit_code": EXIT[verdict],
             "cause_recognised": bool(failing and recognised),
             "cause_class": cause_class,
+            "stalled": stalled,
             "summary": "",
             "first_failure": first,
             "findings": findings,
@@ -598,6 +610,9 @@ class Triage:
                                        ff.get("rank") is not None and f"rank {ff['rank']}") if x)
             rest = sum(1 for f in doc["findings"] if f["role"] == "consequence")
             tail = (f" ({at})" if at else "") + (f"; {rest} consequence(s)" if rest else "") + f" in {where}"
+            if doc["stalled"]:
+                return (f"suspected cause: {doc['findings'][0]['title']}: the log stops there with no error and no sign "
+                        f"of progress (a hang?)" + tail)
             if doc["cause_recognised"]:
                 return f"root cause: {doc['findings'][0]['title']}" + tail
             return f"cause not recognised: first error: {(ff.get('text') or '')[:160]}" + tail
