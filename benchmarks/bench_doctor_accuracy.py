@@ -169,12 +169,14 @@ def main() -> None:
                     help=f"commit whose doctor is measured beside (repeatable; default {' and '.join(BASELINES)})")
     ap.add_argument("--no-baseline", action="store_true")
     ap.add_argument("--misses", action="store_true", help="list the development part's misses (never the held-out's)")
+    ap.add_argument("--round", dest="rounds", type=int, action="append", default=None,
+                    help="only the manifest rows of this corpus round (repeatable): a new round's first measurement")
     ap.add_argument("--json", dest="as_json", action="store_true", help="print the figures as JSON")
     args = ap.parse_args()
     baselines = [] if args.no_baseline else (args.baseline or list(BASELINES))
     rows = load_manifest()
     parts = ["heldout", "dev"] if args.part == "both" else [args.part]
-    rows = [r for r in rows if r["split"] in parts]
+    rows = [r for r in rows if r["split"] in parts and (not args.rounds or r.get("round", 1) in args.rounds)]
     files = [str(CORPUS / r["file"]) for r in rows]
     cur = run_driver(REPO, files)
     preds = {r["file"]: predict_current(cur[str(CORPUS / r["file"])]) for r in rows}
@@ -185,7 +187,10 @@ def main() -> None:
         name = f"{commit} ({BASELINE_NAMES[commit]})" if commit in BASELINE_NAMES else commit
         base_preds.append((name, {r["file"]: predict_current(old[str(CORPUS / r["file"])]) for r in rows}))
     sets = []
-    if "heldout" in parts:
+    if "heldout" in parts and args.rounds:
+        sets.append(("heldout_rounds", f"HELD-OUT, round(s) {', '.join(map(str, args.rounds))} only",
+                     [r for r in rows if r["split"] == "heldout"]))
+    elif "heldout" in parts:
         sets.append(("heldout_original", "HELD-OUT, original set (round-1 manifest rows; never used to write signatures)",
                      [r for r in rows if r["split"] == "heldout" and r.get("round", 1) == 1]))
         sets.append(("heldout_all", "HELD-OUT, whole part (all rounds; never used to write signatures)",
