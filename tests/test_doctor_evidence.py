@@ -184,3 +184,20 @@ def test_a_rendezvous_server_left_waiting_is_a_stall_and_an_ipv6_lookup_warning_
     assert "c10d.ipv6_lookup" not in [f["id"] for f in doc["findings"]]   # not a stall suspect: left out, not a cause
     doc = triage([str(tmp_path / "v6.log")])
     assert (doc["verdict"], doc["exit_code"], doc["stalled"]) == ("unknown", 5, False)
+
+
+def test_a_bridge_listed_after_a_routable_first_interface_is_a_warning_in_a_log_that_stops(tmp_path):
+    # fairseq#2329 (round 4, development part): a two-node run that trained fine printed this; so a log that stops
+    # after it is not blamed on docker0 (exit 5), but a failed run names it (a suspect becomes a cause)
+    lines = ["gpu-b:5359:5359 [0] NCCL INFO Bootstrap : Using [0]eth0:10.0.0.2<0> [1]docker0:172.17.0.1<0>",
+             "gpu-b:5359:5359 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.2<0> [1]docker0:172.17.0.1<0>",
+             "gpu-b:5359:5359 [0] NCCL INFO comm 0x55d1c4a0 rank 1 nranks 2 cudaDev 0 busId 1000 - Init START"]
+    log = tmp_path / "n.log"
+    log.write_text("\n".join(lines) + "\n")
+    doc = triage([str(log)])
+    assert (doc["exit_code"], doc["stalled"]) == (5, False)
+    assert [w["id"] for w in doc["warnings"]] == ["nccl.bad_interface_listed"]
+    log.write_text("\n".join(lines + ["gpu-b:5359:5401 [0] misc/socket.cc:538 NCCL WARN Net : Connection closed by "
+                                      "remote peer 172.17.0.1<50322>", "RuntimeError: something nobody knows"]) + "\n")
+    doc = triage([str(log)])
+    assert (doc["exit_code"], doc["cause_class"], doc["findings"][0]["id"]) == (1, "nic_iface", "nccl.bad_interface_listed")

@@ -311,3 +311,16 @@ def test_deepspeed_config_warnings_keep_a_progressing_run_healthy(tmp_path):
     assert (doc["verdict"], doc["exit_code"]) == ("healthy", 0)
     err = _doc(tmp_path, "AssertionError: DeepSpeedConfig: train_micro_batch_size_per_gpu is not defined\n", "err.log")
     assert (err["cause_class"], err["findings"][0]["id"]) == ("config", "deepspeed.config_check")
+
+
+def test_gloo_loopback_fallback_wrapped_by_hand_and_an_abridged_full_mesh_failure(tmp_path):
+    # aws-samples/aws-do-eks#50 (round 4, development part): the author wrapped Gloo's warning and cut the
+    # connectFullMesh message with "..."
+    log = tmp_path / "v.log"
+    log.write_text("[rank8] Warning: Unable to resolve hostname to a (local) address. Using the loopback\n"
+                   "        address as fallback. Manually set the network interface with GLOO_SOCKET_IFNAME\n")
+    doc = triage([str(log)])
+    assert (doc["exit_code"], doc["findings"][0]["id"], doc["stalled"]) == (1, "gloo.hostname_loopback", True)
+    log.write_text("RuntimeError: Gloo connectFullMesh failed ...\nEngineCore failed to start.\n")
+    doc = triage([str(log)])
+    assert (doc["cause_class"], doc["findings"][0]["id"]) == ("nic_iface", "gloo.connect_full_mesh")

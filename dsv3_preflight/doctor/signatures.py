@@ -569,7 +569,7 @@ SIGNATURES: tuple[Signature, ...] = (
       "misc/socket.cc:361 NCCL WARN Net : No interface found in the same subnet as remote address 10.136.80.18<43431>",
       "https://github.com/NVIDIA/nccl/issues/474"),
     S("gloo.connect_full_mesh", "nic_iface", "cause", (b"connectFullMesh failed",),
-      r"Gloo connectFullMesh failed with (?P<detail>.*)",
+      r"Gloo connectFullMesh failed(?: with)?(?P<detail>.*)",
       "Gloo could not connect the full mesh of ranks",
       "Gloo bound to an address the other nodes cannot reach (the host name resolving to 127.0.1.1, or a "
       "docker/bridge interface), so its pairwise connections fail.", IFACE_FIX, "net.nic_route", 1,
@@ -582,8 +582,9 @@ SIGNATURES: tuple[Signature, ...] = (
       "to a loopback or container address, or the wrong interface was chosen.", IFACE_FIX, "net.nic_route", 1,
       "RuntimeError: [/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:769] connect [127.0.1.1]:25472: Connection refused",
       "https://github.com/pytorch/examples/issues/812 (gloo/transport/tcp/pair.cc)"),
-    S("gloo.hostname_loopback", "nic_iface", "suspect", (b"Using the loopback address as fallback",),
-      r"Unable to resolve hostname to a \(local\) address\. Using the loopback address as fallback",
+    S("gloo.hostname_loopback", "nic_iface", "suspect", (b"Using the loopback address as fallback",
+                                                         b"Unable to resolve hostname to a (local) address"),
+      r"Unable to resolve hostname to a \(local\) address\. Using the loopback(?: address as fallback)?",
       "Gloo fell back to the loopback address",
       "The host name does not resolve to a routable local address, so Gloo listens on loopback: other nodes cannot "
       "connect.", IFACE_FIX, "net.nic_route", 2,
@@ -680,15 +681,14 @@ SIGNATURES: tuple[Signature, ...] = (
       "https://github.com/deepinsight/insightface/issues/1444 (NCCL ncclSystemError; torch ProcessGroupNCCL.cpp)"),
     S("nccl.bad_interface_selected", "nic_iface", "suspect", (b"Using lo", b"]lo:", b"Using docker", b"]docker", b"virbr", b"veth",
                                                              b"Using interface lo:", b"]cni", b"flannel", b"Using br-", b"]br-"),
-      r"(?:Bootstrap|NET/Socket|NET) ?: Using (?:interface )?(?:\[\d+\])?(?P<iface>lo|docker\d*|virbr\d*|veth\w*|cni\d*|flannel[\w.]*|br-\w+):(?P<addr>\S+?)<"
-      r"|(?:Bootstrap|NET/Socket) ?: Using .*\[\d+\](?P<iface2>lo|docker\d*|virbr\d*|veth\w*|cni\d*|flannel[\w.]*|br-\w+):(?P<addr2>\S+?)<",
+      r"(?:Bootstrap|NET/Socket|NET) ?: Using (?:interface )?(?:\[\d+\])?(?P<iface>lo|docker\d*|virbr\d*|veth\w*|cni\d*|flannel[\w.]*|br-\w+):(?P<addr>\S+?)<",
       "NCCL selected interface {iface} ({addr})",
       "NCCL uses {iface}, which other nodes cannot reach (loopback, docker or bridge interfaces hold the same "
       "addresses on every node): multi-node init hangs or times out.", IFACE_FIX, "net.nic_route", 2,
       "paigcr-b-gpu-1012:4152:4206 [0] NCCL INFO NET : Using interface lo:127.0.0.1<0>",
       "https://github.com/horovod/horovod/issues/584", stall="multi_node"),
     S("nccl.container_bridge_address", "nic_iface", "suspect", (b"172.17.",),
-      r"(?:Bootstrap|NET/Socket) ?: Using (?:interface )?(?:.*\[\d+\])?(?P<iface>[A-Za-z][\w.-]*):(?P<addr>172\.17\.\d+\.\d+)<",
+      r"(?:Bootstrap|NET/Socket) ?: Using (?:interface )?(?:\[\d+\])?(?P<iface>[A-Za-z][\w.-]*):(?P<addr>172\.17\.\d+\.\d+)<",
       "NCCL selected {iface} with {addr}, an address of Docker's default bridge",
       "{addr} lies in 172.17.0.0/16, the network Docker gives containers on its default bridge: each host has its own "
       "such network, so ranks on other nodes cannot reach this address and a multi-node init hangs or times out. "
@@ -698,6 +698,17 @@ SIGNATURES: tuple[Signature, ...] = (
       + IFACE_FIX, "net.nic_route", 2,
       "c6ad99331184:117277:117277 [0] NCCL INFO Bootstrap : Using [0]eth0:172.17.0.2<0>",
       "https://github.com/NVIDIA/nccl/issues/367 (Docker's default bridge network is 172.17.0.0/16)", stall="multi_node"),
+    # a suspect interface listed after a routable first one: NCCL's socket transport may use it too, but runs like this
+    # also work (round 4's development part has one), so it never explains a log that just stops
+    S("nccl.bad_interface_listed", "nic_iface", "suspect", (b"]lo:", b"]docker", b"virbr", b"veth", b"]cni", b"flannel", b"]br-"),
+      r"(?:Bootstrap|NET/Socket) ?: Using .*\[\d+\](?P<iface>lo|docker\d*|virbr\d*|veth\w*|cni\d*|flannel[\w.]*|br-\w+):(?P<addr>\S+?)<",
+      "NCCL also lists interface {iface} ({addr})",
+      "Besides its first interface NCCL lists {iface}, which other nodes cannot reach (loopback, docker or bridge "
+      "interfaces hold the same addresses on every node); connections NCCL makes over it fail or hang. In a failed "
+      "run that is a likely cause: restrict NCCL to the interface toward MASTER_ADDR.", IFACE_FIX, "net.nic_route", 2,
+      "ip-172-31-0-137:14605:14673 [0] NCCL INFO NET/Socket : Using [0]ens5:172.31.0.137<0> "
+      "[1]veth75fa783:fe80::14ad:64ff:fe64:b31e%veth75fa783<0>",
+      "https://github.com/pytorch/pytorch/issues/68893"),
 
     # ======================================================================== nccl_transport
     S("nccl.shm_no_space", "nccl_transport", "cause", (b"/dev/shm/nccl", b"posix_fallocate failed", b"shared memory segment",
