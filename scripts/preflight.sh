@@ -23,6 +23,4 @@ case " $* " in
     exec .venv/bin/dsv3-preflight run --all-nodes "$@" ;;
 esac
 say "3/3 running: dsv3-preflight run --all-nodes --ray-address local ${*:---profile=cpu} (embedded Ray on 127.0.0.1)"
-# a Ray for this machine only listens on loopback: without this Ray binds its GCS and raylet on every
-# interface of the host (Ray's one-machine mode, the default on macOS and Windows)
-RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0 exec .venv/bin/dsv3-preflight run --all-nodes --ray-address local "${@:---profile=cpu}"
+exec .venv/bin/dsv3-preflight run --all-nodes --ray-address local "${@:---profile=cpu}"   # the embedded Ray listens on 127.0.0.1

@@ -1,8 +1,8 @@
 """`run --all-nodes` on a machine with no Ray running: an embedded local Ray on 127.0.0.1, said so, green; and
 an unreachable --ray-address: an ERROR row, quickly, not a hang.
 
-Every test has its own Ray temp dir and HOME (Ray keeps ~/.ray/auth_token there: a token left in the real HOME
-turns on token authentication for every later `ray start` on the machine), both removed afterwards."""
+Every test has its own Ray temp dir and HOME (should Ray write ~/.ray/auth_token, it lands there: a token left in
+the real HOME turns on token authentication for every later `ray start` on the machine), both removed afterwards."""
 from __future__ import annotations
 
 import json
@@ -28,10 +28,8 @@ def _env(ray_tmp: str) -> dict[str, str]:
     # no ~/.ray/auth_token of another run turns token authentication on
     home = os.path.join(ray_tmp, "home")
     os.makedirs(home, exist_ok=True)
-    # Ray on 127.0.0.1, not on this host's interface address: Ray turns a 127.0.0.1 node address into the host's
-    # own unless it runs as a one-machine Ray (the setting it uses on macOS and Windows)
-    env.update({"RAY_TMPDIR": ray_tmp, "RAY_DISABLE_USAGE_STATS": "1", "HOME": home,
-                "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"})
+    # no RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER: the embedded Ray must keep to 127.0.0.1 by itself
+    env.update({"RAY_TMPDIR": ray_tmp, "RAY_DISABLE_USAGE_STATS": "1", "HOME": home})
     # a free MASTER_PORT of its own: these runs use this host's namespace, where another test (on the other
     # xdist worker) may hold the default 39500 at that moment, and net.port_free would rightly say so
     with socket.socket() as s:
@@ -137,7 +135,8 @@ def test_a_cluster_with_token_auth_says_to_export_ray_auth_mode(tmp_path: Path, 
         [sys.executable, "-c", "import ray, sys, time; ctx = ray.init(include_dashboard=False, num_cpus=1, "
          "object_store_memory=80 * 2**20, _node_ip_address='127.0.0.1'); print(ctx.address_info['gcs_address'], "
          "flush=True); time.sleep(600)"],
-        env={**_env(ray_tmp), "RAY_AUTH_MODE": "token", "HOME": head_home}, stdout=subprocess.PIPE,
+        env={**_env(ray_tmp), "RAY_AUTH_MODE": "token", "HOME": head_home, "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"},
+        stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL, text=True, start_new_session=True)
     try:
         address = head.stdout.readline().strip()
@@ -186,7 +185,7 @@ def test_readme_command_1_runs_the_suite_on_an_embedded_ray_that_listens_on_loop
     """`bash scripts/preflight.sh` as the README says (its .venv exists here: CI made it), with a reports dir of
     the test's: GO, an embedded Ray on 127.0.0.1 (not on this host's interfaces), nothing left running."""
     repo = Path(__file__).resolve().parent.parent
-    env = {k: v for k, v in _env(ray_tmp).items() if k != "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"}  # the script's to set
+    env = _env(ray_tmp)
     proc = subprocess.run(["bash", str(repo / "scripts" / "preflight.sh"), "--profile=cpu", "--reports-dir", str(tmp_path),
                            "--no-color", "-q"], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
@@ -199,3 +198,55 @@ def test_readme_command_1_runs_the_suite_on_an_embedded_ray_that_listens_on_loop
     while _gcs_servers(gcs.rsplit(":", 1)[1]) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert _gcs_servers(gcs.rsplit(":", 1)[1]) == []
+
+
+_LISTENERS = r"""
+import json, sys, psutil
+from dsv3_preflight.cluster.connect import connect, disconnect
+info = connect("auto", timeout=90, runtime_env={})
+try:
+    pids = {p.pid for p in psutil.Process().children(recursive=True)}
+    listening = sorted({(c.laddr.ip, p) for p in pids for c in psutil.Process(p).net_connections("inet")
+                        if c.status == psutil.CONN_LISTEN} if pids else set())
+    print(json.dumps({"embedded": info.embedded, "gcs": info.gcs_address, "processes": len(pids),
+                      "listening": [ip for ip, _ in listening]}))
+finally:
+    disconnect(info)
+import os
+print(json.dumps({"left_in_env": sorted(k for k in os.environ if k.startswith("RAY_AUTH"))}))
+"""
+
+
+def test_the_embedded_ray_listens_on_loopback_only(ray_tmp):
+    """`auto` with no cluster starts the embedded Ray, with no Ray setting in the environment: every socket its
+    GCS, raylet, agents and workers listen on is a loopback one (on Linux Ray listens on every interface unless
+    it is started as a one-machine Ray)."""
+    if _other_ray_running():
+        pytest.skip("another Ray cluster runs on this shared machine; `auto` would rightly connect to it")
+    env = _env(ray_tmp)
+    assert not any(k.startswith("RAY_ENABLE") for k in env)
+    proc = subprocess.run([sys.executable, "-c", _LISTENERS], env=env, cwd=ray_tmp, capture_output=True, text=True,
+                          timeout=180)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    got = json.loads(proc.stdout.strip().splitlines()[-2])
+    assert got["embedded"] is True and got["gcs"].startswith("127.0.0.1:"), got
+    assert got["processes"] >= 2 and len(got["listening"]) >= 3, got   # GCS, raylet, agents at least
+    assert all(ip in ("127.0.0.1", "::ffff:127.0.0.1") for ip in got["listening"]), got
+    # its token lived in the environment: nothing written to HOME (a ~/.ray/auth_token would turn token
+    # authentication on for every later `ray start` here), and nothing of it left in the environment afterwards
+    assert not (Path(env["HOME"]) / ".ray").exists()
+    assert json.loads(proc.stdout.strip().splitlines()[-1]) == {"left_in_env": []}
+
+
+def test_the_users_own_ray_token_is_used_as_it_is(ray_tmp):
+    if _other_ray_running():
+        pytest.skip("another Ray cluster runs on this shared machine; `auto` would rightly connect to it")
+    env = _env(ray_tmp)
+    token = Path(env["HOME"]) / ".ray" / "auth_token"
+    token.parent.mkdir()
+    token.write_text("0123456789abcdef" * 4)
+    proc = subprocess.run([sys.executable, "-c", _LISTENERS], env=env, cwd=ray_tmp, capture_output=True, text=True,
+                          timeout=180)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert json.loads(proc.stdout.strip().splitlines()[-2])["embedded"] is True
+    assert token.read_text() == "0123456789abcdef" * 4 and [p.name for p in token.parent.iterdir()] == ["auth_token"]

@@ -91,8 +91,6 @@ class Command:
         env.update({MARKER: self.tag, "TMPDIR": str(Path(self.tmp) / "t"), "RAY_TMPDIR": self.ray_tmp,
                     "RAY_DISABLE_USAGE_STATS": "1", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(self.port),
                     "PYTHONPATH": str(REPO)})
-        if ray:
-            env["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"  # Ray's own switch: the node address is 127.0.0.1
         (Path(self.tmp) / "t").mkdir()
         self.env = env
         self.argv = [sys.executable, "-m", "dsv3_preflight", *[a.format(port=self.port, work=self.work) for a in argv]]

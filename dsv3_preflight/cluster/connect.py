@@ -4,9 +4,11 @@ from __future__ import annotations
 import json
 import logging
 import os
+import secrets
 import socket
 import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,6 +36,7 @@ class ConnectInfo:
     runtime_env: dict[str, Any] = field(default_factory=dict)
     already_connected: bool = False
     temp_dir: str | None = None   # the embedded Ray's own temp dir (its session files), removed by disconnect
+    restore_env: dict[str, str | None] = field(default_factory=dict, repr=False)   # put back by disconnect
 
     def as_dict(self) -> dict[str, Any]:
         return {"address": self.address, "gcs_address": self.gcs_address, "embedded": self.embedded,
@@ -168,6 +171,61 @@ def _quiet_sigterm_note() -> None:
         worker_logger.addFilter(_DropSigtermNote())
 
 
+RAY_AUTH_ENV = ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH")
+
+
+def _embedded_token() -> dict[str, str | None]:
+    """Give the embedded Ray a token of its own, in the environment; return the values ``disconnect`` puts back.
+
+    A new local Ray turns token authentication on and, finding no token, writes one to ``~/.ray/auth_token``. That
+    file outlives the run: every later ``ray start --head`` on the machine then requires a token, and workers of
+    the user's real cluster that lack it cannot join. A token in ``$RAY_AUTH_TOKEN`` (256 bits, as Ray makes them)
+    keeps authentication on for the embedded Ray and its processes, which inherit it, and writes nothing. The
+    user's own token setup (any ``RAY_AUTH_*`` variable, or an existing ``~/.ray/auth_token``) is used as it is.
+    Ray also sets ``RAY_AUTH_MODE=token`` in this process; that is put back too, so ``launch`` does not hand it on.
+    """
+    before = {k: os.environ.get(k) for k in RAY_AUTH_ENV}
+    if all(v is None for v in before.values()) and not os.path.exists(os.path.expanduser("~/.ray/auth_token")):
+        os.environ["RAY_AUTH_TOKEN"] = secrets.token_hex(32)
+    return before
+
+
+def _restore_env(values: dict[str, str | None]) -> None:
+    for key, value in values.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+
+
+@contextmanager
+def _one_machine_ray():
+    """Start the embedded Ray as a one-machine Ray: every process it starts listens on 127.0.0.1 only.
+
+    On Linux Ray gives a new node the address of the host's interface toward the internet and its GCS, raylet and
+    workers listen on every interface, so an embedded Ray "for this machine only" was reachable from the network.
+    Ray's one-machine mode (its default on macOS and Windows, ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0``) uses
+    127.0.0.1 instead; Ray reads that variable when it is imported, before we know whether a cluster exists, but its
+    node-address lookup (``ray._private.services.get_node_ip_address``) reads the module constant at each call, so
+    the constant is switched for the start only. ``ray.init(_node_ip_address="127.0.0.1")`` does not do it: the
+    GCS still listens on every interface. A Ray without the constant is started as before.
+    """
+    try:
+        from ray._private import ray_constants
+    except ImportError:
+        yield
+        return
+    before = getattr(ray_constants, "ENABLE_RAY_CLUSTER", None)
+    if before is None:
+        yield
+        return
+    ray_constants.ENABLE_RAY_CLUSTER = False
+    try:
+        yield
+    finally:
+        ray_constants.ENABLE_RAY_CLUSTER = before
+
+
 def _init(timeout: float, starts_processes: bool = False, **kwargs: Any) -> None:
     """ray.init under a deadline: a call that does not return in time is a ClusterError."""
     import ray
@@ -251,13 +309,18 @@ def connect(address: str | None = None, timeout: float = 60.0, *, runtime_env: d
     from .. import signals
 
     temp_dir = signals.mkdtemp("ray", tagged=False)  # short: Ray's socket paths live below it
-    with signals.starting_ray():
-        _init(remaining(), starts_processes=True, address="local", num_cpus=num_cpus,
-              object_store_memory=EMBEDDED_OBJECT_STORE_BYTES, _temp_dir=temp_dir, **common)
+    restore = _embedded_token()
+    try:
+        with signals.starting_ray(), _one_machine_ray():
+            _init(remaining(), starts_processes=True, address="local", num_cpus=num_cpus,
+                  object_store_memory=EMBEDDED_OBJECT_STORE_BYTES, _temp_dir=temp_dir, **common)
+    except BaseException:
+        _restore_env(restore)
+        raise
     gcs = ray.get_runtime_context().gcs_address
     why = "asked for with --ray-address local" if asked == "local" else f"no Ray cluster found ({found})"
     return ConnectInfo(asked, gcs, True, f"{why}; started an embedded local Ray for this machine only ({gcs})",
-                       time.monotonic() - started, runtime_env, temp_dir=temp_dir)
+                       time.monotonic() - started, runtime_env, temp_dir=temp_dir, restore_env=restore)
 
 
 def disconnect(info: ConnectInfo | None) -> None:
@@ -268,6 +331,8 @@ def disconnect(info: ConnectInfo | None) -> None:
         return
     if ray.is_initialized():
         ray.shutdown()
+    if info is not None:
+        _restore_env(info.restore_env)
     if info is not None and info.temp_dir:
         from .. import signals
 
