@@ -201,3 +201,19 @@ def test_a_bridge_listed_after_a_routable_first_interface_is_a_warning_in_a_log_
                                       "remote peer 172.17.0.1<50322>", "RuntimeError: something nobody knows"]) + "\n")
     doc = triage([str(log)])
     assert (doc["exit_code"], doc["cause_class"], doc["findings"][0]["id"]) == (1, "nic_iface", "nccl.bad_interface_listed")
+
+
+def test_one_gpu_per_process_on_one_host_is_still_a_one_node_job(tmp_path):
+    # each process sees its GPU as device 0 (CUDA_VISIBLE_DEVICES per rank): the Init lines' bus ids tell them apart
+    lines = []
+    for rank, bus in enumerate(("1b000", "1c000")):
+        p = f"gpu-a:{4100 + rank}:{4100 + rank} [0] NCCL INFO"
+        lines += [f"{p} Bootstrap : Using lo:127.0.0.1<0>",
+                  f"{p} comm 0x55d1c4a0 rank {rank} nranks 2 cudaDev 0 nvmlDev {rank} busId {bus} commId 0x8a1f - Init START"]
+    (tmp_path / "one.log").write_text("\n".join(lines) + "\n")
+    doc = triage([str(tmp_path / "one.log")])
+    assert (doc["exit_code"], doc["stalled"], doc["warnings"]) == (5, False, [])
+    # the same two processes on one GPU bus (one rank's lines only, of a two-rank job): not shown on one node
+    (tmp_path / "one.log").write_text("\n".join(lines[:2]) + "\n")
+    doc = triage([str(tmp_path / "one.log")])
+    assert (doc["exit_code"], doc["cause_class"], doc["stalled"]) == (1, "nic_iface", True)

@@ -28,7 +28,7 @@ _BOOTSTRAP = re.compile(r"Bootstrap ?: Using (?:\[\d+\])?(?P<iface>[A-Za-z][\w.-
 _NET = re.compile(r"Using network (?P<net>\S+)")
 _PLUGIN_ON = re.compile(r"Loaded net plugin (?P<p>\S+)|Plugin Path ?: (?P<p2>\S*libnccl-net\S*)")
 _PLUGIN_OFF = re.compile(r"No plugin found|Could not find: libnccl-net|Using internal net(?:work)? plugin")
-_NRANKS = re.compile(r"rank (?P<rank>\d+) nranks (?P<nranks>\d+)")
+_NRANKS = re.compile(r"rank (?P<rank>\d+) nranks (?P<nranks>\d+)(?:.*? busId (?P<bus>[0-9a-fA-F]+))?")
 
 
 @dataclass
@@ -37,6 +37,7 @@ class NcclFacts:
     nranks: int | None = None          # from "Init COMPLETE" lines: the ranks of a communicator that came up
     world: int | None = None           # from any "rank N nranks M" line (Init START too): the ranks it was made for
     devices: dict[str, set[int]] = field(default_factory=dict)   # node → CUDA devices its NCCL lines name
+    buses: dict[str, set[str]] = field(default_factory=dict)     # node → PCI bus ids of its ranks' GPUs (Init lines)
     evidence: dict[tuple[str, str, str], dict] = field(default_factory=dict)   # (key, node, value) → first line
 
     def observe(self, text: str, node: str | None, where: dict, device: int | None = None) -> None:
@@ -51,6 +52,8 @@ class NcclFacts:
             return
         if device is not None:
             self.devices.setdefault(node, set()).add(device)
+        if m and m.group("bus"):   # one GPU per process (CUDA_VISIBLE_DEVICES) prints [0] everywhere: the bus tells
+            self.buses.setdefault(node, set()).add(m.group("bus").lower())
         for key, rx, group in (("nccl_version", _VERSION, "v"), ("cuda_driver", _DRIVER, "v"),
                                ("bootstrap_iface", _BOOTSTRAP, "iface"), ("network", _NET, "net")):
             m = rx.search(text)
@@ -67,12 +70,14 @@ class NcclFacts:
         self.evidence.setdefault((key, node, value), where)
 
     def one_node(self) -> bool:
-        """True when NCCL's own lines show the whole job on one node: one host, and as many devices on it as the
-        communicator has ranks (a single-node job, where loopback or a container bridge is the right interface)."""
+        """True when NCCL's own lines show the whole job on one node: one host, and as many GPUs on it (device
+        indices, or PCI bus ids where each process sees one GPU as device 0) as the communicator has ranks: a
+        single-node job, where loopback or a container bridge is the right interface."""
         hosts = set(self.nodes) | set(self.devices)
         if len(hosts) != 1 or not self.world:
             return False
-        return len(self.devices.get(next(iter(hosts)), ())) >= self.world
+        host = next(iter(hosts))
+        return max(len(self.devices.get(host, ())), len(self.buses.get(host, ()))) >= self.world
 
     def to_dict(self) -> dict:
         return {"nodes": {n: {k: sorted(v) for k, v in facts.items()} for n, facts in sorted(self.nodes.items())},
