@@ -311,8 +311,10 @@ SIGNATURES: tuple[Signature, ...] = (
       "glibc dynamic loader message; torch + system NCCL mismatch"),
 
     # ======================================================================== pci_rank_dup
-    S("nccl.duplicate_gpu", "pci_rank_dup", "cause", (b"Duplicate GPU detected", b"both on CUDA device"),
-      r"(?:Duplicate GPU detected ?: )?rank (?P<rank_a>\d+) and rank (?P<rank_b>\d+) both on CUDA device (?P<busid>\w+)|Duplicate GPU detected",
+    S("nccl.duplicate_gpu", "pci_rank_dup", "cause", (b"Duplicate GPU detected", b"both on CUDA device", b"using the same GPU"),
+      r"(?:Duplicate GPU detected ?: )?rank (?P<rank_a>\d+) and rank (?P<rank_b>\d+) both on CUDA device (?P<busid>\w+)|Duplicate GPU detected"
+      # NCCL 2.30.3-2.30.4 (graph/topo.cc) and 2.30.7 (init.cc) say it without ranks
+      r"|Multiple [Rr]anks (?:detected using|are using) the same GPU",
       "Duplicate GPU[[: rank {rank_a} and rank {rank_b} both on CUDA device {busid}]]",
       "Two ranks of one node opened the same GPU: LOCAL_RANK is not applied with torch.cuda.set_device, the script "
       "forces one device, CUDA_VISIBLE_DEVICES is narrowed per process, or more ranks are started than GPUs.",
@@ -322,6 +324,17 @@ SIGNATURES: tuple[Signature, ...] = (
       "gpu.rank_mapping", 1,
       "Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 4f000",
       "https://github.com/rulixiang/afa/issues/26 (NCCL src/init.cc)"),
+    S("nccl.ranks_share_gpu", "pci_rank_dup", "suspect", (b"sharing GPU with bus",),
+      r"Detected ranks (?P<rank_a>\d+) and (?P<rank_b>\d+) sharing GPU with bus (?P<busid>\w+)",
+      "Ranks {rank_a} and {rank_b} share the GPU with bus {busid}",
+      "NCCL 2.30 found two ranks of one node on one GPU (the INFO line before its 'Multiple ranks detected using the "
+      "same GPU' error; with NCCL_MULTI_RANK_GPU_ENABLE=1 it is allowed and the run goes on).",
+      "export CUDA_DEVICE_ORDER=PCI_BUS_ID\n"
+      "# in the script, before init_process_group: torch.cuda.set_device(int(os.environ['LOCAL_RANK']))\n"
+      "dsv3-preflight run --only gpu.rank_mapping,gpu.rank_mapping_cluster",
+      "gpu.rank_mapping", 2,
+      "gpu-a:4101:4190 [0] NCCL INFO Detected ranks 3 and 11 sharing GPU with bus 53000 on this node",
+      "NCCL 2.30.3 src/graph/topo.cc ncclCheckMultiRank (format string)"),
     S("cuda.invalid_device_ordinal", "pci_rank_dup", "cause", (b"invalid device ordinal", b"cudaErrorInvalidDevice", b"CUDA_ERROR_INVALID_DEVICE"),
       r"invalid device ordinal|cudaErrorInvalidDevice\b|CUDA_ERROR_INVALID_DEVICE\b",
       "CUDA error: invalid device ordinal (a rank asked for a GPU that is not there)",
@@ -374,6 +387,20 @@ SIGNATURES: tuple[Signature, ...] = (
       "getent hosts {host}    # on every node", "env.launch_vars", 2,
       "[W socket.cpp:601] [c10d] The IPv6 network addresses of (localhost, 51595) cannot be retrieved (gai error: -2 - Name or service not known).",
       "https://github.com/antgroup/animate-x/issues/15 (torch/csrc/distributed/c10d/socket.cpp; glibc netdb.h EAI_* codes)"),
+    S("nccl.bootstrap_root_mismatch", "port_rendezvous", "cause", (b"Bootstrap Root",),
+      r"Bootstrap Root ?: (?:rank (?P<rank_x>\d+) of (?P<n>\d+) ranks has already checked in"
+      r"|mismatch in (?:rank count|info) from procs(?:,? nranks)? ?(?P<a>\d+) ?(?::|vs) ?(?P<b>\d+))",
+      "NCCL's bootstrap root got ranks that do not belong to one job[[ (rank {rank_x} of {n} checked in twice)]]"
+      "[[ ({a} vs {b} ranks)]]",
+      "The processes that reached one NCCL bootstrap root disagree on the number of ranks, or one rank checked in "
+      "twice: two jobs share a MASTER_PORT or NCCL_COMM_ID, a process of a crashed run is still there, or the nodes "
+      "were launched with different --nnodes / --nproc-per-node.",
+      "dsv3-preflight run --all-nodes --only cluster.env_consistency,net.port_free    # one world size everywhere; nobody else on the port\n"
+      "ss -ltnp | grep \":${MASTER_PORT:?the rendezvous port}\"    # on the head: a process of another run?\n"
+      "# start every node with the same --nnodes and --nproc-per-node; give each concurrent job its own MASTER_PORT",
+      "cluster.env_consistency", 1,
+      "gpu-a:4101:4190 [0] bootstrap.cc:348 NCCL WARN Bootstrap Root : rank 3 of 16 ranks has already checked in",
+      "NCCL src/bootstrap.cc (format strings, 2.18-2.30)"),
     S("net.name_resolution", "port_rendezvous", "cause", (b"name resolution", b"Name or service not known", b"nodename nor servname",
                                                          b"Could not resolve hostname", b"gai error", b"getaddrinfo", b"Unknown host",
                                                          b"No address associated with hostname", b"host not found",
@@ -545,7 +572,8 @@ SIGNATURES: tuple[Signature, ...] = (
 
     # ======================================================================== nic_iface
     S("nccl.no_socket_interface", "nic_iface", "cause", (b"no socket interface found", b"No usable listening interface",
-                                                         b"NET/Socket : no interface found", b"no device found matching"),
+                                                         b"NET/Socket : no interface found", b"no device found matching",
+                                                         b"no device found after excluding"),
       r"no socket interface found|No usable listening interface found|NET/Socket ?: no interface found|no device found (?:matching|after excluding)",
       "NCCL found no usable socket interface",
       "NCCL_SOCKET_IFNAME names an interface that does not exist on this node or container (or has no address of "
@@ -592,8 +620,14 @@ SIGNATURES: tuple[Signature, ...] = (
       "to a (local) address. Using the loopback address as fallback. Manually set the network interface to bind to with** "
       "GLOO_SOCKET_IFNAME. (function operator())",
       "https://github.com/vllm-project/vllm/issues/7074 (torch ProcessGroupGloo.cpp)", stall="multi_node"),
-    S("nccl.socket_connect_failed", "nic_iface", "cause", (b"Connect to ", b"Call to connect", b"connect() to ", b"socketStartConnect"),
+    S("nccl.socket_connect_failed", "nic_iface", "cause", (b"Connect to ", b"Call to connect", b"connect() to ", b"socketStartConnect",
+                                                          b"connect to ", b"PollConnect"),
       r"(?:socketStartConnect|socketPollConnect|socketFinalizeConnect)?:? ?Connect to (?P<peer>\S+) failed ?: (?P<err>.+)"
+      # NCCL 2.21 socketPollConnect; 2.23-2.30 misc/socket.cc and os/linux.cc (lowercase; retries exhausted)
+      r"|socketPollConnect: Connect to (?P<peer4>\S+) returned \d+\((?P<err4>[^)]+)\)"
+      r"|connect to (?P<peer5>[^\s<]+<\d+>) (?:failed ?: (?P<err5>.+)|returned (?P<err6>[^,\n]+), exceeded error retry count)"
+      r"|(?:socket|ncclOsSocket)PollConnect to (?P<peer6>[^\s<]+<\d+>) failed with error (?P<err7>.+)"
+      r"|socket(?:Start|Poll)Connect: exceeded (?:retries|timeouts) \(\d+\)"
       r"|Call to connect timeout ?:? ?(?P<err2>[A-Z][^,\n]+)"
       r"|mca_btl_tcp_endpoint\w*\] connect\(\) to (?P<peer2>\S+) failed: (?P<err3>.+)",
       "A connection to a peer failed[[ ({err})]][[: {peer}]]",
@@ -602,8 +636,9 @@ SIGNATURES: tuple[Signature, ...] = (
       "firewall blocks the ports.", IFACE_FIX, "net.nic_route", 1,
       "jnlh102072:8969:8969 [0] misc/socket.cc:484 NCCL WARN socketStartConnect: Connect to 10.37.12.78<46417> failed : Software caused connection abort",
       "https://blog.gitcode.com/c78323ca6ecbd73b92ec3459c9ac1ed1.html (NCCL src/misc/socket.cc)"),
-    S("nccl.connect_retry", "nic_iface", "cause", (b"Call to connect returned",),
-      r"Call to connect returned (?P<err>[A-Z][^,\n]+), retrying",
+    S("nccl.connect_retry", "nic_iface", "cause", (b"Call to connect returned", b", retrying ("),
+      r"Call to connect returned (?P<err>[A-Z][^,\n]+), retrying"
+      r"|[Cc]onnect to (?P<peer>[^\s<]+<\d+>) returned (?P<err2>[^,\n]+), retrying \(",  # NCCL 2.23+
       "NCCL keeps retrying a connection[[ ({err})]]",
       "NCCL could not reach a peer's address and retries: the peer published an address on an interface other "
       "nodes cannot reach (docker0, a bridge, loopback), the peer is not up yet, or a firewall blocks the ports.",
@@ -1208,8 +1243,9 @@ SIGNATURES: tuple[Signature, ...] = (
       "ncclRemoteError: A call failed possibly due to a network error or a remote process exiting prematurely.",
       "https://github.com/NVIDIA/nccl/issues/2076"),
     S("net.connection_closed", None, "symptom", (b"Connection closed by", b"Connection reset by peer", b"Broken pipe", b"Call to recv from",
-                                               b"Connection closed by peer"),
-      r"Connection closed by (?:remote )?peer ?(?P<peer>\S*?)\.?(?:\s|$)|Connection reset by peer|Broken pipe|Call to recv from (?P<peer2>\S+) failed",
+                                               b"Connection closed by peer", b"Call to send to"),
+      r"Connection closed by (?:remote )?peer ?(?P<peer>\S*?)\.?(?:\s|$)|Connection reset by peer|Broken pipe"
+      r"|Call to (?:recv from|send to) (?P<peer2>\S+) failed",
       "A connection to a peer was closed[[ ({peer})]]",
       "The peer's process went away (crash, OOM kill) or the connection was reset by the network.",
       ALLREDUCE_FIX, "dist.allreduce", 4,
