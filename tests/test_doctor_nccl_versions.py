@@ -80,3 +80,25 @@ def test_ranks_sharing_a_gpu_on_purpose_is_no_failure(tmp_path):
     doc = triage([str(log)])
     assert (doc["verdict"], doc["exit_code"]) == ("healthy", 0)
     assert [w["id"] for w in doc["warnings"]] == ["nccl.ranks_share_gpu"]
+
+
+MORE = [
+    ("2.30.7 src/ras/ras.cc", f"{P} ras/ras.cc:415 NCCL WARN NCCL version mismatch with remote peer 10.1.2.3<45678> "
+     "(local: 2.30.7, remote 2.27.3)", "version_drift", "nccl.version_mismatch"),
+    ("2.30.7 src/dev_runtime.cc", f"{P} dev_runtime.cc:1428 NCCL WARN NCCL library is not backwards compatible. This "
+     "application was compiled with NCCL version 2.30.7, but is running with NCCL library version 2.27.3.",
+     "version_drift", "nccl.library_too_old"),
+    ("2.21.5 src/graph/paths.cc", f"{P} graph/paths.cc:325 NCCL WARN P2P is disabled between NVLINK connected GPUs 3 and 2. "
+     "This should not be the case given their connectivity, and is probably due to a hardware issue. If you still want "
+     "to proceed, you can set NCCL_IGNORE_DISABLED_P2P=1.", "nccl_transport", "nccl.p2p_disabled_nvlink"),
+    ("2.21.5 src/include/alloc.h", f"{P} include/alloc.h:186 NCCL WARN Failed to CUDA malloc 33554432 bytes", "gpu_oom",
+     "nccl.cuda_alloc_failed"),
+]
+
+
+@pytest.mark.parametrize("where,line,cls,sig", MORE, ids=[c[3] + ":" + c[0] for c in MORE])
+def test_versions_transport_and_memory_messages_of_current_nccl(tmp_path, where, line, cls, sig):
+    log = tmp_path / "rank0.log"
+    log.write_text(line + "\n")
+    doc = triage([str(log)])
+    assert (doc["exit_code"], doc["cause_class"], doc["findings"][0]["id"]) == (1, cls, sig), (where, doc["summary"])

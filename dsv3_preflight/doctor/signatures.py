@@ -239,12 +239,26 @@ SIGNATURES: tuple[Signature, ...] = (
     # ======================================================================== version_drift
     S("nccl.version_mismatch", "version_drift", "cause", (b"Mismatched NCCL version", b"NCCL version mismatch"),
       r"Mismatched NCCL version detected ?: rank (?P<rank_a>\d+) version (?P<va>\d+) rank (?P<rank_b>\d+) version (?P<vb>\d+)"
-      r"|NCCL version mismatch with remote peer (?P<peer>\S+) \(local: (?P<va2>[^;]+); remote:? (?P<vb2>[^)]+)\)",
+      r"|NCCL version mismatch with remote peer (?P<peer>\S+) \(local: (?P<va2>[^;,]+)[;,] remote:? (?P<vb2>[^)]+)\)",
       "NCCL versions differ between ranks[[ ({va} vs {vb})]]",
       "Ranks loaded different NCCL libraries (a different torch/NCCL/container on some nodes); NCCL refuses to "
       "build the communicator.", VERSIONS_FIX, "gpu.versions", 0,
       "node1:1234:1290 [0] init.cc:1043 NCCL WARN Mismatched NCCL version detected : rank 8 version 22105 rank 0 version 21903",
       "NCCL src/init.cc (initTransportsRank) and src/ras/ras.cc format strings"),
+    S("nccl.library_too_old", "version_drift", "cause", (b"This application was compiled with NCCL version",
+                                                         b"compiled with too old version of NCCL"),
+      r"(?:NCCL library is too old|NCCL library is not backwards compatible|The application was compiled with too old "
+      r"version of NCCL)\. (?:This application|It) was compiled with NCCL version (?P<va>\S+?),? but is running with NCCL "
+      r"(?:library )?version (?P<vb>[\d.]+)",
+      "The program was built for NCCL {va} but loads NCCL {vb}",
+      "The NCCL library found at run time (LD_LIBRARY_PATH, a pip nvidia-nccl wheel, the system's libnccl) is not the "
+      "one the program (torch) was built against, and NCCL refuses the mismatch.",
+      "python -c 'import torch; print(torch.__version__, torch.cuda.nccl.version())'    # the NCCL torch loads\n"
+      "pip list 2>/dev/null | grep -i nccl; ldconfig -p | grep libnccl; echo \"$LD_LIBRARY_PATH\"\n" + VERSIONS_FIX,
+      "gpu.versions", 0,
+      "gpu-a:4101:4101 [0] dev_runtime.cc:1428 NCCL WARN NCCL library is too old. This application was compiled with NCCL "
+      "version 2.30.7, but is running with NCCL library version 2.27.3.",
+      "NCCL 2.30.7 src/dev_runtime.cc:1428 (format string)"),
     S("torch.driver_too_old", "version_drift", "cause", (b"driver on your system is too old",),
       r"NVIDIA driver on your system is too old(?: \(found version (?P<found>\d+)\))?",
       "The NVIDIA driver is too old for this build[[ (the driver supports CUDA {found})]]",
@@ -792,6 +806,20 @@ SIGNATURES: tuple[Signature, ...] = (
       "dist.allreduce", 1,
       "z-pc:909608:910337 [0] transport/p2p.cc:238 NCCL WARN failed to open CUDA IPC handle : 217 peer access is not supported between these two devices",
       "https://github.com/ray-project/ray_lightning/issues/24 (NCCL src/transport/p2p.cc)"),
+    S("nccl.p2p_disabled_nvlink", "nccl_transport", "cause", (b"P2P is disabled between NVLINK connected GPUs",),
+      r"P2P is disabled between NVLINK connected GPUs (?P<gpu_a>\d+) and (?P<gpu_b>\d+)",
+      "P2P is off between NVLink-connected GPUs {gpu_a} and {gpu_b}",
+      "The GPUs are NVLink-connected but the driver reports no peer-to-peer access between them: on NVSwitch systems "
+      "(HGX/DGX) Fabric Manager not running or not matching the driver, otherwise NVLink links that are down, or "
+      "a hardware fault. NCCL refuses to go on rather than run slowly over PCIe.",
+      "nvidia-smi nvlink -s; nvidia-smi topo -p2p r\n"
+      "systemctl status nvidia-fabricmanager --no-pager    # NVSwitch systems: it must run, at the driver's version\n"
+      "dsv3-preflight run --only gpu.fabric_manager,gpu.nvlink",
+      "gpu.nvlink", 1,
+      "gpu-a:4101:4190 [0] graph/paths.cc:325 NCCL WARN P2P is disabled between NVLINK connected GPUs 1 and 0. This "
+      "should not be the case given their connectivity, and is probably due to a hardware issue. If you still want to "
+      "proceed, you can set NCCL_IGNORE_DISABLED_P2P=1.",
+      "NCCL 2.21.5 src/graph/paths.cc:325 (format string)"),
     S("nccl.ib_warning", "nccl_transport", "cause", (b"NCCL WARN NET/IB", b"NCCL WARN NET/IBext"),
       r"NCCL WARN NET/IB\w* ?: (?P<what>.+)",
       "NCCL InfiniBand/RoCE warning: {what}",
@@ -818,6 +846,17 @@ SIGNATURES: tuple[Signature, ...] = (
       "aws-ofi-nccl src/nccl_ofi_net.c"),
 
     # ======================================================================== gpu_oom
+    S("nccl.cuda_alloc_failed", "gpu_oom", "cause", (b"Failed to CUDA malloc", b"Failed to CUDA calloc"),
+      r"Failed to CUDA (?:malloc|calloc)(?: async)? (?P<bytes>\d+) bytes",
+      "NCCL could not allocate {bytes} bytes of GPU memory",
+      "NCCL's buffers did not fit in what the GPU had left: the model, activations or another process took the "
+      "memory before NCCL initialised (or grew its channels).",
+      "nvidia-smi --query-compute-apps=pid,used_memory --format=csv    # nothing else may hold the GPUs\n"
+      "dsv3-preflight run --only gpu.inventory\n"
+      "# create the process group (and run one collective) before loading the model, or lower the memory per rank",
+      "gpu.inventory", 1,
+      "gpu-a:4101:4190 [0] include/alloc.h:186 NCCL WARN Failed to CUDA calloc 6291456 bytes",
+      "NCCL 2.21.5 src/include/alloc.h:186 (format string)"),
     S("cuda.out_of_memory", "gpu_oom", "cause", (b"out of memory", b"OutOfMemoryError", b"MemoryAllocation", b"OUT_OF_MEMORY",
                                                b"CUBLAS_STATUS_ALLOC_FAILED", b"No available memory for the cache blocks",
                                                b"maximum number of tokens that can be stored in KV cache"),
