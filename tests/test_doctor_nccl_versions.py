@@ -102,3 +102,27 @@ def test_versions_transport_and_memory_messages_of_current_nccl(tmp_path, where,
     log.write_text(line + "\n")
     doc = triage([str(log)])
     assert (doc["exit_code"], doc["cause_class"], doc["findings"][0]["id"]) == (1, cls, sig), (where, doc["summary"])
+
+
+# Gloo (torch's CPU backend and the one vLLM and DeepSpeed use for CPU groups), github.com/pytorch/gloo at 70dc360:
+# its GLOO_ERROR_MSG prefixes "[file:line] "; torch raises it as a RuntimeError
+G = "RuntimeError: [../third_party/gloo/gloo/transport/tcp/"
+GLOO = [
+    ("pair.h:311", f"{G}pair.h:311] Connect timeout [10.0.0.2]:24310", "nic_iface", "gloo.connect_refused"),
+    ("pair.cc:523", f"{G}pair.cc:523] Read timeout [10.0.0.2]:24310", "nccl_hang", "gloo.recv_timeout"),
+    ("pair.cc:314", f"{G}pair.cc:314] Write timeout [10.0.0.2]:24310", "nccl_hang", "gloo.recv_timeout"),
+    ("pair.cc:201", f"{G}pair.cc:201] Socket unexpectedly closed [10.0.0.2]:24310", None, "net.connection_closed"),
+]
+
+
+@pytest.mark.parametrize("where,line,cls,sig", GLOO, ids=[c[3] + ":" + c[0] for c in GLOO])
+def test_gloo_transport_messages(tmp_path, where, line, cls, sig):
+    log = tmp_path / "rank0.log"
+    log.write_text(line + "\n")
+    doc = triage([str(log)])
+    top = doc["findings"][0]
+    assert top["id"] == sig, (where, doc["summary"])
+    if cls is None:   # a consequence that names no cause: the failure is "not recognised" unless something else is
+        assert (doc["exit_code"], top["role"], doc["cause_recognised"]) == (1, "consequence", False)
+    else:
+        assert (doc["exit_code"], doc["cause_class"]) == (1, cls)

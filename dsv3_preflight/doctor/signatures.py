@@ -617,8 +617,9 @@ SIGNATURES: tuple[Signature, ...] = (
       "docker/bridge interface), so its pairwise connections fail.", IFACE_FIX, "net.nic_route", 1,
       "[rank10]:[E130 18:11:34.707542570 ProcessGroupGloo.cpp:143] Gloo connectFullMesh failed with [../third_party/gloo/gloo/transport/tcp/pair.cc:144] no error",
       "https://github.com/sgl-project/sglang/issues/3226"),
-    S("gloo.connect_refused", "nic_iface", "cause", (b"pair.cc",),
-      r"pair\.cc:\d+\]\s*(?:connect \[(?P<addr>[^\]]+)\]:\d+: (?P<err>[^.\n]+)|timed out connecting: (?P<err2>.+))",
+    S("gloo.connect_refused", "nic_iface", "cause", (b"pair.cc", b"pair.h", b"Connect timeout ["),
+      r"pair\.(?:cc|h):\d+\]\s*(?:connect \[(?P<addr>[^\]]+)\]:\d+: (?P<err>[^.\n]+)|timed out connecting: (?P<err2>.+)"
+      r"|(?P<err3>Connect timeout) \[(?P<addr2>[^\]]+)\])",  # gloo transport/tcp/pair.h
       "Gloo cannot connect to a peer[[ at {addr}]][[ ({err})]]",
       "Gloo connects to the address each rank published, and that address is not reachable from here: the host name resolves "
       "to a loopback or container address, or the wrong interface was chosen.", IFACE_FIX, "net.nic_route", 1,
@@ -1265,8 +1266,9 @@ SIGNATURES: tuple[Signature, ...] = (
       ALLREDUCE_FIX, "dist.allreduce", 3,
       "[rank6]:[E ProcessGroupNCCL.cpp:537] Some NCCL operations have failed or timed out. Due to the asynchronous nature of CUDA kernels, subsequent GPU operations might run on corrupted/incomplete data.",
       "https://github.com/deepspeedai/DeepSpeed/issues/4781 (torch ProcessGroupNCCL.cpp)"),
-    S("gloo.recv_timeout", "nccl_hang", "symptom", (b"Timed out waiting",),
-      r"Timed out waiting (?P<ms>\d+)ms for (?:recv|send) operation to complete",
+    S("gloo.recv_timeout", "nccl_hang", "symptom", (b"Timed out waiting", b"Read timeout [", b"Write timeout ["),
+      r"Timed out waiting (?P<ms>\d+)ms for (?:recv|send) operation to complete"
+      r"|(?:Read|Write) timeout \[(?P<peer>[^\]]+)\]",  # gloo transport/tcp/pair.cc, buffer.cc
       "Gloo send/recv timed out",
       "A peer never sent its part of a collective: it crashed or is stuck (or ranks are desynchronised).",
       ALLREDUCE_FIX, "dist.allreduce", 3,
@@ -1282,9 +1284,10 @@ SIGNATURES: tuple[Signature, ...] = (
       "ncclRemoteError: A call failed possibly due to a network error or a remote process exiting prematurely.",
       "https://github.com/NVIDIA/nccl/issues/2076"),
     S("net.connection_closed", None, "symptom", (b"Connection closed by", b"Connection reset by peer", b"Broken pipe", b"Call to recv from",
-                                               b"Connection closed by peer", b"Call to send to"),
+                                               b"Connection closed by peer", b"Call to send to", b"Socket unexpectedly closed",
+                                               b"Socket closed ["),
       r"Connection closed by (?:remote )?peer ?(?P<peer>\S*?)\.?(?:\s|$)|Connection reset by peer|Broken pipe"
-      r"|Call to (?:recv from|send to) (?P<peer2>\S+) failed",
+      r"|Call to (?:recv from|send to) (?P<peer2>\S+) failed|Socket (?:unexpectedly )?closed (?P<peer3>\[[^\]]+\]:\d+)",
       "A connection to a peer was closed[[ ({peer})]]",
       "The peer's process went away (crash, OOM kill) or the connection was reset by the network.",
       ALLREDUCE_FIX, "dist.allreduce", 4,
