@@ -70,7 +70,8 @@ def render_text(diagnosis: dict) -> str:
             else:
                 out.append(f"   {f['root_cause']}")
             continue
-        out.append(f"   cause: {f['root_cause']}")
+        # a log that only stops (no error, no progress): the cause is suspected, not seen failing
+        out.append(f"   {'suspected cause' if d.get('stalled') else 'cause'}: {f['root_cause']}")
         if f.get("fix"):
             out.append("   fix:")
             out.append(_indent(f["fix"], "     "))

@@ -34,3 +34,12 @@ def test_render_of_unknown_and_healthy():
 
 def test_render_copes_with_a_minimal_document():
     assert render_text({"verdict": "unknown", "summary": "s"}).startswith("doctor: UNKNOWN — s")
+
+
+def test_a_log_that_only_stops_is_rendered_as_a_suspected_cause(tmp_path):
+    lines = [f"gpu-{h}:4101:4101 [0] NCCL INFO Bootstrap : Using lo:127.0.0.1<0>" for h in "ab"]
+    (tmp_path / "n.log").write_text("\n".join(lines) + "\n")
+    text = render_text(triage([str(tmp_path / "n.log")]))
+    assert text.startswith("doctor: FAILURE (exit 1) — suspected cause: NCCL selected interface lo (127.0.0.1): "
+                           "the log stops there")
+    assert "\n   suspected cause: NCCL uses lo," in text and "\n   cause:" not in text
