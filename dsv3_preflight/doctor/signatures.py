@@ -128,6 +128,11 @@ ALLREDUCE_FIX = "dsv3-preflight run --only dist.allreduce    # the data path bet
 SHM_FIX = ("df -h /dev/shm; ls /dev/shm | head\n"
            "# docker: run with --ipc=host or --shm-size=16g; Kubernetes: mount an emptyDir with medium: Memory at /dev/shm\n"
            "rm -f /dev/shm/nccl-*    # stale segments of dead runs (no job running)")
+RANK_DUP_FIX = ("export CUDA_DEVICE_ORDER=PCI_BUS_ID\n"
+                "# in the script, before init_process_group: torch.cuda.set_device(int(os.environ['LOCAL_RANK']))\n"
+                "dsv3-preflight run --only gpu.rank_mapping,gpu.rank_mapping_cluster")
+#: interface names other nodes cannot reach (loopback, docker, libvirt, veth, CNI and flannel bridges)
+UNREACHABLE_IFACE = r"lo|docker\d*|virbr\d*|veth\w*|cni\d*|flannel[\w.]*|br-\w+"
 DS_CONFIG_FIX = "dsv3-preflight run --only lora.deepspeed_config    # reads the DeepSpeed config the run uses"
 
 #: causes no preflight check can catch: the training script's own argument validation runs only when it starts
@@ -332,9 +337,7 @@ SIGNATURES: tuple[Signature, ...] = (
       "Duplicate GPU[[: rank {rank_a} and rank {rank_b} both on CUDA device {busid}]]",
       "Two ranks of one node opened the same GPU: LOCAL_RANK is not applied with torch.cuda.set_device, the script "
       "forces one device, CUDA_VISIBLE_DEVICES is narrowed per process, or more ranks are started than GPUs.",
-      "export CUDA_DEVICE_ORDER=PCI_BUS_ID\n"
-      "# in the script, before init_process_group: torch.cuda.set_device(int(os.environ['LOCAL_RANK']))\n"
-      "dsv3-preflight run --only gpu.rank_mapping,gpu.rank_mapping_cluster",
+      RANK_DUP_FIX,
       "gpu.rank_mapping", 1,
       "Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 4f000",
       "https://github.com/rulixiang/afa/issues/26 (NCCL src/init.cc)"),
@@ -343,9 +346,7 @@ SIGNATURES: tuple[Signature, ...] = (
       "Ranks {rank_a} and {rank_b} share the GPU with bus {busid}",
       "NCCL 2.30 found two ranks of one node on one GPU (the INFO line before its 'Multiple ranks detected using the "
       "same GPU' error; with NCCL_MULTI_RANK_GPU_ENABLE=1 it is allowed and the run goes on).",
-      "export CUDA_DEVICE_ORDER=PCI_BUS_ID\n"
-      "# in the script, before init_process_group: torch.cuda.set_device(int(os.environ['LOCAL_RANK']))\n"
-      "dsv3-preflight run --only gpu.rank_mapping,gpu.rank_mapping_cluster",
+      RANK_DUP_FIX,
       "gpu.rank_mapping", 2,
       "gpu-a:4101:4190 [0] NCCL INFO Detected ranks 3 and 11 sharing GPU with bus 53000 on this node",
       "NCCL 2.30.3 src/graph/topo.cc ncclCheckMultiRank (format string)"),
@@ -731,7 +732,7 @@ SIGNATURES: tuple[Signature, ...] = (
       "https://github.com/deepinsight/insightface/issues/1444 (NCCL ncclSystemError; torch ProcessGroupNCCL.cpp)"),
     S("nccl.bad_interface_selected", "nic_iface", "suspect", (b"Using lo", b"]lo:", b"Using docker", b"]docker", b"virbr", b"veth",
                                                              b"Using interface lo:", b"]cni", b"flannel", b"Using br-", b"]br-"),
-      r"(?:Bootstrap|NET/Socket|NET) ?: Using (?:interface )?(?:\[\d+\])?(?P<iface>lo|docker\d*|virbr\d*|veth\w*|cni\d*|flannel[\w.]*|br-\w+):(?P<addr>\S+?)<",
+      r"(?:Bootstrap|NET/Socket|NET) ?: Using (?:interface )?(?:\[\d+\])?(?P<iface>" + UNREACHABLE_IFACE + r"):(?P<addr>\S+?)<",
       "NCCL selected interface {iface} ({addr})",
       "NCCL uses {iface}, which other nodes cannot reach (loopback, docker or bridge interfaces hold the same "
       "addresses on every node): multi-node init hangs or times out.", IFACE_FIX, "net.nic_route", 2,
@@ -751,7 +752,7 @@ SIGNATURES: tuple[Signature, ...] = (
     # a suspect interface listed after a routable first one: NCCL's socket transport may use it too, but runs like this
     # also work (round 4's development part has one), so it never explains a log that just stops
     S("nccl.bad_interface_listed", "nic_iface", "suspect", (b"]lo:", b"]docker", b"virbr", b"veth", b"]cni", b"flannel", b"]br-"),
-      r"(?:Bootstrap|NET/Socket) ?: Using .*\[\d+\](?P<iface>lo|docker\d*|virbr\d*|veth\w*|cni\d*|flannel[\w.]*|br-\w+):(?P<addr>\S+?)<",
+      r"(?:Bootstrap|NET/Socket) ?: Using .*\[\d+\](?P<iface>" + UNREACHABLE_IFACE + r"):(?P<addr>\S+?)<",
       "NCCL also lists interface {iface} ({addr})",
       "Besides its first interface NCCL lists {iface}, which other nodes cannot reach (loopback, docker or bridge "
       "interfaces hold the same addresses on every node); connections NCCL makes over it fail or hang. In a failed "
