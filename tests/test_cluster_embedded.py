@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -16,6 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
+from ports import free_port
 
 pytest.importorskip("ray")
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
@@ -32,9 +32,7 @@ def _env(ray_tmp: str) -> dict[str, str]:
     env.update({"RAY_TMPDIR": ray_tmp, "RAY_DISABLE_USAGE_STATS": "1", "HOME": home})
     # a free MASTER_PORT of its own: these runs use this host's namespace, where another test (on the other
     # xdist worker) may hold the default 39500 at that moment, and net.port_free would rightly say so
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        env["MASTER_PORT"] = str(s.getsockname()[1])
+    env["MASTER_PORT"] = str(free_port())
     return env
 
 
