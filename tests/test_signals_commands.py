@@ -256,7 +256,11 @@ def test_sigterm_during_the_gang_probe_stops_ray_and_the_ranks(command):
     pytest.importorskip("ray")
     cmd = command(*ALL_NODES, ray=True)
     proc = cmd.start()
-    _wait_for(lambda: _answers(cmd.port), 120, "the gang's store answered on MASTER_PORT", proc)
+    # the gang's work dir (made before its ranks start, kept until they end) rather than its store alone: the store
+    # answers only between the ranks' torch import and their exit, and a warm machine ran the whole one-node gang
+    # in 1.2 s without this poll seeing it (fresh-clone CI: the command exited 0 first)
+    gang_dir = _collective_dir(cmd)
+    _wait_for(lambda: gang_dir() or _answers(cmd.port), 120, "the gang's work dir appeared or its store answered", proc)
     _stopped_cleanly(cmd, "SIGTERM", stop_within=45)
 
 
