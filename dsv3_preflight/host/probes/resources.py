@@ -47,32 +47,68 @@ def _port_range(text: str | None) -> tuple[int, int] | None:
     return (lo, hi) if 0 < lo <= hi <= 65535 else None
 
 
+def _is_this_run(pid: int, me: int) -> bool | None:
+    """Whether ``pid`` is this process or one of its descendants; None when it has ended.
+
+    A child a probe starts holds a copy of every descriptor of this process from its fork until its exec (or
+    for its life, when handed one on purpose), so for that moment it holds port_bind's test listener too; and
+    psutil names the *last* process it finds holding a socket, the child. Seen in CI: two runs at once, one
+    failed on "port 27094 is held by pid 20695 (python -c import ctypes…)": its own CUDA probe's child."""
+    import psutil
+
+    if pid == me:
+        return True
+    try:
+        return any(parent.pid == me for parent in psutil.Process(pid).parents())
+    except psutil.NoSuchProcess:
+        return None
+    except psutil.Error:
+        return False
+
+
+#: how many times port_holders looks again when a holder it found ended before it could be named
+HOLDER_RESCANS = 3
+
+
 @probe("port_holders", needs=["profile", "env"], timeout=10, claims=["master_port"])
 def port_holders(profile, env) -> dict[str, Any]:
-    """Sockets of this host bound to the rendezvous port or inside NCCL_PORT_RANGE, with their processes."""
+    """Sockets of this host bound to the rendezvous port or inside NCCL_PORT_RANGE, with their processes.
+
+    This run's own sockets are left out, also where a child of this run holds them (see :func:`_is_this_run`).
+    When a holder ends between the socket table and its process lookup, the table is read again (at most
+    ``HOLDER_RESCANS`` times): a socket outliving the process named for it is held by another process."""
     import psutil
 
     port = profile.master_port
     nccl_range = _port_range(env.get("NCCL_PORT_RANGE"))
-    holders = []
     me = os.getpid()
-    for conn in psutil.net_connections(kind="inet"):
-        if not conn.laddr or conn.pid == me:
-            continue  # this process's own sockets (port_bind's test listener) are not a leftover
-        lport = conn.laddr.port
-        in_range = nccl_range is not None and nccl_range[0] <= lport <= nccl_range[1]
-        if lport != port and not in_range:
-            continue
-        if conn.status not in (psutil.CONN_LISTEN, psutil.CONN_NONE) and not (lport == port and conn.status == psutil.CONN_ESTABLISHED):
-            continue  # outgoing connections that merely use a local port do not hold it for binding
-        entry = {
-            "port": lport,
-            "address": conn.laddr.ip,
-            "status": conn.status,
-            "type": "tcp" if conn.type == 1 else "udp",
-            "process": process_info(conn.pid) if conn.pid else None,
-        }
-        holders.append(entry)
+    for attempt in range(HOLDER_RESCANS + 1):
+        holders, vanished = [], False
+        for conn in psutil.net_connections(kind="inet"):
+            if not conn.laddr:
+                continue
+            lport = conn.laddr.port
+            in_range = nccl_range is not None and nccl_range[0] <= lport <= nccl_range[1]
+            if lport != port and not in_range:
+                continue
+            if conn.status not in (psutil.CONN_LISTEN, psutil.CONN_NONE) and not (lport == port and conn.status == psutil.CONN_ESTABLISHED):
+                continue  # outgoing connections that merely use a local port do not hold it for binding
+            if conn.pid:
+                ours = _is_this_run(conn.pid, me)
+                if ours:
+                    continue  # this run's own sockets (port_bind's test listener) are not a leftover
+                if ours is None:
+                    vanished = True
+            holders.append({
+                "port": lport,
+                "address": conn.laddr.ip,
+                "status": conn.status,
+                "type": "tcp" if conn.type == 1 else "udp",
+                "process": process_info(conn.pid) if conn.pid else None,
+            })
+        if not vanished or attempt == HOLDER_RESCANS:
+            break
+        time.sleep(0.05)
     return {"port": port, "nccl_port_range": list(nccl_range) if nccl_range else None,
             "nccl_port_range_raw": env.get("NCCL_PORT_RANGE"), "holders": holders}
 
@@ -97,6 +133,9 @@ def gpu_holders() -> dict[str, Any]:
                         holders.setdefault(int(proc_dir.name), set()).add(target)
             except OSError:
                 continue
+        # this run's descendants are not holders (its CUDA probe's child opens the device files), nor a process
+        # that ended since
+        holders = {pid: devs for pid, devs in holders.items() if _is_this_run(pid, me) is False}
     return {
         "device_files": devices,
         "holders": [dict(process_info(pid), devices=sorted(devs)) for pid, devs in sorted(holders.items())],
