@@ -198,9 +198,35 @@ def test_a_bridge_listed_after_a_routable_first_interface_is_a_warning_in_a_log_
     assert (doc["exit_code"], doc["stalled"]) == (5, False)
     assert [w["id"] for w in doc["warnings"]] == ["nccl.bad_interface_listed"]
     log.write_text("\n".join(lines + ["gpu-b:5359:5401 [0] misc/socket.cc:538 NCCL WARN Net : Connection closed by "
-                                      "remote peer 172.17.0.1<50322>", "RuntimeError: something nobody knows"]) + "\n")
+                                      "remote peer 10.0.0.1<50322>", "RuntimeError: something nobody knows"]) + "\n")
     doc = triage([str(log)])
     assert (doc["exit_code"], doc["cause_class"], doc["findings"][0]["id"]) == (1, "nic_iface", "nccl.bad_interface_listed")
+
+
+def test_a_socket_failure_toward_a_container_bridge_address_is_the_cause_between_nodes_only(tmp_path):
+    # xgboost#7982 (round 4, development part): NCCL on two EC2 nodes failed reading from 172.18.0.1, a docker
+    # user-defined bridge's gateway; the first error NCCL printed was a proxy line nobody knows
+    failing = ["gpu-b:28056:39685 [0] proxy.cc:1040 NCCL WARN [Proxy Service 3] Failed to execute operation Connect "
+               "from rank 3, retcode 2",
+               "gpu-b:28056:39685 [0] misc/socket.cc:503 NCCL WARN Net : Call to recv from {peer}<34483> failed : Broken pipe"]
+    log = tmp_path / "n.log"
+    for peer in ("172.18.0.1", "172.17.0.3", "172.30.0.1"):
+        log.write_text("\n".join(failing).format(peer=peer) + "\n")
+        doc = triage([str(log)])
+        assert (doc["exit_code"], doc["cause_class"], doc["findings"][0]["id"]) == (1, "nic_iface", "nccl.bridge_peer"), peer
+        assert f"A connection to {peer} failed" in doc["findings"][0]["title"] and "--network=host" in doc["findings"][0]["fix"]
+    # AWS's default VPC is 172.31.0.0/16 and a corporate 172.18.5.0/24 is not a bridge gateway: only a closed connection
+    for peer in ("172.31.0.137", "172.18.5.20", "10.0.0.2"):
+        log.write_text("\n".join(failing).format(peer=peer) + "\n")
+        doc = triage([str(log)])
+        assert (doc["exit_code"], doc["cause_class"]) == (1, "unrecognised"), peer
+        assert "nccl.bridge_peer" not in [f["id"] for f in doc["findings"]]
+    # NCCL's own lines show one host with both ranks' GPUs: containers on one host do talk over a bridge
+    one_node = _init_lines("gpu-a", 0, "eth0", "172.17.0.2", 2, 0) + _init_lines("gpu-a", 1, "eth0", "172.17.0.2", 2, 1)
+    log.write_text("\n".join(one_node + failing).format(peer="172.17.0.3") + "\n")
+    doc = triage([str(log)])
+    assert (doc["exit_code"], doc["cause_class"]) == (1, "unrecognised")
+    assert "nccl.bridge_peer" not in [f["id"] for f in doc["findings"]]
 
 
 def test_one_gpu_per_process_on_one_host_is_still_a_one_node_job(tmp_path):

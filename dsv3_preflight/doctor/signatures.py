@@ -35,6 +35,8 @@ Fields:
   no sign of progress, a suspect with ``stall`` is named as the suspected cause of the hang (exit 1) instead of
   "no progress" (exit 5). ``"any"``: always (the rendezvous server waiting for workers); ``"multi_node"``: unless
   NCCL's own lines show a one-node job (loopback or a container bridge is right on one node).
+- ``multi_node_only``: a cause that holds only between nodes (a peer on a container bridge): left out where
+  NCCL's own lines show a one-node job, like a ``stall="multi_node"`` suspect.
 
 Table order matters: on one line the first matching signature wins, so specific entries precede general ones.
 """
@@ -80,6 +82,7 @@ class Signature:
     requires: str | None = None
     transient: bool = False
     stall: str | None = None
+    multi_node_only: bool = False
     regex: Pattern[str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -636,6 +639,23 @@ SIGNATURES: tuple[Signature, ...] = (
       "to a (local) address. Using the loopback address as fallback. Manually set the network interface to bind to with** "
       "GLOO_SOCKET_IFNAME. (function operator())",
       "https://github.com/vllm-project/vllm/issues/7074 (torch ProcessGroupGloo.cpp)", stall="multi_node"),
+    # a socket failure whose peer is an address Docker gives its bridges: a rank published its container's bridge
+    # address. Docker's default bridge is 172.17.0.0/16 and its user-defined networks take 172.18-172.31.0.0/16 in
+    # turn; 172.31 is left out (AWS's default VPC, where 172.31.0.x are real hosts)
+    S("nccl.bridge_peer", "nic_iface", "cause", (b"172.1", b"172.2", b"172.30."),
+      r"(?:Call to (?:recv from|send to|connect to)|[Cc]onnect(?:ion)? to|Connection closed by (?:remote )?peer|connect\(\) to)"
+      r" (?P<addr>172\.(?:1[7-9]|2\d|30)\.0\.\d{1,3})(?=[<:\]\s,.)]|$)",
+      "A connection to {addr} failed, an address of a container bridge",
+      "{addr} lies in the networks Docker gives its bridges (172.17.0.0/16 for the default bridge, 172.18-172.30 for "
+      "user-defined ones): every host has its own such network, so a rank published its container's bridge address "
+      "and ranks on other nodes reach no one, or the wrong host, there. The containers of a multi-node job need the "
+      "host's network (docker run --network=host, hostNetwork: true in Kubernetes), and NCCL/Gloo the interface "
+      "toward MASTER_ADDR.",
+      "# run the job's containers with the host's network: docker run --network=host ... (Kubernetes: hostNetwork: true)\n"
+      + IFACE_FIX, "net.nic_route", 1,
+      "ip-172-31-12-104:28056:39685 [0] misc/socket.cc:503 NCCL WARN Net : Call to recv from 172.18.0.1<34483> failed : Broken pipe",
+      "https://github.com/dmlc/xgboost/issues/7982 (NCCL src/misc/socket.cc); Docker's address pools: "
+      "https://docs.docker.com/engine/network/ (default-address-pools 172.17-172.31, then 192.168)", multi_node_only=True),
     S("nccl.socket_connect_failed", "nic_iface", "cause", (b"Connect to ", b"Call to connect", b"connect() to ", b"socketStartConnect",
                                                           b"connect to ", b"PollConnect"),
       r"(?:socketStartConnect|socketPollConnect|socketFinalizeConnect)?:? ?Connect to (?P<peer>\S+) failed ?: (?P<err>.+)"

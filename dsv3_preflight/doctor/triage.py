@@ -421,7 +421,7 @@ class Triage:
                     ev.node = self.summary_hosts[ev.rank]
         errors_present = self.error_count > 0
         if self.facts.one_node():   # loopback or a container bridge is the right interface for a one-node job
-            found = [f for f in found if f.sig.stall != "multi_node"]
+            found = [f for f in found if f.sig.stall != "multi_node" and not f.sig.multi_node_only]
         kind = {f.sig.id: ("suspect" if f.sig.transient and self._resolved(f) else f.sig.kind) for f in found}
         failing = errors_present or any(kind[f.sig.id] in ("cause", "symptom") for f in found)
         # a log that stops with no error and no progress where a suspect that explains a hang was seen: that suspect
