@@ -158,6 +158,15 @@ SIGNATURES: tuple[Signature, ...] = (
       "NCCL found no network plugin and uses its own transports (normal without one installed)",
       example="node1:97:97 [0] NCCL WARN NET/Plugin : Plugin load (libnccl-net.so) returned 2 : libnccl-net.so: cannot open shared object file: No such file or directory",
       source="NCCL src/plugin/net.cc (older versions print it at WARN)"),
+    # NCCL goes on after each of these (CollNet falls back to the network; CUDA replaces NVML; ncclCudaLibraryInit's
+    # result is ignored in init.cc): NCCL 2.6-2.17 printed them at WARN
+    S("nccl.fallback_warn", None, "benign", (b"Cannot initialize CollNet", b"CollNet currently only supports",
+                                             b"No NVML, trying to use CUDA", b"Failed to find CUDA library"),
+      r"Cannot initialize CollNet, using \S+ instead|CollNet currently only supports up to \d+ GPUs per node"
+      r"|No NVML, trying to use CUDA instead|Failed to find CUDA library",
+      "NCCL fell back to another path (CollNet, NVML or libcuda missing): not an error",
+      example="gpu-node07:24817:24901 [3] misc/cudawrap.cc:90 NCCL WARN Failed to find CUDA library in  (NCCL_CUDA_PATH=)",
+      source="NCCL 2.6-2.17 src/init.cc, src/graph/xml.cc, src/misc/cudawrap.cc (format strings)"),
     S("text.not_an_error", None, "benign", (b"This is not an error", b"This is not an error"),
       r"This is not an error", "a library says the line is not an error",
       example="UserWarning: Grad strides do not match bucket view strides. This may indicate grad was not created "
@@ -234,8 +243,9 @@ SIGNATURES: tuple[Signature, ...] = (
       "node23:12098:12141 [2] transport/nvls.cc:244 NCCL WARN Cuda failure 1 'invalid argument'",
       "https://github.com/NVIDIA/nccl/issues/1488 (NCCL src/transport/nvls.cc)"),
     S("cuda.no_driver", "cuda_fabric", "cause", (b"Found no NVIDIA driver", b"NVIDIA driver is not loaded", b"driver initialization failed",
-                                               b"NVIDIA-SMI has failed because it couldn't communicate"),
-      r"Found no NVIDIA driver on your system|CUDA driver initialization failed|NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver",
+                                               b"NVIDIA-SMI has failed because it couldn't communicate", b"failed: Driver Not Loaded"),
+      r"Found no NVIDIA driver on your system|CUDA driver initialization failed|NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver"
+      r"|nvmlInit\w*\(\) failed: Driver Not Loaded",  # NCCL <= 2.17 misc/nvmlwrap.cc
       "No usable NVIDIA driver",
       "The kernel driver is not loaded (or not visible in the container): CUDA cannot initialise.",
       "nvidia-smi; lsmod | grep nvidia; dmesg | grep -i nvrm | tail\n"
@@ -267,6 +277,15 @@ SIGNATURES: tuple[Signature, ...] = (
       "gpu-a:4101:4101 [0] dev_runtime.cc:1428 NCCL WARN NCCL library is too old. This application was compiled with NCCL "
       "version 2.30.7, but is running with NCCL library version 2.27.3.",
       "NCCL 2.30.7 src/dev_runtime.cc:1428 (format string)"),
+    S("nccl.cuda_graph_unsupported", "version_drift", "cause", (b"minimum version (R465)", b"for CUDA graph feature"),
+      r"installed CUDA driver is older than the minimum version \(R465\)|NCCL does not support this CUDA version for CUDA graph feature",
+      "NCCL's CUDA-graph support needs a newer driver or CUDA build",
+      "The program captures NCCL calls in a CUDA graph, which NCCL supports only with driver R465+ (CUDA 11.3) and an "
+      "NCCL built with CUDA 11.3+: the driver or the CUDA build is older.",
+      VERSIONS_FIX, "gpu.versions", 0,
+      "gpu-node07:24817:24901 [3] misc/strongstream.cc:27 NCCL WARN The installed CUDA driver is older than the minimum "
+      "version (R465) required for NCCL's CUDA Graphs support",
+      "NCCL 2.9-2.14 src/misc/strongstream.cc, src/enqueue.cc (format strings)"),
     S("torch.driver_too_old", "version_drift", "cause", (b"driver on your system is too old",),
       r"NVIDIA driver on your system is too old(?: \(found version (?P<found>\d+)\))?",
       "The NVIDIA driver is too old for this build[[ (the driver supports CUDA {found})]]",
@@ -375,9 +394,10 @@ SIGNATURES: tuple[Signature, ...] = (
       "cudaGetErrorString(46)"),
 
     # ======================================================================== port_rendezvous
-    S("c10d.address_in_use", "port_rendezvous", "cause", (b"Address already in use", b"EADDRINUSE", b"errno: 98"),
+    S("c10d.address_in_use", "port_rendezvous", "cause", (b"Address already in use", b"EADDRINUSE", b"errno: 98", b"already in use"),
       r"(?:bind to|listen on) \S*?:(?P<port>\d+) \(errno: 98 - Address already in use\)"
-      r"|port: (?P<port2>\d+), useIpv6: \w+, code: -98, name: EADDRINUSE|Address already in use|EADDRINUSE",
+      r"|port: (?P<port2>\d+), useIpv6: \w+, code: -98, name: EADDRINUSE|Address already in use|EADDRINUSE"
+      r"|on \S+, port: (?P<port3>\d+) already in use",  # torch/distributed/elastic/utils/distributed.py
       "Rendezvous port[[ {port}]] already in use",
       "The port[[ {port}]] on the master is still held, usually by a leftover torchrun/python of an earlier run or another "
       "job using the same MASTER_PORT on this machine.",
@@ -436,15 +456,37 @@ SIGNATURES: tuple[Signature, ...] = (
       "env.launch_vars", 1,
       "[W socket.cpp:601] [c10d] The IPv6 network addresses of (user, 53821) cannot be retrieved (gai error: -3 - Temporary failure in name resolution).",
       "https://github.com/nyu-systems/Grendel-GS/issues/9 (glibc gai_strerror; torch 1.x TCPStore 'host not found')"),
+    S("c10d.desync_report_failed", None, "symptom", (b"TORCH_NCCL_DESYNC_DEBUG report", b"NCCL_DESYNC_DEBUG report"),
+      r"Failed to re?t?rieve (?:TORCH_)?NCCL_DESYNC_DEBUG report",
+      "torch could not collect its desync report",
+      "While handling a collective timeout, the desync debugger could not read the other ranks' state from the store "
+      "(it went away with them): the timeout is the failure.", ALLREDUCE_FIX, "dist.allreduce", 4,
+      "[rank0]:[E1021 10:00:00.000000000 ProcessGroupNCCL.cpp:2241] Rank 0 Failed to retrieve TORCH_NCCL_DESYNC_DEBUG report.  "
+      "Please file an issue. Error: Socket Timeout",
+      "torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp (DesyncDebugger::run)"),
+    # torch 2.4+ TCPStore client: a connect attempt that it retries (workers often start before the master listens);
+    # the terminal form ends "- timed out" and is c10d.store_timeout
+    S("c10d.store_connect_retry", "port_rendezvous", "cause", (b"failed to connect/validate",),
+      r"TCP client failed to connect/validate to host (?P<host>\S+?):(?P<port>\d+) - retrying",
+      "The rendezvous store {host}:{port} did not answer yet (torch retries)",
+      "This node tried to reach the rendezvous store (MASTER_ADDR:MASTER_PORT) and retries: harmless while the master "
+      "starts; the cause of the failure when nothing follows (the master never started, the address or port is "
+      "wrong, or a firewall drops the packets).", STORE_FIX, "net.port_reach", 1,
+      "[W1021 10:00:00.123 TCPStore.cpp:358] [c10d] TCP client failed to connect/validate to host node1:29500 - retrying "
+      "(try=0, timeout=1800000ms, delay=1496ms): Connection refused",
+      "torch/csrc/distributed/c10d/TCPStore.cpp (TCPClient::connect, torch 2.4+)", transient=True,
+      consequence_of=("c10d.numeric_hostname", "c10d.address_in_use", "net.name_resolution")),
     S("c10d.store_timeout", "port_rendezvous", "cause", (b"client socket has timed out", b"failed to connect/validate",
                                                         b"connect() timed out", b"Socket Timeout", b"waiting for clients",
                                                         b"store based barrier", b"wait timeout after", b"RendezvousTimeoutError",
-                                                        b"waiting for workers", b"clients joined", b"workers joined", b"Wait timeout"),
+                                                        b"waiting for workers", b"clients joined", b"workers joined", b"Wait timeout",
+                                                        b"members to join"),
       r"client socket has timed out after (?P<after>\S+) while trying to connect to \(?(?P<host>[^,\s)]+)(?:, |:)(?P<port>\d+)"
       r"|TCP client failed to connect/validate to host (?P<host2>\S+?):(?P<port2>\d+)|connect\(\) timed out"
       r"|Socket Timeout|Timed out after \d+ seconds waiting for (?:clients|workers)|Timed out initializing process group in store based barrier"
       r"|\d+/\d+ (?:clients|workers) joined|wait timeout after \d+ms, keys:|(?:DistStoreError|RuntimeError): Wait timeout\b"
-      r"|RendezvousTimeoutError",
+      r"|RendezvousTimeoutError"
+      r"|timed out waiting for all (?P<members>\d+) members to join",  # elastic/utils/distributed.py
       "Rendezvous store[[ {host}:{port}]] not reached in time",
       "This node could not reach the rendezvous store (MASTER_ADDR:MASTER_PORT) or not all ranks joined in time: "
       "the master is not started, the address or port is wrong, a firewall drops the packets, or a node never launched.",
@@ -455,9 +497,11 @@ SIGNATURES: tuple[Signature, ...] = (
       consequence_of=("c10d.numeric_hostname", "c10d.address_in_use", "net.name_resolution", "c10d.bind_failed",
                       "c10d.env_var_missing")),
     S("c10d.client_connect_failed", "port_rendezvous", "cause", (b"client socket has failed to connect",
-                                                                b"client socket cannot be initialized"),
+                                                                b"client socket cannot be initialized",
+                                                                b"RuntimeError: No route to host", b"RuntimeError: Network is unreachable"),
       r"client socket has failed to connect to (?P<target>\S+?)\.? \((?:errno|system error): (?P<errno>-?\d+) - (?P<err>[^)]*)\)"
-      r"|client socket has failed to connect to any network address|client socket cannot be initialized to connect to (?P<target2>\S+)",
+      r"|client socket has failed to connect to any network address|client socket cannot be initialized to connect to (?P<target2>\S+)"
+      r"|^\s*RuntimeError: (?P<err3>No route to host|Network is unreachable)\s*$",  # torch <= 1.9 torch/lib/c10d/Utils.cpp
       "Cannot connect to the rendezvous store[[ {target}]][[ ({err})]]",
       "The store address refused or dropped the connection: wrong MASTER_ADDR/PORT, the master is not listening yet, "
       "or a firewall.", STORE_FIX, "net.port_reach", 1,
@@ -471,6 +515,29 @@ SIGNATURES: tuple[Signature, ...] = (
       STORE_FIX, "net.port_reach", 2,
       "[W416 15:37:25.363094293 socket.cpp:933] [c10d] The server socket on [::ffff:36.xxx.xxx.13]:40613 has timed out, will retry.",
       "torch/csrc/distributed/c10d/socket.cpp", stall="any"),
+    S("elastic.rendezvous_teardown", None, "symptom", (b"has failed to shutdown the rendezvous", b"keep-alive heartbeat to the rendezvous",
+                                                       b"Error waiting on exit barrier", b"torchelastic/agent/terminal_state",
+                                                       b"RendezvousGracefulExitError"),
+      r"has failed to (?:shutdown the rendezvous|send a keep-alive heartbeat to the rendezvous)|Error waiting on exit barrier"
+      r"|waiting on barrier.*torchelastic/agent/terminal_state|RendezvousGracefulExitError",
+      "torchrun's agents could not close the rendezvous together",
+      "After its workers ended, an agent could not reach the rendezvous store to shut down or pass the exit barrier: "
+      "the node hosting the store (node rank 0) had already stopped, or another node's workers failed or hang. The "
+      "first failure is elsewhere.", "", None, 4,
+      "[2024-05-08 08:47:31,877] torch.distributed.elastic.rendezvous.dynamic_rendezvous: [WARNING] The node "
+      "'node1_1234_0' has failed to shutdown the rendezvous 'none' due to an error of type RendezvousConnectionError.",
+      "torch/distributed/elastic/rendezvous/dynamic_rendezvous.py (shutdown, _keep_alive); elastic/agent/server/api.py "
+      "(_exit_barrier)"),
+    S("elastic.rendezvous_state", "port_rendezvous", "cause", (b"RendezvousStateError", b"state object is corrupt"),
+      r"RendezvousStateError|The (?:rendezvous )?state (?:object )?is corrupt",
+      "torchrun's rendezvous state is corrupt",
+      "The state under the rendezvous key cannot be decoded: another job (or another torch version) uses the same "
+      "--rdzv-endpoint and --rdzv-id.",
+      "# give each job its own rendezvous: a unique --rdzv-id (and port) per job\n"
+      "torchrun --rdzv-id \"${JOB_ID:?a unique id for this job}\" --rdzv-endpoint \"${MASTER_ADDR:?head address}:${MASTER_PORT:-29500}\" \"${TRAIN_SCRIPT:?the training script and its arguments}\"\n"
+      "dsv3-preflight run --only net.port_free", "net.port_free", 2,
+      "torch.distributed.elastic.rendezvous.api.RendezvousStateError: The rendezvous state is corrupt. See inner exception for details.",
+      "torch/distributed/elastic/rendezvous/dynamic_rendezvous.py, c10d_rendezvous_backend.py"),
     S("elastic.rendezvous_connection", "port_rendezvous", "cause", (b"RendezvousConnectionError",),
       r"RendezvousConnectionError",
       "torchrun could not connect to the C10d rendezvous store",
@@ -488,8 +555,11 @@ SIGNATURES: tuple[Signature, ...] = (
       "dsv3-preflight run --only cluster.node_count    # every node up and launched together", "cluster.node_count", 3,
       "torch.distributed.elastic.rendezvous.api.RendezvousClosedError",
       "torch/distributed/elastic/rendezvous/dynamic_rendezvous.py (raise RendezvousClosedError)"),
-    S("c10d.store_closed", None, "symptom", (b"Connection was likely closed", b"got 0 bytes"),
-      r"got 0 bytes\. Connection was likely closed|Connection was likely closed",
+    S("c10d.store_closed", None, "symptom", (b"Connection was likely closed", b"got 0 bytes", b"recvValue",
+                                             b"DistNetworkError: Connection reset", b"DistNetworkError: Broken pipe"),
+      r"got 0 bytes\. Connection was likely closed|Connection was likely closed|[Ff]ailed to recv, got 0 bytes"
+      r"|recvValue(?:WithTimeout)? failed on SocketImpl.*(?:Connection reset by peer|Broken pipe)"
+      r"|DistNetworkError: (?:Connection reset by peer|Broken pipe)",
       "The rendezvous store closed the connection",
       "The process hosting the TCPStore (rank 0 / the master) went away: a consequence of its own failure.",
       STORE_FIX, "net.port_reach", 4,
@@ -532,13 +602,23 @@ SIGNATURES: tuple[Signature, ...] = (
       LAUNCH_FIX, "env.launch_vars", 1,
       "ValueError: Error initializing torch.distributed using env:// rendezvous: environment variable MASTER_ADDR expected, but not set",
       "torch/distributed/rendezvous.py (_env_error, _error); deepspeed/runtime/engine.py (LOCAL_RANK assertion)"),
-    S("c10d.store_error", "port_rendezvous", "cause", (b"DistStoreError", b"DistNetworkError", b"TCPStore"),
-      r"DistStoreError|DistNetworkError|TCPStore\S*.{0,60}(?:failed|timed out|Timeout)",
+    S("c10d.store_error", "port_rendezvous", "cause", (b"DistStoreError", b"DistNetworkError", b"TCPStore", b"Stop_waiting response"),
+      r"DistStoreError|DistNetworkError|TCPStore\S*.{0,60}(?:failed|timed out|Timeout)|Stop_waiting response is expected",
       "The rendezvous store (TCPStore) failed",
       "torch's rendezvous store could not be reached or did not answer in time (wrong MASTER_ADDR/PORT, the master "
       "not running, a firewall, or not all ranks joining).", STORE_FIX, "net.port_reach", 2,
       "torch.distributed.DistStoreError: Stop_waiting response is expected",
       "torch/csrc/distributed/c10d/TCPStore.cpp (DistStoreError, DistNetworkError)"),
+    S("nccl.comm_id_invalid", "port_rendezvous", "cause", (b"Invalid NCCL_COMM_ID", b"No valid <IPv4_or_hostname>"),
+      r"Invalid NCCL_COMM_ID|No valid <IPv4_or_hostname>:<port> pair found",
+      "NCCL_COMM_ID is not a valid address:port",
+      "NCCL_COMM_ID makes NCCL bootstrap through that address instead of the framework's store; NCCL cannot parse it.",
+      "echo \"NCCL_COMM_ID=${NCCL_COMM_ID-}\"    # <ipv4>:<port>, [<ipv6>]:<port> or <hostname>:<port>\n"
+      "unset NCCL_COMM_ID    # torch and DeepSpeed pass NCCL its id themselves\n"
+      "dsv3-preflight run --only cluster.env_consistency", "cluster.env_consistency", 1,
+      "gpu-node07:24817:24901 [3] bootstrap.cc:35 NCCL WARN Invalid NCCL_COMM_ID, please use format: <ipv4>:<port> or "
+      "[<ipv6>]:<port> or <hostname>:<port>",
+      "NCCL src/bootstrap.cc, src/misc/socket.cc (format strings, 2.4-2.30)"),
     S("launcher.ssh_unreachable", "port_rendezvous", "cause", (b"ssh: connect to host", b"ORTE was unable to reliably start",
                                                               b"Permission denied (publickey", b"not reachable via ssh",
                                                               b"ssh exited with exit code 255", b"Host key verification failed",
@@ -642,6 +722,32 @@ SIGNATURES: tuple[Signature, ...] = (
     # a socket failure whose peer is an address Docker gives its bridges: a rank published its container's bridge
     # address. Docker's default bridge is 172.17.0.0/16 and its user-defined networks take 172.18-172.31.0.0/16 in
     # turn; 172.31 is left out (AWS's default VPC, where 172.31.0.x are real hosts)
+    S("tensorpipe.hostname_loopback", "nic_iface", "suspect", (b"Failed to look up the IP address for the hostname",),
+      r"Failed to look up the IP address for the hostname \([^)]*\), defaulting to (?P<addr>127\.\S+)",
+      "torch RPC (TensorPipe) fell back to {addr}",
+      "This host's name does not resolve, so the TensorPipe RPC agent advertises the loopback address: other nodes "
+      "cannot connect to it.",
+      "export TP_SOCKET_IFNAME=${IFACE:?interface toward MASTER_ADDR, e.g. eth0}    # TensorPipe's interface\n" + IFACE_FIX,
+      "net.nic_route", 2,
+      "Jan 16 03:14:24 [W tensorpipe_agent.cpp:63] Failed to look up the IP address for the hostname (EAI_NONAME: "
+      "unknown node or service), defaulting to 127.0.0.1",
+      "https://github.com/pytorch/pytorch/issues/50700 (torch/csrc/distributed/rpc/tensorpipe_agent.cpp)", stall="multi_node"),
+    S("gloo.cannot_resolve_local", "nic_iface", "cause", (b"to a (local) address",),
+      r"Cannot resolve (?P<host>\S+) to a \(local\) address",
+      "Gloo cannot resolve {host} to an address of this host",
+      "The host name Gloo was given for its device does not resolve to an address of this machine.",
+      IFACE_FIX, "net.nic_route", 1,
+      "RuntimeError: Cannot resolve node1 to a (local) address",
+      "torch/csrc/distributed/c10d/ProcessGroupGloo.cpp (createDeviceForHostname)"),
+    S("nccl.ib_oob_interface", "nic_iface", "suspect", (b"; OOB lo", b"; OOB docker", b"; OOB virbr", b"; OOB veth", b"; OOB br-",
+                                                        b"; OOB cni", b"; OOB flannel"),
+      r"NET/IB ?: Using.*; OOB (?P<iface>" + UNREACHABLE_IFACE + r"):(?P<addr>\S+?)<",
+      "NCCL's InfiniBand transport exchanges its connection data over {iface} ({addr})",
+      "NET/IB sets up queue pairs through a socket on the out-of-band interface (NCCL_SOCKET_IFNAME's choice); on "
+      "{iface} other nodes cannot reach it, so inter-node connections hang or fail.",
+      IFACE_FIX, "net.nic_route", 2,
+      "gpu-node07:24817:24901 [3] NCCL INFO NET/IB : Using [0]mlx5_0:1/RoCE ; OOB docker0:172.17.0.1<0>",
+      "NCCL src/transport/net_ib.cc (\"NET/IB : Using%s ; OOB %s:%s\")", stall="multi_node"),
     S("nccl.bridge_peer", "nic_iface", "cause", (b"172.1", b"172.2", b"172.30."),
       r"(?:Call to (?:recv from|send to|connect to)|[Cc]onnect(?:ion)? to|Connection closed by (?:remote )?peer|connect\(\) to)"
       r" (?P<addr>172\.(?:1[7-9]|2\d|30)\.0\.\d{1,3})(?=[<:\]\s,.)]|$)",
@@ -783,11 +889,13 @@ SIGNATURES: tuple[Signature, ...] = (
 
     # ======================================================================== nccl_transport
     S("nccl.shm_no_space", "nccl_transport", "cause", (b"/dev/shm/nccl", b"posix_fallocate failed", b"shared memory segment",
-                                                      b"shmutils", b"nccl-shm"),
-      r"failed to extend (?P<path>/dev/shm/\S+) to (?P<size>\d+) bytes|Error while creating shared memory segment (?P<path2>\S+)"
-      r"|posix_fallocate failed ?: No space left on device|shmutils\.cc:\d+ NCCL WARN",
+                                                      b"shmutils", b"nccl-shm", b"Call to shm_open failed"),
+      r"failed to extend (?P<path>/dev/shm/\S+) to (?P<size>\d+) bytes|Error while (?:creating|attaching to) shared memory segment (?P<path2>\S+)"
+      r"|posix_fallocate failed ?: No space left on device|shmutils\.cc:\d+ NCCL WARN"
+      r"|(?:include/)?shm\.h:\d+ NCCL WARN Call to shm_open failed",  # NCCL <= 2.11 include/shm.h
       "NCCL could not allocate shared memory in /dev/shm",
-      "/dev/shm is too small for NCCL's intra-node buffers (docker's default is 64 MB) or full of stale segments.",
+      "/dev/shm is too small for NCCL's intra-node buffers (docker's default is 64 MB) or full of stale segments, or "
+      "ranks NCCL sees on one host do not share /dev/shm (containers without --ipc=host).",
       SHM_FIX, "host.resources", 1,
       "ubuntu:9621:9691 [6] misc/shmutils.cc:71 NCCL WARN Error: failed to extend /dev/shm/nccl-fjwOOB to 5967876 bytes",
       "https://github.com/NVIDIA/nccl-tests/issues/166 (NCCL src/misc/shmutils.cc)"),
@@ -806,9 +914,11 @@ SIGNATURES: tuple[Signature, ...] = (
       "with status=12 opcode=0 len=0 vendor err 129 (Recv)",
       "https://github.com/NVIDIA/nccl/issues/1405 (NCCL src/transport/net_ib.cc)"),
     S("nccl.ibv_call_failed", "nccl_transport", "cause", (b"Call to ibv_", b"ibv_modify_qp", b"ibv_create_qp", b"ibv_reg_mr",
-                                                         b"ibv_open_device", b"Got async event"),
+                                                         b"ibv_open_device", b"Got async event", b"ibv_post_"),
       r"Call to (?P<call>ibv_\w+) failed|(?P<call2>ibv_(?:modify_qp|create_qp|reg_mr|reg_dmabuf_mr|open_device|create_cq)) failed"
-      r"|NET/IB ?: Got async event ?: (?P<event>.+)",
+      r"|NET/IB ?: Got async event ?: (?P<event>.+)"
+      # the verbs queue is full (ENOMEM here is not host RAM); polling the completion queue failed
+      r"|(?P<call3>ibv_post_(?:send|recv))\(\) failed|Call to (?P<call4>ibv_poll_cq)\(\) returned",
       "InfiniBand/RoCE setup failed[[ ({call})]]",
       "The RDMA device refused a queue-pair or memory-registration call: port down, wrong GID index (RoCE), "
       "rail-only wiring with NCCL crossing NICs, or the memlock ulimit too low for ibv_reg_mr.",
@@ -819,7 +929,7 @@ SIGNATURES: tuple[Signature, ...] = (
       "https://github.com/NVIDIA/nccl/issues/622 (NCCL src/misc/ibvwrap.cc)"),
     S("nccl.p2p_failure", "nccl_transport", "cause", (b"peer access is not supported", b"CUDA IPC", b"cudaIpc", b"failed to peer with device",
                                                      b"PeerAccessUnsupported", b"P2P/IPC"),
-      r"peer access is not supported between these two devices|failed to open CUDA IPC handle|cudaIpc\w+ failed"
+      r"peer access is not supported between these two devices|failed to (?:open|get) CUDA IPC handle|cudaIpc\w+ failed"
       r"|failed to peer with device|cudaErrorPeerAccessUnsupported|P2P/IPC.*(?:fail|error)",
       "GPU peer-to-peer (P2P/IPC) access failed",
       "NCCL tried direct GPU-to-GPU access that this topology or virtualisation does not allow (PCIe ACS, IOMMU, "
@@ -828,6 +938,24 @@ SIGNATURES: tuple[Signature, ...] = (
       "dist.allreduce", 1,
       "z-pc:909608:910337 [0] transport/p2p.cc:238 NCCL WARN failed to open CUDA IPC handle : 217 peer access is not supported between these two devices",
       "https://github.com/ray-project/ray_lightning/issues/24 (NCCL src/transport/p2p.cc)"),
+    S("nccl.no_transport", "nccl_transport", "cause", (b"No transport found",),
+      r"No transport found(?: for rank (?P<rank_a>\d+)\[\w+\] -> rank (?P<rank_b>\d+))?",
+      "NCCL found no transport between two ranks[[ ({rank_a} -> {rank_b})]]",
+      "None of P2P, shared memory and the network accepted this pair of ranks: usually two ranks on one node with "
+      "NCCL_P2P_DISABLE and NCCL_SHM_DISABLE set while the network transport is not allowed within the node.",
+      "env | grep -E '^NCCL_(P2P|SHM|NET)_DISABLE|^NCCL_NET_DISABLE_INTRA'    # unset what disables every path\n" + ALLREDUCE_FIX,
+      "dist.allreduce", 1,
+      "gpu-node07:24817:24901 [3] transport.cc:38 NCCL WARN No transport found for rank 3[1a000] -> rank 11[1a000]",
+      "NCCL src/transport.cc (selectTransport, format strings 2.4-2.30)"),
+    S("nccl.net_not_found", "nccl_transport", "cause", (b"Error: network ",),
+      r"Error: network (?P<net>\S+) not found",
+      "NCCL_NET names network {net}, which this node does not have",
+      "NCCL_NET selects a network transport (IB, Socket or a plugin's) that is not loaded on this node: the plugin or "
+      "the InfiniBand libraries are missing here.",
+      "echo \"NCCL_NET=${NCCL_NET-}\"; ls /usr/lib/x86_64-linux-gnu/libibverbs.so* 2>/dev/null\n"
+      "unset NCCL_NET    # let NCCL choose, or install the plugin on every node\n" + VERSIONS_FIX, "gpu.versions", 1,
+      "gpu-node07:24817:24901 [3] net.cc:285 NCCL WARN Error: network IB not found.",
+      "NCCL src/net.cc (format string 2.10-2.30)"),
     S("nccl.p2p_disabled_nvlink", "nccl_transport", "cause", (b"P2P is disabled between NVLINK connected GPUs",),
       r"P2P is disabled between NVLINK connected GPUs (?P<gpu_a>\d+) and (?P<gpu_b>\d+)",
       "P2P is off between NVLink-connected GPUs {gpu_a} and {gpu_b}",
@@ -919,8 +1047,8 @@ SIGNATURES: tuple[Signature, ...] = (
       "host.resources", 1,
       "safetensors_rust.SafetensorError: Error while serializing: IoError(Os { code: 28, kind: StorageFull, message: \"No space left on device\" })",
       "https://github.com/hiyouga/LlamaFactory/issues/5155 (strerror(ENOSPC))"),
-    S("host.too_many_open_files", "host_resources", "cause", (b"Too many open files", b"EMFILE", b"[Errno 24]"),
-      r"Too many open files|EMFILE|\[Errno 24\]",
+    S("host.too_many_open_files", "host_resources", "cause", (b"Too many open files", b"EMFILE", b"[Errno 24]", b"get errno 2"),
+      r"Too many open files|EMFILE|\[Errno 24\]|socketTryAccept: get errno 2[34] ",  # NCCL 2.16-2.17
       "Too many open files (ulimit -n)",
       "The process hit its open-file limit (dataloader workers sharing tensors by file descriptor, many sockets).",
       "ulimit -n    # raise it: ulimit -n 1048576 (or LimitNOFILE= in the service / container)\n"
@@ -937,8 +1065,9 @@ SIGNATURES: tuple[Signature, ...] = (
       "RuntimeError: DataLoader worker (pid 56811) is killed by signal: Bus error. It is possible that dataloader's workers are out of shared memory. Please try to raise your shared memory limit.",
       "https://github.com/NVIDIA/Megatron-LM/issues/878 (torch/utils/data/_utils/signal_handling.py)"),
     S("host.cpu_memory", "host_resources", "cause", (b"can't allocate memory", b"bad_alloc", b"MemoryError", b"Cannot allocate memory",
-                                                    b"cannot allocate memory", b"[Errno 12]"),
-      r"DefaultCPUAllocator: can't allocate memory|std::bad_alloc|(?<!\w)MemoryError\b|[Cc]annot allocate memory|\[Errno 12\]",
+                                                    b"cannot allocate memory", b"[Errno 12]", b"malloc"),
+      r"DefaultCPUAllocator: can't allocate memory|std::bad_alloc|(?<!\w)MemoryError\b|[Cc]annot allocate memory|\[Errno 12\]"
+      r"|Failed to malloc \d+ bytes|malloc\(size=\d+\) returned null|malloc of \d+ bytes failed",  # NCCL include/alloc.h
       "Host memory allocation failed",
       "A rank could not allocate host RAM: CPU offload, checkpoint loading on every rank, or too many dataloader workers.",
       "free -g; dmesg -T | grep -i -E 'out of memory|killed process' | tail\n"
@@ -1247,10 +1376,13 @@ SIGNATURES: tuple[Signature, ...] = (
 
     # ======================================================================== nccl_hang
     S("nccl.mismatched_collective", "nccl_hang", "cause", (b"Mismatched collective", b"mismatch between collectives", b"message truncated",
-                                                          b"Message truncated", b"waiting for remainder of ranks"),
+                                                          b"Message truncated", b"waiting for remainder of ranks",
+                                                          b"collective mismatch around rank", b"op.preamble.length"),
       r"Mismatched collective detected.*?rank (?P<rank_a>\d+)|Detected mismatch between collectives on ranks"
       r"|[Mm]essage truncated ?: receiv\w* (?P<got>\d+) bytes instead of (?P<want>\d+)"
-      r"|submitted to be reduced, gathered or broadcasted by subset of ranks and are waiting for remainder of ranks",
+      r"|submitted to be reduced, gathered or broadcasted by subset of ranks and are waiting for remainder of ranks"
+      r"|may be caused by a collective mismatch around rank (?P<rank_a2>\d+)"  # NCCL 2.4-2.6 init.cc
+      r"|op\.preamble\.length <= op\.nbytes",  # gloo tcp/pair.cc: a peer sent more than this rank posted
       "Ranks called different collectives (desynchronised)",
       "Ranks issued collectives in a different order or with different sizes (a rank skipped a step, a "
       "data-dependent branch, uneven batches), so the collective can never complete.",
@@ -1259,6 +1391,18 @@ SIGNATURES: tuple[Signature, ...] = (
       "dist.allreduce", 1,
       "init.cc:1247 NCCL WARN Mismatched collective detected, please check your collective calls at and around rank 39.",
       "https://github.com/NVIDIA/nccl/issues/296 (NCCL src/enqueue.cc)"),
+    S("c10d.desync_report", "nccl_hang", "cause", (b"are the lagging ranks", b"joined but didn't finish collective",
+                                                  b"but didn't join collective"),
+      r"ranks \[(?P<ranks>[\d, ]+)\] are the lagging ranks that caused this timeout"
+      r"|\[(?P<ranks2>[\d, ]+)\] joined but didn't finish collective #(?P<seq>\d+)"
+      r"|\[(?P<ranks3>[\d, ]+)\] finished collective #(?P<seq2>\d+), but didn't join collective",
+      "torch's desync report names rank(s) {ranks} as the ones the others waited for",
+      "TORCH_NCCL_DESYNC_DEBUG compared the ranks' progress: rank(s) {ranks} never reached the collective the others "
+      "timed out in. Their own logs hold the cause (a crash, a hang in data loading or I/O, a rank-dependent branch).",
+      "# read the log of rank(s) {ranks} first: their last lines before the timeout\n" + ALLREDUCE_FIX,
+      "dist.allreduce", 2,
+      "\t - To our best knowledge, ranks [1] are the lagging ranks that caused this timeout. They never joined any collectives",
+      "torch/csrc/distributed/c10d/TraceUtils.h (analyzeMissingRanks, analyzeLaggingRanks)"),
     S("c10d.monitored_barrier", "nccl_hang", "symptom", (b"failed to pass monitoredBarrier",),
       r"Ranks? (?P<ranks>[\d, ]+?) failed to pass monitoredBarrier",
       "Rank(s) {ranks} never reached the barrier",
@@ -1266,9 +1410,19 @@ SIGNATURES: tuple[Signature, ...] = (
       ALLREDUCE_FIX, "dist.allreduce", 3,
       "RuntimeError: Rank 3 failed to pass monitoredBarrier in 1800000 ms",
       "torch/csrc/distributed/c10d/ProcessGroupGloo.cpp (monitoredBarrier)"),
-    S("nccl.watchdog_timeout", "nccl_hang", "symptom", (b"Watchdog caught collective operation timeout",),
-      r"Watchdog caught collective operation timeout: WorkNCCL\((?:SeqNum=(?P<seq>\d+), )?OpType=(?P<op>\w+)"
-      r"(?:.*?Timeout\(ms\)=(?P<timeout>\d+))?",
+    S("c10d.monitored_barrier_coordinator", "nccl_hang", "symptom", (b"successfully reached monitoredBarrier",),
+      r"Rank (?P<rank_a>\d+) successfully reached monitoredBarrier, but received errors while waiting for send/recv from rank 0",
+      "monitored_barrier: rank 0, the coordinator, failed",
+      "This rank reached the barrier but rank 0, which checks the others, failed or went away: rank 0's log holds the "
+      "cause.", ALLREDUCE_FIX, "dist.allreduce", 3,
+      "RuntimeError: Rank 1 successfully reached monitoredBarrier, but received errors while waiting for send/recv from "
+      "rank 0. Please check rank 0 logs for faulty rank.",
+      "torch/csrc/distributed/c10d/ProcessGroupGloo.cpp (monitoredBarrier)"),
+    S("nccl.watchdog_timeout", "nccl_hang", "symptom", (b"aught collective operation timeout", b"timed out in blocking wait"),
+      r"(?:Watchdog c|C)aught collective operation timeout: WorkNCCL\((?:SeqNum=(?P<seq>\d+), )?OpType=(?P<op>\w+)"
+      r"(?:.*?Timeout\(ms\)=(?P<timeout>\d+))?"
+      # NCCL_BLOCKING_WAIT: work.wait() reports the same timeout (torch 1.13-2.x, three wordings)
+      r"|Work WorkNCCL\((?:SeqNum=(?P<seq2>\d+), )?OpType=(?P<op2>\w+).*?timed out in blocking wait",
       "Collective {op} timed out[[ (SeqNum {seq})]]",
       "Some rank never entered {op}[[ #{seq}]]: it crashed or is stuck elsewhere (see the first error on another rank), "
       "ranks are desynchronised, or NCCL's data connections between nodes are blocked.",
@@ -1278,18 +1432,27 @@ SIGNATURES: tuple[Signature, ...] = (
       "WorkNCCL(SeqNum=808, OpType=ALLREDUCE, NumelIn=9801523, NumelOut=9801523, Timeout(ms)=600000) ran for 600020 milliseconds before timing out.",
       "https://github.com/XPixelGroup/BasicSR/issues/737 (torch ProcessGroupNCCL.cpp)"),
     S("nccl.watchdog_hang", "nccl_hang", "symptom", (b"Some NCCL operations have failed or timed out", b"Heartbeat monitor timed out",
-                                                    b"watchdog got stuck", b"collective timeout from rank", b"watchdog thread terminated",
-                                                    b"global timeout from another rank"),
+                                                    b"watchdog got stuck", b"collective timeout from", b"watchdog thread terminated",
+                                                    b"global timeout from another rank", b"attempting to dump debug info",
+                                                    b"detected by watchdog at work", b"Timeout at NCCL work",
+                                                    b"To avoid data inconsistency", b"dump signal from another rank"),
       r"Some NCCL operations have failed or timed out|Heartbeat monitor timed out|watchdog got stuck for \d+ seconds"
-      r"|collective timeout from rank (?P<rank_a>\d+)|global timeout from another rank|watchdog thread terminated with exception",
+      # torch prints "from " + " rank 7": two spaces (ProcessGroupNCCL.cpp getNCCLWatchdogTimeoutErrorMsg)
+      r"|collective timeout from\s+rank (?P<rank_a>\d+)|collective timeout from this local rank"
+      r"|global timeout from another rank|watchdog thread terminated with exception"
+      r"|Terminating the process after attempting to dump debug info|(?:timeout\)|failure) detected by watchdog at work"
+      r"|Timeout at NCCL work: \d+|To avoid data inconsistency, we are taking the entire process down"
+      r"|Observed flight recorder dump signal from another rank",
       "NCCL watchdog: collectives failed or timed out",
       "A collective did not complete in time on this rank; the watchdog takes the process down.",
       ALLREDUCE_FIX, "dist.allreduce", 3,
       "[rank6]:[E ProcessGroupNCCL.cpp:537] Some NCCL operations have failed or timed out. Due to the asynchronous nature of CUDA kernels, subsequent GPU operations might run on corrupted/incomplete data.",
       "https://github.com/deepspeedai/DeepSpeed/issues/4781 (torch ProcessGroupNCCL.cpp)"),
-    S("gloo.recv_timeout", "nccl_hang", "symptom", (b"Timed out waiting", b"Read timeout [", b"Write timeout ["),
+    S("gloo.recv_timeout", "nccl_hang", "symptom", (b"Timed out waiting", b"Read timeout [", b"Write timeout [",
+                                                   b"Application timeout caused pair closure"),
       r"Timed out waiting (?P<ms>\d+)ms for (?:recv|send) operation to complete"
-      r"|(?:Read|Write) timeout \[(?P<peer>[^\]]+)\]",  # gloo transport/tcp/pair.cc, buffer.cc
+      r"|(?:Read|Write) timeout \[(?P<peer>[^\]]+)\]"  # gloo transport/tcp/pair.cc, buffer.cc
+      r"|Application timeout caused pair closure",  # gloo tcp/unbound_buffer.cc: the other pairs of a timed-out context
       "Gloo send/recv timed out",
       "A peer never sent its part of a collective: it crashed or is stuck (or ranks are desynchronised).",
       ALLREDUCE_FIX, "dist.allreduce", 3,
@@ -1306,14 +1469,31 @@ SIGNATURES: tuple[Signature, ...] = (
       "https://github.com/NVIDIA/nccl/issues/2076"),
     S("net.connection_closed", None, "symptom", (b"Connection closed by", b"Connection reset by peer", b"Broken pipe", b"Call to recv from",
                                                b"Connection closed by peer", b"Call to send to", b"Socket unexpectedly closed",
-                                               b"Socket closed ["),
+                                               b"Socket closed [", b"Call to recv failed"),
       r"Connection closed by (?:remote )?peer ?(?P<peer>\S*?)\.?(?:\s|$)|Connection reset by peer|Broken pipe"
-      r"|Call to (?:recv from|send to) (?P<peer2>\S+) failed|Socket (?:unexpectedly )?closed (?P<peer3>\[[^\]]+\]:\d+)",
+      r"|Call to (?:recv from|send to) (?P<peer2>\S+) failed|Socket (?:unexpectedly )?closed (?P<peer3>\[[^\]]+\]:\d+)"
+      r"|Call to recv failed",  # NCCL <= 2.9 include/socket.h
       "A connection to a peer was closed[[ ({peer})]]",
       "The peer's process went away (crash, OOM kill) or the connection was reset by the network.",
       ALLREDUCE_FIX, "dist.allreduce", 4,
       "a100-st-p4d24xlarge-22:183006:183220 [1] misc/socket.cc:518 NCCL WARN Net : Call to recv from 10.200.84.247<58355> failed : Broken pipe",
       "https://github.com/NVIDIA/nccl/issues/795"),
+    S("nccl.proxy_peer_gone", None, "symptom", (b"Proxy Call to rank", b"Could not receive type from localRank",
+                                                b"Saw abortFlag", b"Attempt to use communicator before"),
+      r"Proxy Call to rank (?P<rank_a>\d+) failed|\[Service thread\] Could not receive type from localRank (?P<local_rank>\d+)"
+      r"|Saw abortFlag while waiting for proxyThread|Attempt to use communicator before the previous operation returned ncclSuccess",
+      "NCCL's proxy lost a local rank[[ (rank {rank_a})]]",
+      "The process of a local rank, or its communicator, went away after an earlier error: that error is the cause.",
+      ALLREDUCE_FIX, "dist.allreduce", 4,
+      "gpu-node07:24817:24901 [3] proxy.cc:808 NCCL WARN Proxy Call to rank 3 failed (Setup)",
+      "NCCL src/proxy.cc, src/init.cc (format strings 2.12-2.17)"),
+    S("elastic.signal_exception", None, "symptom", (b"SignalException", b"got signal: "),
+      r"SignalException: Process (?P<pid>\d+) got signal: (?P<sig>\d+)|Process (?P<pid2>\d+) got signal: (?P<sig2>\d+)",
+      "The launcher (pid {pid}) received signal {sig}",
+      "torchrun itself was sent a signal (15: SIGTERM from a scheduler's time limit or preemption, a user's kill; "
+      "2: Ctrl-C) and stopped its workers.", "", None, 4,
+      "torch.distributed.elastic.multiprocessing.api.SignalException: Process 1234 got signal: 15",
+      "torch/distributed/elastic/multiprocessing/api.py (_terminate_process_handler)"),
     S("elastic.closing_signal", None, "symptom", (b"closing signal SIGTERM", b"Killing subprocess", b"closing signal SIGINT"),
       r"Sending process (?P<pid>\d+) closing signal SIG\w+|Killing subprocess (?P<pid2>\d+)",
       "The launcher stopped the other ranks",
@@ -1322,9 +1502,11 @@ SIGNATURES: tuple[Signature, ...] = (
       "WARNING:torch.distributed.elastic.multiprocessing.api:Sending process 3710366 closing signal SIGTERM",
       "https://github.com/codefuse-ai/MFTCoder/issues/31 (torch/distributed/elastic/multiprocessing/api.py)"),
     S("elastic.worker_failed", None, "symptom", (b"failed (exitcode:", b"exits with return code", b"exited with exit code",
-                                               b"non-zero exit code", b"non-zero status", b"Exited with exit code"),
+                                               b"non-zero exit code", b"non-zero status", b"Exited with exit code",
+                                               b"non-zero exit status"),
       r"failed \(exitcode: (?P<exitcode>-?\d+)\) local_rank: (?P<local_rank>\d+)|exits with return code = (?P<exitcode2>-?\d+)"
-      r"|[Ee]xited with exit code (?P<exitcode3>-?\d+)|non-zero (?:exit code|status)",
+      r"|[Ee]xited with exit code (?P<exitcode3>-?\d+)|non-zero (?:exit code|status)"
+      r"|returned non-zero exit status (?P<exitcode4>-?\d+)",  # torch.distributed.launch <= 1.8 (CalledProcessError)
       "A rank exited[[ with code {exitcode}]]",
       "The launcher saw a rank exit; that rank's own error above is the cause.", "", None, 4,
       "[2024-05-08 08:47:31,877] torch.distributed.elastic.multiprocessing.api: [ERROR] failed (exitcode: 1) local_rank: 2 (pid: 5939) of binary: /usr/bin/python",
@@ -1337,7 +1519,7 @@ SIGNATURES: tuple[Signature, ...] = (
       "terminate called after throwing an instance of 'c10::DistBackendError'",
       "https://github.com/NVIDIA/Megatron-LM/issues/935 (libstdc++ verbose terminate handler)"),
     S("nccl.comm_aborted", None, "symptom", (b"communicator was aborted",),
-      r"NCCL communicator was aborted on rank (?P<rank_a>\d+)",
+      r"NCCL communicator was aborted(?: on rank (?P<rank_a>\d+))?",  # torch <= 1.9: no rank
       "NCCL communicator aborted[[ on rank {rank_a}]]",
       "The communicator was torn down after an earlier error or timeout (the reason follows on the same line in "
       "torch 1.x; otherwise see the first error).", ALLREDUCE_FIX, "dist.allreduce", 4,
@@ -1477,6 +1659,7 @@ ERROR_NEEDLES: tuple[bytes, ...] = (
     b"Error", b"error", b"ERROR", b"Exception", b"Traceback", b"FAIL", b"Fail", b"fail", b"WARN", b"Fatal", b"FATAL",
     b"fatal", b"terminate called", b"core dumped", b"Segmentation fault", b"Aborted", b"Killed", b"timed out",
     b"Timed out", b"exitcode", b"exit code", b"return code", b"refused", b"unreachable", b"CRITICAL", b"panic",
+    b"[E", b"[F",   # glog's ERROR/FATAL prefix (torch's C++)
 )
 ERROR_RE = re.compile(
     r"Traceback \(most recent call last\)|(?:^|[\s\]:>('\"])(?:[A-Za-z_][\w.]*)?(?:Error|Exception)\b(?=:|\s*$| \()"
@@ -1484,6 +1667,8 @@ ERROR_RE = re.compile(
     r"|terminate called|core dumped|Segmentation fault|\bAborted\b|\bKilled\b|\b(?:CUDA|[Cc]uda|NCCL) (?:error|failure)\b"
     r"|\b(?:failed|FAILED|Failed to)\b|\berror(?:[:=]| \d| code|s? occurred)|[Tt]imed out"
     r"|exit ?code:? ?-?[1-9]|return code = -?[1-9]|[Cc]onnection refused|unreachable|\bpanic\b"
+    # glog's severity prefix, as torch's C++ prints ERROR and FATAL lines: [E socket.cpp:601], [F1229 20:37:13.09 X.cpp:1306]
+    r"|\[[EF](?:\d{4} \d\d:\d\d:\d\d\.\d+)? ?\w[\w./-]*\.(?:cpp|cc|hpp|h):\d+\]"
 )
 QUIET_RE = re.compile(r"\bNCCL INFO\b|^\s*(?:\[[^\]]*\]:)?\s*I\d{4} \d\d:\d\d|\[INFO\]|\bINFO\b[ :|-]|UserWarning|FutureWarning|DeprecationWarning")
 

@@ -1,0 +1,152 @@
+"""Wording swept from the libraries' own sources across versions (NCCL 2.4-2.17, torch 1.8-2.13), and what each
+changes in a verdict: teardown noise never outranks the failure it follows, a retried store connection in a run that
+trained is a warning, NCCL's own shared-memory and verbs errors are its transport's, not the host's, and torch's
+glog-style error lines are errors. Lines are built from the format strings the signatures' sources name."""
+from __future__ import annotations
+
+from dsv3_preflight.doctor import triage
+
+WATCHDOG = ("[rank1]:[E ProcessGroupNCCL.cpp:563] [Rank 1] Watchdog caught collective operation timeout: "
+            "WorkNCCL(SeqNum=2521, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600412 "
+            "milliseconds before timing out.")
+PROGRESS = ["{'loss': 1.2345, 'grad_norm': 0.5, 'learning_rate': 2e-05, 'epoch': 0.1}",
+            "{'train_runtime': 120.5, 'train_samples_per_second': 10.0, 'train_loss': 1.1, 'epoch': 1.0}"]
+RETRIES = ["[W socket.cpp:663] [c10d] The client socket has failed to connect to [node1]:29500 (errno: 111 - Connection refused).",
+           "[W1021 10:00:00.123 TCPStore.cpp:358] [c10d] TCP client failed to connect/validate to host node1:29500 - retrying "
+           "(try=0, timeout=1800000ms, delay=1496ms): Connection refused"]
+
+
+def _doc(tmp_path, lines: list[str]) -> dict:
+    log = tmp_path / "run.log"
+    log.write_text("\n".join(lines) + "\n")
+    return triage([str(log)])
+
+
+def _ids(doc: dict) -> list[str]:
+    return [f["id"] for f in doc["findings"]]
+
+
+def test_store_connection_retries_before_training_are_a_warning_and_the_cause_when_nothing_follows(tmp_path):
+    doc = _doc(tmp_path, RETRIES + PROGRESS)
+    assert (doc["verdict"], doc["exit_code"]) == ("healthy", 0)
+    assert [w["id"] for w in doc["warnings"]] == ["c10d.client_connect_failed", "c10d.store_connect_retry"]
+    doc = _doc(tmp_path, RETRIES)
+    assert (doc["exit_code"], doc["cause_class"]) == (1, "port_rendezvous")
+    # the terminal wording stays a cause whatever follows
+    doc = _doc(tmp_path, ["[E1021 10:30:00.123 TCPStore.cpp:358] [c10d] TCP client failed to connect/validate to host "
+                          "node1:29500 - timed out (try=9, timeout=1800000ms): Connection refused"])
+    assert (doc["exit_code"], _ids(doc)[0]) == (1, "c10d.store_timeout")
+
+
+def test_rendezvous_teardown_after_a_collective_timeout_does_not_take_the_headline(tmp_path):
+    teardown = [
+        "[2024-05-08 08:47:31,877] torch.distributed.elastic.rendezvous.dynamic_rendezvous: [WARNING] The node "
+        "'node1_1234_0' has failed to shutdown the rendezvous 'none' due to an error of type RendezvousConnectionError.",
+        "torch.distributed.DistStoreError: Timed out waiting on barrier on rank 3, for key prefix: "
+        "torchelastic/agent/terminal_state (world_size=2, missing_ranks=[Rank 1], timeout=0:05:00)",
+        "[E1021 10:00:00.123456789 TCPStore.cpp:430] [c10d] recvValueWithTimeout failed on SocketImpl(fd=63, "
+        "addr=[node2]:47852, remote=[node1]:29500): Connection reset by peer",
+        "torch.distributed.DistNetworkError: failed to recv, got 0 bytes",
+        "torch.distributed.DistNetworkError: Connection reset by peer",
+    ]
+    for line in teardown:   # each alone after the timeout: it was port_rendezvous's cause before (tier 1-2)
+        doc = _doc(tmp_path, [WATCHDOG, line])
+        assert (doc["exit_code"], doc["cause_class"], _ids(doc)[0]) == (1, "nccl_hang", "nccl.watchdog_timeout"), line
+    # a live rendezvous the node cannot reach at all is still the cause
+    doc = _doc(tmp_path, ["torch.distributed.elastic.rendezvous.api.RendezvousConnectionError: The connection to the "
+                          "C10d store has failed. See inner exception for details."])
+    assert doc["cause_class"] == "port_rendezvous"
+
+
+def test_watchdog_dump_lines_of_every_torch_version_are_a_hang_and_name_the_rank(tmp_path):
+    lines = [
+        # "from " + " rank 7": two spaces, as torch prints it
+        "[rank5]:[E703 17:54:18.884528282 ProcessGroupNCCL.cpp:1987] [PG ID 0 PG GUID 0(default_pg) Rank 5] Received a "
+        "dump signal due to a collective timeout from  rank 7 and we will try our best to dump the debug info. Last "
+        "enqueued NCCL work: 56116, last completed NCCL work: 56116.",
+        "[rank1]:[E ProcessGroupNCCL.cpp:1540] [PG 1 Rank 1] Timeout at NCCL work: 7, last enqueued NCCL work: 8, last "
+        "completed NCCL work: 6.",
+        "[rank1]:[E1003 18:37:01.833575187 ProcessGroupNCCL.cpp:1664] [PG 0 (default_pg) Rank 1] Exception (either an "
+        "error or timeout) detected by watchdog at work: 6463, last enqueued NCCL work: 6463, last completed NCCL work: 6462.",
+        "[rank3]:[E1021 10:00:00.000000000 ProcessGroupNCCL.cpp:2061] [PG ID 0 PG GUID 0(default_pg) Rank 3]  failure "
+        "detected by watchdog at work sequence id: 5 PG status: last enqueued work: 5, last completed work: 4",
+        "[rank2]:[F1229 20:37:13.091528310 ProcessGroupNCCL.cpp:1306] [PG ID 0 PG GUID 0(default_pg) Rank 2] Terminating "
+        "the process after attempting to dump debug info, due to ProcessGroupNCCL watchdog hang.",
+        "RuntimeError: [Rank 0] Caught collective operation timeout: WorkNCCL(OpType=ALLREDUCE, TensorShape=[1], "
+        "Timeout(ms)=1800000) ran for 1800412 milliseconds before timing out.",
+        "[rank1]:[E1002 18:16:40.662691402 ProcessGroupNCCL.cpp:756] [Rank 1] Work WorkNCCL(SeqNum=2521, OpType=ALLREDUCE, "
+        "NumelIn=160672064, NumelOut=160672064, Timeout(ms)=600000) timed out in blocking wait.",
+    ]
+    for line in lines:
+        doc = _doc(tmp_path, [line])
+        assert (doc["exit_code"], doc["cause_class"]) == (1, "unrecognised") or doc["cause_class"] == "nccl_hang", line
+        assert _ids(doc) and _ids(doc)[0] in ("nccl.watchdog_hang", "nccl.watchdog_timeout"), line
+    doc = _doc(tmp_path, lines[:1])
+    assert 7 in doc["findings"][0]["ranks"]
+
+
+def test_the_desync_report_names_the_lagging_rank_as_the_cause(tmp_path):
+    doc = _doc(tmp_path, [WATCHDOG, "\t - To our best knowledge, ranks [1] are the lagging ranks that caused this "
+                                    "timeout. They never joined any collectives"])
+    assert (doc["cause_class"], _ids(doc)[0]) == ("nccl_hang", "c10d.desync_report")
+    assert "rank(s) 1" in doc["findings"][0]["title"] and "rank(s) 1" in doc["findings"][0]["fix"]
+
+
+def test_nccl_transport_errors_that_name_host_resources_stay_nccls(tmp_path):
+    # ENOMEM from ibv_post_send is a full verbs queue, not host RAM; NCCL's shm_open is its SHM transport's segment
+    for line, sid in (
+            ("gpu-node07:24817:24901 [3] include/ibvwrap.h:1092 NCCL WARN ibv_post_send() failed with error Cannot "
+             "allocate memory", "nccl.ibv_call_failed"),
+            ("gpu-node07:24817:24901 [3] include/ibvwrap.h:1097 NCCL WARN ibv_post_send() failed with error Cannot "
+             "allocate memory, Bad WR 0x7f3a5c0021c0, First WR 0x7f3a5c0021c0", "nccl.ibv_call_failed"),
+            ("gpu-node07:24817:24901 [3] include/shm.h:27 NCCL WARN Call to shm_open failed : No such file or directory",
+             "nccl.shm_no_space"),
+            ("gpu-node07:24817:24901 [3] include/shm.h:48 NCCL WARN Error while attaching to shared memory segment "
+             "nccl-shm-send-b3b4e0c7b3ab57e6-0-1-0 (size 9637888)", "nccl.shm_no_space")):
+        doc = _doc(tmp_path, [line])
+        assert (doc["cause_class"], _ids(doc)[0]) == ("nccl_transport", sid), line
+    # the host's own: a DataLoader's shared memory and a plain allocation failure
+    doc = _doc(tmp_path, ["RuntimeError: unable to open shared memory object </torch_1234_567> in read-write mode"])
+    assert doc["cause_class"] == "host_resources"
+    doc = _doc(tmp_path, ["gpu-node07:24817:24901 [3] include/alloc.h:46 NCCL WARN Failed to malloc 6291456 bytes"])
+    assert (doc["cause_class"], _ids(doc)[0]) == ("host_resources", "host.cpu_memory")
+
+
+def test_nccl_fallback_warnings_are_not_errors(tmp_path):
+    lines = ["gpu-node07:24817:24901 [3] misc/cudawrap.cc:90 NCCL WARN Failed to find CUDA library in  (NCCL_CUDA_PATH=)",
+             "gpu-node07:24817:24901 [3] init.cc:534 NCCL WARN Cannot initialize CollNet, using ring instead",
+             "gpu-node07:24817:24901 [3] graph/xml.cc:562 NCCL WARN No NVML, trying to use CUDA instead"]
+    doc = _doc(tmp_path, lines + PROGRESS)
+    assert (doc["verdict"], doc["exit_code"], doc["unrecognised"]["count"]) == ("healthy", 0, 0)
+
+
+def test_torch_glog_error_lines_are_errors_even_when_no_signature_knows_them(tmp_path):
+    doc = _doc(tmp_path, ["[rank0]:[E1021 10:00:00.000000000 ProcessGroupNCCL.cpp:1289] [PG 0 Rank 0] Something "
+                          "nobody has written a signature for."])
+    assert (doc["verdict"], doc["exit_code"], doc["cause_class"]) == ("failure", 1, "unrecognised")
+    doc = _doc(tmp_path, ["[W socket.cpp:601] [c10d] Something harmless nobody has written a signature for."])
+    assert doc["exit_code"] == 5   # a W line is not an error: neither error nor progress
+
+
+def test_old_torch_and_elastic_rendezvous_wording(tmp_path):
+    for line, cls, sid in (
+            ("RuntimeError: No route to host", "port_rendezvous", "c10d.client_connect_failed"),
+            ("RuntimeError: Stop_waiting response is expected", "port_rendezvous", "c10d.store_error"),
+            ("RuntimeError: on node1, port: 29500 already in use", "port_rendezvous", "c10d.address_in_use"),
+            ("TimeoutError: timed out waiting for all 8 members to join", "port_rendezvous", "c10d.store_timeout"),
+            ("torch.distributed.elastic.rendezvous.api.RendezvousStateError: The rendezvous state is corrupt. See inner "
+             "exception for details.", "port_rendezvous", "elastic.rendezvous_state"),
+            ("gpu-node07:24817:24901 [3] bootstrap.cc:35 NCCL WARN Invalid NCCL_COMM_ID, please use format: <ipv4>:<port> "
+             "or [<ipv6>]:<port> or <hostname>:<port>", "port_rendezvous", "nccl.comm_id_invalid"),
+            ("RuntimeError: Cannot resolve node1 to a (local) address", "nic_iface", "gloo.cannot_resolve_local")):
+        doc = _doc(tmp_path, [line])
+        assert (doc["exit_code"], doc["cause_class"], _ids(doc)[0]) == (1, cls, sid), line
+
+
+def test_tensorpipe_falling_back_to_loopback_is_a_suspect_that_explains_a_stop(tmp_path):
+    line = ("Jan 16 03:14:24 [W tensorpipe_agent.cpp:63] Failed to look up the IP address for the hostname (EAI_NONAME: "
+            "unknown node or service), defaulting to 127.0.0.1")
+    doc = _doc(tmp_path, [line])
+    assert (doc["exit_code"], doc["cause_class"], doc["stalled"]) == (1, "nic_iface", True)
+    doc = _doc(tmp_path, [line] + PROGRESS)
+    assert (doc["exit_code"], [w["id"] for w in doc["warnings"]]) == (0, ["tensorpipe.hostname_loopback"])
