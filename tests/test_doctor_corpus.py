@@ -53,7 +53,10 @@ DEV = [r for r in ROWS if r["split"] == "dev"]
 # calls harmless: error lines nobody recognises exit 1 ("unknown is never healthy").
 NOT_EXIT_0 = {"healthy/healthy_029.log": 5, "healthy/healthy_030.log": 5, "healthy/healthy_033.log": 5,
               "healthy/healthy_034.log": 5, "healthy/healthy_036.log": 5, "healthy/healthy_037.log": 5,
-              "healthy/healthy_035.log": 1}
+              "healthy/healthy_035.log": 1,
+              # round 5: two cut inside NCCL init (2.4.8 and 2.10.3), one a Horovod run whose posted lines stop at
+              # "Training the model for epoch 1" and NCCL's init; no line shows a step done
+              "healthy/healthy_038.log": 5, "healthy/healthy_039.log": 5, "healthy/healthy_040.log": 5}
 
 
 @pytest.mark.parametrize("row", [r for r in DEV if r["class"] == "healthy"], ids=lambda r: r["file"])

@@ -150,3 +150,28 @@ def test_tensorpipe_falling_back_to_loopback_is_a_suspect_that_explains_a_stop(t
     assert (doc["exit_code"], doc["cause_class"], doc["stalled"]) == (1, "nic_iface", True)
     doc = _doc(tmp_path, [line] + PROGRESS)
     assert (doc["exit_code"], [w["id"] for w in doc["warnings"]]) == (0, ["tensorpipe.hostname_loopback"])
+
+
+def test_a_pasted_watchdog_traceback_without_its_first_line_is_still_a_hang(tmp_path):
+    # particleflow#390 (round 5, development part): only the C++ frames survived the paste; frames are never error
+    # lines ("c10::Error::Error" is a function name), the watchdog's own frames and exception header name the hang
+    frames = [
+        "frame #0: c10::Error::Error(c10::SourceLocation, std::string) + 0x96 (0x1554e8b12f86 in /x/torch/lib/libc10.so)",
+        "frame #1: c10d::ProcessGroupNCCL::WorkNCCL::checkTimeout(std::optional<std::chrono::duration<long, "
+        "std::ratio<1l, 1000l> > >) + 0x1d2 (0x1554e9e0f8f2 in /x/torch/lib/libtorch_cuda.so)",
+        "Exception raised from ncclCommWatchdog at ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1521 (most recent call first):"]
+    doc = _doc(tmp_path, frames)
+    assert (doc["exit_code"], doc["cause_class"], _ids(doc)) == (1, "nccl_hang", ["nccl.watchdog_hang"])
+    doc = _doc(tmp_path, frames[:1])
+    assert (doc["exit_code"], doc["error_lines"]) == (5, [])
+
+
+def test_a_broken_store_call_inside_torchruns_rendezvous_is_a_rendezvous_cause(tmp_path):
+    frame = ('  File "/opt/conda/lib/python3.9/site-packages/torch/distributed/elastic/rendezvous/c10d_rendezvous_backend.py", '
+             'line 113, in _call_store')
+    doc = _doc(tmp_path, ["Traceback (most recent call last):", frame, "    return getattr(self._store, store_op)(*args, **kwargs)",
+                          "RuntimeError: Broken pipe"])
+    assert (doc["exit_code"], doc["cause_class"], _ids(doc)[0]) == (1, "port_rendezvous", "elastic.store_call_failed")
+    # the same error anywhere else says nothing about the rendezvous
+    doc = _doc(tmp_path, ["Traceback (most recent call last):", '  File "/x/train.py", line 3, in main', "RuntimeError: Broken pipe"])
+    assert doc["cause_class"] != "port_rendezvous"

@@ -547,6 +547,15 @@ SIGNATURES: tuple[Signature, ...] = (
       "https://github.com/pytorch/pytorch/issues/107021",
       consequence_of=("c10d.store_timeout", "c10d.client_connect_failed", "c10d.numeric_hostname", "c10d.address_in_use",
                       "net.name_resolution")),
+    S("elastic.store_call_failed", "port_rendezvous", "cause", (b"Broken pipe", b"Connection reset by peer", b"Connection refused"),
+      r"^\s*(?:RuntimeError|torch\.distributed\.DistNetworkError|DistNetworkError): (?P<err>Broken pipe|Connection reset by peer|Connection refused)\s*$",
+      "torchrun's rendezvous store connection failed ({err})",
+      "The C10d rendezvous backend lost or could not open its connection to the store on the rendezvous endpoint: the "
+      "port is not open between the nodes (a firewall, a cloud security group, a cluster that exposes few ports), or "
+      "the node hosting the store stopped.", STORE_FIX, "net.port_reach", 2,
+      "RuntimeError: Broken pipe",
+      "https://github.com/meta-pytorch/torchx/issues/540 (torch/distributed/elastic/rendezvous/c10d_rendezvous_backend.py)",
+      requires="rdzv_store"),
     S("elastic.rendezvous_closed", "port_rendezvous", "symptom", (b"RendezvousClosedError",),
       r"RendezvousClosedError",
       "torchrun's rendezvous was already closed",
@@ -1435,14 +1444,18 @@ SIGNATURES: tuple[Signature, ...] = (
                                                     b"watchdog got stuck", b"collective timeout from", b"watchdog thread terminated",
                                                     b"global timeout from another rank", b"attempting to dump debug info",
                                                     b"detected by watchdog at work", b"Timeout at NCCL work",
-                                                    b"To avoid data inconsistency", b"dump signal from another rank"),
+                                                    b"To avoid data inconsistency", b"dump signal from another rank",
+                                                    b"Exception raised from ncclCommWatchdog", b"Exception raised from watchdogHandler",
+                                                    b"WorkNCCL::checkTimeout"),
       r"Some NCCL operations have failed or timed out|Heartbeat monitor timed out|watchdog got stuck for \d+ seconds"
       # torch prints "from " + " rank 7": two spaces (ProcessGroupNCCL.cpp getNCCLWatchdogTimeoutErrorMsg)
       r"|collective timeout from\s+rank (?P<rank_a>\d+)|collective timeout from this local rank"
       r"|global timeout from another rank|watchdog thread terminated with exception"
       r"|Terminating the process after attempting to dump debug info|(?:timeout\)|failure) detected by watchdog at work"
       r"|Timeout at NCCL work: \d+|To avoid data inconsistency, we are taking the entire process down"
-      r"|Observed flight recorder dump signal from another rank",
+      r"|Observed flight recorder dump signal from another rank"
+      # the C++ traceback torch prints under a watchdog timeout (its first line may be lost in a pasted log)
+      r"|Exception raised from (?:ncclCommWatchdog|watchdogHandler) at \S*ProcessGroupNCCL|WorkNCCL::checkTimeout\(",
       "NCCL watchdog: collectives failed or timed out",
       "A collective did not complete in time on this rank; the watchdog takes the process down.",
       ALLREDUCE_FIX, "dist.allreduce", 3,
@@ -1546,6 +1559,11 @@ SIGNATURES: tuple[Signature, ...] = (
       "a frame inside DeepSpeed/accelerate config loading",
       example='  File "/root/mambaforge/envs/BioReason/lib/python3.12/site-packages/accelerate/utils/deepspeed.py", line 148, in __init__',
       source="https://github.com/bowang-lab/BioReason/issues/10"),
+    S("context.rdzv_store_frame", None, "context", (b"c10d_rendezvous_backend.py",),
+      r"(?P<rdzv_store>c10d_rendezvous_backend\.py[\\\"]*, line \d+, in _call_store)",
+      "a frame of torchrun's C10d rendezvous backend calling its store",
+      example='  File "/opt/conda/lib/python3.9/site-packages/torch/distributed/elastic/rendezvous/c10d_rendezvous_backend.py", line 113, in _call_store',
+      source="torch/distributed/elastic/rendezvous/c10d_rendezvous_backend.py (traceback frame format of CPython)"),
     S("context.ds_engine_frame", None, "context", (b"deepspeed/runtime/", b"deepspeed/__init__.py"),
       r"(?P<ds_any>deepspeed/(?:runtime/[\w/]+\.py|__init__\.py))",
       "a frame inside DeepSpeed's engine (where an unresolved config value is used)",
@@ -1670,7 +1688,7 @@ ERROR_RE = re.compile(
     # glog's severity prefix, as torch's C++ prints ERROR and FATAL lines: [E socket.cpp:601], [F1229 20:37:13.09 X.cpp:1306]
     r"|\[[EF](?:\d{4} \d\d:\d\d:\d\d\.\d+)? ?\w[\w./-]*\.(?:cpp|cc|hpp|h):\d+\]"
 )
-QUIET_RE = re.compile(r"\bNCCL INFO\b|^\s*(?:\[[^\]]*\]:)?\s*I\d{4} \d\d:\d\d|\[INFO\]|\bINFO\b[ :|-]|UserWarning|FutureWarning|DeprecationWarning")
+QUIET_RE = re.compile(r"^\s*frame #\d+: |\bNCCL INFO\b|^\s*(?:\[[^\]]*\]:)?\s*I\d{4} \d\d:\d\d|\[INFO\]|\bINFO\b[ :|-]|UserWarning|FutureWarning|DeprecationWarning")
 
 # First words that do not help tell causes apart (for "nearest known causes").
 STOPWORDS = frozenset("""the a an of to in on for and or is was not no be by at with from this that it as are
