@@ -298,7 +298,12 @@ def test_a_probe_whose_process_is_sigkilled_leaves_no_temp_dir_and_no_rank_behin
     while time.monotonic() < deadline and not list(tmp.glob("dsv3pf-collective-*/rank1.status.jsonl")):
         time.sleep(0.02)
     assert list(tmp.glob("dsv3pf-collective-*/rank1.status.jsonl")), "the probe never started its ranks"
-    ranks = [c.pid for c in psutil.Process(parent.pid).children()]
+    # the probe writes a rank's status file just before it starts the rank: wait for the second process itself
+    # (a fresh-clone CI run listed one child here, on a loaded machine)
+    ranks: list[int] = []
+    while time.monotonic() < deadline and len(ranks) < 2:
+        ranks = [c.pid for c in psutil.Process(parent.pid).children()]
+        time.sleep(0.02)
     assert len(ranks) == 2
     parent.kill()
     parent.wait(timeout=10)
