@@ -759,7 +759,7 @@ SIGNATURES: tuple[Signature, ...] = (
       "NCCL src/transport/net_ib.cc (\"NET/IB : Using%s ; OOB %s:%s\")", stall="multi_node"),
     S("nccl.bridge_peer", "nic_iface", "cause", (b"172.1", b"172.2", b"172.30."),
       r"(?:Call to (?:recv from|send to|connect to)|[Cc]onnect(?:ion)? to|Connection closed by (?:remote )?peer|connect\(\) to)"
-      r" (?P<addr>172\.(?:1[7-9]|2\d|30)\.0\.\d{1,3})(?=[<:\]\s,.)]|$)",
+      r" (?P<addr>172\.(?:1[7-9]|2\d|30)\.0\.\d{1,3})(?:[<:\]\s,)]|\.?$)",
       "A connection to {addr} failed, an address of a container bridge",
       "{addr} lies in the networks Docker gives its bridges (172.17.0.0/16 for the default bridge, 172.18-172.30 for "
       "user-defined ones): every host has its own such network, so a rank published its container's bridge address "
