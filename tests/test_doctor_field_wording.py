@@ -175,3 +175,68 @@ def test_a_broken_store_call_inside_torchruns_rendezvous_is_a_rendezvous_cause(t
     # the same error anywhere else says nothing about the rendezvous
     doc = _doc(tmp_path, ["Traceback (most recent call last):", '  File "/x/train.py", line 3, in main', "RuntimeError: Broken pipe"])
     assert doc["cause_class"] != "port_rendezvous"
+
+
+# Ray, vLLM, SGLang, Open MPI (ORTE and PRTE), Horovod, MPICH's Hydra and DeepSpeed's launcher: lines built from
+# their format strings (the signatures' sources name them); each was "no progress" or "cause not recognised"
+LAUNCHER_LINES = [
+    ("[2024-05-08 08:47:31,877 C 2211 2211] global_state_accessor.cc:415: This node has an IP address of 172.17.0.3, and Ray "
+     "expects this IP address to be either the GCS address or one of the Raylet addresses. Connected to GCS at "
+     "10.41.0.2:6379, and found no Raylet with this IP address.", "nic_iface", "ray.node_ip_mismatch"),
+    ("(autoscaler +7s) Error: No available node types can fulfill resource request {'node:192.168.50.192': 0.001, "
+     "'GPU': 1.0}. Add suitable node types to this cluster to resolve this issue.", "nic_iface", "ray.node_resource_unreachable"),
+    ("RuntimeError: Every node should have a unique IP address. Got 2 nodes with node ids ['a1', 'b2'] and 1 unique IP "
+     "addresses {'172.17.0.2'}. Please check your network configuration.", "nic_iface", "vllm.node_ip"),
+    ("ERROR 02-09 02:31:11 engine.py:389] Ray does not allocate any GPUs on the driver node. Consider adjusting the Ray "
+     "placement group or running the driver on a GPU node.", "nic_iface", "vllm.node_ip"),
+    ("ConnectionError: Ray is trying to start at 10.41.0.2:6379, but is already running at 10.41.0.2:6379. Please "
+     "specify a different port using the `--port` flag of `ray start` command.", "port_rendezvous", "ray.already_running"),
+    ("ConnectionError: Failed to connect to Ray cluster at 10.41.0.2:6379", "port_rendezvous", "ray.gcs_unreachable"),
+    ("AssertionError: please provide --dist-init-addr as host:port of head node", "port_rendezvous", "sglang.dist_init_addr"),
+    ("[rank1]:[W623 15:37:01.824135523 socket.cpp:485] [c10d] waitForInput: socket SocketImpl(fd=100, "
+     "addr=[node-0]:43590, remote=[node-0]:20000) timed out after 1800000ms", "port_rendezvous", "c10d.store_wait_timeout"),
+    ("[[39817,1],2][btl_tcp_endpoint.c:793:mca_btl_tcp_endpoint_start_connect] from node1 to: node2 Unable to connect "
+     "to the peer 10.0.0.2 on port 1024: No route to host", "nic_iface", "ompi.tcp_connect_failed"),
+    ("WARNING: An invalid value was given for btl_tcp_if_include.  This", "nic_iface", "ompi.no_usable_interface"),
+    ("No network interfaces were found for out-of-band communications. We require", "nic_iface", "ompi.no_usable_interface"),
+    ("An ORTE daemon has unexpectedly failed after launch and before", "nic_iface", "ompi.daemon_failed"),
+    ("PRTE was unable to reliably start one or more daemons.", "port_rendezvous", "launcher.ssh_unreachable"),
+    ("Open MPI detected a mismatch in versions between two processes.  This", "version_drift", "ompi.version_mismatch"),
+    ("Exception: Unable to find a set of common task-to-task communication interfaces: [(0, {'eth0': ['10.0.0.1']}), "
+     "(1, {'ens5': ['10.0.0.2']})]", "nic_iface", "horovod.no_common_interface"),
+    ("[1,0]<stderr>:[2024-05-08 08:47:31.877 E /tmp/pip-install/horovod/common/gloo/http_store.cc:96] HTTP GET request "
+     "failed too many times, aborting. See exception message above.", "port_rendezvous", "horovod.gloo_rendezvous"),
+    ("[proxy:0:1@node2] HYDU_sock_connect (utils/sock/sock.c:145): unable to connect from \"node2\" to \"node1\" (No "
+     "route to host)", "port_rendezvous", "hydra.proxy_connect"),
+    ("subprocess.CalledProcessError: Command '['ssh', 'worker-0', 'hostname', '-I']' returned non-zero exit status 255.",
+     "port_rendezvous", "launcher.ssh_unreachable"),
+]
+
+
+def test_launcher_and_cluster_framework_wording(tmp_path):
+    for line, cls, sid in LAUNCHER_LINES:
+        doc = _doc(tmp_path, [line])
+        assert (doc["exit_code"], doc["cause_class"], _ids(doc)[0]) == (1, cls, sid), line
+
+
+def test_a_peer_that_went_away_is_a_failure_whose_cause_is_elsewhere(tmp_path):
+    # these were "no error and no progress" (exit 5): now a failure, cause not recognised unless a cause is present
+    for line in ("An MPI communication peer process has unexpectedly disconnected.  This",
+                 "ORTE has lost communication with a remote daemon.",
+                 "2023-03-03 05:15:30,774\tWARNING worker.py:1866 -- The node with node id: 9426f4 and address: "
+                 "10.130.0.113 and node name: 10.130.0.113 has been marked dead because the detector has missed too "
+                 "many heartbeats from it."):
+        doc = _doc(tmp_path, [line])
+        assert (doc["exit_code"], doc["cause_class"], _ids(doc)) == (1, "unrecognised", ["cluster.process_died"]), line
+    doc = _doc(tmp_path, ["RuntimeError: Every node should have a unique IP address", "ORTE has lost communication with "
+                          "a remote daemon."])
+    assert (doc["cause_class"], _ids(doc)[0]) == ("nic_iface", "vllm.node_ip")
+
+
+def test_vllm_without_an_address_is_a_suspect_not_a_cause_of_a_run_that_served(tmp_path):
+    warn = ("/usr/local/lib/python3.10/dist-packages/vllm/utils.py:534: UserWarning: Failed to get the IP address, "
+            "using 0.0.0.0 by default.The value can be set by the environment variable VLLM_HOST_IP or HOST_IP.")
+    doc = _doc(tmp_path, [warn] + PROGRESS)
+    assert (doc["exit_code"], [w["id"] for w in doc["warnings"]]) == (0, ["vllm.ip_fallback"])
+    doc = _doc(tmp_path, [warn, "RuntimeError: something nobody knows"])
+    assert (doc["exit_code"], doc["cause_class"]) == (1, "nic_iface")

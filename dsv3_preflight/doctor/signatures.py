@@ -114,6 +114,9 @@ FM_FIX = ("systemctl status nvidia-fabricmanager --no-pager; journalctl -u nvidi
 IFACE_FIX = ("dsv3-preflight run --only net.nic_route    # on each node: prints the exports for the interface toward MASTER_ADDR\n"
              "# by hand: on a worker the 'dev' of: ip route get \"$MASTER_ADDR\"; on the head the interface that holds MASTER_ADDR\n"
              "export NCCL_SOCKET_IFNAME=${IFACE:?interface toward MASTER_ADDR, e.g. eth0} GLOO_SOCKET_IFNAME=${IFACE}")
+RAY_IP_FIX = ("# start Ray on every node with the address the other nodes reach it at (its interface toward the head):\n"
+              "ray start --address \"${RAY_HEAD:?head address:port}\" --node-ip-address \"${NODE_IP:?address of this node toward the head}\"\n"
+              "export VLLM_HOST_IP=\"${NODE_IP}\"    # vLLM: the same address, set on each node\n" + IFACE_FIX)
 DRIVER_FIX = ("nvidia-smi | head -4; python -c 'import torch; print(torch.__version__, torch.version.cuda)'\n"
               "# the driver must support the CUDA the program was built with: upgrade the driver, or install a build for the driver's CUDA:\n"
               "pip install torch --index-url \"https://download.pytorch.org/whl/${CUDA_TAG:?CUDA tag the driver supports, e.g. cu121}\"")
@@ -286,6 +289,14 @@ SIGNATURES: tuple[Signature, ...] = (
       "gpu-node07:24817:24901 [3] misc/strongstream.cc:27 NCCL WARN The installed CUDA driver is older than the minimum "
       "version (R465) required for NCCL's CUDA Graphs support",
       "NCCL 2.9-2.14 src/misc/strongstream.cc, src/enqueue.cc (format strings)"),
+    S("ompi.version_mismatch", "version_drift", "cause", (b"detected a mismatch in versions between two processes",),
+      r"Open MPI detected a mismatch in versions between two processes",
+      "Open MPI differs between nodes",
+      "mpirun on one node met a daemon or process of another Open MPI version: the nodes' PATH or installs differ.",
+      "mpirun --version; ssh \"${NODE:?another node}\" 'which orted; mpirun --version'    # the same everywhere\n"
+      + VERSIONS_FIX, "gpu.versions", 0,
+      "Open MPI detected a mismatch in versions between two processes.  This",
+      "Open MPI orte/mca/oob/tcp/help-oob-tcp.txt [version mismatch] (v4.1.8)"),
     S("torch.driver_too_old", "version_drift", "cause", (b"driver on your system is too old",),
       r"NVIDIA driver on your system is too old(?: \(found version (?P<found>\d+)\))?",
       "The NVIDIA driver is too old for this build[[ (the driver supports CUDA {found})]]",
@@ -631,10 +642,14 @@ SIGNATURES: tuple[Signature, ...] = (
     S("launcher.ssh_unreachable", "port_rendezvous", "cause", (b"ssh: connect to host", b"ORTE was unable to reliably start",
                                                               b"Permission denied (publickey", b"not reachable via ssh",
                                                               b"ssh exited with exit code 255", b"Host key verification failed",
-                                                              b"returned non-zero exit status 255"),
-      r"ssh: connect to host (?P<host>\S+) port \d+: (?P<err>.+)|ORTE was unable to reliably start one or more daemons"
+                                                              b"returned non-zero exit status 255", b"PRTE was unable to reliably start",
+                                                              b"could not connect to some hosts via ssh", b"ssh not successful for host"),
+      r"ssh: connect to host (?P<host>\S+) port \d+: (?P<err>.+)|(?:ORTE|PRTE) was unable to reliably start one or more daemons"
+      r"|could not connect to some hosts via ssh|ssh not successful for host (?P<host5>[^\s:]+)"  # horovod runner/launch.py
       r"|Permission denied \(publickey|host=(?P<host2>\S+) was not reachable via ssh|(?P<host3>[\w.-]+): ssh exited with exit code 255"
-      r"|Host key verification failed|Command '\[?'?ssh [^']*?(?P<host4>[\w.-]+) hostname[^']*'?\]?' returned non-zero exit status 255",
+      r"|Host key verification failed|Command '\[?'?ssh [^']*?(?P<host4>[\w.-]+) hostname[^']*'?\]?' returned non-zero exit status 255"
+      # deepspeed/launcher/runner.py passes a list: Command '['ssh', 'worker-0', 'hostname', '-I']'
+      r"|Command '\['ssh',(?: '-\S+',)*? '(?P<host6>[\w.@-]+)', 'hostname', '-I'\]' returned non-zero exit status 255",
       "The launcher cannot reach a node[[ ({host})]]",
       "mpirun/pdsh/deepspeed reach the other nodes over ssh: the host is unreachable, sshd is not listening (or on "
       "another port), or keys are not set up.",
@@ -643,6 +658,27 @@ SIGNATURES: tuple[Signature, ...] = (
       "cluster.node_count", 1,
       "ssh: connect to host worker-2 port 22: Connection refused",
       "OpenSSH client message; Open MPI orte/mca/plm help text; deepspeed/launcher/runner.py (ssh check); pdsh"),
+    S("horovod.gloo_rendezvous", "port_rendezvous", "cause", (b"HTTP GET request failed too many times", b"HTTP PUT request failed too many times"),
+      r"HTTP (?:GET|PUT) request failed too many times",
+      "Horovod's Gloo rendezvous server did not answer",
+      "Horovod's Gloo ranks rendezvous through an HTTP store that horovodrun serves on the launching host; a worker "
+      "could not reach it (a firewall, the launching host's address as seen from the workers, a wrong interface).",
+      "horovodrun --network-interface \"${IFACE:?interface toward the other hosts}\" -np \"${NP:?number of processes}\" "
+      "-H \"${HOSTS:?host1:slots,host2:slots}\" python \"${TRAIN_SCRIPT:?the training script}\"\n"
+      "dsv3-preflight run --only net.port_reach", "net.port_reach", 1,
+      "[1,0]<stderr>:[2024-05-08 08:47:31.877 E /tmp/pip-install/horovod/common/gloo/http_store.cc:96] HTTP GET request "
+      "failed too many times, aborting. See exception message above.",
+      "horovod horovod/common/gloo/http_store.cc (2626dc87)"),
+    S("hydra.proxy_connect", "port_rendezvous", "cause", (b"HYDU_sock_connect", b"check for firewalls"),
+      r"HYDU_sock_connect \([^)]*\): unable to (?:connect from \"?(?P<src>[^\"\s]+)\"? to \"?(?P<dst>[^\"\s]+)\"?(?: \((?P<err>[^)]+)\))?"
+      r"|get host address(?: for (?P<dst2>\S+))?)|unable to connect to server (?P<dst3>\S+) at port (?P<port>\d+) \(check for firewalls!\)",
+      "MPICH/Intel MPI's proxy cannot reach mpiexec[[ at {dst}]][[ ({err})]]",
+      "Hydra's proxies connect back to mpiexec's control port on the launching host: the name does not resolve there, "
+      "the route goes elsewhere, or a firewall blocks the port.",
+      "getent hosts \"${LAUNCH_HOST:?the host mpiexec runs on}\"    # on every node\n"
+      "dsv3-preflight run --only net.port_reach,net.nic_route", "net.port_reach", 1,
+      "[proxy:0:1@node2] HYDU_sock_connect (utils/sock/sock.c:145): unable to connect from \"node2\" to \"node1\" (No route to host)",
+      "MPICH src/pm/hydra utils/sock/sock.c (messages quoted in pmodels/mpich#3777, mpich#4599)"),
     S("deepspeed.master_addr_undetected", "port_rendezvous", "cause", (b"Unable to detect suitable master address",),
       r"Unable to detect suitable master address via .hostname -I.",
       "The DeepSpeed launcher could not find a master address",
@@ -666,9 +702,10 @@ SIGNATURES: tuple[Signature, ...] = (
       consequence_of=("c10d.address_in_use", "c10d.bind_failed", "c10d.bind_not_local", "c10d.env_var_missing",
                       "net.name_resolution", "c10d.numeric_hostname", "c10d.store_timeout", "c10d.client_connect_failed",
                       "elastic.rendezvous_connection", "launcher.ssh_unreachable", "ray.gcs_unreachable")),
-    S("ray.gcs_unreachable", "port_rendezvous", "cause", (b"GCS", b"Could not find any running Ray instance"),
+    S("ray.gcs_unreachable", "port_rendezvous", "cause", (b"GCS", b"Could not find any running Ray instance",
+                                                         b"Failed to connect to Ray cluster at"),
       r"(?:Failed|Unable) to connect to GCS|GCS (?:server|client).{0,40}(?:timed out|unavailable|failed)|Timed out while waiting for GCS"
-      r"|Could not find any running Ray instance",
+      r"|Could not find any running Ray instance|Failed to connect to Ray cluster at (?P<addr>\S+)",
       "Ray workers cannot reach the head (GCS)",
       "The Ray head is not started, or its address/port (6379 by default) is not reachable from this node.",
       "ray status --address \"${RAY_HEAD:?head address:port}\"    # from the failing node\n"
@@ -677,7 +714,105 @@ SIGNATURES: tuple[Signature, ...] = (
       "Failed to connect to GCS at address 10.0.0.1:6379 within 5 seconds.",
       "ray python/ray/_private/gcs_utils.py; python/ray/_private/services.py (no running instance found)"),
 
+    S("ray.already_running", "port_rendezvous", "cause", (b"but is already running at", b"Found multiple active Ray instances"),
+      r"Ray is trying to start at (?P<addr>\S+), but is already running at|Found multiple active Ray instances",
+      "Another Ray instance already runs on this node",
+      "A Ray head (GCS) of an earlier or another run still runs here: `ray start --head` cannot take its port, and "
+      "`address=\"auto\"` cannot tell which cluster to join.",
+      "ps -eo pid,lstart,args | grep -E '[g]cs_server|[r]aylet'    # the Ray processes of this node, with their start time\n"
+      "# stop the stale one by its PID (ray stop would stop every Ray on this host), or give this cluster its own --port\n"
+      "kill \"${STALE_GCS_PID:?pid of the stale gcs_server}\"\n"
+      "dsv3-preflight run --only net.port_free", "net.port_free", 1,
+      "ConnectionError: Ray is trying to start at 10.41.0.2:6379, but is already running at 10.41.0.2:6379. Please "
+      "specify a different port using the `--port` flag of `ray start` command.",
+      "ray python/ray/scripts/scripts.py; python/ray/_private/services.py (2.60)"),
+    S("ray.no_local_raylet", "port_rendezvous", "cause", (b"node_ip_address.json",),
+      r"Can't find a `?node_ip_address\.json`? file",
+      "No Ray node runs on this host",
+      "The driver was started on a host where no raylet of the cluster runs (RAY_ADDRESS set on a login node or in "
+      "another container than the one `ray start` ran in).",
+      "ray status    # on this host: it must list this node\n"
+      "ray start --address \"${RAY_HEAD:?head address:port}\"    # join this host to the cluster, or run the driver on a node of it\n"
+      "dsv3-preflight run --only cluster.node_count", "cluster.node_count", 1,
+      "ValueError: Can't find a `node_ip_address.json` file from /tmp/ray/session_2024-05-08_08-47-31_877_1/. for 60 "
+      "seconds. A ray instance hasn't started. Did you do `ray start` or `ray.init` on this host?",
+      "ray python/ray/_private/node.py (Ray 2.x before 2.60; quoted in public notes)"),
+    S("sglang.dist_init_addr", "port_rendezvous", "cause", (b"please provide --dist-init-addr",),
+      r"please provide --dist-init-addr as host:port of head node",
+      "SGLang needs --dist-init-addr host:port of the head",
+      "A multi-node SGLang server was started without the head's rendezvous address and port.",
+      "# on every node, the same head address and port:\n"
+      "python -m sglang.launch_server --dist-init-addr \"${MASTER_ADDR:?head address}:${MASTER_PORT:-20000}\" "
+      "--nnodes \"${NNODES:?number of nodes}\" --node-rank \"${NODE_RANK:?rank of this node}\" \"$@\"",
+      "env.launch_vars", 1,
+      "AssertionError: please provide --dist-init-addr as host:port of head node",
+      "sglang python/sglang/srt/server_args.py (PortArgs.init_new)"),
+    S("c10d.store_wait_timeout", "port_rendezvous", "cause", (b"waitForInput",),
+      r"waitForInput: (?:socket SocketImpl\(.*?remote=(?P<remote>\S+?)\) timed out after (?P<ms>\d+)ms"
+      r"|poll for socket SocketImpl\(.*?\) returned 0, likely a timeout)",
+      "A rendezvous store request got no answer[[ from {remote}]][[ in {ms} ms]]",
+      "This rank's connection to the rendezvous store (TCPStore) is open but the store never answered: the store's "
+      "host stopped or stalls, or the name resolves to another address (IPv6/IPv4) than the one it serves on.",
+      STORE_FIX, "net.port_reach", 2,
+      "[rank1]:[W623 15:37:01.824135523 socket.cpp:485] [c10d] waitForInput: socket SocketImpl(fd=100, "
+      "addr=[node-0.company.net]:43590, remote=[node-0.company.net]:20000) timed out after 1800000ms",
+      "https://github.com/sgl-project/sglang/issues/7478 (torch/csrc/distributed/c10d/socket.cpp)"),
     # ======================================================================== nic_iface
+    S("ray.node_ip_mismatch", "nic_iface", "cause", (b"Ray expects this IP address", b"none of these match this node's IP"),
+      r"This node has an IP address of (?P<addr>[\w.:-]+), and Ray expects this IP address to be either the GCS address or one of the Raylet addresses"
+      r"|none of these match this node's IP (?P<addr2>[\w.:-]+)",
+      "Ray knows this node under another address than {addr}",
+      "The driver or worker on this node found no raylet registered with its address {addr}: the node joined the "
+      "cluster with another interface's address (a container's bridge address, a second NIC), so Ray cannot route "
+      "to it.", RAY_IP_FIX, "net.nic_route", 1,
+      "[2024-05-08 08:47:31,877 C 2211 2211] global_state_accessor.cc:415: This node has an IP address of 172.17.0.3, "
+      "and Ray expects this IP address to be either the GCS address or one of the Raylet addresses. Connected to GCS "
+      "at 10.41.0.2:6379, and found no Raylet with this IP address. You might need to provide --node-ip-address to "
+      "specify the IP address that the head should use when sending to this node.",
+      "ray src/ray/gcs/gcs_client/global_state_accessor.cc (Ray 2.60 strings; older wording ray#35022)"),
+    S("ray.no_local_raylet_address", "nic_iface", "suspect", (b"but we cannot find a local Raylet",),
+      r"This node has an IP address of (?P<addr>[\w.:-]+), but we cannot find a local Raylet with the same address",
+      "Ray found no local raylet with this node's address {addr}",
+      "The process connected to the cluster with an address no raylet of this node registered under (a container, "
+      "a second interface): Ray falls back to another raylet, and work scheduled here may not reach this node.",
+      RAY_IP_FIX, "net.nic_route", 2,
+      "[2023-05-10 22:52:47,666 I 108 108] global_state_accessor.cc:356: This node has an IP address of 10.244.0.56, "
+      "but we cannot find a local Raylet with the same address. This can happen when you connect to the Ray cluster "
+      "with a different IP address or when connecting to a container.",
+      "https://github.com/vllm-project/vllm/issues/6689 (ray src/ray/gcs/gcs_client/global_state_accessor.cc)"),
+    S("ray.node_resource_unreachable", "nic_iface", "cause", (b"can fulfill resource request {'node:", b"fulfill resource request {\"node:"),
+      r"No available node types can fulfill resource request \{['\"]node:(?P<addr>[\w.:-]+)['\"]",
+      "No Ray node has the address {addr} that the job asks for",
+      "The job pins work to the Ray node with address {addr} (vLLM pins its first worker to its own detected IP), but "
+      "no node of the cluster registered under that address: the process picked another interface's address than "
+      "the one Ray uses (VLLM_HOST_IP, a second NIC, a container bridge).", RAY_IP_FIX, "net.nic_route", 1,
+      "(autoscaler +7s) Error: No available node types can fulfill resource request {'node:192.168.50.192': 0.001, "
+      "'GPU': 1.0}. Add suitable node types to this cluster to resolve this issue.",
+      "https://github.com/vllm-project/vllm/issues/7815 (Ray autoscaler event)"),
+    S("vllm.node_ip", "nic_iface", "cause", (b"Every node should have a unique IP address", b"does not allocate any GPUs on the driver node",
+                                            b"Can not get local ip from NIC"),
+      r"Every node should have a unique IP address\. Got (?P<nodes>\d+) nodes with node ids .*? and (?P<ips>\d+) unique IP addresses (?P<addrs>.*?)\. Please"
+      r"|Every node should have a unique IP address|Ray does not allocate any GPUs on the driver node"
+      r"|Can not get local ip from NIC",
+      "The nodes' addresses do not tell them apart[[ ({nodes} nodes, {ips} unique addresses {addrs})]]",
+      "vLLM (or SGLang) detects each node's own address to map its workers onto Ray's nodes; the detected addresses "
+      "are the same on several nodes (a container bridge's 172.17.0.x, VLLM_HOST_IP copied to every node) or not the "
+      "ones Ray registered, or the interface named for it has no address.", RAY_IP_FIX, "net.nic_route", 1,
+      "RuntimeError: Every node should have a unique IP address. Got 2 nodes with node ids ['a1', 'b2'] and 1 unique "
+      "IP addresses {'172.17.0.2'}. Please check your network configuration. If you set `VLLM_HOST_IP` environment "
+      "variable, make sure it is unique for each node.",
+      "vllm vllm/executor/ray_distributed_executor.py, vllm/v1/executor/ray_executor.py; sglang utils.py (get_local_ip_auto)"),
+    S("vllm.ip_fallback", "nic_iface", "suspect", (b"Failed to get the IP address, using 0.0.0.0",
+                                                  b"Waiting for creating a placement group of specs"),
+      r"Failed to get the IP address, using 0\.0\.0\.0 by default"
+      r"|Waiting for creating a placement group of specs for \d+ seconds\..*?same as VLLM_HOST_IP",
+      "vLLM could not tell this node's address (VLLM_HOST_IP)",
+      "vLLM detects the node's address by routing toward a public address; without a default route it uses 0.0.0.0, "
+      "and a placement group pinned to a node address waits forever when that address is not the one Ray uses.",
+      RAY_IP_FIX, "net.nic_route", 2,
+      "/usr/local/lib/python3.10/dist-packages/vllm/utils.py:534: UserWarning: Failed to get the IP address, using "
+      "0.0.0.0 by default.The value can be set by the environment variable VLLM_HOST_IP or HOST_IP.",
+      "vllm vllm/utils.py (get_ip), vllm/executor/ray_utils.py (_wait_until_pg_ready)"),
     S("nccl.no_socket_interface", "nic_iface", "cause", (b"no socket interface found", b"No usable listening interface",
                                                          b"NET/Socket : no interface found", b"no device found matching",
                                                          b"no device found after excluding"),
@@ -796,8 +931,8 @@ SIGNATURES: tuple[Signature, ...] = (
       IFACE_FIX, "net.nic_route", 1,
       "worker:101542:101934 [0] NCCL INFO Call to connect returned Connection timed out, retrying",
       "https://github.com/Oneflow-Inc/oneflow/issues/3586 (NCCL src/misc/socket.cc)", transient=True),
-    S("ompi.unexpected_identifier", "nic_iface", "cause", (b"received unexpected process identifier",),
-      r"received unexpected process identifier",
+    S("ompi.unexpected_identifier", "nic_iface", "cause", (b"received unexpected process identifier", b"cannot find a corresponding process"),
+      r"received unexpected process identifier|but cannot find a corresponding process",  # [server accept cannot find guid]
       "Open MPI's TCP transport connected to the wrong process",
       "Open MPI used an interface whose addresses are the same on several nodes (docker0's 172.17.0.1, a bridge), "
       "so connections reach the wrong peer.",
@@ -822,9 +957,37 @@ SIGNATURES: tuple[Signature, ...] = (
       "RuntimeError: [enforce fail at /pytorch/third_party/gloo/gloo/transport/tcp/http://device.cc:208] ifa != nullptr. "
       "Unable to find interface for: [10.16.32.68]",
       "https://github.com/PeizeSun/SparseR-CNN/issues/28 (gloo/transport/tcp/device.cc)"),
-    S("ompi.tcp_connect_failed", "nic_iface", "cause", (b"failed to TCP connect to a peer", b"Match incoming connection from"),
+    S("ompi.no_usable_interface", "nic_iface", "cause", (b"An invalid value was given for btl_tcp_if_", b"An invalid value was given for oob_tcp_if_",
+                                                        b"None of the TCP networks specified to be included", b"resulted in no networks being available",
+                                                        b"No network interfaces were found for out-of-band"),
+      r"An invalid value was given for (?P<param>(?:btl|oob)_tcp_if_\w+)|None of the TCP networks specified to be included"
+      r"|resulted in no networks being available|No network interfaces were found for out-of-band communications",
+      "Open MPI has no usable interface for its TCP traffic[[ ({param} is wrong)]]",
+      "The interfaces given to Open MPI (btl_tcp_if_include/exclude, oob_tcp_if_include/exclude) name no interface or "
+      "subnet of this host, or exclude every one, so its out-of-band wire-up or its TCP transport has no interface.",
+      "ip -br addr    # the interface names and subnets on this host\n"
+      "export OMPI_MCA_btl_tcp_if_include=${IFACE:?interface toward the other nodes} OMPI_MCA_oob_tcp_if_include=${IFACE}\n"
+      "dsv3-preflight run --only net.nic_route", "net.nic_route", 1,
+      "WARNING: An invalid value was given for btl_tcp_if_include.  This",
+      "Open MPI opal/mca/btl/tcp/help-mpi-btl-tcp.txt, orte/mca/oob/tcp/help-oob-tcp.txt, orte/mca/oob/base/help-oob-base.txt (v4.1.8)"),
+    S("ompi.daemon_failed", "nic_iface", "cause", (b"daemon has unexpectedly failed after launch",),
+      r"(?:ORTE|PRTE) daemon has unexpectedly failed after launch and before",
+      "An Open MPI daemon failed before it could connect back to mpirun",
+      "A remote orted/prted started but never connected back: most often the nodes share no routable interface (a "
+      "bridge or a second network chosen), a firewall, or the daemon could not start there.",
+      "export OMPI_MCA_oob_tcp_if_include=${IFACE:?interface toward the other nodes} OMPI_MCA_btl_tcp_if_include=${IFACE}\n"
+      "dsv3-preflight run --only net.nic_route,cluster.node_count", "net.nic_route", 2,
+      "An ORTE daemon has unexpectedly failed after launch and before",
+      "Open MPI orte/mca/errmgr/base/help-errmgr-base.txt [failed-daemon]; openpmix/prrte (PRTE wording)"),
+    S("ompi.tcp_connect_failed", "nic_iface", "cause", (b"failed to TCP connect to a peer", b"Match incoming connection from",
+                                                       b"Unable to connect to the peer", b"inbound MPI TCP connection request",
+                                                       b"unable to complete a TCP connection", b"unable to establish a communication connection"),
       r"Open MPI failed to TCP connect to a peer MPI process"
-      r"|Match incoming connection from \S+ (?P<addr>\S+) with locally known IP (?P<local>\S+) failed",
+      r"|Match incoming connection from \S+ (?P<addr>\S+) with locally known IP (?P<local>\S+) failed"
+      r"|Unable to connect to the peer (?P<addr2>\S+) on port \d+: (?P<err>.+)"          # btl_tcp_endpoint.c (4.x, 5.x)
+      r"|detected an inbound MPI TCP connection request from a peer"                     # help-mpi-btl-tcp.txt [dropped inbound]
+      r"|A process or daemon was unable to complete a TCP connection"                   # orte oob_tcp_connection.c
+      r"|(?:ORTE|PRTE) is unable to establish a communication connection to the",       # help-errmgr-base.txt [no-connect]
       "Open MPI's TCP transport cannot connect its peers[[ ({addr} does not match {local})]]",
       "Open MPI's TCP transport (used by mpirun and Horovod) picked interfaces whose addresses the other node cannot "
       "reach or does not expect (docker0's 172.17.0.1, virbr0's 192.168.122.1, a second network).",
@@ -834,9 +997,13 @@ SIGNATURES: tuple[Signature, ...] = (
       "WARNING: Open MPI failed to TCP connect to a peer MPI process.  This",
       "https://github.com/open-mpi/ompi/issues/6377 (Open MPI help-mpi-btl-tcp.txt)"),
     S("horovod.no_common_interface", "nic_iface", "cause", (b"Launching horovod task function was not successful",
-                                                           b"routable network interface", b"'Linux.'.format(service_name"),
+                                                           b"routable network interface", b"'Linux.'.format(service_name",
+                                                           b"common task-to-task communication interfaces", b"was unable to connect to",
+                                                           b"No available network interface found matching", b"IPv4 address of the common interface"),
       r"Launching horovod task function was not successful|routable network interface with the same name"
-      r"|'Linux\.'\.format\(service_name",
+      r"|'Linux\.'\.format\(service_name|Unable to find a set of common task-to-task communication interfaces"
+      r"|Horovod(?:run)? was unable to connect to \S+ on any of the following addresses"
+      r"|No available network interface found matching user provided interface|Cannot find an IPv4 address of the common interface",
       "horovodrun could not reach its tasks over a common network interface",
       "horovodrun's driver and task services talk over the interfaces all hosts share by name; with none routable "
       "in common (docker0, different names per host), the tasks never connect.",
@@ -1507,6 +1674,21 @@ SIGNATURES: tuple[Signature, ...] = (
       "2: Ctrl-C) and stopped its workers.", "", None, 4,
       "torch.distributed.elastic.multiprocessing.api.SignalException: Process 1234 got signal: 15",
       "torch/distributed/elastic/multiprocessing/api.py (_terminate_process_handler)"),
+    S("cluster.process_died", None, "symptom", (b"Some Ray subprocesses exited unexpectedly", b"has been marked dead because the detector",
+                                                b"scheduler is dead", b"This might cause deadlock in distributed execution",
+                                                b"peer process has unexpectedly disconnected", b"has lost communication with a remote daemon",
+                                                b"exiting improperly", b"Horovod has been shut down"),
+      r"Some Ray subprocesses exited unexpectedly|has been marked dead because the detector has missed too many heartbeats"
+      r"|Rank \d+ scheduler is dead|Error executing method (?P<method>\S+?)\.? This might cause deadlock in distributed execution"
+      r"|An MPI communication peer process has unexpectedly disconnected|(?:ORTE|PRTE) has lost communication with a remote daemon"
+      r"|(?:mpirun|prterun) has exited due to process rank \d+ with PID \d+ on|exiting improperly"
+      r"|Horovod has been shut down\. This was caused by an exception on one of the ranks",
+      "A Ray/vLLM/SGLang process of the job died[[ (in {method})]]",
+      "A raylet, a node or a worker process went away; what it printed before (or its own log: raylet.err, the "
+      "worker's traceback) holds the cause.", "", None, 4,
+      "2023-03-03 05:15:30,774\tWARNING worker.py:1866 -- The node with node id: 9426f4 and address: 10.130.0.113 and "
+      "node name: 10.130.0.113 has been marked dead because the detector has missed too many heartbeats from it.",
+      "ray src/ray/gcs/gcs_server/gcs_node_manager.cc, python/ray/scripts/scripts.py; vllm worker_base.py; sglang engine"),
     S("elastic.closing_signal", None, "symptom", (b"closing signal SIGTERM", b"Killing subprocess", b"closing signal SIGINT"),
       r"Sending process (?P<pid>\d+) closing signal SIG\w+|Killing subprocess (?P<pid2>\d+)",
       "The launcher stopped the other ranks",
