@@ -240,3 +240,61 @@ def test_vllm_without_an_address_is_a_suspect_not_a_cause_of_a_run_that_served(t
     assert (doc["exit_code"], [w["id"] for w in doc["warnings"]]) == (0, ["vllm.ip_fallback"])
     doc = _doc(tmp_path, [warn, "RuntimeError: something nobody knows"])
     assert (doc["exit_code"], doc["cause_class"]) == (1, "nic_iface")
+
+
+def _init_start(host: str, dev: int, nranks: int, rank: int) -> list[str]:
+    p = f"{host}:{4100 + dev}:{4100 + dev} [{dev}] NCCL INFO"
+    return [f"{p} Bootstrap : Using eth0:10.0.0.{1 + len(host) % 5}<0>",
+            f"{p} comm 0x55d1c4a0 rank {rank} nranks {nranks} cudaDev {dev} nvmlDev {dev} busId {dev + 1}000 commId 0x8a1f - Init START"]
+
+
+def test_hung_names_the_phase_a_log_without_error_stops_in(tmp_path):
+    # without --hung a log that just stops is "no progress" (exit 5): the doctor cannot tell a hang from a cut log
+    multi = _init_start("gpu-a", 0, 16, 0) + _init_start("gpu-a", 1, 16, 1)
+    assert _doc(tmp_path, multi)["exit_code"] == 5
+    log = tmp_path / "run.log"
+    log.write_text("\n".join(multi) + "\n")
+    doc = triage([str(log)], hung=True)
+    assert (doc["exit_code"], doc["cause_class"], doc["stalled"], doc["hung"]) == (1, "nic_iface", True, True)
+    assert _ids(doc) == ["hang.nccl_init"] and "16 ranks" in doc["findings"][0]["title"]
+    assert doc["summary"].startswith("suspected cause of the hang (doctor --hung)")
+    # the same on one node (both ranks' GPUs on one host, world 2): the intra-node transport
+    log.write_text("\n".join(_init_start("gpu-a", 0, 2, 0) + _init_start("gpu-a", 1, 2, 1)) + "\n")
+    doc = triage([str(log)], hung=True)
+    assert (doc["cause_class"], _ids(doc)) == ("nccl_transport", ["hang.nccl_init_one_node"])
+    # progress, then nothing: a collective never completed
+    log.write_text("\n".join(PROGRESS[:1]) + "\n")
+    doc = triage([str(log)], hung=True)
+    assert (doc["exit_code"], doc["cause_class"], _ids(doc)) == (1, "nccl_hang", ["hang.after_progress"])
+    # nothing that shows a phase: a failure whose cause is not recognised, with what to turn on
+    log.write_text("starting\n")
+    doc = triage([str(log)], hung=True)
+    assert (doc["exit_code"], doc["cause_class"], doc["findings"]) == (1, "unrecognised", [])
+    assert "NCCL_DEBUG=INFO" in doc["summary"]
+
+
+def test_hung_makes_every_suspect_a_suspected_cause_and_leaves_errors_alone(tmp_path):
+    # a bridge listed after a routable first interface is only a warning in a log that stops; the user says it hung
+    lines = ["gpu-b:5359:5359 [0] NCCL INFO Bootstrap : Using [0]eth0:10.0.0.2<0> [1]docker0:172.17.0.1<0>",
+             "gpu-b:5359:5359 [0] NCCL INFO comm 0x55d1c4a0 rank 1 nranks 2 cudaDev 0 busId 1000 - Init START"]
+    log = tmp_path / "run.log"
+    log.write_text("\n".join(lines) + "\n")
+    assert triage([str(log)])["exit_code"] == 5
+    doc = triage([str(log)], hung=True)
+    assert (doc["exit_code"], doc["cause_class"], _ids(doc)) == (1, "nic_iface", ["nccl.bad_interface_listed"])
+    # a log with its error: --hung changes nothing
+    log.write_text(WATCHDOG + "\n")
+    assert _ids(triage([str(log)], hung=True)) == _ids(triage([str(log)])) == ["nccl.watchdog_timeout"]
+
+
+def test_doctor_hung_on_the_command_line(tmp_path):
+    import subprocess
+
+    from conftest import python_cli
+
+    log = tmp_path / "run.log"
+    log.write_text("\n".join(_init_start("gpu-a", 0, 16, 0)) + "\n")
+    plain = subprocess.run(python_cli("doctor", str(log)), capture_output=True, text=True, timeout=60)
+    hung = subprocess.run(python_cli("doctor", "--hung", str(log)), capture_output=True, text=True, timeout=60)
+    assert (plain.returncode, hung.returncode) == (5, 1), hung.stderr
+    assert "suspected cause of the hang (doctor --hung): The run hung while NCCL connected its 16 ranks" in hung.stdout

@@ -19,6 +19,9 @@ def add_arguments(parser) -> None:
                              "loader; pickles run code when loaded: only pass dumps your own job wrote")
     parser.add_argument("--flight-recorder-prefix", metavar="PREFIX", default=None,
                         help="file name prefix of the dumps (default: inferred by torch's loader)")
+    parser.add_argument("--hung", action="store_true",
+                        help="the run hung (killed while stuck, or still stuck): a log without an error is judged as a "
+                             "hang, naming its suspects or the phase it stops in (exit 1), instead of 'no progress'")
     parser.add_argument("--list-signatures", action="store_true", help="list the known signatures and exit")
     parser.add_argument("--no-color", action="store_true", help="accepted for symmetry; the text output has no colour")
 
@@ -35,7 +38,7 @@ def run(args) -> int:
     from ..doctor import triage
 
     doc = triage(args.paths, max_evidence=args.max_evidence, flight_recorder=args.flight_recorder,
-                 flight_recorder_prefix=args.flight_recorder_prefix)
+                 flight_recorder_prefix=args.flight_recorder_prefix, hung=args.hung)
     if args.as_json:
         print(json.dumps(doc, indent=2, ensure_ascii=False))
     else:

@@ -1838,6 +1838,31 @@ DERIVED: tuple[Signature, ...] = (
       "RAS collected an NCCL error from this rank.", ALLREDUCE_FIX, "dist.allreduce", 4,
       "  Rank 3 reported remote process exited or there was a network error -- GPU 3 managed by process 77 on node n2",
       "NCCL src/ras/client_support.cc (rasClientBreakDownErrors)"),
+    # `doctor --hung`: the user says the run hung; a log without an error is judged by the last phase it shows
+    S("hang.after_progress", "nccl_hang", "cause", (b"hung after",), r"hung after (?P<last>.+)",
+      "The run hung after it made progress (last sign: {last})",
+      "The log shows the run working and then nothing, with no error: a collective never completed. A rank is stuck "
+      "outside NCCL (data loading, a checkpoint written by one rank, a rank-dependent branch) or ranks issued "
+      "different collectives; the watchdog (TORCH_NCCL timeout, 10-30 min) had not fired yet.",
+      "# on each node, while it hangs: where every rank waits\n"
+      "py-spy dump --pid \"${RANK_PID:?pid of a training process}\"\n"
+      "# next run: a flight recorder dump and a desync report when the watchdog fires\n"
+      "export TORCH_NCCL_TRACE_BUFFER_SIZE=2000 TORCH_NCCL_DUMP_ON_TIMEOUT=1 TORCH_NCCL_DESYNC_DEBUG=1\n" + ALLREDUCE_FIX,
+      "dist.allreduce", 2, "hung after training loss lines", "doctor --hung (the user's statement and the log's last phase)"),
+    S("hang.nccl_init", "nic_iface", "cause", (b"hung in NCCL init",), r"hung in NCCL init \((?P<world>\d+) ranks, (?P<hosts>\d+) host\(s\) in the log\)",
+      "The run hung while NCCL connected its {world} ranks across nodes",
+      "NCCL started (bootstrap, interface choice) and the log stops before 'Init COMPLETE', with no error: the "
+      "connections between nodes never complete, which is what an interface other nodes cannot reach (or a "
+      "firewall between the nodes on NCCL's ports) looks like.",
+      "export NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET    # the interface and address each rank uses\n" + IFACE_FIX,
+      "net.nic_route", 2, "hung in NCCL init (16 ranks, 2 host(s) in the log)", "doctor --hung (the user's statement and the log's last phase)"),
+    S("hang.nccl_init_one_node", "nccl_transport", "cause", (b"hung in NCCL init on one node",), r"hung in NCCL init on one node",
+      "The run hung while NCCL connected the GPUs of one node",
+      "NCCL started and the log stops before 'Init COMPLETE' on a job NCCL shows on one node, with no error: the "
+      "intra-node transport (GPU peer-to-peer, or shared memory in a container) does not complete; PCIe ACS or an "
+      "IOMMU blocking P2P is the usual cause.",
+      "nvidia-smi topo -m\nexport NCCL_P2P_DISABLE=1    # confirms it when the run then starts\n" + ALLREDUCE_FIX,
+      "dist.allreduce", 2, "hung in NCCL init on one node", "doctor --hung (the user's statement and the log's last phase)"),
     S("fr.rank_behind", "nccl_hang", "cause", (b"flight recorder",),
       r"rank (?P<rank>\d+) last collective #\d+, ranks (?P<ahead>\S+) at #(?P<seq>\d+) \((?P<op>[^)]+)\)",
       "Flight Recorder: rank {rank} never issued collective #{seq} ({op}) that ranks {ahead} entered",

@@ -185,7 +185,8 @@ class _Chain(io.RawIOBase):
 class Triage:
     """Accumulates evidence over several inputs; ``document()`` gives the JSON-able diagnosis."""
 
-    def __init__(self, signatures: Sequence[Signature] = SIGNATURES, max_evidence: int = 3):
+    def __init__(self, signatures: Sequence[Signature] = SIGNATURES, max_evidence: int = 3, hung: bool = False):
+        self.hung = hung   # the user says the run hung (doctor --hung)
         self.signatures = signatures
         self.max_evidence = max_evidence
         self._matcher = _Matcher(signatures)
@@ -430,6 +431,14 @@ class Triage:
         if stalled:
             failing = True
             found = [f for f in found if kind[f.sig.id] != "suspect" or f.sig.stall]
+        elif self.hung and not failing:
+            # the user says it hung: every suspect is a suspected cause, and without one the log's last phase speaks
+            stalled = failing = True
+            if not any(kind[f.sig.id] == "suspect" for f in found):
+                phase = self._hang_phase()
+                if phase is not None:
+                    found.append(phase)
+                    kind[phase.sig.id] = phase.sig.kind
         candidates = [f for f in found if kind[f.sig.id] in ("cause", "symptom") or (failing and kind[f.sig.id] == "suspect")]
         present = {f.sig.id for f in candidates}
         explained = {f.sig.id: next(c for c in f.sig.consequence_of if c in present)
@@ -479,6 +488,7 @@ class Triage:
             "cause_recognised": bool(failing and recognised),
             "cause_class": cause_class,
             "stalled": stalled,
+            "hung": self.hung,
             "summary": "",
             "first_failure": first,
             "findings": findings,
@@ -499,6 +509,30 @@ class Triage:
         if self.unreadable:
             doc["exit_code"] = 4
         return doc
+
+    def _hang_phase(self) -> _Finding | None:
+        """For ``--hung`` with no error and no suspect: the phase the log stops in, as a derived finding (None: the
+        log does not show one)."""
+        last_file = max(range(len(self.files)), key=lambda i: self.files[i]["lines"], default=None)
+        if last_file is None:
+            return None
+        path, lines = self.files[last_file]["path"], self.files[last_file]["lines"]
+        if self.progress:
+            last = max(self.progress.values(), key=lambda h: h["count"])
+            sid, groups, text = "hang.after_progress", {"last": last["title"]}, f"hung after {last['title']}"
+        elif self.facts.world and not self.facts.nranks:
+            if self.facts.one_node():
+                sid, groups, text = "hang.nccl_init_one_node", {}, "hung in NCCL init on one node"
+            else:
+                hosts, world = str(max(len(self.facts.nodes), 1)), str(self.facts.world)
+                sid, groups = "hang.nccl_init", {"hosts": hosts, "world": world}
+                text = f"hung in NCCL init ({world} ranks, {hosts} host(s) in the log)"
+        else:
+            return None
+        ev = Event(last_file, path, lines, None, None, None, None, text)
+        f = self._record(_DERIVED[sid], groups, ev)
+        f.evidence[-1]["text"] = f"{text} (doctor --hung; the log ends at line {lines})"
+        return f
 
     def _resolved(self, f: _Finding) -> bool:
         """A transient finding (a retry) whose every occurrence came before the run showed progress in that file."""
@@ -610,6 +644,11 @@ class Triage:
                                        ff.get("rank") is not None and f"rank {ff['rank']}") if x)
             rest = sum(1 for f in doc["findings"] if f["role"] == "consequence")
             tail = (f" ({at})" if at else "") + (f"; {rest} consequence(s)" if rest else "") + f" in {where}"
+            if doc["stalled"] and self.hung:
+                if not doc["findings"]:
+                    return ("the run hung (doctor --hung) and the log shows no error, no suspect and no phase: run with "
+                            "NCCL_DEBUG=INFO and TORCH_DISTRIBUTED_DEBUG=DETAIL to see where it waits" + tail)
+                return f"suspected cause of the hang (doctor --hung): {doc['findings'][0]['title']}" + tail
             if doc["stalled"]:
                 return (f"suspected cause: {doc['findings'][0]['title']}: the log stops there with no error and no sign "
                         f"of progress (a hang?)" + tail)
@@ -624,9 +663,11 @@ class Triage:
 
 
 def triage(paths: list[str], max_evidence: int = 3, flight_recorder: str | None = None,
-           flight_recorder_prefix: str | None = None) -> dict:
-    """Read the logs at ``paths`` (files, directories, ``-`` for stdin, gzip) and return the doctor document."""
-    t = Triage(max_evidence=max_evidence)
+           flight_recorder_prefix: str | None = None, hung: bool = False) -> dict:
+    """Read the logs at ``paths`` (files, directories, ``-`` for stdin, gzip) and return the doctor document.
+    ``hung``: the user says the run hung (it was killed or is still stuck), so a log without an error is not
+    "no progress" but a hang whose suspects, or last phase, are named (exit 1)."""
+    t = Triage(max_evidence=max_evidence, hung=hung)
     t.add_paths(paths)
     if flight_recorder:
         try:
