@@ -29,6 +29,9 @@ JOB = textwrap.dedent("""
     logging.info("rank %d step 1 loss 1.0", rank)
     mode = os.environ["FAIL_MODE"]
     store = dist.distributed_c10d._get_default_store()
+    stop = []
+    if mode == "kill":   # torchrun's SIGTERM must not cut a survivor's report short: note it, end after the report
+        signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
     if mode == "kill" and rank == 1:
         os.kill(os.getpid(), signal.SIGKILL)
     if mode == "two_causes":
@@ -48,10 +51,14 @@ JOB = textwrap.dedent("""
         if mode != "kill":
             raise
         # a survivor of the killed rank reports the broken connection and lingers (as a real rank blocked in its
-        # next collective does) until torchrun sends it the closing SIGTERM: no race with torchrun's monitor
+        # next collective does) until torchrun sends it the closing SIGTERM. A SIGTERM that comes first (torchrun's
+        # monitor can tick right after the kill: a fresh-clone CI run lost rank 0's report so) only sets a flag
         sys.excepthook(*sys.exc_info())   # the report an uncaught error gets (torch's hook prefixes it with [rankN])
         sys.stderr.flush()
-        time.sleep(120)
+        end = time.monotonic() + 120
+        while not stop and time.monotonic() < end:
+            time.sleep(0.05)
+        sys.exit(1)
     logging.info("rank %d done", rank)
 """)
 
