@@ -114,6 +114,14 @@ FM_FIX = ("systemctl status nvidia-fabricmanager --no-pager; journalctl -u nvidi
 IFACE_FIX = ("dsv3-preflight run --only net.nic_route    # on each node: prints the exports for the interface toward MASTER_ADDR\n"
              "# by hand: on a worker the 'dev' of: ip route get \"$MASTER_ADDR\"; on the head the interface that holds MASTER_ADDR\n"
              "export NCCL_SOCKET_IFNAME=${IFACE:?interface toward MASTER_ADDR, e.g. eth0} GLOO_SOCKET_IFNAME=${IFACE}")
+#: containers of a multi-node job need the host's network (their bridge addresses do not route between nodes)
+HOST_NETWORK_FIX = ("# run the job's containers with the host's network: docker run --network=host ... (Kubernetes: hostNetwork: true)\n"
+                    + IFACE_FIX)
+#: Open MPI's TCP transport and out-of-band wire-up on the interface toward the other nodes
+OMPI_IFACE_FIX = ("export OMPI_MCA_btl_tcp_if_include=${IFACE:?interface toward the other nodes} "
+                  "OMPI_MCA_oob_tcp_if_include=${IFACE}    # then rerun mpirun")
+HOROVODRUN_FIX = ("horovodrun --network-interface \"${IFACE:?interface toward the other hosts}\" -np \"${NP:?number of processes}\" "
+                  "-H \"${HOSTS:?host1:slots,host2:slots}\" python \"${TRAIN_SCRIPT:?the training script}\"")
 RAY_IP_FIX = ("# start Ray on every node with the address the other nodes reach it at (its interface toward the head):\n"
               "ray start --address \"${RAY_HEAD:?head address:port}\" --node-ip-address \"${NODE_IP:?address of this node toward the head}\"\n"
               "export VLLM_HOST_IP=\"${NODE_IP}\"    # vLLM: the same address, set on each node\n" + IFACE_FIX)
@@ -663,8 +671,7 @@ SIGNATURES: tuple[Signature, ...] = (
       "Horovod's Gloo rendezvous server did not answer",
       "Horovod's Gloo ranks rendezvous through an HTTP store that horovodrun serves on the launching host; a worker "
       "could not reach it (a firewall, the launching host's address as seen from the workers, a wrong interface).",
-      "horovodrun --network-interface \"${IFACE:?interface toward the other hosts}\" -np \"${NP:?number of processes}\" "
-      "-H \"${HOSTS:?host1:slots,host2:slots}\" python \"${TRAIN_SCRIPT:?the training script}\"\n"
+      HOROVODRUN_FIX + "\n"
       "dsv3-preflight run --only net.port_reach", "net.port_reach", 1,
       "[1,0]<stderr>:[2024-05-08 08:47:31.877 E /tmp/pip-install/horovod/common/gloo/http_store.cc:96] HTTP GET request "
       "failed too many times, aborting. See exception message above.",
@@ -901,8 +908,7 @@ SIGNATURES: tuple[Signature, ...] = (
       "and ranks on other nodes reach no one, or the wrong host, there. The containers of a multi-node job need the "
       "host's network (docker run --network=host, hostNetwork: true in Kubernetes), and NCCL/Gloo the interface "
       "toward MASTER_ADDR.",
-      "# run the job's containers with the host's network: docker run --network=host ... (Kubernetes: hostNetwork: true)\n"
-      + IFACE_FIX, "net.nic_route", 1,
+      HOST_NETWORK_FIX, "net.nic_route", 1,
       "ip-172-31-12-104:28056:39685 [0] misc/socket.cc:503 NCCL WARN Net : Call to recv from 172.18.0.1<34483> failed : Broken pipe",
       "https://github.com/dmlc/xgboost/issues/7982 (NCCL src/misc/socket.cc); Docker's address pools: "
       "https://docs.docker.com/engine/network/ (default-address-pools 172.17-172.31, then 192.168)", multi_node_only=True),
@@ -936,8 +942,7 @@ SIGNATURES: tuple[Signature, ...] = (
       "Open MPI's TCP transport connected to the wrong process",
       "Open MPI used an interface whose addresses are the same on several nodes (docker0's 172.17.0.1, a bridge), "
       "so connections reach the wrong peer.",
-      "export OMPI_MCA_btl_tcp_if_include=${IFACE:?interface toward the other nodes} OMPI_MCA_oob_tcp_if_include=${IFACE}    # then rerun mpirun\n"
-      "dsv3-preflight run --only net.nic_route",
+      OMPI_IFACE_FIX + "\ndsv3-preflight run --only net.nic_route",
       "net.nic_route", 1,
       "[u10-154-66-206][[39817,1],2][btl_tcp_endpoint.c:638:mca_btl_tcp_endpoint_recv_connect_ack] received unexpected process identifier [[39817,1],3]",
       "https://github.com/horovod/horovod/issues/310 (Open MPI btl_tcp_endpoint.c)"),
@@ -965,9 +970,8 @@ SIGNATURES: tuple[Signature, ...] = (
       "Open MPI has no usable interface for its TCP traffic[[ ({param} is wrong)]]",
       "The interfaces given to Open MPI (btl_tcp_if_include/exclude, oob_tcp_if_include/exclude) name no interface or "
       "subnet of this host, or exclude every one, so its out-of-band wire-up or its TCP transport has no interface.",
-      "ip -br addr    # the interface names and subnets on this host\n"
-      "export OMPI_MCA_btl_tcp_if_include=${IFACE:?interface toward the other nodes} OMPI_MCA_oob_tcp_if_include=${IFACE}\n"
-      "dsv3-preflight run --only net.nic_route", "net.nic_route", 1,
+      "ip -br addr    # the interface names and subnets on this host\n" +
+      OMPI_IFACE_FIX + "\ndsv3-preflight run --only net.nic_route", "net.nic_route", 1,
       "WARNING: An invalid value was given for btl_tcp_if_include.  This",
       "Open MPI opal/mca/btl/tcp/help-mpi-btl-tcp.txt, orte/mca/oob/tcp/help-oob-tcp.txt, orte/mca/oob/base/help-oob-base.txt (v4.1.8)"),
     S("ompi.daemon_failed", "nic_iface", "cause", (b"daemon has unexpectedly failed after launch",),
@@ -975,8 +979,7 @@ SIGNATURES: tuple[Signature, ...] = (
       "An Open MPI daemon failed before it could connect back to mpirun",
       "A remote orted/prted started but never connected back: most often the nodes share no routable interface (a "
       "bridge or a second network chosen), a firewall, or the daemon could not start there.",
-      "export OMPI_MCA_oob_tcp_if_include=${IFACE:?interface toward the other nodes} OMPI_MCA_btl_tcp_if_include=${IFACE}\n"
-      "dsv3-preflight run --only net.nic_route,cluster.node_count", "net.nic_route", 2,
+      OMPI_IFACE_FIX + "\ndsv3-preflight run --only net.nic_route,cluster.node_count", "net.nic_route", 2,
       "An ORTE daemon has unexpectedly failed after launch and before",
       "Open MPI orte/mca/errmgr/base/help-errmgr-base.txt [failed-daemon]; openpmix/prrte (PRTE wording)"),
     S("ompi.tcp_connect_failed", "nic_iface", "cause", (b"failed to TCP connect to a peer", b"Match incoming connection from",
@@ -991,8 +994,7 @@ SIGNATURES: tuple[Signature, ...] = (
       "Open MPI's TCP transport cannot connect its peers[[ ({addr} does not match {local})]]",
       "Open MPI's TCP transport (used by mpirun and Horovod) picked interfaces whose addresses the other node cannot "
       "reach or does not expect (docker0's 172.17.0.1, virbr0's 192.168.122.1, a second network).",
-      "export OMPI_MCA_btl_tcp_if_include=${IFACE:?interface toward the other nodes} OMPI_MCA_oob_tcp_if_include=${IFACE}    # then rerun mpirun\n"
-      "dsv3-preflight run --only net.nic_route",
+      OMPI_IFACE_FIX + "\ndsv3-preflight run --only net.nic_route",
       "net.nic_route", 1,
       "WARNING: Open MPI failed to TCP connect to a peer MPI process.  This",
       "https://github.com/open-mpi/ompi/issues/6377 (Open MPI help-mpi-btl-tcp.txt)"),
@@ -1007,9 +1009,8 @@ SIGNATURES: tuple[Signature, ...] = (
       "horovodrun could not reach its tasks over a common network interface",
       "horovodrun's driver and task services talk over the interfaces all hosts share by name; with none routable "
       "in common (docker0, different names per host), the tasks never connect.",
-      "ip -br addr    # on every host: one routable interface with the same name everywhere\n"
-      "horovodrun --network-interface \"${IFACE:?interface toward the other hosts}\" -np \"${NP:?number of processes}\" "
-      "-H \"${HOSTS:?host1:slots,host2:slots}\" python \"${TRAIN_SCRIPT:?the training script}\"\n"
+      "ip -br addr    # on every host: one routable interface with the same name everywhere\n" +
+      HOROVODRUN_FIX + "\n"
       "dsv3-preflight run --only net.nic_route    # on each host: the interface toward the head",
       "net.nic_route", 2,
       "Launching horovod task function was not successful:",
@@ -1047,8 +1048,7 @@ SIGNATURES: tuple[Signature, ...] = (
       "such network, so ranks on other nodes cannot reach this address and a multi-node init hangs or times out. "
       "The containers of a multi-node job need the host's network (docker run --network=host, hostNetwork: true in "
       "Kubernetes) or an overlay whose addresses route between the nodes.",
-      "# run the job's containers with the host's network: docker run --network=host ... (Kubernetes: hostNetwork: true)\n"
-      + IFACE_FIX, "net.nic_route", 2,
+      HOST_NETWORK_FIX, "net.nic_route", 2,
       "c6ad99331184:117277:117277 [0] NCCL INFO Bootstrap : Using [0]eth0:172.17.0.2<0>",
       "https://github.com/NVIDIA/nccl/issues/367 (Docker's default bridge network is 172.17.0.0/16)", stall="multi_node"),
     # a suspect interface listed after a routable first one: NCCL's socket transport may use it too, but runs like this
