@@ -10,7 +10,7 @@ import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Mapping
 
 #: Environment variables the cluster runner reads (documented in the README, "Cluster mode").
 RUNTIME_ENV_VAR = "DSV3_PREFLIGHT_RAY_RUNTIME_ENV"   # a JSON runtime_env merged into the job's
@@ -190,7 +190,8 @@ def _embedded_token() -> dict[str, str | None]:
     return before
 
 
-def _restore_env(values: dict[str, str | None]) -> None:
+def restore_environ(values: Mapping[str, str | None]) -> None:
+    """Put environment variables back as ``{name: value}`` says; None: the variable was unset."""
     for key, value in values.items():
         if value is None:
             os.environ.pop(key, None)
@@ -315,7 +316,7 @@ def connect(address: str | None = None, timeout: float = 60.0, *, runtime_env: d
             _init(remaining(), starts_processes=True, address="local", num_cpus=num_cpus,
                   object_store_memory=EMBEDDED_OBJECT_STORE_BYTES, _temp_dir=temp_dir, **common)
     except BaseException:
-        _restore_env(restore)
+        restore_environ(restore)
         raise
     gcs = ray.get_runtime_context().gcs_address
     why = "asked for with --ray-address local" if asked == "local" else f"no Ray cluster found ({found})"
@@ -332,7 +333,7 @@ def disconnect(info: ConnectInfo | None) -> None:
     if ray.is_initialized():
         ray.shutdown()
     if info is not None:
-        _restore_env(info.restore_env)
+        restore_environ(info.restore_env)
     if info is not None and info.temp_dir:
         from .. import signals
 

@@ -23,11 +23,9 @@ def run_node(payload: Mapping[str, Any]) -> dict[str, Any]:
     try:
         return _run_node(payload, started)
     finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
+        from .connect import restore_environ
+
+        restore_environ(saved)
 
 
 def _run_node(payload: Mapping[str, Any], started: float) -> dict[str, Any]:
