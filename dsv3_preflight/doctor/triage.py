@@ -513,10 +513,10 @@ class Triage:
     def _hang_phase(self) -> _Finding | None:
         """For ``--hung`` with no error and no suspect: the phase the log stops in, as a derived finding (None: the
         log does not show one)."""
-        last_file = max(range(len(self.files)), key=lambda i: self.files[i]["lines"], default=None)
-        if last_file is None:
+        longest = max(range(len(self.files)), key=lambda i: self.files[i]["lines"], default=None)
+        if longest is None:
             return None
-        path, lines = self.files[last_file]["path"], self.files[last_file]["lines"]
+        path, lines = self.files[longest]["path"], self.files[longest]["lines"]
         if self.progress:
             last = max(self.progress.values(), key=lambda h: h["count"])
             sid, groups, text = "hang.after_progress", {"last": last["title"]}, f"hung after {last['title']}"
@@ -529,7 +529,7 @@ class Triage:
                 text = f"hung in NCCL init ({world} ranks, {hosts} host(s) in the log)"
         else:
             return None
-        ev = Event(last_file, path, lines, None, None, None, None, text)
+        ev = Event(longest, path, lines, None, None, None, None, text)
         f = self._record(_DERIVED[sid], groups, ev)
         f.evidence[-1]["text"] = f"{text} (doctor --hung; the log ends at line {lines})"
         return f
