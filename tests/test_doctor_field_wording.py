@@ -273,7 +273,7 @@ def test_hung_names_the_phase_a_log_without_error_stops_in(tmp_path):
     assert "NCCL_DEBUG=INFO" in doc["summary"]
 
 
-def test_hung_makes_every_suspect_a_suspected_cause_and_leaves_errors_alone(tmp_path):
+def test_hung_blames_suspects_that_explain_a_hang_and_leaves_errors_alone(tmp_path):
     # a bridge listed after a routable first interface is only a warning in a log that stops; the user says it hung
     lines = ["gpu-b:5359:5359 [0] NCCL INFO Bootstrap : Using [0]eth0:10.0.0.2<0> [1]docker0:172.17.0.1<0>",
              "gpu-b:5359:5359 [0] NCCL INFO comm 0x55d1c4a0 rank 1 nranks 2 cudaDev 0 busId 1000 - Init START"]
@@ -282,6 +282,15 @@ def test_hung_makes_every_suspect_a_suspected_cause_and_leaves_errors_alone(tmp_
     assert triage([str(log)])["exit_code"] == 5
     doc = triage([str(log)], hung=True)
     assert (doc["exit_code"], doc["cause_class"], _ids(doc)) == (1, "nic_iface", ["nccl.bad_interface_listed"])
+    # a harmless suspect (torch's IPv6 lookup) is never the hang's cause, nor one the run got past before progress
+    ipv6 = ("[W socket.cpp:601] [c10d] The IPv6 network addresses of (localhost, 51595) cannot be retrieved (gai error: "
+            "-2 - Name or service not known).")
+    log.write_text(ipv6 + "\n")
+    doc = triage([str(log)], hung=True)
+    assert (doc["exit_code"], doc["cause_class"], doc["findings"]) == (1, "unrecognised", [])
+    log.write_text("\n".join([ipv6, lines[0]] + PROGRESS) + "\n")
+    doc = triage([str(log)], hung=True)
+    assert (doc["cause_class"], _ids(doc)) == ("nccl_hang", ["hang.after_progress"])
     # a log with its error: --hung changes nothing
     log.write_text(WATCHDOG + "\n")
     assert _ids(triage([str(log)], hung=True)) == _ids(triage([str(log)])) == ["nccl.watchdog_timeout"]

@@ -37,6 +37,9 @@ Fields:
   NCCL's own lines show a one-node job (loopback or a container bridge is right on one node).
 - ``multi_node_only``: a cause that holds only between nodes (a peer on a container bridge): left out where
   NCCL's own lines show a one-node job, like a ``stall="multi_node"`` suspect.
+- ``hang_suspect``: a suspect without ``stall`` that still explains a hang the user reports (``doctor --hung``):
+  a log that merely stops is not blamed on it (healthy runs print it too), a run the user says hung is. Harmless
+  suspects (an IPv6 lookup) have neither and are never a hang's cause.
 
 Table order matters: on one line the first matching signature wins, so specific entries precede general ones.
 """
@@ -83,6 +86,7 @@ class Signature:
     transient: bool = False
     stall: str | None = None
     multi_node_only: bool = False
+    hang_suspect: bool = False
     regex: Pattern[str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -96,6 +100,8 @@ class Signature:
             raise ValueError(f"signature {self.id}: needs at least one needle")
         if self.stall not in (None, "any", "multi_node") or (self.stall and self.kind != "suspect"):
             raise ValueError(f"signature {self.id}: stall is 'any' or 'multi_node', on a suspect only")
+        if self.hang_suspect and (self.kind != "suspect" or self.stall):
+            raise ValueError(f"signature {self.id}: hang_suspect is for a suspect without stall")
         object.__setattr__(self, "regex", re.compile(self.pattern))
         if self.tier is None:
             default = {"cause": 1, "suspect": 2, "symptom": 3 if self.cls else 4}.get(self.kind, 9)
@@ -786,7 +792,8 @@ SIGNATURES: tuple[Signature, ...] = (
       "[2023-05-10 22:52:47,666 I 108 108] global_state_accessor.cc:356: This node has an IP address of 10.244.0.56, "
       "but we cannot find a local Raylet with the same address. This can happen when you connect to the Ray cluster "
       "with a different IP address or when connecting to a container.",
-      "https://github.com/vllm-project/vllm/issues/6689 (ray src/ray/gcs/gcs_client/global_state_accessor.cc)"),
+      "https://github.com/vllm-project/vllm/issues/6689 (ray src/ray/gcs/gcs_client/global_state_accessor.cc)",
+      hang_suspect=True),
     S("ray.node_resource_unreachable", "nic_iface", "cause", (b"can fulfill resource request {'node:", b"fulfill resource request {\"node:"),
       r"No available node types can fulfill resource request \{['\"]node:(?P<addr>[\w.:-]+)['\"]",
       "No Ray node has the address {addr} that the job asks for",
@@ -819,7 +826,7 @@ SIGNATURES: tuple[Signature, ...] = (
       RAY_IP_FIX, "net.nic_route", 2,
       "/usr/local/lib/python3.10/dist-packages/vllm/utils.py:534: UserWarning: Failed to get the IP address, using "
       "0.0.0.0 by default.The value can be set by the environment variable VLLM_HOST_IP or HOST_IP.",
-      "vllm vllm/utils.py (get_ip), vllm/executor/ray_utils.py (_wait_until_pg_ready)"),
+      "vllm vllm/utils.py (get_ip), vllm/executor/ray_utils.py (_wait_until_pg_ready)", hang_suspect=True),
     S("nccl.no_socket_interface", "nic_iface", "cause", (b"no socket interface found", b"No usable listening interface",
                                                          b"NET/Socket : no interface found", b"no device found matching",
                                                          b"no device found after excluding"),
@@ -1061,7 +1068,7 @@ SIGNATURES: tuple[Signature, ...] = (
       "run that is a likely cause: restrict NCCL to the interface toward MASTER_ADDR.", IFACE_FIX, "net.nic_route", 2,
       "ip-172-31-0-137:14605:14673 [0] NCCL INFO NET/Socket : Using [0]ens5:172.31.0.137<0> "
       "[1]veth75fa783:fe80::14ad:64ff:fe64:b31e%veth75fa783<0>",
-      "https://github.com/pytorch/pytorch/issues/68893"),
+      "https://github.com/pytorch/pytorch/issues/68893", hang_suspect=True),
 
     # ======================================================================== nccl_transport
     S("nccl.shm_no_space", "nccl_transport", "cause", (b"/dev/shm/nccl", b"posix_fallocate failed", b"shared memory segment",
@@ -1839,8 +1846,8 @@ DERIVED: tuple[Signature, ...] = (
       "  Rank 3 reported remote process exited or there was a network error -- GPU 3 managed by process 77 on node n2",
       "NCCL src/ras/client_support.cc (rasClientBreakDownErrors)"),
     # `doctor --hung`: the user says the run hung; a log without an error is judged by the last phase it shows
-    S("hang.after_progress", "nccl_hang", "cause", (b"hung after",), r"hung after (?P<last>.+)",
-      "The run hung after it made progress (last sign: {last})",
+    S("hang.after_progress", "nccl_hang", "cause", (b"hung after",), r"hung after (?P<shown>.+)",
+      "The run hung after it made progress ({shown})",
       "The log shows the run working and then nothing, with no error: a collective never completed. A rank is stuck "
       "outside NCCL (data loading, a checkpoint written by one rank, a rank-dependent branch) or ranks issued "
       "different collectives; the watchdog (TORCH_NCCL timeout, 10-30 min) had not fired yet.",

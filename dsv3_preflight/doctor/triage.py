@@ -432,9 +432,13 @@ class Triage:
             failing = True
             found = [f for f in found if kind[f.sig.id] != "suspect" or f.sig.stall]
         elif self.hung and not failing:
-            # the user says it hung: every suspect is a suspected cause, and without one the log's last phase speaks
+            # the user says it hung. Before any progress a suspect that can explain a hang is the suspected cause
+            # (the stall suspects were handled above); after progress the run got past what it printed before, and
+            # a harmless suspect (an IPv6 lookup) never is: the log's last phase speaks
             stalled = failing = True
-            if not any(kind[f.sig.id] == "suspect" for f in found):
+            blamed = [] if self.progress else [f for f in found if kind[f.sig.id] == "suspect" and f.sig.hang_suspect]
+            found = [f for f in found if kind[f.sig.id] != "suspect" or f in blamed]
+            if not blamed:
                 phase = self._hang_phase()
                 if phase is not None:
                     found.append(phase)
@@ -517,9 +521,9 @@ class Triage:
         if longest is None:
             return None
         path, lines = self.files[longest]["path"], self.files[longest]["lines"]
-        if self.progress:
-            last = max(self.progress.values(), key=lambda h: h["count"])
-            sid, groups, text = "hang.after_progress", {"last": last["title"]}, f"hung after {last['title']}"
+        if self.progress:   # which sign came last is not known: a file's progress needles are dropped once seen
+            shown = ", ".join(h["title"] for h in self.progress.values())
+            sid, groups, text = "hang.after_progress", {"shown": shown}, f"hung after {shown}"
         elif self.facts.world and not self.facts.nranks:
             if self.facts.one_node():
                 sid, groups, text = "hang.nccl_init_one_node", {}, "hung in NCCL init on one node"
