@@ -67,7 +67,8 @@ def _torchrun(tmp_path: Path, mode: str, *extra: str) -> Path:
     job = tmp_path / "job.py"
     job.write_text(JOB)
     log = tmp_path / f"torchrun_{mode}.log"
-    env = {**os.environ, "FAIL_MODE": mode, "OMP_NUM_THREADS": "1"}
+    # TMPDIR: torchrun without --log-dir makes /tmp/torchelastic_* and never removes it
+    env = {**os.environ, "FAIL_MODE": mode, "OMP_NUM_THREADS": "1", "TMPDIR": str(tmp_path)}
     with open(log, "wb") as fh:
         p = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "3", "--master_addr",
                             "127.0.0.1", "--master_port", str(free_port()), *extra, str(job)],

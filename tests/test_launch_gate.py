@@ -20,10 +20,12 @@ TORCHRUN_MARK = "torch.distributed.run"
 
 
 @pytest.fixture
-def user_env(clean_env):
+def user_env(clean_env, tmp_path_factory):
     """The environment a user's shell would pass: this one without launch variables."""
     env = dict(os.environ)
     env["DSV3_PREFLIGHT_NODE_NAME"] = "launchnode"
+    # torchrun without --log-dir makes $TMPDIR/torchelastic_* and never removes it: a per-test TMPDIR
+    env["TMPDIR"] = str(tmp_path_factory.mktemp("tmpdir"))
     return env
 
 
