@@ -77,8 +77,11 @@ class RayNode:
 class RayLab:
     """Three namespaced Ray nodes (a context manager); see the module docstring."""
 
-    def __init__(self, nodes: int = 3, *, master_addr: str = "lab-node0") -> None:
+    def __init__(self, nodes: int = 3, *, master_addr: str = "lab-node0", node_tmpdir: bool = False) -> None:
+        """``node_tmpdir``: each node gets its own TMPDIR inside the lab's temp dir (removed at close), for labs that
+        start torchrun, which leaves a ``$TMPDIR/torchelastic_*`` dir behind when it gets no --log-dir."""
         self.net = NetnsLab(nodes)
+        self.node_tmpdir = node_tmpdir
         self.count = nodes
         self.master_addr = master_addr
         self.tmp = tempfile.mkdtemp(prefix=TMP_PREFIX, dir="/tmp")
@@ -99,6 +102,10 @@ class RayLab:
 
     def job_env(self, rank: int, name: str, **more: str) -> dict[str, str]:
         """What docs/cluster.md exports before `ray start` on node ``rank``, plus the lab's own settings."""
+        if self.node_tmpdir:
+            tmpdir = os.path.join(self.tmp, f"tmpdir-{name}")
+            os.makedirs(tmpdir, exist_ok=True)
+            more = {"TMPDIR": tmpdir, **more}
         return {"MASTER_ADDR": self.master_addr, "MASTER_PORT": str(MASTER_PORT), "NNODES": str(self.count),
                 "NODE_RANK": str(rank), "CUDA_DEVICE_ORDER": "PCI_BUS_ID", "OMP_NUM_THREADS": "2",
                 "DSV3_PREFLIGHT_NODE_NAME": name, "DSV3_TEST_CONTROL": self.control_dir,

@@ -26,7 +26,7 @@ NNODES = 2
 @pytest.fixture(scope="module")
 def lab():
     try:
-        lab = RayLab(NNODES).__enter__()
+        lab = RayLab(NNODES, node_tmpdir=True).__enter__()   # torchrun's log dirs go in the lab's temp dir
     except LabUnavailable as exc:
         pytest.skip(f"netns lab unavailable: {exc}")
     try:
