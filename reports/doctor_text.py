@@ -82,13 +82,24 @@ def render_text(diagnosis: dict) -> str:
     if d.get("silent_ranks"):
         out.append("")
         out.append(f"ranks that did not report the timeout (look at their logs first): {d['silent_ranks']}")
+    teardown = [w for w in d.get("warnings") or [] if w.get("role") == "teardown"]
     for w in d.get("warnings") or []:
+        if w.get("role") == "teardown":
+            continue
         ev = (w.get("evidence") or [{}])[0]
         out.append("")
         out.append(f"! {w['title']}  {ev.get('file', '')}:{ev.get('line', '')}")
         out.append(f"   {w['root_cause']}")
         if w.get("check"):
             out.append(f"   check: dsv3-preflight run --only {w['check']}")
+    if teardown:
+        out.append("")
+        out.append("teardown noise, printed after the log says the run finished:")
+        for w in teardown:
+            ev = (w.get("evidence") or [{}])[0]
+            count = f" ×{w['count']}" if w.get("count", 1) > 1 else ""
+            out.append(f"  - {w['title']}{count}  {ev.get('file', '')}:{ev.get('line', '')}")
+        out.append(f"  {teardown[0]['root_cause']}")
     if verdict == "healthy" and d.get("healthy_signs"):
         out.append("")
         out.append("signs of progress: " + ", ".join(f"{h['title']} ×{h['count']}" for h in d["healthy_signs"]))

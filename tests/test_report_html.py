@@ -190,3 +190,21 @@ def test_doctor_findings_show_root_cause_before_consequences_with_the_fix_and_lo
     assert "export NODE_RANK=1 # on gpu-b" in doctor
     assert "/nfs/runs/lora-7/logs/gpu-b.log:12: torch.distributed.elastic" in doctor
     assert "Error lines no signature knows (1)" in doctor
+
+
+def test_doctor_warnings_are_labelled_suspect_or_teardown_noise_not_consequence(tmp_path):
+    from dsv3_preflight.doctor import triage
+
+    log = tmp_path / "run.log"
+    log.write_text("gpu-a:1:1 [0] NCCL INFO NET/Socket : Using [0]lo:127.0.0.1<0> [1]eth0:10.0.0.5<0>\n"
+                   "{'loss': 1.23, 'epoch': 0.5}\n{'train_runtime': 12.5, 'train_loss': 1.1, 'epoch': 1.0}\n"
+                   "gpu-a:1:2 [0] proxy.cc:1521 NCCL WARN [Proxy Service 0] Failed to execute operation Close from rank 0, retcode 3\n")
+    found = triage([str(log)])
+    assert {w["role"] for w in found["warnings"]} == {"warning", "teardown"}
+    doc = copy.deepcopy(load("cluster_dead_node_duplicate_rank.json"))
+    doc["doctor"]["warnings"] = found["warnings"]
+    html = render_html(doc)
+    doctor = Page(html[html.index('id="doctor"'):html.index('id="failures"')]).text
+    assert "Warnings (suspects, teardown noise)" in doctor
+    assert "SUSPECT NCCL" in doctor and "TEARDOWN NOISE NCCL's proxy service lost a local rank while closing" in doctor
+    assert doctor.count("→ CONSEQUENCE") == sum(f["role"] == "consequence" for f in doc["doctor"]["findings"])

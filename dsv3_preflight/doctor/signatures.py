@@ -37,6 +37,11 @@ Fields:
   NCCL's own lines show a one-node job (loopback or a container bridge is right on one node).
 - ``multi_node_only``: a cause that holds only between nodes (a peer on a container bridge): left out where
   NCCL's own lines show a one-node job, like a ``stall="multi_node"`` suspect.
+- ``teardown``: a symptom without a class that processes also print while they exit (NCCL's proxy closing, torch's
+  heartbeat or store client finding the master gone, CUDA's "driver shutting down"). After a sign that the run
+  finished (``ends_run``) it is teardown noise: listed as a warning, not an error, so a finished run stays healthy.
+- ``ends_run``: a progress signature that says the run (or this process) finished: ``train_runtime``, "exits
+  successfully", nccl-tests' average bus bandwidth.
 - ``hang_suspect``: a suspect without ``stall`` that still explains a hang the user reports (``doctor --hung``):
   a log that merely stops is not blamed on it (healthy runs print it too), a run the user says hung is. Harmless
   suspects (an IPv6 lookup) have neither and are never a hang's cause.
@@ -87,6 +92,8 @@ class Signature:
     stall: str | None = None
     multi_node_only: bool = False
     hang_suspect: bool = False
+    teardown: bool = False
+    ends_run: bool = False
     regex: Pattern[str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -102,6 +109,10 @@ class Signature:
             raise ValueError(f"signature {self.id}: stall is 'any' or 'multi_node', on a suspect only")
         if self.hang_suspect and (self.kind != "suspect" or self.stall):
             raise ValueError(f"signature {self.id}: hang_suspect is for a suspect without stall")
+        if self.teardown and (self.kind != "symptom" or self.cls is not None):
+            raise ValueError(f"signature {self.id}: teardown is for a symptom without a class")
+        if self.ends_run and self.kind != "progress":
+            raise ValueError(f"signature {self.id}: ends_run is for a progress signature")
         object.__setattr__(self, "regex", re.compile(self.pattern))
         if self.tier is None:
             default = {"cause": 1, "suspect": 2, "symptom": 3 if self.cls else 4}.get(self.kind, 9)
@@ -552,7 +563,7 @@ SIGNATURES: tuple[Signature, ...] = (
       "[2024-05-08 08:47:31,877] torch.distributed.elastic.rendezvous.dynamic_rendezvous: [WARNING] The node "
       "'node1_1234_0' has failed to shutdown the rendezvous 'none' due to an error of type RendezvousConnectionError.",
       "torch/distributed/elastic/rendezvous/dynamic_rendezvous.py (shutdown, _keep_alive); elastic/agent/server/api.py "
-      "(_exit_barrier)"),
+      "(_exit_barrier)", teardown=True),
     S("elastic.rendezvous_state", "port_rendezvous", "cause", (b"RendezvousStateError", b"state object is corrupt"),
       r"RendezvousStateError|The (?:rendezvous )?state (?:object )?is corrupt",
       "torchrun's rendezvous state is corrupt",
@@ -589,16 +600,26 @@ SIGNATURES: tuple[Signature, ...] = (
       "dsv3-preflight run --only cluster.node_count    # every node up and launched together", "cluster.node_count", 3,
       "torch.distributed.elastic.rendezvous.api.RendezvousClosedError",
       "torch/distributed/elastic/rendezvous/dynamic_rendezvous.py (raise RendezvousClosedError)"),
-    S("c10d.store_closed", None, "symptom", (b"Connection was likely closed", b"got 0 bytes", b"recvValue",
+    S("torch.heartbeat_store_gone", None, "symptom", (b'"should dump" flag on TCPStore',),
+      r'Failed to check the "should dump" flag on TCPStore',
+      "torch's heartbeat monitor lost the rendezvous store",
+      "ProcessGroupNCCL's heartbeat thread polls the TCPStore hosted by rank 0; the store went away. After a finished run "
+      "rank 0 simply exited first (teardown noise: end the script with dist.destroy_process_group()); otherwise the "
+      "master's process failed or was killed, and its own log holds the first failure.",
+      STORE_FIX, "net.port_reach", 4,
+      "[rank5]:[W509 02:29:39.508328002 ProcessGroupNCCL.cpp:1771] [PG ID 0 PG GUID 0 Rank 5] Failed to check the "
+      "\"should dump\" flag on TCPStore, (maybe TCPStore server has shut down too early), with error: Broken pipe",
+      "torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp (HeartbeatMonitor::runLoop, torch 2.3+)", teardown=True),
+    S("c10d.store_closed", None, "symptom", (b"Connection was likely closed", b"got 0 bytes", b"recvValue", b"sendBytes failed",
                                              b"DistNetworkError: Connection reset", b"DistNetworkError: Broken pipe"),
       r"got 0 bytes\. Connection was likely closed|Connection was likely closed|[Ff]ailed to recv, got 0 bytes"
-      r"|recvValue(?:WithTimeout)? failed on SocketImpl.*(?:Connection reset by peer|Broken pipe)"
+      r"|(?:recvValue(?:WithTimeout)?|sendBytes|recvBytes) failed on SocketImpl.*(?:Connection reset by peer|Broken pipe)"
       r"|DistNetworkError: (?:Connection reset by peer|Broken pipe)",
       "The rendezvous store closed the connection",
       "The process hosting the TCPStore (rank 0 / the master) went away: a consequence of its own failure.",
       STORE_FIX, "net.port_reach", 4,
       "torch.distributed.DistNetworkError: Failed to recv, got 0 bytes. Connection was likely closed. Did the remote server shutdown or crash?",
-      "torch/csrc/distributed/c10d/TCPStore.cpp"),
+      "torch/csrc/distributed/c10d/TCPStore.cpp", teardown=True),
     S("c10d.bind_not_local", "port_rendezvous", "cause", (b"Cannot assign requested address", b"errno: 99"),
       r"(?:bind to|listen on) (?P<addr>\S+?) \(errno: 99 - Cannot assign requested address\)|Cannot assign requested address",
       "The rendezvous address[[ {addr}]] is not an address of this host",
@@ -1665,9 +1686,27 @@ SIGNATURES: tuple[Signature, ...] = (
       ALLREDUCE_FIX, "dist.allreduce", 4,
       "a100-st-p4d24xlarge-22:183006:183220 [1] misc/socket.cc:518 NCCL WARN Net : Call to recv from 10.200.84.247<58355> failed : Broken pipe",
       "https://github.com/NVIDIA/nccl/issues/795"),
-    S("nccl.proxy_peer_gone", None, "symptom", (b"Proxy Call to rank", b"Could not receive type from localRank",
-                                                b"Saw abortFlag", b"Attempt to use communicator before"),
-      r"Proxy Call to rank (?P<rank_a>\d+) failed|\[Service thread\] Could not receive type from localRank (?P<local_rank>\d+)"
+    S("cuda.driver_shutting_down", None, "symptom", (b"driver shutting down",),
+      r"driver shutting down",
+      "CUDA was already shutting down in this process",
+      "The process was exiting (its CUDA context being destroyed) while NCCL or torch still used the GPU. After a "
+      "finished run that is teardown noise (destroy the process group before exiting); otherwise the process was "
+      "leaving because of an earlier error, which is the cause.", "", None, 4,
+      "user:16899:16961 [32735] include/alloc.h:250 NCCL WARN Cuda failure 'driver shutting down'",
+      "https://github.com/NVIDIA/nccl-tests/issues/188 (CUDA error string of cudaErrorCudartUnloading)", teardown=True),
+    S("nccl.proxy_teardown", None, "symptom", (b"Failed to execute operation Close", b"[Service thread] Accept failed",
+                                               b"Could not receive type from localRank"),
+      r"\[Proxy Service \d+\] Failed to execute operation Close|\[Service thread\] Accept failed"
+      r"|\[Service thread\] Could not receive type from localRank (?P<local_rank>\d+)",
+      "NCCL's proxy service lost a local rank while closing[[ (local rank {local_rank})]]",
+      "A process of this node closed or left its NCCL communicator (it exited, or aborted after an error) while the "
+      "proxy thread still served it. After a finished run that is teardown noise (destroy the process group before "
+      "exiting); otherwise the error that made the process leave is the cause.",
+      ALLREDUCE_FIX, "dist.allreduce", 4,
+      "0bc8f5b83646:2374:2994 [0] proxy.cc:1521 NCCL WARN [Proxy Service 0] Failed to execute operation Close from rank 0, retcode 3",
+      "https://github.com/deepseek-ai/DeepEP/issues/41 (NCCL src/proxy.cc)", teardown=True),
+    S("nccl.proxy_peer_gone", None, "symptom", (b"Proxy Call to rank", b"Saw abortFlag", b"Attempt to use communicator before"),
+      r"Proxy Call to rank (?P<rank_a>\d+) failed"
       r"|Saw abortFlag while waiting for proxyThread|Attempt to use communicator before the previous operation returned ncclSuccess",
       "NCCL's proxy lost a local rank[[ (rank {rank_a})]]",
       "The process of a local rank, or its communicator, went away after an earlier error: that error is the cause.",
@@ -1760,6 +1799,16 @@ SIGNATURES: tuple[Signature, ...] = (
       source="deepspeed/runtime/engine.py (traceback frame format of CPython)"),
 
     # ======================================================================== progress (the run was working)
+    S("train.completed", None, "progress", (b"exits successfully", b"raining finished", b"raining complete", b"Finished training",
+                                          b"train_runtime", b"Trainer.fit` stopped", b"Reached max steps", b"Avg bus bandwidth",
+                                          b"train metrics", b"after training is done"),
+      r"exits successfully|[Tt]raining (?:finished|completed?)\b|Finished training|train_runtime|Trainer\.fit` stopped"
+      r"|Reached max steps|Avg bus bandwidth\s*:\s*[\d.]+|\*{3,} train metrics \*{3,}|\[after training is done\]",
+      "the run finished", ends_run=True,
+      example="work-1: [2023-08-06 05:27:07,537] [INFO] [launch.py:347:main] Process 1555224 exits successfully.",
+      source="https://github.com/hiyouga/LlamaFactory/issues/381 (deepspeed/launcher/launch.py); transformers Trainer "
+             "(train_runtime, '***** train metrics *****'); Lightning ('`Trainer.fit` stopped'); nccl-tests src/common.cu; "
+             "Megatron-LM training.py ('[after training is done]')"),
     S("nccl.init_complete", None, "progress", (b"Init COMPLETE",), r"Init COMPLETE", "NCCL communicator initialised",
       example="simple-layoutlm:97:176 [0] NCCL INFO comm 0x7ff1ec001060 rank 0 nranks 2 cudaDev 0 busId 100000 - Init COMPLETE",
       source="https://github.com/huggingface/transformers/issues/11658 (NCCL src/init.cc)"),
@@ -1780,16 +1829,13 @@ SIGNATURES: tuple[Signature, ...] = (
       "progress bar advancing",
       example="Training Epoch: 1:   1%|███▉      | 1/79 [00:11<14:38, 11.26s/it]",
       source="https://github.com/meta-llama/llama-cookbook/pull/691 (tqdm format)"),
-    S("train.finished", None, "progress", (b"exits successfully", b"SUCCEEDED", b"training finished", b"Training completed",
-                                         b"Finished training", b"train_runtime", b"Training complete", b"Saving model checkpoint",
-                                         b"save model", b"Running training", b"initialize [end]", b"SUCCESS", b"RunningAvgSamplesPerSec",
+    S("train.finished", None, "progress", (b"SUCCEEDED", b"Saving model checkpoint", b"save model", b"Running training", b"initialize [end]", b"SUCCESS", b"RunningAvgSamplesPerSec",
                                          b"samples/s", b"tokens/s", b"global_step", b"epoch: ["),
-      r"exits successfully|SUCCEEDED|[Tt]raining (?:finished|completed?)|Finished training|train_runtime|Saving model checkpoint"
-      r"|save model|Running training|DeepSpeedZeRoOffload initialize \[end\]|SUCCESS Step|RunningAvgSamplesPerSec"
+      r"SUCCEEDED|Saving model checkpoint|save model|Running training|DeepSpeedZeRoOffload initialize \[end\]|SUCCESS Step|RunningAvgSamplesPerSec"
       r"|[\d.]+ (?:samples|tokens)/s\b|global_step|epoch: \[\d",
-      "the run progressed or finished",
-      example="work-1: [2023-08-06 05:27:07,537] [INFO] [launch.py:347:main] Process 1555224 exits successfully.",
-      source="https://github.com/hiyouga/LlamaFactory/issues/381 (deepspeed/launcher/launch.py)"),
+      "the run progressed",
+      example="Saving model checkpoint to saves/llama3-8b/lora/sft/checkpoint-500",
+      source="transformers Trainer (_save_checkpoint's log line)"),
 )
 
 # Findings made from more than one line (dsv3_preflight.doctor.evidence, .flight_recorder, the triage): the same

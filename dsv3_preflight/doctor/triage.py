@@ -32,6 +32,10 @@ from .reader import FileStats, InputError, NeedleSet, clean, expand_inputs, labe
 from .signatures import (CLASS_TITLES, DERIVED, ERROR_NEEDLES, ERROR_RE, QUIET_RE, SIGNATURES, STOPWORDS, Signature,
                          by_id)
 
+#: what a teardown line after the end of a run is (doc["warnings"], role "teardown")
+TEARDOWN_NOTE = ("Printed while the processes exited, after the log says the run finished: teardown noise, not a failure "
+                 "of the run. Ending the training script with torch.distributed.destroy_process_group() on every rank "
+                 "closes NCCL and the store in order and quiets it.")
 MAX_TEXT = 400
 CONTEXT_LINES = 12     # a torchrun summary's host/rank applies to the lines just after it
 REQUIRES_LINES = 40    # a `requires` context must have been seen this many lines before
@@ -190,7 +194,8 @@ class Triage:
         self.signatures = signatures
         self.max_evidence = max_evidence
         self._matcher = _Matcher(signatures)
-        base = [n for s in signatures if s.kind != "progress" for n in s.needles] + list(ERROR_NEEDLES)
+        # the signs that a run finished stay read after the first progress: lines after them may be teardown noise
+        base = [n for s in signatures if s.kind != "progress" or s.ends_run for n in s.needles] + list(ERROR_NEEDLES)
         base += list(FACT_NEEDLES) + list(RAS_NEEDLES)
         self._needles_all = NeedleSet(base + [n for s in signatures if s.kind == "progress" for n in s.needles])
         self._needles_quiet = NeedleSet(base)   # once progress is seen, its (frequent) needles are dropped
@@ -198,6 +203,7 @@ class Triage:
         self.findings: dict[str, _Finding] = {}
         self.progress: dict[str, dict] = {}
         self.first_progress: dict[int, int] = {}   # file index → line of its first sign of progress
+        self.run_end: dict[int, int] = {}   # file index → line of its first sign that the run finished
         self.errors: list[Event] = []
         self.error_count = 0
         self.files: list[dict] = []
@@ -298,6 +304,8 @@ class Triage:
                 self._context(groups, line, ctx)
             else:
                 self.first_progress.setdefault(fi, line)
+                if sig.ends_run:
+                    self.run_end.setdefault(fi, line)
                 if sig.id not in self.progress:
                     self.progress[sig.id] = {"id": sig.id, "title": sig.title, "count": 0, "first": self._evidence(path, line, text)}
                 self.progress[sig.id]["count"] += 1
@@ -421,6 +429,9 @@ class Triage:
                 if ev.node is None and ev.rank is not None and ev.rank in self.summary_hosts:
                     ev.node = self.summary_hosts[ev.rank]
         errors_present = self.error_count > 0
+        # what a process prints while it exits, after the run said it finished, is teardown noise, not a failure
+        after_end = [f for f in found if f.sig.teardown and all(self._after_end(e) for e in f.events)]
+        found = [f for f in found if f not in after_end]
         if self.facts.one_node():   # loopback or a container bridge is the right interface for a one-node job
             found = [f for f in found if f.sig.stall != "multi_node" and not f.sig.multi_node_only]
         kind = {f.sig.id: ("suspect" if f.sig.transient and self._resolved(f) else f.sig.kind) for f in found}
@@ -482,6 +493,7 @@ class Triage:
             if findings and recognised:
                 findings[0]["headline"] = True
         warnings = [self._render(f, "warning", None) for f in found if kind[f.sig.id] == "suspect" and not failing]
+        warnings += [dict(self._render(f, "teardown", None), root_cause=TEARDOWN_NOTE, fix="", check=None) for f in after_end]
         first = self._first_failure(head if recognised else None, first_error, failing, found)
         cause_class = (head.sig.cls if (failing and recognised and head is not None)
                        else "unrecognised" if failing else "healthy" if verdict == "healthy" else "no_progress")
@@ -513,6 +525,14 @@ class Triage:
         if self.unreadable:
             doc["exit_code"] = 4
         return doc
+
+    def _after_end(self, ev: Event) -> bool:
+        """``ev`` came after a sign that the run finished: later in its own file, or in a file without such a sign
+        when another file has one (a rank's teardown lines beside rank 0's ``train_runtime``)."""
+        if not self.run_end:
+            return False
+        end = self.run_end.get(ev.file)
+        return ev.line > end if end is not None else True
 
     def _hang_phase(self) -> _Finding | None:
         """For ``--hung`` with no error and no suspect: the phase the log stops in, as a derived finding (None: the
@@ -662,7 +682,10 @@ class Triage:
         if not self.files and self.unreadable:
             return f"no readable log ({len(self.unreadable)} unreadable input(s))"
         if verdict == "healthy":
-            return f"no error; the log shows progress ({', '.join(h['title'] for h in self.progress.values())}) in {where}"
+            teardown = sum(w["count"] for w in doc["warnings"] if w["role"] == "teardown")
+            noise = f"; {teardown} line(s) printed at teardown after it finished (not a failure)" if teardown else ""
+            return (f"no error; the log shows progress ({', '.join(h['title'] for h in self.progress.values())}){noise} "
+                    f"in {where}")
         return f"no error and no sign of progress (truncated, not started, or not a training log?) in {where}"
 
 
