@@ -40,6 +40,15 @@ SRUN_AND_MORE = [
     ("gpu-q-13: torch.cuda.OutOfMemoryError: CUDA out of memory.", "gpu-q-13", None, None, None),
     # NCCL prefix after a timestamp (https://github.com/NVIDIA/nccl/issues/1488 style)
     ("[2025-05-10 23:09:41] bm-h100-02:630335:630409 [2] transport/nvls.cc:254 NCCL WARN Cuda failure 1", "bm-h100-02", None, None, 2),
+    # kubectl logs --prefix over a PyTorchJob's pods (kubectl's own format: [pod/NAME/CONTAINER])
+    ("[pod/dsv3-lora-worker-1/pytorch] [rank9]:[E1123 10:00:00.1 ProcessGroupNCCL.cpp:607] [Rank 9] Watchdog caught",
+     "dsv3-lora-worker-1", 9, None, None),
+    # docker compose v2 and v1 service prefixes
+    ("trainer-2  | [rank1]: torch.cuda.OutOfMemoryError: CUDA out of memory.", "trainer-2", 1, None, None),
+    ("node_1    | Traceback (most recent call last):", "node_1", None, None, None),
+    # a table row or a logging separator is not a compose prefix
+    ("loss   | 0.3412", None, None, None, None),
+    ("2020-08-03T10:20:25 | mmf.trainers.core.training_loop: Starting training...", None, None, None, None),
     # an exception name followed by ": " is not a host
     ("RuntimeError: CUDA error: invalid device ordinal", None, None, None, None),
     ("Error: rank 27 and rank 19 both on CUDA device 53000", None, None, None, None),
@@ -76,3 +85,19 @@ def test_timestamps_of_the_common_formats(line, expected):
         assert got is None
     else:
         assert (got.month, got.day) == expected[:2] and abs(got.seconds - expected[2]) < 1e-6
+
+
+def test_kubectl_prefixed_pods_name_the_first_failing_node(tmp_path):
+    from dsv3_preflight.doctor import triage
+
+    log = tmp_path / "job.log"   # kubectl logs -l job-name=dsv3-lora --prefix, interleaved as kubectl prints it
+    log.write_text(
+        "[pod/dsv3-lora-worker-0/pytorch] [rank0]:[E1123 10:10:00.100 ProcessGroupNCCL.cpp:607] [Rank 0] Watchdog caught "
+        "collective operation timeout: WorkNCCL(SeqNum=88, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) "
+        "ran for 600412 milliseconds before timing out.\n"
+        "[pod/dsv3-lora-worker-1/pytorch] [rank9]:[W1123 10:00:01.000 init.cc:1] torch.cuda.OutOfMemoryError: CUDA out of "
+        "memory. Tried to allocate 2.00 GiB. GPU 1 has a total capacity of 79.10 GiB of which 1.06 GiB is free.\n")
+    doc = triage([str(log)])
+    assert (doc["cause_class"], doc["first_failure"]["node"], doc["first_failure"]["rank"]) == ("gpu_oom", "dsv3-lora-worker-1", 9)
+    hang = next(f for f in doc["findings"] if f["id"] == "nccl.watchdog_timeout")
+    assert hang["role"] == "consequence" and hang["node"] == "dsv3-lora-worker-0"

@@ -31,7 +31,9 @@ The document (plain JSON types)::
          "evidence": [{"file": "...", "line": 12, "text": "... (secrets masked)"}],
          "detail": {...}}                  # drift values per node, RAS mismatch lines (when any)
       ],
-      "warnings": [...],                   # suspects (NCCL on lo) in a log without failure, same shape
+      "warnings": [...],                   # same shape: suspects (NCCL on lo) in a log without failure (role
+                                           # "warning"), and lines printed while processes exited after the log
+                                           # says the run finished (role "teardown": noise, not a failure)
       "error_lines": [{"file", "line", "text", "node", "rank"}],   # error lines no signature knows
       "nearest_causes": [{"id", "class", "title", "check", "score"}],   # when the cause is not recognised
       "silent_ranks": [5],                 # ranks that did not report the collective timeout the others did
@@ -47,7 +49,8 @@ The document (plain JSON types)::
 
 Verdicts: ``failure`` (exit 1) when a cause, a symptom or any error line is found, or when a log without either
 stops after a suspect that explains a hang; ``healthy`` (exit 0) only when the logs show progress and no error
-line; ``unknown`` (exit 5) when they show neither (never exit 0).
+line (teardown noise after a sign that the run finished is not one); ``unknown`` (exit 5) when they show
+neither (never exit 0).
 """
 from __future__ import annotations
 

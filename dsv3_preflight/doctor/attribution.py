@@ -10,6 +10,8 @@ Recognised prefixes (each seen in public logs of the tools):
 - Open MPI ``--tag-output``/Horovod: ``[1,3]<stdout>:``                → rank 3
 - Ray: ``(RayTrainWorker pid=285, ip=192.168.177.12)``                  → node 192.168.177.12
 - syslog/journal: ``Feb 24 09:28:28 gpu-node-2 nv-fabricmanager[1507]: ...`` → node gpu-node-2
+- ``kubectl logs --prefix`` (a PyTorchJob's pods): ``[pod/trainer-worker-1/pytorch] ...`` → node trainer-worker-1
+- ``docker compose logs``/``up`` (v2 ``name-1``, v1 ``name_1``): ``trainer-2  | ...``  → node trainer-2
 
 Timestamps (``time_of``): glog ``E1206 18:44:12.715`` (torch C++), ``2024-05-08 08:47:31,877`` and ISO
 ``2020-08-03T10:20:25`` (Python logging, DeepSpeed, NeMo), ``08/06/2023 05:26:52`` (HF examples), ``05-29
@@ -30,6 +32,8 @@ _TEE = re.compile(r"^\[(?P<role>[A-Za-z_]+?)(?P<local_rank>\d+)\]:")
 # `worker-5: ...` (pdsh, clush, DeepSpeed's multi-node runner): a host name with a digit or a dash
 _PDSH = re.compile(r"^(?P<host>(?=[\w.-]*[A-Za-z])(?=[\w.-]*[\d-])[A-Za-z][\w.-]*): (?=\S)")
 _JOURNAL = re.compile(r"^[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d (?P<host>[\w.-]+) [\w.@/-]+(?:\[\d+\])?: ")
+_KUBECTL = re.compile(r"^\[pod/(?P<host>[\w.-]+)/[\w.-]+\] ")
+_COMPOSE = re.compile(r"^(?P<host>[A-Za-z][\w.-]*[-_]\d+)\s+\| ")
 _RAY = re.compile(r"\((?P<actor>[A-Za-z_]\w*)? ?pid=(?P<pid>\d+)(?:, ip=(?P<ip>[\d.]+))?\)")
 _NOT_HOSTS = frozenset({"http", "https", "file", "line", "error", "warning", "info", "debug", "note"})
 
@@ -76,6 +80,10 @@ def origin_of(text: str) -> Origin:
     if o.node is None:
         m = _PDSH.match(text)
         if m and m.group("host").lower() not in _NOT_HOSTS:
+            o.node = m.group("host")
+    if o.node is None:
+        m = _KUBECTL.match(text) or _COMPOSE.match(text)
+        if m:
             o.node = m.group("host")
     if o.node is None:
         m = _JOURNAL.match(text)
