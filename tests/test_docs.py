@@ -35,12 +35,15 @@ def workdir(tmp_path):
     return tmp_path
 
 
-def _env() -> dict[str, str]:
+def _env(workdir: Path) -> dict[str, str]:
     drop = {"MASTER_ADDR", "MASTER_PORT", "NNODES", "NODE_RANK", "WORLD_SIZE", "RAY_ADDRESS", "NPROC_PER_NODE",
             "OUTPUT_DIR", "MODEL_PATH", "DEEPSPEED_CONFIG", "LOCAL_WORLD_SIZE", "CUDA_VISIBLE_DEVICES"}
     env = {k: v for k, v in os.environ.items() if k not in drop and not k.startswith(("NCCL_", "GLOO_", "PYTEST_"))}
+    # TMPDIR: a documented launch starts torchrun, which leaves $TMPDIR/torchelastic_* behind without --log-dir
+    tmpdir = workdir / ".tmp"
+    tmpdir.mkdir(exist_ok=True)
     env.update(PATH=f"{Path(sys.executable).parent}:{env.get('PATH', '/usr/bin:/bin')}", MASTER_PORT=str(free_port()),
-               COLUMNS="200", NO_COLOR="1")
+               COLUMNS="200", NO_COLOR="1", TMPDIR=str(tmpdir))
     return env
 
 
@@ -90,7 +93,7 @@ def _expected_code(line: str) -> int:
 @pytest.mark.parametrize("page, body", RUN_BLOCKS, ids=[f"{p.name}:{i}" for i, (p, _) in enumerate(RUN_BLOCKS)])
 def test_documented_commands_run_with_the_documented_exit_code(page, body, workdir):
     for line in (line for line in body.splitlines() if line.strip() and not line.lstrip().startswith("#")):
-        proc = subprocess.run(["bash", "-c", line], cwd=workdir, env=_env(), capture_output=True, text=True, timeout=300)
+        proc = subprocess.run(["bash", "-c", line], cwd=workdir, env=_env(workdir), capture_output=True, text=True, timeout=300)
         assert proc.returncode == _expected_code(line), f"{page.name}: {line}\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}"
         assert "Traceback" not in proc.stderr, proc.stderr[-2000:]
 
@@ -102,7 +105,7 @@ def _norm(text: str) -> str:
 @pytest.mark.slow
 @pytest.mark.parametrize("page, cmd, body", OUTPUT_BLOCKS, ids=[f"{p.name}:{i}" for i, (p, _, _) in enumerate(OUTPUT_BLOCKS)])
 def test_documented_output_is_what_the_command_prints(page, cmd, body, workdir):
-    proc = subprocess.run(shlex.split(cmd), cwd=workdir, env=_env(), capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(shlex.split(cmd), cwd=workdir, env=_env(workdir), capture_output=True, text=True, timeout=300)
     printed = [_norm(line) for line in proc.stdout.splitlines()]
     at = 0
     for line in (_norm(line) for line in body.splitlines() if line.strip() and "..." not in line):
@@ -123,7 +126,7 @@ def test_the_check_and_the_probe_of_developing_md_work_as_one_file_each(workdir)
         (site / name).write_text(code)
     out = workdir / "doc.json"
     proc = subprocess.run(["dsv3-preflight", "run", "--profile", "cpu", "--checks-dir", str(site), "--only", "host.swap",
-                           "--json", str(out), "--no-report"], cwd=workdir, env=_env(), capture_output=True, text=True, timeout=120)
+                           "--json", str(out), "--no-report"], cwd=workdir, env=_env(workdir), capture_output=True, text=True, timeout=120)
     import json
 
     [result] = json.loads(out.read_text())["results"]
