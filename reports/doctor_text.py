@@ -82,10 +82,9 @@ def render_text(diagnosis: dict) -> str:
     if d.get("silent_ranks"):
         out.append("")
         out.append(f"ranks that did not report the timeout (look at their logs first): {d['silent_ranks']}")
-    teardown = [w for w in d.get("warnings") or [] if w.get("role") == "teardown"]
-    for w in d.get("warnings") or []:
-        if w.get("role") == "teardown":
-            continue
+    warnings = d.get("warnings") or []
+    teardown = [w for w in warnings if w.get("role") == "teardown"]
+    for w in (w for w in warnings if w.get("role") != "teardown"):
         ev = (w.get("evidence") or [{}])[0]
         out.append("")
         out.append(f"! {w['title']}  {ev.get('file', '')}:{ev.get('line', '')}")

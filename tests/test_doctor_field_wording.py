@@ -128,19 +128,28 @@ def test_torch_glog_error_lines_are_errors_even_when_no_signature_knows_them(tmp
     assert doc["exit_code"] == 5   # a W line is not an error: neither error nor progress
 
 
-def test_old_torch_and_elastic_rendezvous_wording(tmp_path):
-    for line, cls, sid in (
-            ("RuntimeError: No route to host", "port_rendezvous", "c10d.client_connect_failed"),
-            ("RuntimeError: Stop_waiting response is expected", "port_rendezvous", "c10d.store_error"),
-            ("RuntimeError: on node1, port: 29500 already in use", "port_rendezvous", "c10d.address_in_use"),
-            ("TimeoutError: timed out waiting for all 8 members to join", "port_rendezvous", "c10d.store_timeout"),
-            ("torch.distributed.elastic.rendezvous.api.RendezvousStateError: The rendezvous state is corrupt. See inner "
-             "exception for details.", "port_rendezvous", "elastic.rendezvous_state"),
-            ("gpu-node07:24817:24901 [3] bootstrap.cc:35 NCCL WARN Invalid NCCL_COMM_ID, please use format: <ipv4>:<port> "
-             "or [<ipv6>]:<port> or <hostname>:<port>", "port_rendezvous", "nccl.comm_id_invalid"),
-            ("RuntimeError: Cannot resolve node1 to a (local) address", "nic_iface", "gloo.cannot_resolve_local")):
+# torch 1.8-2.13 and torchrun's rendezvous, NCCL's bootstrap, Gloo: one line each, alone in a log
+OLD_TORCH_LINES = [
+    ("RuntimeError: No route to host", "port_rendezvous", "c10d.client_connect_failed"),
+    ("RuntimeError: Stop_waiting response is expected", "port_rendezvous", "c10d.store_error"),
+    ("RuntimeError: on node1, port: 29500 already in use", "port_rendezvous", "c10d.address_in_use"),
+    ("TimeoutError: timed out waiting for all 8 members to join", "port_rendezvous", "c10d.store_timeout"),
+    ("torch.distributed.elastic.rendezvous.api.RendezvousStateError: The rendezvous state is corrupt. See inner "
+     "exception for details.", "port_rendezvous", "elastic.rendezvous_state"),
+    ("gpu-node07:24817:24901 [3] bootstrap.cc:35 NCCL WARN Invalid NCCL_COMM_ID, please use format: <ipv4>:<port> "
+     "or [<ipv6>]:<port> or <hostname>:<port>", "port_rendezvous", "nccl.comm_id_invalid"),
+    ("RuntimeError: Cannot resolve node1 to a (local) address", "nic_iface", "gloo.cannot_resolve_local"),
+]
+
+
+def _each_line_alone_is_its_cause(tmp_path, rows) -> None:
+    for line, cls, sid in rows:
         doc = _doc(tmp_path, [line])
         assert (doc["exit_code"], doc["cause_class"], _ids(doc)[0]) == (1, cls, sid), line
+
+
+def test_old_torch_and_elastic_rendezvous_wording(tmp_path):
+    _each_line_alone_is_its_cause(tmp_path, OLD_TORCH_LINES)
 
 
 def test_tensorpipe_falling_back_to_loopback_is_a_suspect_that_explains_a_stop(tmp_path):
@@ -214,9 +223,7 @@ LAUNCHER_LINES = [
 
 
 def test_launcher_and_cluster_framework_wording(tmp_path):
-    for line, cls, sid in LAUNCHER_LINES:
-        doc = _doc(tmp_path, [line])
-        assert (doc["exit_code"], doc["cause_class"], _ids(doc)[0]) == (1, cls, sid), line
+    _each_line_alone_is_its_cause(tmp_path, LAUNCHER_LINES)
 
 
 def test_a_peer_that_went_away_is_a_failure_whose_cause_is_elsewhere(tmp_path):
