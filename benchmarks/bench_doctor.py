@@ -91,6 +91,9 @@ def to_ere(pattern: str) -> str:
                 if pattern[j] == "\\":
                     j += 2
                     continue
+                if pattern[j] == "[":   # a bracket may hold parentheses: skip it whole
+                    j = pattern.index("]", j + 2) + 1
+                    continue
                 depth += {"(": 1, ")": -1}.get(pattern[j], 0)
                 j += 1
                 if depth == 0:

@@ -1,9 +1,12 @@
 """The doctor recognises the errors the libraries really raise, produced here by the libraries themselves (torch's
-TCPStore and env:// rendezvous on 127.0.0.1, transformers' TrainingArguments, accelerate's HfDeepSpeedConfig),
+TCPStore and env:// rendezvous on 127.0.0.1, transformers' TrainingArguments, accelerate's HfDeepSpeedConfig,
+transformers and peft loading a model or adapter from a path without its files, adapters saved empty or cut short
+with safetensors, Gloo on an interface this machine lacks),
 not typed from memory: a signature written from a thread's excerpt must also match the current library's wording.
 
 One child process provokes every error and writes each traceback to its own file (tracebacks as a user's log
 holds them); the doctor diagnoses each file on its own."""
+import os
 import subprocess
 import sys
 import textwrap
@@ -54,6 +57,37 @@ CHILD = textwrap.dedent(r'''
 
     from accelerate.utils.deepspeed import HfDeepSpeedConfig
     case("ds_config_missing", lambda: HfDeepSpeedConfig("no_such_dir/ds_config_zero3.json"))
+
+    # a model or adapter path that is not a directory with the files (HF_HUB_OFFLINE: nothing leaves this machine)
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM, LlamaConfig, LlamaForCausalLM
+    from peft import LoraConfig, PeftConfig, PeftModel, get_peft_model
+    from safetensors.torch import load_file, save_file
+    tiny = LlamaConfig(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                       num_attention_heads=2, num_key_value_heads=2)
+    work = tempfile.mkdtemp(dir=out)
+    case("model_path_missing", lambda: AutoConfig.from_pretrained(os.path.join(work, "DeepSeek-V3")))
+    config_only = os.path.join(work, "config_only")
+    tiny.save_pretrained(config_only)
+    case("model_weights_missing", lambda: AutoModelForCausalLM.from_pretrained(config_only))
+    case("adapter_config_missing", lambda: PeftConfig.from_pretrained(config_only))
+    # DeepSeek-V3's attention names on a model that has q_proj/k_proj/v_proj (and the reverse in the field)
+    case("lora_targets_missing", lambda: get_peft_model(LlamaForCausalLM(tiny), LoraConfig(
+        target_modules=["q_a_proj", "kv_a_proj_with_mqa"])))
+    adapter = os.path.join(work, "adapter")
+    get_peft_model(LlamaForCausalLM(tiny), LoraConfig(target_modules=["q_proj", "v_proj"], r=4)).save_pretrained(adapter)
+    weights = os.path.join(adapter, "adapter_model.safetensors")
+    saved = load_file(weights)
+    save_file({k: torch.empty(0) for k in saved}, weights)   # what ZeRO-3 writes without gathering: shape [0]
+    case("adapter_saved_empty", lambda: PeftModel.from_pretrained(LlamaForCausalLM(tiny), adapter))
+    with open(weights, "r+b") as f:   # a save cut short (a crash or a full disk while writing)
+        f.truncate(20)
+    case("adapter_truncated", lambda: PeftModel.from_pretrained(LlamaForCausalLM(tiny), adapter))
+
+    # Gloo told to use an interface this machine does not have (GLOO_SOCKET_IFNAME from another node's setup)
+    os.environ["GLOO_SOCKET_IFNAME"] = "dsv3nosuch0"
+    case("gloo_interface_missing", lambda: dist.init_process_group(
+        "gloo", init_method="file://" + os.path.join(work, "store"), rank=0, world_size=1, timeout=T))
 ''')
 
 # case → (class, headline signature)
@@ -67,14 +101,22 @@ EXPECTED = {
     "trainer_bf16_without_gpu": ("config", "hf.precision_unsupported"),
     "trainer_fp16_and_bf16": ("config", "hf.training_arguments_invalid"),
     "ds_config_missing": ("config", "config.ds_config_path"),
+    "model_path_missing": ("config", "hf.local_path_missing"),
+    "model_weights_missing": ("config", "hf.local_path_missing"),
+    "adapter_config_missing": ("lora_empty", "peft.adapter_config_missing"),
+    "lora_targets_missing": ("lora_empty", "peft.target_modules_not_found"),
+    "adapter_saved_empty": ("lora_empty", "lora.empty_tensor_on_load"),
+    "adapter_truncated": ("lora_empty", "safetensors.bad_file"),
+    "gloo_interface_missing": ("nic_iface", "gloo.no_address_for_interface"),
 }
 
 
 @pytest.fixture(scope="module")
 def library_logs(tmp_path_factory):
     out = tmp_path_factory.mktemp("library_errors")
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     p = subprocess.run([sys.executable, "-c", CHILD, str(out)], capture_output=True, text=True, timeout=240,
-                       cwd=str(out))
+                       cwd=str(out), env=env)
     assert p.returncode == 0, p.stderr[-3000:]
     return out
 

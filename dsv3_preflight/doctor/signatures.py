@@ -163,6 +163,8 @@ RANK_DUP_FIX = ("export CUDA_DEVICE_ORDER=PCI_BUS_ID\n"
                 "# in the script, before init_process_group: torch.cuda.set_device(int(os.environ['LOCAL_RANK']))\n"
                 "dsv3-preflight run --only gpu.rank_mapping,gpu.rank_mapping_cluster")
 #: interface names other nodes cannot reach (loopback, docker, libvirt, veth, CNI and flannel bridges)
+#: a path that looks local (absolute, ./, ../, ~): a Hub repo id never starts so
+LOCAL_PATH = r"(?:/|\.{1,2}/|~/?)[^'\s]*"
 UNREACHABLE_IFACE = r"lo|docker\d*|virbr\d*|veth\w*|cni\d*|flannel[\w.]*|br-\w+"
 DS_CONFIG_FIX = "dsv3-preflight run --only lora.deepspeed_config    # reads the DeepSpeed config the run uses"
 
@@ -1374,7 +1376,46 @@ SIGNATURES: tuple[Signature, ...] = (
       "safetensors_rust.SafetensorError: Error while deserializing header: HeaderTooLarge",
       "https://github.com/Comfy-Org/ComfyUI/issues/7510 (safetensors src/lib.rs)"),
 
+    S("peft.adapter_config_missing", "lora_empty", "cause", (b"Can't find 'adapter_config.json'",),
+      r"Can't find 'adapter_config\.json' at '(?P<path>[^']+)'",
+      "No adapter at {path} (adapter_config.json missing)",
+      "The directory the adapter is loaded from holds no saved adapter: the training run never saved one there "
+      "(it failed or stopped before its save, or under ZeRO-3 rank 0 did not write the files), output_dir points "
+      "elsewhere, or on a multi-node job the adapter was saved on another node.",
+      "ls -la -- {path}    # adapter_config.json and adapter_model.safetensors must be there\n"
+      "dsv3-preflight run --only lora.output_dir,lora.deepspeed_config    # the run's output dir and its ZeRO-3 save settings",
+      "lora.output_dir", 1,
+      "ValueError: Can't find 'adapter_config.json' at '/out/checkpoint-100'",
+      "peft/config.py (PeftConfigMixin.from_pretrained, _get_peft_type)"),
+
     # ======================================================================== config
+    # transformers/huggingface_hub take a local path that is not a directory with the files for a Hub repo id
+    # (transformers/utils/hub.py, configuration_utils.py, tokenization_utils_base.py, modeling_utils.py;
+    # huggingface_hub/utils/_validators.py): only paths that look local, a Hub id that fails is another story
+    S("hf.local_path_missing", "config", "cause", (b"Repo id must be in the form", b"Incorrect path_or_model_id",
+                                                   b"is the correct path to a directory", b"is not a local folder",
+                                                   b"does not appear to have a file named", b"Error no file named",
+                                                   b"Should have a `model_type` key"),
+      r"Repo id must be in the form 'repo_name' or 'namespace/repo_name': '(?P<path>" + LOCAL_PATH + r")'"
+      r"|Incorrect path_or_model_id: '(?P<path2>" + LOCAL_PATH + r")'"
+      r"|make sure '(?P<path3>" + LOCAL_PATH + r")' is the correct path to a directory containing (?:a (?P<file>[\w.-]+\.\w+) file|all relevant files)"
+      r"|(?<![^\s'\"(])(?P<path4>" + LOCAL_PATH + r") is not a local folder and is not a valid model identifier"
+      r"|(?<![^\s'\"(])(?P<path5>" + LOCAL_PATH + r") does not appear to have a file named (?P<file2>[\w./-]+?)\.?(?= Checkout|$)"
+      r"|Error no file named (?P<file3>.+?), found in directory (?P<path6>" + LOCAL_PATH + r"?)\.?$"
+      r"|Unrecognized model in (?P<path7>" + LOCAL_PATH + r"?)\. Should have a `model_type` key",
+      "Local path {path} does not hold the files to load[[ ({file} missing)]]",
+      "The job loads the model, its tokenizer or an adapter from a local path, but on this node that directory does not exist "
+      "or lacks the file the library needs, so transformers took the path for a Hugging Face Hub repo id and failed. "
+      "A multi-node job needs the directory at the same path on every node (shared storage, or the same copy), and "
+      "a relative path resolves from the directory each node's launcher starts in.",
+      "ls -la -- {path}    # on every node: the directory must exist with config.json, the tokenizer files and the weights\n"
+      "dsv3-preflight run --all-nodes --only lora.targets --model-path {path} --lora-targets \"${LORA_TARGETS:?comma-separated module names}\"",
+      "lora.targets", 1,
+      "OSError: Repo id must be in the form 'repo_name' or 'namespace/repo_name': './Model_TH/Bloom_6B4_zh/'. Use `repo_type` argument if needed.",
+      "https://github.com/X-jun-0130/LLM-Pretrain-FineTune/issues/4; transformers/utils/hub.py (cached_files), "
+      "huggingface_hub/utils/_validators.py (validate_repo_id)",
+      # peft chains its own error to the Hub's: the adapter directory is the more precise cause
+      consequence_of=("peft.adapter_config_missing",)),
     S("deepspeed.batch_mismatch", "config", "cause", (b"Check batch related parameters", b"train_batch_size is not equal to"),
       r"Check batch related parameters|train_batch_size is not equal to micro_batch_per_gpu",
       "DeepSpeed batch sizes do not add up",
