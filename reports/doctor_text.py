@@ -78,7 +78,7 @@ def render_text(diagnosis: dict) -> str:
         if f.get("check"):
             out.append(f"   caught before launch by: dsv3-preflight run --only {f['check']}")
         elif f.get("role") == "root_cause":
-            out.append("   caught before launch by: no preflight check (the training script validates this when it starts)")
+            out.append("   caught before launch by: no preflight check (the cause is in the training script itself)")
     if d.get("silent_ranks"):
         out.append("")
         out.append(f"ranks that did not report the timeout (look at their logs first): {d['silent_ranks']}")

@@ -194,6 +194,16 @@ LAUNCHER_LINES = [
      "10.41.0.2:6379, and found no Raylet with this IP address.", "nic_iface", "ray.node_ip_mismatch"),
     ("(autoscaler +7s) Error: No available node types can fulfill resource request {'node:192.168.50.192': 0.001, "
      "'GPU': 1.0}. Add suitable node types to this cluster to resolve this issue.", "nic_iface", "ray.node_resource_unreachable"),
+    # the request's keys in the other order (Ray prints them as the job built the dict)
+    ("(EngineCore pid=630) (autoscaler +7s) Error: No available node types can fulfill resource request {'GPU': 1.0, "
+     "'node:192.168.50.192': 0.001}.", "nic_iface", "ray.node_resource_unreachable"),
+    # UCX (Open MPI's pml ucx) wiring up over docker0's address, and over an address it cannot reach
+    ("[1700554343.440877] [node-a:7356 :0]            sock.c:323  UCX  ERROR   connect(fd=48, dest_addr=172.17.0.1:42887) "
+     "failed: Connection refused", "nic_iface", "nccl.bridge_peer"),
+    ("[1700554343.440877] [node-a:7356 :0]            sock.c:323  UCX  ERROR   connect(fd=48, dest_addr=10.0.0.7:42887) "
+     "failed: Connection refused", "nic_iface", "ucx.connect_failed"),
+    ("[node-a:07356] pml_ucx.c:424  Error: ucp_ep_create(proc=3) failed: Destination is unreachable", "nic_iface",
+     "ucx.connect_failed"),
     ("RuntimeError: Every node should have a unique IP address. Got 2 nodes with node ids ['a1', 'b2'] and 1 unique IP "
      "addresses {'172.17.0.2'}. Please check your network configuration.", "nic_iface", "vllm.node_ip"),
     ("ERROR 02-09 02:31:11 engine.py:389] Ray does not allocate any GPUs on the driver node. Consider adjusting the Ray "
@@ -314,3 +324,41 @@ def test_doctor_hung_on_the_command_line(tmp_path):
     hung = subprocess.run(python_cli("doctor", "--hung", str(log)), capture_output=True, text=True, timeout=60)
     assert (plain.returncode, hung.returncode) == (5, 1), hung.stderr
     assert "suspected cause of the hang (doctor --hung): The run hung while NCCL connected its 16 ranks" in hung.stdout
+
+
+# torch 2.4-2.5 and 2.6+ wording of the warning ProcessGroupNCCL's destructor prints when the interpreter exits
+EXIT_WARNINGS = [
+    "[rank0]:[W1007 09:55:53.400347903 ProcessGroupNCCL.cpp:1253] Warning: WARNING: process group has NOT been destroyed "
+    "before we destruct ProcessGroupNCCL. On normal program exit, the application should call destroy_process_group to "
+    "ensure that any pending NCCL operations have finished in this process. (function operator())",
+    "[rank0]:[W825 13:09:39.967659278 ProcessGroupNCCL.cpp:1538] Warning: WARNING: destroy_process_group() was not called "
+    "before program exit, which can leak resources. For more info, please see "
+    "https://pytorch.org/docs/stable/distributed.html#shutdown (function operator())",
+]
+
+
+def test_the_exit_warning_of_a_rank_that_ended_normally_is_healthy_and_after_a_crash_changes_nothing(tmp_path):
+    for warning in EXIT_WARNINGS:
+        doc = _doc(tmp_path, ["Processed prompts: done", warning, warning.replace("rank0", "rank1")])
+        assert (doc["verdict"], doc["exit_code"]) == ("healthy", 0), (warning, doc["summary"])
+        # what a rank prints while it exits, after the warning, is teardown noise
+        doc = _doc(tmp_path, [warning, "[rank0]:[W1007 09:55:54.1 TCPStore.cpp:106] [c10d] sendBytes failed on "
+                              "SocketImpl(fd=57, addr=[node-0]:41442, remote=[node-0]:29500): Broken pipe"])
+        assert doc["exit_code"] == 0, (warning, doc["summary"])
+        # a rank that crashed prints the same warning after its traceback: still the crash
+        doc = _doc(tmp_path, ["[rank0]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.", warning])
+        assert (doc["exit_code"], doc["cause_class"]) == (1, "gpu_oom"), (warning, doc["summary"])
+
+
+def test_torchs_info_lines_are_not_errors_and_a_store_source_file_is_not_a_store_failure(tmp_path):
+    # TORCH_CPP_LOG_LEVEL=INFO: the store client retries while the server starts; the server's loop closes at exit
+    doc = _doc(tmp_path, [
+        "[I1124 00:14:01.939069143 socket.cpp:931] [c10d - trace] The server socket on [::ffff:127.0.0.1]:41913 is not "
+        "yet listening (errno: 111 - Connection refused), will retry.",
+        "[I1124 00:14:55.157385140 TCPStoreLibUvBackend.cpp:1354] [c10d] uv_loop_close failed with:-16 errn:EBUSY "
+        "desc:resource busy or locked",
+        PROGRESS[0]])
+    assert (doc["exit_code"], doc["error_lines"], _ids(doc)) == (0, [], []), doc["summary"]
+    # the same file name at ERROR severity is still an error line
+    doc = _doc(tmp_path, ["[E1124 00:14:55.157385140 TCPStoreLibUvBackend.cpp:1354] [c10d] uv_loop_close failed with:-16"])
+    assert doc["exit_code"] == 1 and doc["error_lines"], doc["summary"]

@@ -76,7 +76,7 @@ def test_every_fix_passes_bash_n(sig):
 @pytest.mark.parametrize("sig", [s for s in ALL if s.kind in ("cause", "suspect")], ids=lambda s: s.id)
 def test_every_cause_says_why_how_to_fix_and_which_existing_check_catches_it(sig, check_names):
     assert sig.root_cause and sig.fix and sig.cls in CLASSES
-    if sig.id in NO_PREFLIGHT_CHECK:  # the training script's own argument checks: no preflight check sees them
+    if sig.id in NO_PREFLIGHT_CHECK:  # the training script itself (its argument checks, its collectives): no check sees it
         assert sig.check is None
     else:
         assert sig.check in check_names, f"{sig.id}: check {sig.check!r} is not a preflight check"

@@ -5,6 +5,9 @@ driver version, the bootstrap interface, the network (IB, Socket, a plugin) and 
 Values that differ between nodes are drift (``drift_findings``): NCCL refuses mismatched versions or hangs on
 them, and a node without the IB plugin falls back to sockets while its peers wait on InfiniBand.
 
+``CollectiveTrail`` keeps the last collective each rank logged entering under TORCH_DISTRIBUTED_DEBUG=DETAIL
+(``CollectiveFingerPrint(SequenceNumber=N, OpType=...)``): ranks left at different sequence numbers are out of step.
+
 ``RasText`` follows the sections of ``ncclras`` output (NCCL src/ras/client_support.cc): the DEAD and
 INCOMPLETE sections name processes that do not answer, ``#i-j (hash) INCOMPLETE/ERROR/MISMATCH`` blocks name the
 ranks, ``Rank N -- GPU g managed by process p on node h``. ``ras_json`` reads the JSON form (``ncclras -f json``):
@@ -17,7 +20,8 @@ import re
 from dataclasses import dataclass, field
 
 FACT_NEEDLES: tuple[bytes, ...] = (b"NCCL version", b"cudaDriverVersion", b"Bootstrap", b"Using network", b"NET/Plugin",
-                                   b"Plugin Path", b"Init COMPLETE", b"NET/IB : Using", b"Using internal net", b" nranks ")
+                                   b"Plugin Path", b"Init COMPLETE", b"NET/IB : Using", b"Using internal net", b" nranks ",
+                                   b"CollectiveFingerPrint")
 RAS_NEEDLES: tuple[bytes, ...] = (b"considered dead", b"Missing communicator data", b"managed by process", b"on node ",
                                   b") MISMATCH", b") ERROR", b") INCOMPLETE", b"launched up to operation",
                                   b"Communicator ranks have different", b"process information not found")
@@ -102,6 +106,45 @@ class NcclFacts:
             ev = [self.evidence[(key, nodes[0], v)] for v, nodes in values.items() if (key, nodes[0], v) in self.evidence]
             out.append({"key": key, "values": values, "evidence": ev})
         return out
+
+
+# ------------------------------------------------------------------------------------ collective fingerprints
+# TORCH_DISTRIBUTED_DEBUG=DETAIL wraps each process group in ProcessGroupWrapper, which logs every collective a rank
+# enters (torch/csrc/distributed/c10d/ProcessGroupWrapper.cpp): "[Rank 1] Running collective:
+# CollectiveFingerPrint(SequenceNumber=3, OpType=BROADCAST, TensorShape=[1], ...)". Torch 1.x lines carry no
+# sequence number and are not compared.
+_FINGERPRINT = re.compile(r"\[Rank (?P<rank>\d+)\] Running collective: CollectiveFingerPrint\(SequenceNumber=(?P<seq>\d+), "
+                          r"OpType=(?P<op>\w+)(?:, TensorShape=\[(?P<shape>[^\]]*)\])?")
+
+
+@dataclass
+class CollectiveTrail:
+    """The last collective each rank logged entering (TORCH_DISTRIBUTED_DEBUG=DETAIL fingerprints), so a log that
+    stops with the ranks at different sequence numbers names the ranks that fell behind."""
+    last: dict[int, dict] = field(default_factory=dict)
+
+    def observe(self, text: str, where: dict) -> None:
+        if "CollectiveFingerPrint" not in text:
+            return
+        m = _FINGERPRINT.search(text)
+        if m:
+            op = m.group("op") + (f" [{m.group('shape')}]" if m.group("shape") is not None else "")
+            self.last[int(m.group("rank"))] = {"seq": int(m.group("seq")), "op": op, "text": text, **where}
+
+    def divergence(self) -> dict | None:
+        """{"behind": ranks, "ahead": ranks, "seq_behind", "op_behind", "seq_ahead", "op_ahead"} when the ranks'
+        last collectives differ in sequence number; None when they agree or fewer than two ranks logged one."""
+        if len(self.last) < 2:
+            return None
+        seqs = {r: v["seq"] for r, v in self.last.items()}
+        lo, hi = min(seqs.values()), max(seqs.values())
+        if lo == hi:
+            return None
+        behind = sorted(r for r, q in seqs.items() if q == lo)
+        ahead = sorted(r for r, q in seqs.items() if q == hi)
+        return {"behind": behind, "ahead": ahead, "seq_behind": lo, "op_behind": self.last[behind[0]]["op"],
+                "seq_ahead": hi, "op_ahead": self.last[ahead[0]]["op"],
+                "where": [self.last[r] for r in behind[:3] + ahead[:1]]}
 
 
 # ------------------------------------------------------------------------------------------------ RAS text

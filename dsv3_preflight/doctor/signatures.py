@@ -168,9 +168,10 @@ LOCAL_PATH = r"(?:/|\.{1,2}/|~/?)[^'\s]*"
 UNREACHABLE_IFACE = r"lo|docker\d*|virbr\d*|veth\w*|cni\d*|flannel[\w.]*|br-\w+"
 DS_CONFIG_FIX = "dsv3-preflight run --only lora.deepspeed_config    # reads the DeepSpeed config the run uses"
 
-#: causes no preflight check can catch: the training script's own argument validation runs only when it starts
-#: (naming a check that does not look at them would be a lie); the doctor says so instead of naming one
-NO_PREFLIGHT_CHECK = frozenset({"hf.training_arguments_invalid", "launch.unrecognized_arguments"})
+#: causes no preflight check can catch: the training script's own argument validation runs only when it starts, and
+#: ranks of one program that issue different collectives are the program's own logic (naming a check that does not
+#: look at them would be a lie); the doctor says so instead of naming one
+NO_PREFLIGHT_CHECK = frozenset({"hf.training_arguments_invalid", "launch.unrecognized_arguments", "c10d.fingerprints_diverge"})
 
 SIGNATURES: tuple[Signature, ...] = (
     # ======================================================================== benign lines that look like errors
@@ -660,7 +661,10 @@ SIGNATURES: tuple[Signature, ...] = (
       "ValueError: Error initializing torch.distributed using env:// rendezvous: environment variable MASTER_ADDR expected, but not set",
       "torch/distributed/rendezvous.py (_env_error, _error); deepspeed/runtime/engine.py (LOCAL_RANK assertion)"),
     S("c10d.store_error", "port_rendezvous", "cause", (b"DistStoreError", b"DistNetworkError", b"TCPStore", b"Stop_waiting response"),
-      r"DistStoreError|DistNetworkError|TCPStore\S*.{0,60}(?:failed|timed out|Timeout)|Stop_waiting response is expected",
+      # not the source file of a C++ log line ("[I... TCPStoreLibUvBackend.cpp:1354] [c10d] uv_loop_close failed": the
+      # store's server closing its event loop at exit, logged at INFO while it retries)
+      r"DistStoreError|DistNetworkError|TCPStore(?!\w*\.(?:cpp|hpp|h):\d)\S*.{0,60}(?:failed|timed out|Timeout)"
+      r"|Stop_waiting response is expected",
       "The rendezvous store (TCPStore) failed",
       "torch's rendezvous store could not be reached or did not answer in time (wrong MASTER_ADDR/PORT, the master "
       "not running, a firewall, or not all ranks joining).", STORE_FIX, "net.port_reach", 2,
@@ -817,8 +821,9 @@ SIGNATURES: tuple[Signature, ...] = (
       "with a different IP address or when connecting to a container.",
       "https://github.com/vllm-project/vllm/issues/6689 (ray src/ray/gcs/gcs_client/global_state_accessor.cc)",
       hang_suspect=True),
-    S("ray.node_resource_unreachable", "nic_iface", "cause", (b"can fulfill resource request {'node:", b"fulfill resource request {\"node:"),
-      r"No available node types can fulfill resource request \{['\"]node:(?P<addr>[\w.:-]+)['\"]",
+    S("ray.node_resource_unreachable", "nic_iface", "cause", (b"fulfill resource request",),
+      # the request's keys come in any order ({'GPU': 1.0, 'node:ADDR': 0.001} too)
+      r"No available node types can fulfill resource request \{[^}]*?['\"]node:(?P<addr>[\w.:-]+)['\"]",
       "No Ray node has the address {addr} that the job asks for",
       "The job pins work to the Ray node with address {addr} (vLLM pins its first worker to its own detected IP), but "
       "no node of the cluster registered under that address: the process picked another interface's address than "
@@ -929,9 +934,9 @@ SIGNATURES: tuple[Signature, ...] = (
       IFACE_FIX, "net.nic_route", 2,
       "gpu-node07:24817:24901 [3] NCCL INFO NET/IB : Using [0]mlx5_0:1/RoCE ; OOB docker0:172.17.0.1<0>",
       "NCCL src/transport/net_ib.cc (\"NET/IB : Using%s ; OOB %s:%s\")", stall="multi_node"),
-    S("nccl.bridge_peer", "nic_iface", "cause", (b"172.1", b"172.2", b"172.30."),
-      r"(?:Call to (?:recv from|send to|connect to)|[Cc]onnect(?:ion)? to|Connection closed by (?:remote )?peer|connect\(\) to)"
-      r" (?P<addr>172\.(?:1[7-9]|2\d|30)\.0\.\d{1,3})(?:[<:\]\s,)]|\.?$)",
+    S("nccl.bridge_peer", "nic_iface", "cause", (b"172.1", b"172.2", b"172.30."),   # NCCL, Gloo, MPI, UCX (dest_addr=)
+      r"(?:(?:Call to (?:recv from|send to|connect to)|[Cc]onnect(?:ion)? to|Connection closed by (?:remote )?peer|connect\(\) to) "
+      r"|dest_addr=)(?P<addr>172\.(?:1[7-9]|2\d|30)\.0\.\d{1,3})(?:[<:\]\s,)]|\.?$)",
       "A connection to {addr} failed, an address of a container bridge",
       "{addr} lies in the networks Docker gives its bridges (172.17.0.0/16 for the default bridge, 172.18-172.30 for "
       "user-defined ones): every host has its own such network, so a rank published its container's bridge address "
@@ -942,6 +947,19 @@ SIGNATURES: tuple[Signature, ...] = (
       "ip-172-31-12-104:28056:39685 [0] misc/socket.cc:503 NCCL WARN Net : Call to recv from 172.18.0.1<34483> failed : Broken pipe",
       "https://github.com/dmlc/xgboost/issues/7982 (NCCL src/misc/socket.cc); Docker's address pools: "
       "https://docs.docker.com/engine/network/ (default-address-pools 172.17-172.31, then 192.168)", multi_node_only=True),
+    S("ucx.connect_failed", "nic_iface", "cause", (b"UCX  ERROR", b"UCX ERROR", b"ucp_ep_create", b"Failed to resolve UCX endpoint"),
+      r"UCX\s+ERROR\s+connect\(fd=\d+, dest_addr=(?P<addr>[\w.:%\[\]-]+?):\d+\) failed: (?P<err>[^.\n]+)"
+      r"|ucp_ep_create\(proc=\d+\) failed: (?P<err2>Destination is unreachable|[^.\n]+)"
+      r"|Failed to resolve UCX endpoint for rank (?P<rank>\d+)",
+      "UCX could not connect to a peer[[ at {addr}]][[ ({err})]]",
+      "Open MPI's UCX layer connects the ranks over the addresses each one published. A refused connection or an "
+      "unreachable destination means a rank published an interface the others cannot reach (docker0's 172.17.0.1, a "
+      "bridge, a second NIC on another network), or a firewall blocks the ports UCX picked.",
+      "export UCX_NET_DEVICES=\"${IFACE:?interface toward the other nodes, e.g. eth0 or mlx5_0:1}\"    # mpirun -x UCX_NET_DEVICES ...\n"
+      + OMPI_IFACE_FIX + "\n" + IFACE_FIX, "net.nic_route", 1,
+      "[1700554343.440877] [node-a:7356 :0]            sock.c:323  UCX  ERROR   connect(fd=48, dest_addr=10.0.0.7:42887) "
+      "failed: Connection refused",
+      "openucx/ucx src/ucs/sys/sock.c (ucs_socket_connect), Open MPI ompi/mca/pml/ucx/pml_ucx.c (ucp_ep_create failed)"),
     S("nccl.socket_connect_failed", "nic_iface", "cause", (b"Connect to ", b"Call to connect", b"connect() to ", b"socketStartConnect",
                                                           b"connect to ", b"PollConnect"),
       r"(?:socketStartConnect|socketPollConnect|socketFinalizeConnect)?:? ?Connect to (?P<peer>\S+) failed ?: (?P<err>.+)"
@@ -1850,6 +1868,24 @@ SIGNATURES: tuple[Signature, ...] = (
       source="https://github.com/hiyouga/LlamaFactory/issues/381 (deepspeed/launcher/launch.py); transformers Trainer "
              "(train_runtime, '***** train metrics *****'); Lightning ('`Trainer.fit` stopped'); nccl-tests src/common.cu; "
              "Megatron-LM training.py ('[after training is done]')"),
+    # printed by ProcessGroupNCCL's destructor when the interpreter exits normally (torch 2.4+): the process reached
+    # its end; a rank that crashed also prints it, after its traceback (an error line, so never healthy)
+    S("torch.exit_without_destroy", None, "progress", (b"destroy_process_group() was not called before program exit",
+                                                      b"process group has NOT been destroyed"),
+      r"destroy_process_group\(\) was not called before program exit|process group has NOT been destroyed before we destruct",
+      "a rank exited normally (torch's exit warning: destroy_process_group() was not called)", ends_run=True,
+      example="[rank0]:[W825 13:09:39.967659278 ProcessGroupNCCL.cpp:1538] Warning: WARNING: destroy_process_group() was "
+              "not called before program exit, which can leak resources. For more info, please see "
+              "https://pytorch.org/docs/stable/distributed.html#shutdown (function operator())",
+      source="https://github.com/pytorch/examples/pull/1387; torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp "
+             "(~ProcessGroupNCCL; torch 2.4-2.5 wording 'process group has NOT been destroyed before we destruct "
+             "ProcessGroupNCCL')"),
+    S("train.metric", None, "progress", (b"acc", b"Acc"),
+      r"\b(?:best|val|valid|eval|train|test)?_?[Aa]cc(?:uracy)?(?:@\d+)?['\"]?\s*[:=]\s*-?\d",
+      "an accuracy metric reported",
+      example="best_acc: 83.42524509803921",
+      source="https://github.com/kubeflow/pytorch-operator/issues/353 (a PyTorchJob's MNIST run); transformers "
+             "eval_accuracy; Lightning val_acc"),
     S("nccl.init_complete", None, "progress", (b"Init COMPLETE",), r"Init COMPLETE", "NCCL communicator initialised",
       example="simple-layoutlm:97:176 [0] NCCL INFO comm 0x7ff1ec001060 rank 0 nranks 2 cudaDev 0 busId 100000 - Init COMPLETE",
       source="https://github.com/huggingface/transformers/issues/11658 (NCCL src/init.cc)"),
@@ -1957,6 +1993,22 @@ DERIVED: tuple[Signature, ...] = (
       "IOMMU blocking P2P is the usual cause.",
       "nvidia-smi topo -m\nexport NCCL_P2P_DISABLE=1    # confirms it when the run then starts\n" + ALLREDUCE_FIX,
       "dist.allreduce", 2, "hung in NCCL init on one node", "doctor --hung (the user's statement and the log's last phase)"),
+    S("c10d.fingerprints_diverge", "nccl_hang", "suspect", (b"CollectiveFingerPrint",),
+      r"\[Rank (?P<rank>\d+)\] Running collective: CollectiveFingerPrint\(SequenceNumber=(?P<seq>\d+)",
+      "Ranks out of step: rank(s) {behind} last entered collective #{seq_behind} ({op_behind}), rank(s) {ahead} #{seq_ahead} ({op_ahead})",
+      "With TORCH_DISTRIBUTED_DEBUG=DETAIL every rank logs each collective it enters. The log stops with rank(s) "
+      "{behind} behind the others: they skipped or have not reached a collective the others entered (a "
+      "rank-dependent branch, different metric keys logged per rank, uneven data, a rank stuck in data loading "
+      "or I/O), so the others wait in it until the timeout. With several process groups, compare ranks of one "
+      "group: each group counts its own collectives.",
+      "# read what rank(s) {behind} did after collective #{seq_behind}: their own log lines, and their stacks while it hangs:\n"
+      "py-spy dump --pid \"${PID:?pid of a rank that is behind}\"\n"
+      "# every rank must issue the same collectives in the same order (no collective under 'if rank == 0', the same "
+      "metric keys logged on every rank)", None, 2,
+      "[I ProcessGroupWrapper.cpp:562] [Rank 1] Running collective: CollectiveFingerPrint(SequenceNumber=3, "
+      "OpType=BROADCAST, TensorShape=[1], TensorDtypes=Long)",
+      "torch/csrc/distributed/c10d/ProcessGroupWrapper.cpp (runCollectiveChecks); "
+      "https://github.com/Lightning-AI/pytorch-lightning/issues/19106", stall="any"),
     S("fr.rank_behind", "nccl_hang", "cause", (b"flight recorder",),
       r"rank (?P<rank>\d+) last collective #\d+, ranks (?P<ahead>\S+) at #(?P<seq>\d+) \((?P<op>[^)]+)\)",
       "Flight Recorder: rank {rank} never issued collective #{seq} ({op}) that ranks {ahead} entered",
@@ -1989,7 +2041,12 @@ ERROR_RE = re.compile(
     # glog's severity prefix, as torch's C++ prints ERROR and FATAL lines: [E socket.cpp:601], [F1229 20:37:13.09 X.cpp:1306]
     r"|\[[EF](?:\d{4} \d\d:\d\d:\d\d\.\d+)? ?\w[\w./-]*\.(?:cpp|cc|hpp|h):\d+\]"
 )
-QUIET_RE = re.compile(r"^\s*frame #\d+: |\bNCCL INFO\b|^\s*(?:\[[^\]]*\]:)?\s*I\d{4} \d\d:\d\d|\[INFO\]|\bINFO\b[ :|-]|UserWarning|FutureWarning|DeprecationWarning")
+# (torch's C++ INFO lines: glog's "I1124 00:14:01.93 123 x.cpp:9]" and c10's own "[I1124 00:14:01.939 socket.cpp:931]",
+# "[I socket.cpp:480]": with TORCH_CPP_LOG_LEVEL=INFO the store's client prints "... not yet listening (errno: 111 -
+# Connection refused), will retry" at INFO while it waits for the server: a retry, not an error)
+QUIET_RE = re.compile(r"^\s*frame #\d+: |\bNCCL INFO\b|^\s*(?:\[[^\]]*\]:)?\s*I\d{4} \d\d:\d\d"
+                      r"|^\s*(?:\[[^\]]*\]:)?\s*\[I(?:\d{4} \d\d:\d\d:\d\d\.\d+)? ?\w[\w./-]*\.(?:cpp|cc|hpp|h):\d+\]"
+                      r"|\[INFO\]|\bINFO\b[ :|-]|UserWarning|FutureWarning|DeprecationWarning")
 
 # First words that do not help tell causes apart (for "nearest known causes").
 STOPWORDS = frozenset("""the a an of to in on for and or is was not no be by at with from this that it as are

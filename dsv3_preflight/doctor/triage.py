@@ -27,7 +27,7 @@ from typing import Any, Iterable, Sequence
 
 from ..secrets import mask_text
 from .attribution import Stamp, origin_of, stamp_key, stamp_text, time_of
-from .evidence import FACT_NEEDLES, RAS_NEEDLES, NcclFacts, RasText, load_json_document, ras_json
+from .evidence import FACT_NEEDLES, RAS_NEEDLES, CollectiveTrail, NcclFacts, RasText, load_json_document, ras_json
 from .reader import FileStats, InputError, NeedleSet, clean, expand_inputs, label_for, open_log, scan
 from .signatures import (CLASS_TITLES, DERIVED, ERROR_NEEDLES, ERROR_RE, QUIET_RE, SIGNATURES, STOPWORDS, Signature,
                          by_id)
@@ -210,6 +210,7 @@ class Triage:
         self.unreadable: list[dict] = []
         self.summary_hosts: dict[int, str] = {}   # rank → host, from torchrun's failure summaries
         self.facts = NcclFacts()
+        self.trail = CollectiveTrail()
         self.ras: list[RasText] = []
         self.flight: dict | None = None
 
@@ -280,6 +281,7 @@ class Triage:
             ts = ctx.get("ts")
         where = {"file": path, "line": line}
         self.facts.observe(text, origin.node or fallback_node, where, origin.device)
+        self.trail.observe(text, {"fi": fi, "path": path, "line": line, "ts": ts, "node": origin.node or fallback_node})
         if ctx["ras"].observe(text, where):
             return
         sig, m, benign = self._matcher.match(text, ctx, line)
@@ -409,6 +411,15 @@ class Triage:
                            f"{d['key']} {values}")
                 f = self._record(_DERIVED[sid], {"values": values}, ev, extra={"values": d["values"]})
                 f.evidence[-1]["text"] = f"{d['key']}: {values}"
+        d = self.trail.divergence()
+        if d is not None and (self.error_count or not self.progress):   # a log cut mid-run is always out of step
+            groups = {"behind": ", ".join(map(str, d["behind"])), "ahead": ", ".join(map(str, d["ahead"])),
+                      "seq_behind": str(d["seq_behind"]), "op_behind": d["op_behind"],
+                      "seq_ahead": str(d["seq_ahead"]), "op_ahead": d["op_ahead"]}
+            for w in d["where"]:
+                rank = next(r for r, v in self.trail.last.items() if v is w)
+                self._record(_DERIVED["c10d.fingerprints_diverge"], groups,
+                             Event(w["fi"], w["path"], w["line"], w["ts"], w["node"], rank, None, w["text"]))
         for ras in self.ras:
             for key, sid in (("mismatch", "ras.mismatch"), ("dead", "ras.dead"), ("missing", "ras.incomplete"),
                              ("errors", "ras.rank_error")):
