@@ -22,7 +22,7 @@ JOB = textwrap.dedent("""
     import datetime, logging, os, signal, sys, time
     import torch, torch.distributed as dist
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
-    dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=60))
+    dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=float(os.environ.get("PG_TIMEOUT", "60"))))
     rank = dist.get_rank()
     t = torch.ones(4)
     dist.all_reduce(t)
@@ -34,6 +34,8 @@ JOB = textwrap.dedent("""
         signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
     if mode == "kill" and rank == 1:
         os.kill(os.getpid(), signal.SIGKILL)
+    if mode == "stall" and rank == 1:   # stuck outside the collectives (data loading, I/O): the others time out
+        time.sleep(120)
     if mode == "two_causes":
         # rank 2 fails first; rank 1 fails once rank 2 has logged (an event, not a guess): the first is the root cause
         if rank == 2:
@@ -63,12 +65,12 @@ JOB = textwrap.dedent("""
 """)
 
 
-def _torchrun(tmp_path: Path, mode: str, *extra: str) -> Path:
+def _torchrun(tmp_path: Path, mode: str, *extra: str, pg_timeout: float = 60) -> Path:
     job = tmp_path / "job.py"
     job.write_text(JOB)
     log = tmp_path / f"torchrun_{mode}.log"
     # TMPDIR: torchrun without --log-dir makes /tmp/torchelastic_* and never removes it
-    env = {**os.environ, "FAIL_MODE": mode, "OMP_NUM_THREADS": "1", "TMPDIR": str(tmp_path)}
+    env = {**os.environ, "FAIL_MODE": mode, "OMP_NUM_THREADS": "1", "TMPDIR": str(tmp_path), "PG_TIMEOUT": str(pg_timeout)}
     with open(log, "wb") as fh:
         p = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "3", "--master_addr",
                             "127.0.0.1", "--master_port", str(free_port()), *extra, str(job)],
@@ -88,6 +90,17 @@ def test_sigkilled_rank_is_the_first_failure_and_the_others_are_its_consequences
     assert {"net.connection_closed", "elastic.closing_signal", "elastic.child_failed"} <= consequences
     closed = next(f for f in doc["findings"] if f["id"] == "net.connection_closed")
     assert sorted(closed["ranks"]) == [0, 2] and closed["explained_by"] == "host.sigkill"
+
+
+def test_a_rank_that_stalls_outside_the_collectives_is_a_hang_not_an_unrecognised_traceback(tmp_path):
+    # ranks 0 and 2 time out in Gloo's recv and print "[rankN]: Traceback (most recent call last):" before the
+    # RuntimeError that names the timeout: the header is part of that known symptom, not an unknown first error
+    log = _torchrun(tmp_path, "stall", pg_timeout=5)
+    doc = triage([str(log)])
+    assert doc["cause_recognised"] and doc["cause_class"] == "nccl_hang", (doc["summary"], doc["error_lines"])
+    top = doc["findings"][0]
+    assert top["id"] == "gloo.recv_timeout" and top["role"] == "root_cause", doc["summary"]
+    assert not any("Traceback" in e["text"] for e in doc["error_lines"]), doc["error_lines"]
 
 
 def test_first_cause_in_time_wins_over_a_later_one_across_per_rank_log_files(tmp_path):

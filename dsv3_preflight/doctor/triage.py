@@ -41,6 +41,8 @@ CONTEXT_LINES = 12     # a torchrun summary's host/rank applies to the lines jus
 REQUIRES_LINES = 40    # a `requires` context must have been seen this many lines before
 MAX_LISTED = 64        # nodes/ranks listed per finding
 MAX_ERROR_LINES = 8    # unrecognised error lines kept for the report
+TRACEBACK_LINES = 400  # a traceback header and the exception line that ends it (deep stacks, chained frames)
+_TRACEBACK = re.compile(r"Traceback \(most recent call last\)")
 JSON_LIMIT = 32 << 20  # an input that is one JSON document up to this size is checked for a RAS JSON report
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")
 _OPTIONAL = re.compile(r"\[\[(.*?)\]\]")
@@ -205,6 +207,7 @@ class Triage:
         self.first_progress: dict[int, int] = {}   # file index → line of its first sign of progress
         self.run_end: dict[int, int] = {}   # file index → line of its first sign that the run finished
         self.errors: list[Event] = []
+        self._open_tracebacks: dict[tuple, Event] = {}   # origin → its last traceback header not yet ended
         self.error_count = 0
         self.files: list[dict] = []
         self.unreadable: list[dict] = []
@@ -325,15 +328,26 @@ class Triage:
         node = node or fallback_node
         ev = Event(fi, path, line, ts, node, rank, local_rank, text)
         self._record(sig, groups, ev, m.start())
+        self._end_traceback((fi, origin.node or fallback_node, origin.rank, origin.local_rank), line)
 
     def _error_line(self, fi: int, path: str, line: int, ts, origin, fallback_node: str | None, text: str) -> None:
         """An error line no cause or symptom signature knows."""
         self.error_count += 1
         ev = Event(fi, path, line, ts, origin.node or fallback_node, origin.rank, origin.local_rank, text)
+        if _TRACEBACK.search(text):
+            self._open_tracebacks[(fi, ev.node, ev.rank, ev.local_rank)] = ev
         if len(self.errors) < MAX_ERROR_LINES:
             self.errors.append(ev)
         elif ts is not None and self.errors[-1].ts is not None and ts < self.errors[-1].ts:
             self.errors[-1] = ev   # keep the earliest lines when files are read out of time order
+
+    def _end_traceback(self, key: tuple, line: int) -> None:
+        """A recognised line from the origin of an open "Traceback (most recent call last):" header ends that traceback:
+        the header is not an unrecognised error of its own (it would be the "first failure" before every exception
+        line it introduces, so a traceback ending in a known symptom would read as "cause not recognised")."""
+        header = self._open_tracebacks.pop(key, None)
+        if header is not None and line - header.line <= TRACEBACK_LINES and header in self.errors:
+            self.errors.remove(header)
 
     def _context(self, groups: dict, line: int, ctx: dict) -> None:
         for key in groups:
