@@ -42,9 +42,10 @@ def pytest_collection_modifyitems(config, items):
 
 # -- nothing left behind (issue 16.10) ----------------------------------------------------------------------
 #: what the tool and its tests may create in /tmp: Ray temp dirs of the cluster labs, the tool's own temp dirs,
-#: torchrun's log dirs (made when it gets no --log-dir, never removed). Not torch's compile cache
-#: /tmp/torchinductor_$USER: importing transformers or peft makes it, and torch keeps it across runs on purpose
-LEFTOVER_PATTERNS = ("d3*", "dsv3pf-*", "dsv3-*", "ray/session_2*", "torchelastic_*")
+#: torchrun's log dirs (made when it gets no --log-dir, never removed), multiprocessing's pymp-* dirs (left when a
+#: worker is SIGKILLed). Not torch's compile cache /tmp/torchinductor_$USER: importing transformers or peft makes
+#: it, and torch keeps it across runs on purpose
+LEFTOVER_PATTERNS = ("d3*", "dsv3pf-*", "dsv3-*", "ray/session_2*", "torchelastic_*", "pymp-*")
 #: our processes: the tool, its rank workers, Ray's daemons started by the tests
 LEFTOVER_COMMANDS = ("dsv3_preflight", "dsv3-preflight", "raylet", "gcs_server", "ray::", "default_worker.py")
 

@@ -84,6 +84,21 @@ CHILD = textwrap.dedent(r'''
         f.truncate(20)
     case("adapter_truncated", lambda: PeftModel.from_pretrained(LlamaForCausalLM(tiny), adapter))
 
+    # a DataLoader worker killed with SIGKILL (what the kernel's OOM killer does)
+    import signal
+    from torch.utils.data import DataLoader, Dataset
+
+    class Dies(Dataset):
+        def __len__(self):
+            return 64
+
+        def __getitem__(self, i):
+            if i == 5:
+                os.kill(os.getpid(), signal.SIGKILL)
+            return torch.ones(2)
+
+    case("dataloader_worker_killed", lambda: [b for b in DataLoader(Dies(), num_workers=2, batch_size=2)])
+
     # Gloo told to use an interface this machine does not have (GLOO_SOCKET_IFNAME from another node's setup)
     os.environ["GLOO_SOCKET_IFNAME"] = "dsv3nosuch0"
     case("gloo_interface_missing", lambda: dist.init_process_group(
@@ -108,13 +123,15 @@ EXPECTED = {
     "adapter_saved_empty": ("lora_empty", "lora.empty_tensor_on_load"),
     "adapter_truncated": ("lora_empty", "safetensors.bad_file"),
     "gloo_interface_missing": ("nic_iface", "gloo.no_address_for_interface"),
+    "dataloader_worker_killed": ("host_resources", "host.dataloader_worker_killed"),
 }
 
 
 @pytest.fixture(scope="module")
 def library_logs(tmp_path_factory):
     out = tmp_path_factory.mktemp("library_errors")
-    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    # TMPDIR: the DataLoader's multiprocessing makes a pymp-* dir there, left behind when a worker is SIGKILLed
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TMPDIR": str(out)}
     p = subprocess.run([sys.executable, "-c", CHILD, str(out)], capture_output=True, text=True, timeout=240,
                        cwd=str(out), env=env)
     assert p.returncode == 0, p.stderr[-3000:]
@@ -129,3 +146,35 @@ def test_doctor_names_the_cause_of_an_error_the_library_raised_here(library_logs
     assert doc["exit_code"] == 1 and doc["cause_recognised"], (doc["summary"], log.read_text()[-800:])
     top = doc["findings"][0]
     assert (doc["cause_class"], top["id"]) == (want_class, want_id), (doc["summary"], log.read_text()[-800:])
+
+
+SAVE_ON_FULL_DISK = textwrap.dedent(r'''
+    import sys, torch
+    from safetensors.torch import save_file
+    weights = {"w": torch.zeros(1024, 1024)}   # 4 MiB onto a 1 MiB filesystem
+    if sys.argv[1] == "torch":
+        torch.save(weights, sys.argv[2] + "/checkpoint.pt")
+    else:
+        save_file(weights, sys.argv[2] + "/adapter_model.safetensors")
+''')
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounting a small tmpfs needs root")
+@pytest.mark.parametrize("writer, want_id", [("torch", "host.checkpoint_write_failed"), ("safetensors", "host.disk_full")])
+def test_a_save_onto_a_full_filesystem_is_a_host_resource_cause(tmp_path, writer, want_id):
+    # a private mount namespace: the 1 MiB tmpfs exists for this one command and nobody else sees it
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    script = tmp_path / "save.py"
+    script.write_text(SAVE_ON_FULL_DISK)
+    cmd = f"mount -t tmpfs -o size=1m tmpfs {mnt} && exec {sys.executable} {script} {writer} {mnt}"
+    p = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", cmd], capture_output=True,
+                       text=True, timeout=120)
+    if "mount" in p.stderr and "Traceback" not in p.stderr:
+        pytest.skip(f"no private tmpfs here: {p.stderr.strip()[-200:]}")
+    assert p.returncode != 0, p.stderr[-2000:]
+    log = tmp_path / f"{writer}.log"
+    log.write_text(p.stderr)
+    doc = triage([str(log)])
+    top = doc["findings"][0]
+    assert (doc["cause_class"], top["id"]) == ("host_resources", want_id), (doc["summary"], p.stderr[-800:])

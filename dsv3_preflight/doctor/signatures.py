@@ -1310,6 +1310,36 @@ SIGNATURES: tuple[Signature, ...] = (
       "host.resources", 1,
       "RuntimeError: can't start new thread",
       "CPython _thread.start_new_thread error; NCCL/libibverbs memlock warnings"),
+    S("host.dataloader_worker_killed", "host_resources", "cause", (b"is killed by signal: Killed",),
+      r"DataLoader worker \(pid (?P<pid>\d+)\) is killed by signal: Killed",
+      "A DataLoader worker was killed with SIGKILL (pid {pid})",
+      "Something sent SIGKILL to a DataLoader worker process, most often the kernel OOM killer: every worker holds "
+      "its own copy of what the dataset object references, so num_workers × ranks per node multiplies host RAM. "
+      "Check dmesg on that node.",
+      "dmesg -T | grep -i -E 'out of memory|killed process'; free -g    # on the node of that rank\n"
+      "# lower dataloader_num_workers (or the dataset's in-memory size), then:\n"
+      "dsv3-preflight run --only host.resources",
+      "host.resources", 2,
+      "RuntimeError: DataLoader worker (pid 18877) is killed by signal: Killed. ",
+      "torch/utils/data/_utils/signal_handling.py (_error_if_any_worker_fails); produced here by a worker killed "
+      "with SIGKILL", consequence_of=("host.oom_killer", "host.cpu_memory")),
+    # torch.save's zip writer when a write comes up short (a full or over-quota filesystem); produced here by saving
+    # onto a 1 MiB tmpfs: "basic_ios::clear: iostream error", then "[enforce fail at inline_container.cc:672] .
+    # unexpected pos 704 vs 598"; older torch: "PytorchStreamWriter failed writing file data/0: file write failed"
+    S("host.checkpoint_write_failed", "host_resources", "cause", (b"PytorchStreamWriter failed writing", b"unexpected pos ",
+                                                                 b"basic_ios::clear: iostream error"),
+      r"PytorchStreamWriter failed writing file (?P<file>\S+): file write failed"
+      r"|inline_container\.cc:\d+\] \. unexpected pos (?P<pos>\d+) vs (?P<want>\d+)"
+      r"|basic_ios::clear: iostream error",
+      "A checkpoint write came up short (torch.save)",
+      "torch.save's zip writer could not write every byte: the filesystem it saves to is full or over quota (the "
+      "output dir, a shared volume, /tmp), or a network filesystem dropped the write.",
+      "df -h \"${OUTPUT_DIR:?output dir of the run}\"    # and the quota: quota -s, or the volume's own limit\n"
+      "dsv3-preflight run --only host.resources,lora.output_dir",
+      "host.resources", 1,
+      "RuntimeError: [enforce fail at inline_container.cc:672] . unexpected pos 704 vs 598",
+      "torch caffe2/serialize/inline_container.cc (PyTorchStreamWriter::writeRecord, valid); produced here on a full "
+      "tmpfs", consequence_of=("host.disk_full",)),
     S("host.sigkill", "host_resources", "cause", (b"exitcode: -9", b"exitcode  : -9", b"exit code -9", b"return code = -9", b"Signal 9 (SIGKILL)",
                                                  b"SIGKILL: 9", b"killed by signal 9", b"Killed", b"signal: killed", b"code -9",
                                                  b"code 137", b"code: 137", b"status 137", b"Code: 137", b"exitcode: 137"),
