@@ -36,6 +36,8 @@ JOB = textwrap.dedent("""
         os.kill(os.getpid(), signal.SIGKILL)
     if mode == "stall" and rank == 1:   # stuck outside the collectives (data loading, I/O): the others time out
         time.sleep(120)
+    if mode == "sleep":   # every rank waits (a hang the user ends with Ctrl-C)
+        time.sleep(120)
     if mode == "two_causes":
         # rank 2 fails first; rank 1 fails once rank 2 has logged (an event, not a guess): the first is the root cause
         if rank == 2:
@@ -101,6 +103,38 @@ def test_a_rank_that_stalls_outside_the_collectives_is_a_hang_not_an_unrecognise
     top = doc["findings"][0]
     assert top["id"] == "gloo.recv_timeout" and top["role"] == "root_cause", doc["summary"]
     assert not any("Traceback" in e["text"] for e in doc["error_lines"]), doc["error_lines"]
+
+
+def test_a_run_stopped_with_ctrl_c_is_not_a_failure_of_its_own_and_with_hung_is_a_hang(tmp_path):
+    import signal
+    import time
+    job = tmp_path / "job.py"
+    job.write_text(JOB)
+    log = tmp_path / "interrupted.log"
+    env = {**os.environ, "FAIL_MODE": "sleep", "OMP_NUM_THREADS": "1", "TMPDIR": str(tmp_path)}
+    with open(log, "wb") as fh:
+        p = subprocess.Popen([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "3", "--master_addr",
+                              "127.0.0.1", "--master_port", str(free_port()), str(job)],
+                             stdout=fh, stderr=subprocess.STDOUT, env=env, cwd=tmp_path, start_new_session=True)
+        try:
+            deadline = time.monotonic() + 120
+            while log.read_text().count("step 1 loss") < 3 and time.monotonic() < deadline and p.poll() is None:
+                time.sleep(0.2)
+            assert log.read_text().count("step 1 loss") == 3, log.read_text()[-2000:]
+            time.sleep(0.5)
+            os.killpg(p.pid, signal.SIGINT)   # what Ctrl-C in the terminal sends: the whole foreground group
+            p.wait(timeout=60)
+        finally:
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait(timeout=30)
+    doc = triage([str(log)])
+    ids = {f["id"] for f in doc["findings"]}
+    assert "python.keyboard_interrupt" in ids and doc["exit_code"] == 1 and not doc["cause_recognised"], doc["summary"]
+    assert not any("Traceback" in e["text"] for e in doc["error_lines"]), doc["error_lines"]
+    hung = triage([str(log)], hung=True)
+    assert (hung["cause_class"], hung["stalled"]) == ("nccl_hang", True), hung["summary"]
+    assert "after it made progress" in hung["findings"][0]["title"], hung["summary"]
 
 
 def test_first_cause_in_time_wins_over_a_later_one_across_per_rank_log_files(tmp_path):

@@ -93,6 +93,7 @@ class Signature:
     multi_node_only: bool = False
     hang_suspect: bool = False
     teardown: bool = False
+    stop: bool = False   # printed because someone stopped the run (Ctrl-C, a kill, the launcher passing it on)
     ends_run: bool = False
     regex: Pattern[str] = field(init=False, repr=False, compare=False)
 
@@ -109,8 +110,8 @@ class Signature:
             raise ValueError(f"signature {self.id}: stall is 'any' or 'multi_node', on a suspect only")
         if self.hang_suspect and (self.kind != "suspect" or self.stall):
             raise ValueError(f"signature {self.id}: hang_suspect is for a suspect without stall")
-        if self.teardown and (self.kind != "symptom" or self.cls is not None):
-            raise ValueError(f"signature {self.id}: teardown is for a symptom without a class")
+        if (self.teardown or self.stop) and (self.kind != "symptom" or self.cls is not None):
+            raise ValueError(f"signature {self.id}: teardown and stop are for a symptom without a class")
         if self.ends_run and self.kind != "progress":
             raise ValueError(f"signature {self.id}: ends_run is for a progress signature")
         object.__setattr__(self, "regex", re.compile(self.pattern))
@@ -1802,13 +1803,20 @@ SIGNATURES: tuple[Signature, ...] = (
       ALLREDUCE_FIX, "dist.allreduce", 4,
       "gpu-node07:24817:24901 [3] proxy.cc:808 NCCL WARN Proxy Call to rank 3 failed (Setup)",
       "NCCL src/proxy.cc, src/init.cc (format strings 2.12-2.17)"),
+    S("python.keyboard_interrupt", None, "symptom", (b"KeyboardInterrupt",),
+      r"^\W*(?:\[[^\]]*\]:\s*)?KeyboardInterrupt\b",
+      "A process was interrupted (KeyboardInterrupt: Ctrl-C or SIGINT)",
+      "Someone (or a scheduler) sent SIGINT: the run was stopped, it did not fail by itself. If it was stopped because "
+      "it hung, `dsv3-preflight doctor --hung` names the phase it hung in.", "", None, 4,
+      "[rank1]: KeyboardInterrupt",
+      "CPython's SIGINT handler; produced here by Ctrl-C on a torchrun job", stop=True),
     S("elastic.signal_exception", None, "symptom", (b"SignalException", b"got signal: "),
       r"SignalException: Process (?P<pid>\d+) got signal: (?P<sig>\d+)|Process (?P<pid2>\d+) got signal: (?P<sig2>\d+)",
       "The launcher (pid {pid}) received signal {sig}",
       "torchrun itself was sent a signal (15: SIGTERM from a scheduler's time limit or preemption, a user's kill; "
       "2: Ctrl-C) and stopped its workers.", "", None, 4,
       "torch.distributed.elastic.multiprocessing.api.SignalException: Process 1234 got signal: 15",
-      "torch/distributed/elastic/multiprocessing/api.py (_terminate_process_handler)"),
+      "torch/distributed/elastic/multiprocessing/api.py (_terminate_process_handler)", stop=True),
     S("cluster.process_died", None, "symptom", (b"Some Ray subprocesses exited unexpectedly", b"has been marked dead because the detector",
                                                 b"scheduler is dead", b"This might cause deadlock in distributed execution",
                                                 b"peer process has unexpectedly disconnected", b"has lost communication with a remote daemon",
@@ -1830,7 +1838,7 @@ SIGNATURES: tuple[Signature, ...] = (
       "torchrun/deepspeed stop every rank once one failed: a consequence of the first failure.",
       "", None, 4,
       "WARNING:torch.distributed.elastic.multiprocessing.api:Sending process 3710366 closing signal SIGTERM",
-      "https://github.com/codefuse-ai/MFTCoder/issues/31 (torch/distributed/elastic/multiprocessing/api.py)"),
+      "https://github.com/codefuse-ai/MFTCoder/issues/31 (torch/distributed/elastic/multiprocessing/api.py)", stop=True),
     S("elastic.worker_failed", None, "symptom", (b"failed (exitcode:", b"exits with return code", b"exited with exit code",
                                                b"non-zero exit code", b"non-zero status", b"Exited with exit code",
                                                b"non-zero exit status"),

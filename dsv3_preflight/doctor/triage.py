@@ -346,8 +346,10 @@ class Triage:
         the header is not an unrecognised error of its own (it would be the "first failure" before every exception
         line it introduces, so a traceback ending in a known symptom would read as "cause not recognised")."""
         header = self._open_tracebacks.pop(key, None)
-        if header is not None and line - header.line <= TRACEBACK_LINES and header in self.errors:
-            self.errors.remove(header)
+        if header is not None and line - header.line <= TRACEBACK_LINES:
+            self.error_count -= 1
+            if header in self.errors:
+                self.errors.remove(header)
 
     def _context(self, groups: dict, line: int, ctx: dict) -> None:
         for key in groups:
@@ -457,6 +459,8 @@ class Triage:
         # what a process prints while it exits, after the run said it finished, is teardown noise, not a failure
         after_end = [f for f in found if f.sig.teardown and all(self._after_end(e) for e in f.events)]
         found = [f for f in found if f not in after_end]
+        if self.hung:   # the user says it hung and stopped it: what the stop printed (Ctrl-C, SIGTERM) is not the failure
+            found = [f for f in found if not f.sig.stop]
         if self.facts.one_node():   # loopback or a container bridge is the right interface for a one-node job
             found = [f for f in found if f.sig.stall != "multi_node" and not f.sig.multi_node_only]
         kind = {f.sig.id: ("suspect" if f.sig.transient and self._resolved(f) else f.sig.kind) for f in found}
