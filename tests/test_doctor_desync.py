@@ -5,7 +5,6 @@ Two ranks on 127.0.0.1 run the same collectives, except that rank 1 stops before
 loading"). Both are killed by PID once rank 0 has entered that collective, as a user kills a hung job."""
 import os
 import signal
-import socket
 import subprocess
 import sys
 import textwrap
@@ -14,6 +13,7 @@ import time
 import pytest
 
 from dsv3_preflight.doctor import triage
+from ports import free_port
 
 WORKER = textwrap.dedent(r'''
     import datetime, sys, time, torch, torch.distributed as dist
@@ -30,14 +30,8 @@ WORKER = textwrap.dedent(r'''
 ''')
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _run(tmp_path, stall: bool) -> list[str]:
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "TORCH_DISTRIBUTED_DEBUG": "DETAIL", "TORCH_CPP_LOG_LEVEL": "INFO"}
     logs = [tmp_path / f"rank{r}.log" for r in (0, 1)]
     procs = []

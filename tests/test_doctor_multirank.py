@@ -67,16 +67,28 @@ JOB = textwrap.dedent("""
 """)
 
 
-def _torchrun(tmp_path: Path, mode: str, *extra: str, pg_timeout: float = 60) -> Path:
+def _start_torchrun(tmp_path: Path, mode: str, *extra: str, pg_timeout: float = 60, **popen) -> tuple[subprocess.Popen, Path]:
+    """torchrun with 3 ranks of JOB in ``mode``, its output in the returned log."""
     job = tmp_path / "job.py"
     job.write_text(JOB)
     log = tmp_path / f"torchrun_{mode}.log"
     # TMPDIR: torchrun without --log-dir makes /tmp/torchelastic_* and never removes it
     env = {**os.environ, "FAIL_MODE": mode, "OMP_NUM_THREADS": "1", "TMPDIR": str(tmp_path), "PG_TIMEOUT": str(pg_timeout)}
     with open(log, "wb") as fh:
-        p = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "3", "--master_addr",
-                            "127.0.0.1", "--master_port", str(free_port()), *extra, str(job)],
-                           stdout=fh, stderr=subprocess.STDOUT, env=env, timeout=240, cwd=tmp_path)
+        p = subprocess.Popen([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "3", "--master_addr",
+                              "127.0.0.1", "--master_port", str(free_port()), *extra, str(job)],
+                             stdout=fh, stderr=subprocess.STDOUT, env=env, cwd=tmp_path, **popen)
+    return p, log
+
+
+def _torchrun(tmp_path: Path, mode: str, *extra: str, pg_timeout: float = 60) -> Path:
+    p, log = _start_torchrun(tmp_path, mode, *extra, pg_timeout=pg_timeout)
+    try:
+        p.wait(timeout=240)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait(timeout=30)
     assert p.returncode != 0, log.read_text()[-2000:]
     return log
 
@@ -108,26 +120,19 @@ def test_a_rank_that_stalls_outside_the_collectives_is_a_hang_not_an_unrecognise
 def test_a_run_stopped_with_ctrl_c_is_not_a_failure_of_its_own_and_with_hung_is_a_hang(tmp_path):
     import signal
     import time
-    job = tmp_path / "job.py"
-    job.write_text(JOB)
-    log = tmp_path / "interrupted.log"
-    env = {**os.environ, "FAIL_MODE": "sleep", "OMP_NUM_THREADS": "1", "TMPDIR": str(tmp_path)}
-    with open(log, "wb") as fh:
-        p = subprocess.Popen([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "3", "--master_addr",
-                              "127.0.0.1", "--master_port", str(free_port()), str(job)],
-                             stdout=fh, stderr=subprocess.STDOUT, env=env, cwd=tmp_path, start_new_session=True)
-        try:
-            deadline = time.monotonic() + 120
-            while log.read_text().count("step 1 loss") < 3 and time.monotonic() < deadline and p.poll() is None:
-                time.sleep(0.2)
-            assert log.read_text().count("step 1 loss") == 3, log.read_text()[-2000:]
-            time.sleep(0.5)
-            os.killpg(p.pid, signal.SIGINT)   # what Ctrl-C in the terminal sends: the whole foreground group
-            p.wait(timeout=60)
-        finally:
-            if p.poll() is None:
-                os.killpg(p.pid, signal.SIGKILL)
-                p.wait(timeout=30)
+    p, log = _start_torchrun(tmp_path, "sleep", start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while log.read_text().count("step 1 loss") < 3 and time.monotonic() < deadline and p.poll() is None:
+            time.sleep(0.2)
+        assert log.read_text().count("step 1 loss") == 3, log.read_text()[-2000:]
+        time.sleep(0.5)
+        os.killpg(p.pid, signal.SIGINT)   # what Ctrl-C in the terminal sends: the whole foreground group
+        p.wait(timeout=60)
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait(timeout=30)
     doc = triage([str(log)])
     ids = {f["id"] for f in doc["findings"]}
     assert "python.keyboard_interrupt" in ids and doc["exit_code"] == 1 and not doc["cause_recognised"], doc["summary"]

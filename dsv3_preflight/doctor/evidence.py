@@ -123,13 +123,16 @@ class CollectiveTrail:
     stops with the ranks at different sequence numbers names the ranks that fell behind."""
     last: dict[int, dict] = field(default_factory=dict)
 
-    def observe(self, text: str, where: dict) -> None:
+    def observe(self, text: str, fi: int, path: str, line: int, ts, node: str | None) -> None:
+        """``fi``, ``path``, ``line``, ``ts``, ``node`` locate the line; they are kept with the rank's entry."""
         if "CollectiveFingerPrint" not in text:
             return
         m = _FINGERPRINT.search(text)
         if m:
+            rank = int(m.group("rank"))
             op = m.group("op") + (f" [{m.group('shape')}]" if m.group("shape") is not None else "")
-            self.last[int(m.group("rank"))] = {"seq": int(m.group("seq")), "op": op, "text": text, **where}
+            self.last[rank] = {"rank": rank, "seq": int(m.group("seq")), "op": op, "text": text, "fi": fi,
+                               "path": path, "line": line, "ts": ts, "node": node}
 
     def divergence(self) -> dict | None:
         """{"behind": ranks, "ahead": ranks, "seq_behind", "op_behind", "seq_ahead", "op_ahead"} when the ranks'

@@ -284,7 +284,7 @@ class Triage:
             ts = ctx.get("ts")
         where = {"file": path, "line": line}
         self.facts.observe(text, origin.node or fallback_node, where, origin.device)
-        self.trail.observe(text, {"fi": fi, "path": path, "line": line, "ts": ts, "node": origin.node or fallback_node})
+        self.trail.observe(text, fi, path, line, ts, origin.node or fallback_node)
         if ctx["ras"].observe(text, where):
             return
         sig, m, benign = self._matcher.match(text, ctx, line)
@@ -433,9 +433,8 @@ class Triage:
                       "seq_behind": str(d["seq_behind"]), "op_behind": d["op_behind"],
                       "seq_ahead": str(d["seq_ahead"]), "op_ahead": d["op_ahead"]}
             for w in d["where"]:
-                rank = next(r for r, v in self.trail.last.items() if v is w)
                 self._record(_DERIVED["c10d.fingerprints_diverge"], groups,
-                             Event(w["fi"], w["path"], w["line"], w["ts"], w["node"], rank, None, w["text"]))
+                             Event(w["fi"], w["path"], w["line"], w["ts"], w["node"], w["rank"], None, w["text"]))
         for ras in self.ras:
             for key, sid in (("mismatch", "ras.mismatch"), ("dead", "ras.dead"), ("missing", "ras.incomplete"),
                              ("errors", "ras.rank_error")):
