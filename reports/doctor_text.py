@@ -42,12 +42,18 @@ def render_text(diagnosis: dict) -> str:
                                       ff.get("rank") is not None and f"rank {ff['rank']}",
                                       ff.get("time") and f"at {ff['time']}") if x)
         loc = f"{ff['file']}:{ff['line']}" if ff.get("file") and ff.get("line") else ""
-        out.append(f"first failure: {where or 'origin not shown in the log'}" + (f"  ({loc})" if loc else ""))
+        label = "stopped" if d.get("cause_class") == "interrupted" else "first failure"
+        out.append(f"{label}: {where or 'origin not shown in the log'}" + (f"  ({loc})" if loc else ""))
         if ff.get("inferred_from"):
             out.append(f"  (rank inferred from {ff['inferred_from']})")
-    if verdict == "failure" and not d.get("cause_recognised"):
+    if d.get("cause_class") == "interrupted":
         out.append("")
-        out.append("cause not recognised. The error lines:")
+        out.append("no cause to name: the run was stopped by a signal (Ctrl-C, a scheduler's time limit or preemption, "
+                   "a kill) and nothing failed before it. What the stop printed:")
+    elif verdict == "failure" and not d.get("cause_recognised"):
+        out.append("")
+        out.append("cause not recognised. The error lines:" if d.get("error_lines") else
+                   "cause not recognised. Every error line is a known symptom, listed below with the first failure first:")
         for ev in d.get("error_lines") or []:
             out.append(f"  {ev['file']}:{ev['line']}  {ev['text']}")
         near = d.get("nearest_causes") or []

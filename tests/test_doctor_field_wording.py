@@ -362,3 +362,26 @@ def test_torchs_info_lines_are_not_errors_and_a_store_source_file_is_not_a_store
     # the same file name at ERROR severity is still an error line
     doc = _doc(tmp_path, ["[E1124 00:14:55.157385140 TCPStoreLibUvBackend.cpp:1354] [c10d] uv_loop_close failed with:-16"])
     assert doc["exit_code"] == 1 and doc["error_lines"], doc["summary"]
+
+
+def test_a_stop_from_outside_is_no_cause_and_a_relayed_stop_after_a_crash_is_not_a_stop(tmp_path):
+    # torch's launcher on Ctrl-C (the glog form of torch 2.4+, and the logging form of older versions)
+    for got in ["W1124 01:26:10.870000 9922 torch/distributed/elastic/agent/server/api.py:753] Received 2 death signal, "
+                "shutting down workers",
+                "WARNING:torch.distributed.elastic.agent.server.api:Received 15 death signal, shutting down workers"]:
+        doc = _doc(tmp_path, [PROGRESS[0], got, "Sending process 9926 closing signal SIGINT", "[rank0]: KeyboardInterrupt"])
+        assert (doc["exit_code"], doc["cause_class"], doc["cause_recognised"]) == (1, "interrupted", False), doc["summary"]
+        assert doc["first_failure"]["finding"] == "elastic.signal_exception" and doc["first_failure"]["line"] == 2
+        assert doc["summary"].startswith("stopped from outside") and "after progress" in doc["summary"]
+        assert not doc["nearest_causes"]
+    # an unrecognised error before the signal: that error is the first failure, the stop came after it
+    doc = _doc(tmp_path, ["[rank1]: RuntimeError: something nobody recognises", "[rank0]: KeyboardInterrupt"])
+    assert doc["cause_class"] == "unrecognised" and doc["summary"].startswith("cause not recognised: first error: [rank1]")
+    # torchrun stops the others after a rank's own crash too: its closing signals before the crash line are no stop
+    doc = _doc(tmp_path, [
+        "W1124 01:27:53.787000 13186 torch/distributed/elastic/multiprocessing/api.py:1028] Sending process 13239 closing "
+        "signal SIGTERM",
+        "E1124 01:27:53.825000 13186 torch/distributed/elastic/multiprocessing/api.py:1002] failed (exitcode: -11) "
+        "local_rank: 1 (pid: 13240) of binary: /usr/bin/python"])
+    assert doc["cause_class"] == "unrecognised" and doc["first_failure"]["finding"] == "process.native_crash"
+    assert doc["summary"].startswith("cause not recognised; the first failure: A rank crashed in native code (signal 11)")

@@ -34,6 +34,8 @@ JOB = textwrap.dedent("""
         signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
     if mode == "kill" and rank == 1:
         os.kill(os.getpid(), signal.SIGKILL)
+    if mode == "segv" and rank == 1:   # a crash in native code: no Python error, the launcher reports the signal
+        os.kill(os.getpid(), signal.SIGSEGV)
     if mode == "stall" and rank == 1:   # stuck outside the collectives (data loading, I/O): the others time out
         time.sleep(120)
     if mode == "sleep":   # every rank waits (a hang the user ends with Ctrl-C)
@@ -117,6 +119,18 @@ def test_a_rank_that_stalls_outside_the_collectives_is_a_hang_not_an_unrecognise
     assert not any("Traceback" in e["text"] for e in doc["error_lines"]), doc["error_lines"]
 
 
+def test_a_rank_that_crashes_in_native_code_is_the_first_failure_not_the_launchers_closing_signals(tmp_path):
+    # torchrun prints "closing signal SIGTERM" for the survivors before it reports rank 1's exit code -11: those
+    # relayed stops are not a stop from outside, and the crash (a known symptom of an unknown cause) comes first
+    log = _torchrun(tmp_path, "segv", "--monitor-interval", "2")
+    doc = triage([str(log)])
+    assert (doc["exit_code"], doc["cause_class"]) == (1, "unrecognised"), doc["summary"]
+    first = doc["first_failure"]
+    assert (first["finding"], first["rank"]) == ("process.native_crash", 1), (doc["summary"], first)
+    assert doc["summary"].startswith("cause not recognised; the first failure: A rank crashed in native code (signal 11)")
+    assert not doc["error_lines"], doc["error_lines"]   # the "job.py FAILED" banner is torchrun's summary, not an error
+
+
 def test_a_run_stopped_with_ctrl_c_is_not_a_failure_of_its_own_and_with_hung_is_a_hang(tmp_path):
     import signal
     import time
@@ -137,6 +151,10 @@ def test_a_run_stopped_with_ctrl_c_is_not_a_failure_of_its_own_and_with_hung_is_
     ids = {f["id"] for f in doc["findings"]}
     assert "python.keyboard_interrupt" in ids and doc["exit_code"] == 1 and not doc["cause_recognised"], doc["summary"]
     assert not any("Traceback" in e["text"] for e in doc["error_lines"]), doc["error_lines"]
+    # no cause to name and no "first error": the stop is what the log shows first after its progress
+    assert doc["cause_class"] == "interrupted" and doc["summary"].startswith("stopped from outside"), doc["summary"]
+    assert doc["first_failure"]["finding"] in ("elastic.signal_exception", "python.keyboard_interrupt")
+    assert "after progress" in doc["summary"] and not doc["nearest_causes"]
     hung = triage([str(log)], hung=True)
     assert (hung["cause_class"], hung["stalled"]) == ("nccl_hang", True), hung["summary"]
     assert "after it made progress" in hung["findings"][0]["title"], hung["summary"]

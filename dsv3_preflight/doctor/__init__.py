@@ -12,7 +12,8 @@ The document (plain JSON types)::
       "verdict": "failure" | "healthy" | "unknown",
       "exit_code": 1 | 0 | 5 | 4,          # 4: an input was refused (the rest is still diagnosed)
       "cause_recognised": true,            # false: a failure whose cause no signature knows
-      "cause_class": "gpu_oom",            # the headline's class; "unrecognised", "healthy" or "no_progress"
+      "cause_class": "gpu_oom",            # the headline's class; "unrecognised", "healthy" or "no_progress";
+                                           # "interrupted": stopped by a signal (Ctrl-C, SIGTERM) after no error
       "stalled": false,                    # true: no error, no progress, and the log stops after a suspect that
                                            # explains a hang (NCCL on lo in a multi-node job): that suspect leads
       "summary": "one line",

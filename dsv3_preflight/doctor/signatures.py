@@ -93,7 +93,8 @@ class Signature:
     multi_node_only: bool = False
     hang_suspect: bool = False
     teardown: bool = False
-    stop: bool = False   # printed because someone stopped the run (Ctrl-C, a kill, the launcher passing it on)
+    stop: str = ""       # printed because someone stopped the run: "signal" (a process got Ctrl-C or a kill),
+                         # "relay" (the launcher passing a stop on: it does so after a rank's own failure too)
     ends_run: bool = False
     regex: Pattern[str] = field(init=False, repr=False, compare=False)
 
@@ -112,6 +113,8 @@ class Signature:
             raise ValueError(f"signature {self.id}: hang_suspect is for a suspect without stall")
         if (self.teardown or self.stop) and (self.kind != "symptom" or self.cls is not None):
             raise ValueError(f"signature {self.id}: teardown and stop are for a symptom without a class")
+        if self.stop not in ("", "signal", "relay"):
+            raise ValueError(f"signature {self.id}: stop is '', 'signal' or 'relay'")
         if self.ends_run and self.kind != "progress":
             raise ValueError(f"signature {self.id}: ends_run is for a progress signature")
         object.__setattr__(self, "regex", re.compile(self.pattern))
@@ -1809,14 +1812,15 @@ SIGNATURES: tuple[Signature, ...] = (
       "Someone (or a scheduler) sent SIGINT: the run was stopped, it did not fail by itself. If it was stopped because "
       "it hung, `dsv3-preflight doctor --hung` names the phase it hung in.", "", None, 4,
       "[rank1]: KeyboardInterrupt",
-      "CPython's SIGINT handler; produced here by Ctrl-C on a torchrun job", stop=True),
-    S("elastic.signal_exception", None, "symptom", (b"SignalException", b"got signal: "),
-      r"SignalException: Process (?P<pid>\d+) got signal: (?P<sig>\d+)|Process (?P<pid2>\d+) got signal: (?P<sig2>\d+)",
-      "The launcher (pid {pid}) received signal {sig}",
+      "CPython's SIGINT handler; produced here by Ctrl-C on a torchrun job", stop="signal"),
+    S("elastic.signal_exception", None, "symptom", (b"SignalException", b"got signal: ", b"death signal"),
+      r"SignalException: Process (?P<pid>\d+) got signal: (?P<sig>\d+)|Process (?P<pid2>\d+) got signal: (?P<sig2>\d+)"
+      r"|(?:\b(?P<pid3>\d+) \S*api\.py:\d+\] )?Received (?P<sig3>\d+) death signal",
+      "The launcher[[ (pid {pid})]] received signal {sig}",
       "torchrun itself was sent a signal (15: SIGTERM from a scheduler's time limit or preemption, a user's kill; "
       "2: Ctrl-C) and stopped its workers.", "", None, 4,
       "torch.distributed.elastic.multiprocessing.api.SignalException: Process 1234 got signal: 15",
-      "torch/distributed/elastic/multiprocessing/api.py (_terminate_process_handler)", stop=True),
+      "torch/distributed/elastic/multiprocessing/api.py (_terminate_process_handler)", stop="signal"),
     S("cluster.process_died", None, "symptom", (b"Some Ray subprocesses exited unexpectedly", b"has been marked dead because the detector",
                                                 b"scheduler is dead", b"This might cause deadlock in distributed execution",
                                                 b"peer process has unexpectedly disconnected", b"has lost communication with a remote daemon",
@@ -1838,7 +1842,25 @@ SIGNATURES: tuple[Signature, ...] = (
       "torchrun/deepspeed stop every rank once one failed: a consequence of the first failure.",
       "", None, 4,
       "WARNING:torch.distributed.elastic.multiprocessing.api:Sending process 3710366 closing signal SIGTERM",
-      "https://github.com/codefuse-ai/MFTCoder/issues/31 (torch/distributed/elastic/multiprocessing/api.py)", stop=True),
+      "https://github.com/codefuse-ai/MFTCoder/issues/31 (torch/distributed/elastic/multiprocessing/api.py)", stop="relay"),
+    S("process.native_crash", None, "symptom", (b"exitcode: -11", b"exitcode: -6", b"exitcode: -4", b"exitcode: -8",
+                                               b"exitcode  : -", b"received by PID", b"Fatal Python error: ", b"(core dumped)",
+                                               b"exit code 139", b"exit code 134", b"exitcode: 139", b"exitcode: 134"),
+      r"failed \(exitcode: -(?P<sig>11|6|4|8)\) local_rank: (?P<local_rank>\d+)"
+      r"|exitcode\s*: -(?P<sig2>11|6|4|8) \(pid: \d+\)|Signal (?P<sig3>11|6|4|8) \(SIG\w+\) received by PID"
+      r"|Fatal Python error: (?P<what>Segmentation fault|Aborted|Floating point exception|Illegal instruction)"
+      r"|\d+ (?P<what2>Segmentation fault|Aborted|Floating point exception|Illegal instruction)\s+\(core dumped\)"
+      r"|(?:exit code|exitcode:) (?P<code>139|134)\b",
+      "A rank crashed in native code[[ (signal {sig})]][[: {what}]][[ (exit code {code})]]",
+      "The process died of a fatal signal (11 SIGSEGV, 6 SIGABRT, 4 SIGILL, 8 SIGFPE; exit code 139 or 134 from a "
+      "shell): a crash in native code, not a Python error. Usual culprits: a compiled extension (flash-attn, apex, "
+      "DeepSpeed ops, bitsandbytes) built against another torch or CUDA, a CUDA/NCCL library fault, a C++ abort. Rerun "
+      "that rank with PYTHONFAULTHANDLER=1 to get every thread's stack at the crash; a core dump names the library.",
+      "", None, 3,
+      "E1124 01:27:53.825000 13186 torch/distributed/elastic/multiprocessing/api.py:1002] failed (exitcode: -11) "
+      "local_rank: 1 (pid: 13240) of binary: /work/main/.venv/bin/python",
+      "torch/distributed/elastic/multiprocessing/api.py and errors/__init__.py (exitcode, 'Signal 11 (SIGSEGV) "
+      "received by PID'); CPython faulthandler; bash job status; produced here by a rank that SIGSEGVs itself"),
     S("elastic.worker_failed", None, "symptom", (b"failed (exitcode:", b"exits with return code", b"exited with exit code",
                                                b"non-zero exit code", b"non-zero status", b"Exited with exit code",
                                                b"non-zero exit status"),
@@ -1863,8 +1885,8 @@ SIGNATURES: tuple[Signature, ...] = (
       "torch 1.x; otherwise see the first error).", ALLREDUCE_FIX, "dist.allreduce", 4,
       "RuntimeError: NCCL communicator was aborted on rank 3.",
       "torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp"),
-    S("elastic.child_failed", None, "symptom", (b"ChildFailedError",),
-      r"ChildFailedError",
+    S("elastic.child_failed", None, "symptom", (b"ChildFailedError", b" FAILED"),
+      r"ChildFailedError|^\s*[\w./-]+ FAILED\s*$",   # and the banner of its summary: '<entrypoint> FAILED'
       "torchrun: a child process failed (ChildFailedError)",
       "torchrun's summary of a failed worker; its 'Root Cause (first observed failure)' block names the rank.",
       "", None, 4,

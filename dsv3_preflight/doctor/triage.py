@@ -500,6 +500,15 @@ class Triage:
             head_first = _earliest(head.events)
             if _earliest([first_error, head_first]) is first_error and first_error is not head_first:
                 recognised = False
+        # stopped from outside (Ctrl-C, a scheduler's SIGTERM) with nothing failing before the signal: the run did not
+        # fail by itself, and no cause is to be named (with --hung the stop lines were set aside above). The launcher's
+        # "closing signal" lines ("relay") do not show that: torchrun sends them after a rank's own failure too
+        stops = [f for f in candidates if f.sig.stop == "signal"]
+        first_stop = _earliest([_earliest(f.events) for f in stops]) if stops else None
+        before = lambda ev: _earliest([first_stop, ev]) is not first_stop  # noqa: E731
+        interrupted = (failing and not recognised and first_stop is not None
+                       and all(f.sig.stop or (f.sig.cls is None and not before(_earliest(f.events))) for f in candidates)
+                       and (first_error is None or not before(first_error)))
         if not failing:
             verdict = "healthy" if self.progress else "unknown"
         else:
@@ -522,8 +531,14 @@ class Triage:
                 findings[0]["headline"] = True
         warnings = [self._render(f, "warning", None) for f in found if kind[f.sig.id] == "suspect" and not failing]
         warnings += [dict(self._render(f, "teardown", None), root_cause=TEARDOWN_NOTE, fix="", check=None) for f in after_end]
-        first = self._first_failure(head if recognised else None, first_error, failing, found)
+        # no error line outside the known symptoms: the head (the lowest tier, then the earliest: a rank's crash before
+        # the launcher's closing signals it caused) is where the failure shows first, even with no class to name
+        lead = head if recognised or (first_error is None and not interrupted) else None
+        first = self._first_failure(lead, first_stop if interrupted else first_error, failing, found)
+        if interrupted and first is not None:
+            first["finding"] = next(f.sig.id for f in stops if _earliest(f.events) is first_stop)
         cause_class = (head.sig.cls if (failing and recognised and head is not None)
+                       else "interrupted" if interrupted
                        else "unrecognised" if failing else "healthy" if verdict == "healthy" else "no_progress")
         doc = {
             "tool": "dsv3-preflight doctor",
@@ -538,7 +553,7 @@ class Triage:
             "findings": findings,
             "warnings": warnings,
             "error_lines": [self._evidence(e.path, e.line, e.text) | {"node": e.node, "rank": e.rank} for e in self.errors],
-            "nearest_causes": self._nearest() if failing and not recognised else [],
+            "nearest_causes": self._nearest() if failing and not recognised and not interrupted else [],
             "silent_ranks": self._silent_ranks(),
             "healthy_signs": list(self.progress.values()),
             "unrecognised": {"count": self.error_count,
@@ -706,6 +721,16 @@ class Triage:
                         f"of progress (a hang?)" + tail)
             if doc["cause_recognised"]:
                 return f"root cause: {doc['findings'][0]['title']}" + tail
+            if doc["cause_class"] == "interrupted":
+                stop = next((f for f in doc["findings"] if f["id"] == ff.get("finding")), None)
+                shown = ", ".join(h["title"] for h in self.progress.values())
+                return ("stopped from outside, nothing failed before it: "
+                        + (stop["title"] if stop else (ff.get("text") or "")[:160])
+                        + (f" (after progress: {shown})" if shown else " (before any sign of progress)")
+                        + "; if it was stopped because it hung, `dsv3-preflight doctor --hung` names where" + tail)
+            known = next((f for f in doc["findings"] if f["id"] == ff.get("finding")), None)
+            if known is not None:   # the first failure is a known symptom of an unknown cause (a rank's native crash)
+                return f"cause not recognised; the first failure: {known['title']}" + tail
             return f"cause not recognised: first error: {(ff.get('text') or '')[:160]}" + tail
         if not self.files and self.unreadable:
             return f"no readable log ({len(self.unreadable)} unreadable input(s))"
