@@ -364,6 +364,31 @@ def test_torchs_info_lines_are_not_errors_and_a_store_source_file_is_not_a_store
     assert doc["exit_code"] == 1 and doc["error_lines"], doc["summary"]
 
 
+def test_paddles_store_retries_name_a_loopback_master_or_a_master_not_listening(tmp_path):
+    retry = ("I0224 13:50:30.278173 1512912 tcp_utils.cc:107] Retry to connect to {}:63917 while the server is not yet "
+             "listening.")
+    doc = _doc(tmp_path, [retry.format("127.0.1.1")] * 2)
+    assert (doc["exit_code"], doc["cause_class"], doc["stalled"]) == (1, "nic_iface", True), doc["summary"]
+    assert _ids(doc)[0] == "store.retry_loopback" and "127.0.1.1:63917" in doc["findings"][0]["title"]
+    doc = _doc(tmp_path, [retry.format("10.0.0.5")] * 2)
+    assert (doc["exit_code"], doc["cause_class"], _ids(doc)[0]) == (1, "port_rendezvous", "store.retry_not_listening")
+    # the master started late: the run went on, the retries are a warning
+    doc = _doc(tmp_path, [retry.format("10.0.0.5"), *PROGRESS])
+    assert (doc["exit_code"], [w["id"] for w in doc["warnings"]]) == (0, ["store.retry_not_listening"]), doc["summary"]
+
+
+def test_an_unreadable_roce_gid_is_the_transports_and_killed_after_a_progress_bar_is_sigkill(tmp_path):
+    for line in ["gpu-node07:24817:24901 [3] NCCL WARN NET/IB: read failed in ncclIbRoceGetVersionNum: Invalid argument",
+                 "W20250825 11:10:33.595331   331 util_rdma.h:547] NET/IB: open failed in ncclIbRoceGetVersionNum: No such "
+                 "file or directory",
+                 "F20250825 11:10:33.595355   331 util_rdma.h:592] Check failed: ncclIbRoceGetVersionNum(deviceName, "
+                 "portNum, gidIndexCandidate, &gidRoceVerNumCandidate)"]:
+        doc = _doc(tmp_path, [line])
+        assert (doc["cause_class"], _ids(doc)[0]) == ("nccl_transport", "nccl.ib_gid_unreadable"), (line, doc["summary"])
+    doc = _doc(tmp_path, ["Loading checkpoint shards:  38%|██████▊           | 3/8 [00:02<00:03,  1.28it/s]Killed"])
+    assert (doc["cause_class"], _ids(doc)[0]) == ("host_resources", "host.sigkill"), doc["summary"]
+
+
 def test_a_stop_from_outside_is_no_cause_and_a_relayed_stop_after_a_crash_is_not_a_stop(tmp_path):
     # torch's launcher on Ctrl-C (the glog form of torch 2.4+, and the logging form of older versions)
     for got in ["W1124 01:26:10.870000 9922 torch/distributed/elastic/agent/server/api.py:753] Received 2 death signal, "

@@ -551,6 +551,14 @@ SIGNATURES: tuple[Signature, ...] = (
       "[W socket.cpp:697] [c10d] The client socket has failed to connect to 10.0.0.5:29500 (errno: 111 - Connection refused).",
       "torch/csrc/distributed/c10d/socket.cpp (Linux '(errno: N - strerror)', Windows '(system error: N - message)')",
       consequence_of=("c10d.numeric_hostname", "c10d.address_in_use", "net.name_resolution"), transient=True),
+    S("store.retry_not_listening", "port_rendezvous", "suspect", (b"while the server is not yet listening",),
+      r"Retry to connect to (?!127\.)(?P<target>\S+?):(?P<port>\d+) while the server is not yet listening",  # 127.x: below
+      "A rank keeps retrying the master's store at {target}:{port}: nothing listens there yet",
+      "The rank connects to the master's store and is refused: the master has not started (or failed before it "
+      "listened), MASTER_ADDR/port name another host or port, or a firewall rejects the port. A run that goes on "
+      "after such retries only waited for the master to start.", STORE_FIX, "net.port_reach", 2,
+      "I0224 13:50:33.278455 1512912 tcp_utils.cc:107] Retry to connect to 10.0.0.5:63917 while the server is not yet listening.",
+      "Paddle paddle/phi/core/distributed/store/tcp_utils.cc", stall="any", transient=True),
     S("c10d.server_waiting", "port_rendezvous", "suspect", (b"server socket on",),
       r"server socket on (?P<addr>\S+) has timed out, will retry",
       "The rendezvous server waited for clients that did not connect",
@@ -899,6 +907,19 @@ SIGNATURES: tuple[Signature, ...] = (
       "to a loopback or container address, or the wrong interface was chosen.", IFACE_FIX, "net.nic_route", 1,
       "RuntimeError: [/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:769] connect [127.0.1.1]:25472: Connection refused",
       "https://github.com/pytorch/examples/issues/812 (gloo/transport/tcp/pair.cc)"),
+    S("store.retry_loopback", "nic_iface", "suspect", (b"Retry to connect to 127.",),
+      r"Retry to connect to (?P<addr>127\.\d+\.\d+\.\d+):(?P<port>\d+) while the server is not yet listening",
+      "A rank keeps retrying the master's store at {addr}:{port}, a loopback address",
+      "The master address the launcher handed out is a loopback address: on the master its host name resolves to "
+      "127.0.1.1 (Debian's /etc/hosts line) or the master was given as localhost. The master's own ranks connect to "
+      "themselves; a rank on another node retries its own loopback, where nothing listens, until it times out.",
+      "getent hosts \"$(hostname)\"    # on the master: a 127.x answer is the cause\n"
+      "# pass the master's routable address to the launcher (paddle.distributed.launch --master IP:PORT or --ips; "
+      "torchrun --master-addr IP),\n# or map the host name to that address in /etc/hosts on every node\n" + IFACE_FIX,
+      "net.nic_route", 2,
+      "I0224 13:50:30.278173 1512912 tcp_utils.cc:107] Retry to connect to 127.0.1.1:63917 while the server is not yet listening.",
+      "Paddle paddle/phi/core/distributed/store/tcp_utils.cc (VLOG 'Retry to connect to host:port while the server is "
+      "not yet listening.')", stall="multi_node"),
     S("gloo.hostname_loopback", "nic_iface", "suspect", (b"Using the loopback address as fallback",
                                                          b"Unable to resolve hostname to a (local) address"),
       r"Unable to resolve hostname to a \(local\) address\. Using the loopback(?: address as fallback)?",
@@ -1127,6 +1148,19 @@ SIGNATURES: tuple[Signature, ...] = (
       SHM_FIX, "host.resources", 1,
       "ubuntu:9621:9691 [6] misc/shmutils.cc:71 NCCL WARN Error: failed to extend /dev/shm/nccl-fjwOOB to 5967876 bytes",
       "https://github.com/NVIDIA/nccl-tests/issues/166 (NCCL src/misc/shmutils.cc)"),
+    S("nccl.ib_gid_unreadable", "nccl_transport", "cause", (b"ncclIbRoceGetVersionNum",),
+      r"NET/IB ?: (?:read|open) failed in ncclIbRoceGetVersionNum: (?P<err>.+?)\s*$"
+      r"|Check failed: ncclIbRoceGetVersionNum",
+      "The RoCE version of an RDMA GID could not be read[[ ({err})]]",
+      "NCCL's IB transport (and libraries built on its code) reads the RoCE version of each GID index from "
+      "/sys/class/infiniband/HCA/ports/PORT/gid_attrs/types/INDEX to pick one. The read failed: in a container the "
+      "host's GID indexes are often not mapped into the container's sysfs (EINVAL), or the index holds no GID. "
+      "Newer NCCL skips such an index; older NCCL and code copied from it abort.",
+      "grep -H . /sys/class/infiniband/*/ports/*/gid_attrs/types/* 2>&1 | head -40    # each GID index and its RoCE version\n"
+      "export NCCL_IB_GID_INDEX=${GID_INDEX:?a GID index that reads RoCE v2 on every node, e.g. 3}\n" + ALLREDUCE_FIX,
+      "dist.allreduce", 1,
+      "W20250825 11:10:33.595331   331 util_rdma.h:547] NET/IB: read failed in ncclIbRoceGetVersionNum: Invalid argument",
+      "NCCL src/transport/net_ib.cc (WARN 'NET/IB: read failed in ncclIbRoceGetVersionNum: %s'); UCCL util_rdma.h"),
     S("nccl.ib_completion_error", "nccl_transport", "cause", (b"Got completion from peer", b"Got completion with error",
                                                              b"IBV_WC_", b"retry counter exceeded", b"Retry count exceeded"),
       r"NET/IB ?: Got completion (?:from peer (?P<peer>\S+) )?with (?:error |status=)(?P<status>\d+)"
@@ -1349,6 +1383,7 @@ SIGNATURES: tuple[Signature, ...] = (
                                                  b"code 137", b"code: 137", b"status 137", b"Code: 137", b"exitcode: 137"),
       r"exit ?code\s*:?\s*-9\)?(?: local_rank: (?P<local_rank>\d+))?|return code = -9\b|Signal 9 \(SIGKILL\)|<Signals\.SIGKILL: 9>"
       r"|killed by signal 9|signal: killed|^\W*Killed\W*$|line \d+: +\d+ Killed\b|task \d+: Killed|code -9\b"
+      r"|\d(?:it/s|s/it)\]\s*Killed\s*$"   # the shell's "Killed" after a progress bar's last redraw, on its line
       r"|^\[\d+\]\+?\s+Killed\b|(?:exit(?:ed)? (?:status|with code)|[Ee]xit [Cc]ode|exitcode)\s*:?\s*137\b",
       "A rank was killed with SIGKILL (exit -9)",
       "Something sent SIGKILL to a rank, most often the kernel OOM killer (host RAM exhausted); check dmesg on that "
