@@ -410,3 +410,18 @@ def test_a_stop_from_outside_is_no_cause_and_a_relayed_stop_after_a_crash_is_not
         "local_rank: 1 (pid: 13240) of binary: /usr/bin/python"])
     assert doc["cause_class"] == "unrecognised" and doc["first_failure"]["finding"] == "process.native_crash"
     assert doc["summary"].startswith("cause not recognised; the first failure: A rank crashed in native code (signal 11)")
+
+
+def test_an_unknown_exception_ends_its_traceback_and_is_the_first_error_not_the_header(tmp_path):
+    doc = _doc(tmp_path, ["Traceback (most recent call last):",
+                          '  File "/usr/local/bin/deepspeed", line 3, in <module>',
+                          "    from deepspeed.launcher.runner import main",
+                          "ModuleNotFoundError: No module named 'einops'"])
+    assert (doc["exit_code"], doc["cause_class"]) == (1, "unrecognised")
+    assert doc["summary"].startswith("cause not recognised: first error: ModuleNotFoundError: No module named 'einops'")
+    assert [e["line"] for e in doc["error_lines"]] == [4] and doc["unrecognised"]["count"] == 1
+    # per rank: each rank's exception ends its own traceback
+    doc = _doc(tmp_path, ["[rank1]: Traceback (most recent call last):", "[rank0]: Traceback (most recent call last):",
+                          "[rank0]: mylib.errors.ShardLayoutError: shard 3 of 8 has the wrong layout",
+                          "[rank1]: mylib.errors.ShardLayoutError: shard 4 of 8 has the wrong layout"])
+    assert [e["line"] for e in doc["error_lines"]] == [3, 4] and doc["first_failure"]["rank"] == 0, doc["error_lines"]

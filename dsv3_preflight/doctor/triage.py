@@ -43,6 +43,9 @@ MAX_LISTED = 64        # nodes/ranks listed per finding
 MAX_ERROR_LINES = 8    # unrecognised error lines kept for the report
 TRACEBACK_LINES = 400  # a traceback header and the exception line that ends it (deep stacks, chained frames)
 _TRACEBACK = re.compile(r"Traceback \(most recent call last\)")
+# the line that ends a Python traceback: the exception's qualified name, a colon (or nothing) and its message
+_EXCEPTION_LINE = re.compile(r"^\W*(?:\[[^\]]*\]:\s*)?(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Interrupt|Exit|Failure)"
+                            r"(?::|\s*$)")
 JSON_LIMIT = 32 << 20  # an input that is one JSON document up to this size is checked for a RAS JSON report
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")
 _OPTIONAL = re.compile(r"\[\[(.*?)\]\]")
@@ -334,8 +337,11 @@ class Triage:
         """An error line no cause or symptom signature knows."""
         self.error_count += 1
         ev = Event(fi, path, line, ts, origin.node or fallback_node, origin.rank, origin.local_rank, text)
+        key = (fi, ev.node, ev.rank, ev.local_rank)
         if _TRACEBACK.search(text):
-            self._open_tracebacks[(fi, ev.node, ev.rank, ev.local_rank)] = ev
+            self._open_tracebacks[key] = ev
+        elif _EXCEPTION_LINE.match(text):   # an unknown exception ends its traceback: it, not the header, is the error
+            self._end_traceback(key, line)
         if len(self.errors) < MAX_ERROR_LINES:
             self.errors.append(ev)
         elif ts is not None and self.errors[-1].ts is not None and ts < self.errors[-1].ts:
