@@ -1,5 +1,6 @@
 """The doctor recognises the errors the libraries really raise, produced here by the libraries themselves (torch's
 TCPStore and env:// rendezvous on 127.0.0.1, transformers' TrainingArguments, accelerate's HfDeepSpeedConfig,
+deepspeed.initialize on the CPU accelerator with config errors,
 transformers and peft loading a model or adapter from a path without its files, adapters saved empty or cut short
 with safetensors, Gloo on an interface this machine lacks),
 not typed from memory: a signature written from a thread's excerpt must also match the current library's wording.
@@ -178,3 +179,64 @@ def test_a_save_onto_a_full_filesystem_is_a_host_resource_cause(tmp_path, writer
     doc = triage([str(log)])
     top = doc["findings"][0]
     assert (doc["cause_class"], top["id"]) == ("host_resources", want_id), (doc["summary"], p.stderr[-800:])
+
+
+DEEPSPEED_CHILD = textwrap.dedent(r'''
+    import json, os, sys, traceback
+    import torch
+    import deepspeed
+    out = sys.argv[1]
+    deepspeed.init_distributed(dist_backend="gloo")   # MASTER_ADDR 127.0.0.1, a free port, world size 1: from the test
+    ADAM = {"type": "Adam", "params": {"lr": 0.001}}
+    cases = {
+        # train_batch_size that micro batch x accumulation x world size does not make
+        "ds_batch_arithmetic": {"train_batch_size": 64, "train_micro_batch_size_per_gpu": 8,
+                                "gradient_accumulation_steps": 1, "optimizer": ADAM},
+        # a misspelled ZeRO key: DeepSpeed's pydantic model forbids extra keys
+        "ds_zero_key_misspelled": {"train_micro_batch_size_per_gpu": 1, "optimizer": ADAM,
+                                   "zero_optimization": {"stage": 3, "stage3_gather_16bit_weights_on_model_sav": True}},
+        # an HF "auto" value handed to DeepSpeed without the trainer that fills it
+        "ds_auto_unfilled": {"train_micro_batch_size_per_gpu": "auto", "optimizer": ADAM},
+        # ZeRO with an optimizer DeepSpeed has not tested
+        "ds_untested_optimizer": {"train_micro_batch_size_per_gpu": 1, "zero_optimization": {"stage": 3},
+                                  "optimizer": {"type": "SGD", "params": {"lr": 0.01}}},
+    }
+    for name, config in cases.items():
+        model = torch.nn.Linear(4, 4)
+        try:
+            deepspeed.initialize(model=model, model_parameters=model.parameters(), config=config)
+        except BaseException:
+            with open(os.path.join(out, name + ".log"), "w") as f:
+                f.write(traceback.format_exc())
+        else:
+            raise SystemExit(f"{name}: no error raised")
+''')
+
+DEEPSPEED_EXPECTED = {
+    "ds_batch_arithmetic": ("config", "deepspeed.batch_mismatch"),
+    "ds_zero_key_misspelled": ("config", "deepspeed.config_validation"),
+    "ds_auto_unfilled": ("config", "deepspeed.auto_compared"),
+    "ds_untested_optimizer": ("config", "deepspeed.config_check"),
+}
+
+
+@pytest.fixture(scope="module")
+def deepspeed_logs(tmp_path_factory):
+    pytest.importorskip("deepspeed")
+    from ports import free_port
+    out = tmp_path_factory.mktemp("deepspeed_errors")
+    env = {**os.environ, "TMPDIR": str(out), "DS_ACCELERATOR": "cpu", "OMP_NUM_THREADS": "1", "MASTER_ADDR": "127.0.0.1",
+           "MASTER_PORT": str(free_port()), "RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "1"}
+    p = subprocess.run([sys.executable, "-c", DEEPSPEED_CHILD, str(out)], capture_output=True, text=True, timeout=300,
+                       cwd=str(out), env=env)
+    assert p.returncode == 0, p.stderr[-3000:]
+    return out
+
+
+@pytest.mark.parametrize("name", sorted(DEEPSPEED_EXPECTED))
+def test_doctor_names_the_deepspeed_config_error_deepspeed_raised_here(deepspeed_logs, name):
+    log = deepspeed_logs / f"{name}.log"
+    doc = triage([str(log)])
+    want_class, want_id = DEEPSPEED_EXPECTED[name]
+    assert doc["exit_code"] == 1 and doc["cause_recognised"], (doc["summary"], log.read_text()[-800:])
+    assert (doc["cause_class"], doc["findings"][0]["id"]) == (want_class, want_id), (doc["summary"], log.read_text()[-800:])

@@ -355,3 +355,23 @@ def test_a_deepspeed_config_that_is_no_json_file_fails_at_once_naming_it(tmp_pat
     r = deepspeed_config(got[0], profile)
     assert r.status.value == "fail" and r.actor.value == "job" and r.cause == "lora.deepspeed_config_unreadable"
     assert paste_problems(r.remediation) == []
+
+
+def test_deepspeeds_own_config_model_rejects_a_misspelled_zero_key_and_accepts_a_sound_config(tmp_path):
+    """The check asks the installed DeepSpeed's config model (pydantic, extra keys forbidden) about zero_optimization:
+    a misspelled key DeepSpeed would refuse at deepspeed.initialize is a failure before launch."""
+    pytest.importorskip("deepspeed.runtime.zero.config")
+    zero = {"stage": 3, "stage3_gather_16bit_weights_on_model_save": True, "stage3_prefetch_bucket_sz": 50000000}
+    f = tmp_path / "ds.json"
+    f.write_text(json.dumps({"train_micro_batch_size_per_gpu": 1, "zero_optimization": zero}))
+    p, results = _doc(tmp_path, "--deepspeed-config", f)
+    r = results["lora.deepspeed_config"]
+    assert r["status"] == "fail" and r["summary"].startswith("DeepSpeed's own config model rejects zero_optimization")
+    assert "stage3_prefetch_bucket_sz" in r["summary"] and r["evidence"]["deepspeed_model"]["available"] is True
+    assert paste_problems(r["remediation"]) == []
+    zero["stage3_prefetch_bucket_size"] = zero.pop("stage3_prefetch_bucket_sz")
+    zero["reduce_bucket_size"] = "auto"   # HF's "auto" values are filled by the trainer, not judged here
+    f.write_text(json.dumps({"train_micro_batch_size_per_gpu": 1, "zero_optimization": zero}))
+    p, results = _doc(tmp_path, "--deepspeed-config", f)
+    r = results["lora.deepspeed_config"]
+    assert r["status"] == "pass" and r["evidence"]["deepspeed_model"] == {"available": True, "error": None}, r["summary"]
