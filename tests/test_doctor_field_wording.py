@@ -425,3 +425,13 @@ def test_an_unknown_exception_ends_its_traceback_and_is_the_first_error_not_the_
                           "[rank0]: mylib.errors.ShardLayoutError: shard 3 of 8 has the wrong layout",
                           "[rank1]: mylib.errors.ShardLayoutError: shard 4 of 8 has the wrong layout"])
     assert [e["line"] for e in doc["error_lines"]] == [3, 4] and doc["first_failure"]["rank"] == 0, doc["error_lines"]
+
+
+def test_a_process_that_sees_no_gpu_cannot_initialise_cuda(tmp_path):
+    # a CUDA build with CUDA_VISIBLE_DEVICES="" (a Ray task without num_gpus), a container without GPUs, a login node
+    for line in ["[rank0]: ValueError: ProcessGroupNCCL is only supported with GPUs, no GPUs found!",
+                 "RuntimeError: No CUDA GPUs are available",
+                 "RuntimeError: CUDA error: no CUDA-capable device is detected"]:
+        doc = _doc(tmp_path, [line])
+        assert (doc["cause_class"], _ids(doc)[0]) == ("cuda_fabric", "cuda.no_device_visible"), (line, doc["summary"])
+        assert doc["findings"][0]["check"] == "gpu.cuda_init"

@@ -288,6 +288,23 @@ SIGNATURES: tuple[Signature, ...] = (
       "gpu.cuda_init", 0,
       "RuntimeError: Found no NVIDIA driver on your system. Please check that you have an NVIDIA GPU and installed a driver from http://www.nvidia.com/Download/index.aspx",
       "torch/cuda/__init__.py (_check_driver)"),
+    S("cuda.no_device_visible", "cuda_fabric", "cause", (b"No CUDA GPUs are available", b"no GPUs found",
+                                                        b"no CUDA-capable device is detected", b"cudaErrorNoDevice",
+                                                        b"CUDA_ERROR_NO_DEVICE"),
+      r"No CUDA GPUs are available|ProcessGroupNCCL is only supported with GPUs, no GPUs found"
+      r"|no CUDA-capable device is detected|cudaErrorNoDevice|CUDA_ERROR_NO_DEVICE",
+      "This process sees no GPU",
+      "CUDA found no device in this process: CUDA_VISIBLE_DEVICES is empty or names GPUs the node does not have (Ray "
+      "sets it to what a task requested: a task or actor without num_gpus gets none), the container was started "
+      "without GPUs (no /dev/nvidia* inside), or the job landed on a node without GPUs (a login node).",
+      "echo \"CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES-unset}\"; nvidia-smi -L; ls /dev/nvidia*    # where the rank runs\n"
+      "# Ray: request the GPUs (@ray.remote(num_gpus=1), ScalingConfig(use_gpu=True)); containers: --gpus all "
+      "(Kubernetes: nvidia.com/gpu limits)\n"
+      "dsv3-preflight run --only gpu.cuda_init    # on each node, in the job's environment",
+      "gpu.cuda_init", 0,
+      "ValueError: ProcessGroupNCCL is only supported with GPUs, no GPUs found!",
+      "torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp (TORCH_CHECK at::cuda::getNumGPUs() != 0); torch/cuda "
+      "_lazy_init ('No CUDA GPUs are available'); cudaGetErrorString(100)"),
 
     # ======================================================================== version_drift
     S("nccl.version_mismatch", "version_drift", "cause", (b"Mismatched NCCL version", b"NCCL version mismatch"),
@@ -337,6 +354,21 @@ SIGNATURES: tuple[Signature, ...] = (
       "RuntimeError: The NVIDIA driver on your system is too old (found version 11040). Please update your GPU driver "
       "by downloading and installing a new version from the URL: http://www.nvidia.com/Download/index.aspx",
       "https://github.com/lllyasviel/Fooocus/issues/1313 (torch/cuda/__init__.py)"),
+    S("torch.cpu_build", "version_drift", "cause", (b"Torch not compiled with CUDA enabled", b"_cuda_", b"NCCL built in",
+                                                   b"NCCL support is not compiled"),
+      r"Torch not compiled with CUDA enabled|module 'torch\._C' has no attribute '_cuda_\w+'"
+      r"|Distributed package doesn't have NCCL built in|NCCL support is not compiled",
+      "The installed torch is a CPU-only build",
+      "pip installed torch's CPU wheel (the default on some indexes, or a dependency pulled it in over the CUDA "
+      "build): it has no CUDA and no NCCL, so the GPUs and the nccl backend are unusable.",
+      "python -c 'import torch; print(torch.__version__, torch.version.cuda)'    # None: a CPU build\n"
+      "pip install --force-reinstall \"torch==${TORCH_VERSION:?the torch version the other nodes run}\" "
+      "--index-url \"https://download.pytorch.org/whl/${CUDA_TAG:?CUDA tag the driver supports, e.g. cu124}\"\n"
+      "dsv3-preflight run --only gpu.cuda_init",
+      "gpu.cuda_init", 0,
+      "AssertionError: Torch not compiled with CUDA enabled",
+      "torch/cuda/__init__.py (_lazy_init); torch/distributed/distributed_c10d.py; produced here by torch 2.13.0+cpu "
+      "under torchrun with the nccl backend"),
     S("cuda.insufficient_driver", "version_drift", "cause", (b"driver version is insufficient", b"InsufficientDriver",
                                                             b"INSUFFICIENT_DRIVER"),
       r"CUDA driver version is insufficient for CUDA runtime version|cudaErrorInsufficientDriver|CUDA_ERROR_INSUFFICIENT_DRIVER",
