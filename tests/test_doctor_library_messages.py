@@ -140,15 +140,25 @@ EXPECTED = {
 CPU_BUILD_ONLY = {"torch_cpu_build_cuda", "torch_cpu_build_set_device", "torch_cpu_build_nccl"}
 
 
-@pytest.fixture(scope="module")
-def library_logs(tmp_path_factory):
-    out = tmp_path_factory.mktemp("library_errors")
+def _provoke(tmp_path_factory, child: str, name: str, **env: str):
+    """Run ``child``, which writes one traceback file per provoked error into the returned directory."""
+    out = tmp_path_factory.mktemp(name)
     # TMPDIR: the DataLoader's multiprocessing makes a pymp-* dir there, left behind when a worker is SIGKILLed
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TMPDIR": str(out)}
-    p = subprocess.run([sys.executable, "-c", CHILD, str(out)], capture_output=True, text=True, timeout=240,
-                       cwd=str(out), env=env)
+    p = subprocess.run([sys.executable, "-c", child, str(out)], capture_output=True, text=True, timeout=300,
+                       cwd=str(out), env={**os.environ, "TMPDIR": str(out), **env})
     assert p.returncode == 0, p.stderr[-3000:]
     return out
+
+
+def _assert_diagnosed(log, want_class: str, want_id: str) -> None:
+    doc = triage([str(log)])
+    assert doc["exit_code"] == 1 and doc["cause_recognised"], (doc["summary"], log.read_text()[-800:])
+    assert (doc["cause_class"], doc["findings"][0]["id"]) == (want_class, want_id), (doc["summary"], log.read_text()[-800:])
+
+
+@pytest.fixture(scope="module")
+def library_logs(tmp_path_factory):
+    return _provoke(tmp_path_factory, CHILD, "library_errors", HF_HUB_OFFLINE="1")
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
@@ -156,11 +166,7 @@ def test_doctor_names_the_cause_of_an_error_the_library_raised_here(library_logs
     log = library_logs / f"{name}.log"
     if name in CPU_BUILD_ONLY and not log.exists():
         pytest.skip("the torch here is a CUDA build: it raises no CPU-build error")
-    doc = triage([str(log)])
-    want_class, want_id = EXPECTED[name]
-    assert doc["exit_code"] == 1 and doc["cause_recognised"], (doc["summary"], log.read_text()[-800:])
-    top = doc["findings"][0]
-    assert (doc["cause_class"], top["id"]) == (want_class, want_id), (doc["summary"], log.read_text()[-800:])
+    _assert_diagnosed(log, *EXPECTED[name])
 
 
 SAVE_ON_FULL_DISK = textwrap.dedent(r'''
@@ -238,19 +244,10 @@ DEEPSPEED_EXPECTED = {
 def deepspeed_logs(tmp_path_factory):
     pytest.importorskip("deepspeed")
     from ports import free_port
-    out = tmp_path_factory.mktemp("deepspeed_errors")
-    env = {**os.environ, "TMPDIR": str(out), "DS_ACCELERATOR": "cpu", "OMP_NUM_THREADS": "1", "MASTER_ADDR": "127.0.0.1",
-           "MASTER_PORT": str(free_port()), "RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "1"}
-    p = subprocess.run([sys.executable, "-c", DEEPSPEED_CHILD, str(out)], capture_output=True, text=True, timeout=300,
-                       cwd=str(out), env=env)
-    assert p.returncode == 0, p.stderr[-3000:]
-    return out
+    return _provoke(tmp_path_factory, DEEPSPEED_CHILD, "deepspeed_errors", DS_ACCELERATOR="cpu", OMP_NUM_THREADS="1",
+                    MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()), RANK="0", LOCAL_RANK="0", WORLD_SIZE="1")
 
 
 @pytest.mark.parametrize("name", sorted(DEEPSPEED_EXPECTED))
 def test_doctor_names_the_deepspeed_config_error_deepspeed_raised_here(deepspeed_logs, name):
-    log = deepspeed_logs / f"{name}.log"
-    doc = triage([str(log)])
-    want_class, want_id = DEEPSPEED_EXPECTED[name]
-    assert doc["exit_code"] == 1 and doc["cause_recognised"], (doc["summary"], log.read_text()[-800:])
-    assert (doc["cause_class"], doc["findings"][0]["id"]) == (want_class, want_id), (doc["summary"], log.read_text()[-800:])
+    _assert_diagnosed(deepspeed_logs / f"{name}.log", *DEEPSPEED_EXPECTED[name])

@@ -2,7 +2,6 @@
 map of real transformers models built on the meta device, and the whole run through the CLI."""
 from __future__ import annotations
 
-import copy
 import json
 import os
 import shutil
