@@ -1,6 +1,6 @@
 """The doctor recognises the errors the libraries really raise, produced here by the libraries themselves (torch's
 TCPStore and env:// rendezvous on 127.0.0.1, transformers' TrainingArguments, accelerate's HfDeepSpeedConfig,
-deepspeed.initialize on the CPU accelerator with config errors,
+DeepSpeed's config object with config errors,
 transformers and peft loading a model or adapter from a path without its files, adapters saved empty or cut short
 with safetensors, Gloo on an interface this machine lacks),
 not typed from memory: a signature written from a thread's excerpt must also match the current library's wording.
@@ -202,11 +202,11 @@ def test_a_save_onto_a_full_filesystem_is_a_host_resource_cause(tmp_path, writer
 
 
 DEEPSPEED_CHILD = textwrap.dedent(r'''
-    import json, os, sys, traceback
-    import torch
-    import deepspeed
+    import os, sys, traceback
+    # the config object deepspeed.initialize builds first; no process group, so DeepSpeed's CPU accelerator does not
+    # compile its shared-memory op (a C++ build of ~30 s into ~/.cache/torch_extensions)
+    from deepspeed.runtime.config import DeepSpeedConfig
     out = sys.argv[1]
-    deepspeed.init_distributed(dist_backend="gloo")   # MASTER_ADDR 127.0.0.1, a free port, world size 1: from the test
     ADAM = {"type": "Adam", "params": {"lr": 0.001}}
     cases = {
         # train_batch_size that micro batch x accumulation x world size does not make
@@ -217,14 +217,10 @@ DEEPSPEED_CHILD = textwrap.dedent(r'''
                                    "zero_optimization": {"stage": 3, "stage3_gather_16bit_weights_on_model_sav": True}},
         # an HF "auto" value handed to DeepSpeed without the trainer that fills it
         "ds_auto_unfilled": {"train_micro_batch_size_per_gpu": "auto", "optimizer": ADAM},
-        # ZeRO with an optimizer DeepSpeed has not tested
-        "ds_untested_optimizer": {"train_micro_batch_size_per_gpu": 1, "zero_optimization": {"stage": 3},
-                                  "optimizer": {"type": "SGD", "params": {"lr": 0.01}}},
     }
     for name, config in cases.items():
-        model = torch.nn.Linear(4, 4)
         try:
-            deepspeed.initialize(model=model, model_parameters=model.parameters(), config=config)
+            DeepSpeedConfig(config)
         except BaseException:
             with open(os.path.join(out, name + ".log"), "w") as f:
                 f.write(traceback.format_exc())
@@ -236,16 +232,13 @@ DEEPSPEED_EXPECTED = {
     "ds_batch_arithmetic": ("config", "deepspeed.batch_mismatch"),
     "ds_zero_key_misspelled": ("config", "deepspeed.config_validation"),
     "ds_auto_unfilled": ("config", "deepspeed.auto_compared"),
-    "ds_untested_optimizer": ("config", "deepspeed.config_check"),
 }
 
 
 @pytest.fixture(scope="module")
 def deepspeed_logs(tmp_path_factory):
     pytest.importorskip("deepspeed")
-    from ports import free_port
-    return _provoke(tmp_path_factory, DEEPSPEED_CHILD, "deepspeed_errors", DS_ACCELERATOR="cpu", OMP_NUM_THREADS="1",
-                    MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()), RANK="0", LOCAL_RANK="0", WORLD_SIZE="1")
+    return _provoke(tmp_path_factory, DEEPSPEED_CHILD, "deepspeed_errors", DS_ACCELERATOR="cpu")
 
 
 @pytest.mark.parametrize("name", sorted(DEEPSPEED_EXPECTED))
