@@ -62,7 +62,10 @@ NOT_EXIT_0 = {"healthy/healthy_029.log": 5, "healthy/healthy_030.log": 5, "healt
               "healthy/healthy_043.log": 5,
               # round 8: Paddle's NCCL context init and device notes, then "Epoch 0: ExponentialDecay set learning
               # rate to 0.1" twice: the scheduler's verbose line, printed when it is built, before any step
-              "healthy/healthy_047.log": 5}
+              "healthy/healthy_047.log": 5,
+              # round 9: torchtune's "Model checkpoint of size N GiB saved to .../epoch_0/..." lines only; no
+              # progress signature knows them when the round is committed
+              "healthy/healthy_049.log": 5}
 
 
 @pytest.mark.parametrize("row", [r for r in DEV if r["class"] == "healthy"], ids=lambda r: r["file"])
@@ -88,7 +91,7 @@ def test_development_part_is_diagnosed():
 
 def test_the_original_held_out_set_stays_the_first_commits_82_excerpts():
     # round 1 = the rows of the first corpus commit; later rounds only add rows (benchmarks report both sets)
-    assert {r.get("round") for r in ROWS} <= {1, 2, 3, 4, 5, 6, 7, 8} and all("round" in r for r in ROWS)
+    assert {r.get("round") for r in ROWS} <= {1, 2, 3, 4, 5, 6, 7, 8, 9} and all("round" in r for r in ROWS)
     first = [r for r in ROWS if r["round"] == 1]
     assert (len(first), sum(r["split"] == "heldout" for r in first)) == (234, 82)
     first_urls = {r["url"] for r in first}
