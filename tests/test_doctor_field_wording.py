@@ -435,3 +435,20 @@ def test_a_process_that_sees_no_gpu_cannot_initialise_cuda(tmp_path):
         doc = _doc(tmp_path, [line])
         assert (doc["cause_class"], _ids(doc)[0]) == ("cuda_fabric", "cuda.no_device_visible"), (line, doc["summary"])
         assert doc["findings"][0]["check"] == "gpu.cuda_init"
+
+
+def test_a_traceback_without_a_rank_prefix_is_ended_by_its_exception_that_names_the_rank(tmp_path):
+    # torch 1.x/2.0 with NCCL_BLOCKING_WAIT: the rank is only in the exception's words
+    doc = _doc(tmp_path, ["Traceback (most recent call last):",
+                          '  File "train.py", line 222, in _setup_train',
+                          "    dist.broadcast(self.amp, src=0)",
+                          "RuntimeError: [Rank 1] Caught collective operation timeout: WorkNCCL(SeqNum=1, OpType=BROADCAST, "
+                          "TensorShape=[], Timeout(ms)=10800000) ran for 10800031 milliseconds before timing out."])
+    assert (doc["cause_class"], _ids(doc)[0], doc["error_lines"]) == ("nccl_hang", "nccl.watchdog_timeout", []), doc["summary"]
+    assert doc["first_failure"]["rank"] == 1
+
+
+def test_torchtunes_checkpoint_lines_are_progress(tmp_path):
+    doc = _doc(tmp_path, ["Model checkpoint of size 4.66 GiB saved to /out/epoch_0/ft-model-00003-of-00030.safetensors",
+                          "Adapter checkpoint of size 0.09 GiB saved to /out/epoch_0/adapter_model.pt"])
+    assert (doc["verdict"], doc["exit_code"]) == ("healthy", 0), doc["summary"]

@@ -2034,9 +2034,10 @@ SIGNATURES: tuple[Signature, ...] = (
       example="Training Epoch: 1:   1%|███▉      | 1/79 [00:11<14:38, 11.26s/it]",
       source="https://github.com/meta-llama/llama-cookbook/pull/691 (tqdm format)"),
     S("train.finished", None, "progress", (b"SUCCEEDED", b"Saving model checkpoint", b"save model", b"Running training", b"initialize [end]", b"SUCCESS", b"RunningAvgSamplesPerSec",
-                                         b"samples/s", b"tokens/s", b"global_step", b"epoch: ["),
+                                         b"samples/s", b"tokens/s", b"global_step", b"epoch: [", b"checkpoint of size"),
       r"SUCCEEDED|Saving model checkpoint|save model|Running training|DeepSpeedZeRoOffload initialize \[end\]|SUCCESS Step|RunningAvgSamplesPerSec"
-      r"|[\d.]+ (?:samples|tokens)/s\b|global_step|epoch: \[\d",
+      r"|[\d.]+ (?:samples|tokens)/s\b|global_step|epoch: \[\d"
+      r"|(?:Model|Adapter|Recipe) checkpoint of size [\d.]+ GiB saved to",   # torchtune's checkpointers
       "the run progressed",
       example="Saving model checkpoint to saves/llama3-8b/lora/sft/checkpoint-500",
       source="transformers Trainer (_save_checkpoint's log line)"),

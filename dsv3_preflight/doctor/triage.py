@@ -352,6 +352,10 @@ class Triage:
         the header is not an unrecognised error of its own (it would be the "first failure" before every exception
         line it introduces, so a traceback ending in a known symptom would read as "cause not recognised")."""
         header = self._open_tracebacks.pop(key, None)
+        if header is None and key[2:] != (None, None):
+            # a header printed without a rank prefix whose exception names its rank ("RuntimeError: [Rank 1] Caught
+            # collective operation timeout"): the rank came from the exception line's words, not from its origin
+            header = self._open_tracebacks.pop(key[:2] + (None, None), None)
         if header is not None and line - header.line <= TRACEBACK_LINES:
             self.error_count -= 1
             if header in self.errors:
