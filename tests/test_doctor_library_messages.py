@@ -77,6 +77,9 @@ CHILD = textwrap.dedent(r'''
         target_modules=["q_a_proj", "kv_a_proj_with_mqa"])))
     adapter = os.path.join(work, "adapter")
     get_peft_model(LlamaForCausalLM(tiny), LoraConfig(target_modules=["q_proj", "v_proj"], r=4)).save_pretrained(adapter)
+    # the adapter loaded onto another base model (twice the hidden size): its A/B matrices do not fit
+    wider = LlamaConfig(**{**tiny.to_dict(), "hidden_size": 64, "intermediate_size": 128})
+    case("adapter_wrong_base", lambda: PeftModel.from_pretrained(LlamaForCausalLM(wider), adapter))
     weights = os.path.join(adapter, "adapter_model.safetensors")
     saved = load_file(weights)
     save_file({k: torch.empty(0) for k in saved}, weights)   # what ZeRO-3 writes without gathering: shape [0]
@@ -131,6 +134,7 @@ EXPECTED = {
     "lora_targets_missing": ("lora_empty", "peft.target_modules_not_found"),
     "adapter_saved_empty": ("lora_empty", "lora.empty_tensor_on_load"),
     "adapter_truncated": ("lora_empty", "safetensors.bad_file"),
+    "adapter_wrong_base": ("lora_empty", "peft.adapter_base_mismatch"),
     "gloo_interface_missing": ("nic_iface", "gloo.no_address_for_interface"),
     "dataloader_worker_killed": ("host_resources", "host.dataloader_worker_killed"),
     "torch_cpu_build_cuda": ("version_drift", "torch.cpu_build"),

@@ -175,7 +175,9 @@ DS_CONFIG_FIX = "dsv3-preflight run --only lora.deepspeed_config    # reads the 
 #: causes no preflight check can catch: the training script's own argument validation runs only when it starts, and
 #: ranks of one program that issue different collectives are the program's own logic (naming a check that does not
 #: look at them would be a lie); the doctor says so instead of naming one
-NO_PREFLIGHT_CHECK = frozenset({"hf.training_arguments_invalid", "launch.unrecognized_arguments", "c10d.fingerprints_diverge"})
+NO_PREFLIGHT_CHECK = frozenset({"hf.training_arguments_invalid", "launch.unrecognized_arguments", "c10d.fingerprints_diverge",
+                                # no check compares a saved adapter's shapes with the base model's widths (yet)
+                                "peft.adapter_base_mismatch"})
 
 SIGNATURES: tuple[Signature, ...] = (
     # ======================================================================== benign lines that look like errors
@@ -1447,6 +1449,22 @@ SIGNATURES: tuple[Signature, ...] = (
       "\tsize mismatch for base_model.model.model.layers.0.mlp.gate_proj.lora_B.default.weight: copying a param with "
       "shape torch.Size([0]) from checkpoint, the shape in current model is torch.Size([11008, 8]).",
       "https://github.com/huggingface/peft/issues/2500"),
+    S("peft.adapter_base_mismatch", "lora_empty", "cause", (b"from checkpoint, the shape in current model is",),
+      r"size mismatch for (?P<param>\S*lora_\S+?): copying a param with shape torch\.Size\(\[(?P<saved>[\d, ]+)\]\) "
+      r"from checkpoint, the shape in current model is torch\.Size\(\[(?P<model>[\d, ]+)\]\)",
+      "The adapter does not fit this base model ({param}: saved [{saved}], the model has [{model}])",
+      "The LoRA adapter was trained on another base model (another size or architecture: its A/B matrices take the "
+      "layer widths of the model it was trained on; a different first number of lora_A is a different rank r), so its "
+      "tensors do not fit this model's layers. The adapter's "
+      "adapter_config.json names the model it was trained on (base_model_name_or_path).",
+      "grep -E '\"base_model_name_or_path\"|\"r\"' \"${ADAPTER_DIR:?the adapter directory}/adapter_config.json\"    # the model it was trained on\n"
+      "grep -E '\"hidden_size\"|\"num_hidden_layers\"|\"model_type\"' \"${MODEL_DIR:?the base model directory}/config.json\"\n"
+      "# load the adapter onto the base model it was trained on, or train one for this model",
+      None, 1,
+      "\tsize mismatch for base_model.model.model.layers.0.self_attn.q_proj.lora_A.default.weight: copying a param with "
+      "shape torch.Size([4, 64]) from checkpoint, the shape in current model is torch.Size([4, 32]).",
+      "torch nn.Module.load_state_dict's message; produced here by peft's PeftModel.from_pretrained with an adapter "
+      "trained on a model of hidden size 64 loaded onto one of hidden size 32"),
     S("deepspeed.not_gathered_on_save", "lora_empty", "cause", (b"stage3_gather_16bit_weights_on_model_save",),
       r"(?:Did not save the model|not saving).{0,80}stage3_gather_16bit_weights_on_model_save(?:` is| is|=)\s*False",
       "DeepSpeed did not save the 16-bit weights (stage3_gather_16bit_weights_on_model_save is false)",
