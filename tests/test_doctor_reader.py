@@ -126,6 +126,7 @@ def test_node_label_comes_from_the_file_name(name, expected):
 @pytest.mark.skipif(reader._gnu_grep() is None, reason="GNU grep is not installed: only the python engine exists here")
 @pytest.mark.parametrize("name", sorted(p.name for p in DATA.glob("*.log")))
 def test_grep_and_python_engines_find_the_same_evidence(name, monkeypatch):
+    monkeypatch.setenv(reader.ENGINE_ENV, "grep")   # auto searches chunks this small in Python
     with_grep = triage([str(DATA / name)])
     monkeypatch.setenv(reader.ENGINE_ENV, "python")
     pure = triage([str(DATA / name)])
@@ -135,3 +136,17 @@ def test_grep_and_python_engines_find_the_same_evidence(name, monkeypatch):
 def test_python_engine_is_used_when_asked(monkeypatch):
     monkeypatch.setenv(reader.ENGINE_ENV, "python")
     assert reader.NeedleSet([b"x"]).engine == "python"
+
+
+def test_auto_searches_a_small_chunk_in_python_and_a_large_one_with_grep(monkeypatch):
+    if reader._gnu_grep() is None:
+        pytest.skip("GNU grep is not installed: only the python engine exists here")
+    needles = reader.NeedleSet([b"NCCL WARN", b"out of memory"])
+    assert needles.engine_for(100) == "python" and needles.engine_for(reader.GREP_MIN_BYTES) == "grep"
+    small = b"step 1\nCUDA out of memory\n"
+    large = small + b"x" * reader.GREP_MIN_BYTES   # the same find by either search
+    assert needles.positions(small) == needles.positions(large) == [(12, b"out of memory")]
+    monkeypatch.setenv(reader.ENGINE_ENV, "grep")
+    assert reader.NeedleSet([b"x"]).engine_for(1) == "grep"
+    monkeypatch.setenv(reader.ENGINE_ENV, "python")
+    assert reader.NeedleSet([b"x"]).engine_for(1 << 30) == "python"

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import functools
 import os
 import re
 import shutil
@@ -39,7 +40,8 @@ MAX_RATIO = 200          # a gzip inflating more than this many times its size i
 SNIFF = 64 << 10         # bytes looked at to tell text from binary
 ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
 STDIN = "-"
-ENGINE_ENV = "DSV3_PREFLIGHT_DOCTOR_ENGINE"   # "python" forces the pure-Python needle search
+ENGINE_ENV = "DSV3_PREFLIGHT_DOCTOR_ENGINE"   # "python" / "grep" force one needle search; "auto" (default) picks
+GREP_MIN_BYTES = 256 << 10                    # auto: below this a chunk is searched in Python (no grep process)
 GREP_TIMEOUT_S = 60                           # per chunk (8 MiB): generous, grep needs milliseconds
 _TEXT_CONTROLS = set(b"\t\n\r\x0b\x0c\x1b\x08\x07")
 _OTHER_COMPRESSION = ((b"\xfd7zXZ\x00", "xz"), (b"\x28\xb5\x2f\xfd", "zstd"), (b"BZh", "bzip2"), (b"PK\x03\x04", "zip"))
@@ -216,6 +218,13 @@ def looks_binary(head: bytes) -> bool:
     return nul > max(1, len(head) // 1000) or controls > len(head) // 20
 
 
+@functools.lru_cache(maxsize=8)
+def _pruned(unique: frozenset[bytes]) -> tuple[bytes, ...]:
+    """The needles without the redundant ones: a needle containing another finds no line the shorter one misses.
+    Quadratic in the needles (about 150 ms for the signatures' ~480), so computed once per set, not per triage."""
+    return tuple(sorted(n for n in unique if not any(o != n and o in n for o in unique)))
+
+
 def _gnu_grep() -> str | None:
     """Path of a GNU grep (multi-literal search at memory speed), or None."""
     path = shutil.which("grep")
@@ -240,18 +249,23 @@ class NeedleSet:
     """
 
     def __init__(self, needles: Iterable[bytes]):
-        unique = set(needles)
-        # a needle containing another is redundant: the shorter one finds the same lines
-        self.needles = sorted(n for n in unique if not any(o != n and o in n for o in unique))
+        self.needles = _pruned(frozenset(needles))
         if not _GREP_CACHE:
             _GREP_CACHE.append(_gnu_grep())
-        self.grep = _GREP_CACHE[0] if os.environ.get(ENGINE_ENV, "auto") != "python" else None
+        choice = os.environ.get(ENGINE_ENV, "auto")
+        self.grep = _GREP_CACHE[0] if choice != "python" else None
         self.engine = "grep" if self.grep else "python"
+        # starting grep costs ~15 ms, more than Python's search of a small chunk (a log excerpt, a rank's short log)
+        self._grep_min = 0 if choice == "grep" else GREP_MIN_BYTES
         self._pattern: bytes | None = None
+
+    def engine_for(self, size: int) -> str:
+        """The search a chunk of ``size`` bytes gets: grep when installed and the chunk is large enough."""
+        return "grep" if self.grep and size >= self._grep_min else "python"
 
     def positions(self, body: bytes) -> list[tuple[int, bytes]]:
         """(offset, needle) of every needle occurrence, by offset."""
-        if self.grep:
+        if self.engine_for(len(body)) == "grep":
             found = self._grep(body)
             if found is not None:
                 return found
