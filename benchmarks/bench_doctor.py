@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/bench_doctor.py            # 1024 MB (a few minutes on a loaded 2-core box)
     .venv/bin/python benchmarks/bench_doctor.py --size-mb 100 --python-engine
+    .venv/bin/python benchmarks/bench_doctor.py --excerpts 200   # short logs: each needle search, one triage each
 
 The log mixes what a 24-rank torchrun + DeepSpeed run prints (NCCL INFO, trainer loss lines, tqdm bars with
 carriage returns, Python frames, ANSI colours) and ends with a real failure (one rank's CUDA OOM, the other
@@ -174,12 +175,39 @@ def run_grep(log: Path, patterns: Path) -> dict:
     return {"seconds": time.perf_counter() - t, "cpu_s": cpu, "matching_lines": int(p.stdout.strip() or 0)}
 
 
+def run_excerpts(files: list[str], engine: str) -> float:
+    """Seconds per file for one process that diagnoses each short log on its own (as the CLI does per run)."""
+    code = ("import sys, time\nfrom dsv3_preflight.doctor import triage\n"
+            "triage([sys.argv[1]])\n"   # imports and first-use caches are paid once, outside the timing
+            "t = time.perf_counter()\nfor f in sys.argv[1:]: triage([f])\nprint(time.perf_counter() - t)")
+    env = {**os.environ, "DSV3_PREFLIGHT_DOCTOR_ENGINE": engine, "PYTHONPATH": str(REPO)}
+    p = subprocess.run([sys.executable, "-c", code, *files], capture_output=True, text=True, env=env, timeout=3600)
+    if p.returncode:
+        raise SystemExit(p.stderr)
+    return float(p.stdout.strip().splitlines()[-1]) / len(files)
+
+
+def excerpts(n: int) -> None:
+    corpus = REPO / "tests" / "data" / "doctor" / "corpus"
+    rows = [json.loads(line) for line in (corpus / "manifest.jsonl").read_text().splitlines() if line.strip()]
+    files = [str(corpus / r["file"]) for r in rows if r["split"] == "dev"][:n]
+    kib = sum(os.path.getsize(f) for f in files) / len(files) / 1024
+    print(f"{len(files)} development corpus excerpts, {kib:.1f} KiB on average; load average {os.getloadavg()[0]:.1f}")
+    print(f"\n{'needle search':44} {'ms per log':>10}")
+    for name, engine in (("auto (Python below 256 KiB)", "auto"), ("GNU grep -E for every chunk", "grep"),
+                         ("pure Python", "python")):
+        print(f"{name:44} {1000 * run_excerpts(files, engine):10.1f}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--size-mb", type=int, default=1024)
     ap.add_argument("--python-engine", action="store_true", help="also time the pure-Python needle search")
     ap.add_argument("--dir", default=None, help="where to write the log (default: a temp dir)")
+    ap.add_argument("--excerpts", type=int, default=0, help="instead: time N short corpus logs with each needle search")
     args = ap.parse_args()
+    if args.excerpts:
+        return excerpts(args.excerpts)
     if not shutil.which("grep"):
         raise SystemExit("grep is needed for the comparison")
     workdir = Path(tempfile.mkdtemp(prefix="bench_doctor_", dir=args.dir))
