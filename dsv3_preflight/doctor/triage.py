@@ -513,8 +513,8 @@ class Triage:
         # stopped from outside (Ctrl-C, a scheduler's SIGTERM) with nothing failing before the signal: the run did not
         # fail by itself, and no cause is to be named (with --hung the stop lines were set aside above). The launcher's
         # "closing signal" lines ("relay") do not show that: torchrun sends them after a rank's own failure too
-        stops = [f for f in candidates if f.sig.stop == "signal"]
-        first_stop = _earliest([_earliest(f.events) for f in stops]) if stops else None
+        stops = {id(_earliest(f.events)): f for f in candidates if f.sig.stop == "signal"}   # by its earliest event
+        first_stop = _earliest([_earliest(f.events) for f in stops.values()]) if stops else None
         before = lambda ev: _earliest([first_stop, ev]) is not first_stop  # noqa: E731
         interrupted = (failing and not recognised and first_stop is not None
                        and all(f.sig.stop or (f.sig.cls is None and not before(_earliest(f.events))) for f in candidates)
@@ -546,7 +546,7 @@ class Triage:
         lead = head if recognised or (first_error is None and not interrupted) else None
         first = self._first_failure(lead, first_stop if interrupted else first_error, failing, found)
         if interrupted and first is not None:
-            first["finding"] = next(f.sig.id for f in stops if _earliest(f.events) is first_stop)
+            first["finding"] = stops[id(first_stop)].sig.id
         cause_class = (head.sig.cls if (failing and recognised and head is not None)
                        else "interrupted" if interrupted
                        else "unrecognised" if failing else "healthy" if verdict == "healthy" else "no_progress")
@@ -731,15 +731,15 @@ class Triage:
                         f"of progress (a hang?)" + tail)
             if doc["cause_recognised"]:
                 return f"root cause: {doc['findings'][0]['title']}" + tail
+            # the finding the first failure is (a stop from outside; a known symptom of an unknown cause)
+            known = next((f for f in doc["findings"] if f["id"] == ff.get("finding")), None)
             if doc["cause_class"] == "interrupted":
-                stop = next((f for f in doc["findings"] if f["id"] == ff.get("finding")), None)
                 shown = ", ".join(h["title"] for h in self.progress.values())
                 return ("stopped from outside, nothing failed before it: "
-                        + (stop["title"] if stop else (ff.get("text") or "")[:160])
+                        + (known["title"] if known else (ff.get("text") or "")[:160])
                         + (f" (after progress: {shown})" if shown else " (before any sign of progress)")
                         + "; if it was stopped because it hung, `dsv3-preflight doctor --hung` names where" + tail)
-            known = next((f for f in doc["findings"] if f["id"] == ff.get("finding")), None)
-            if known is not None:   # the first failure is a known symptom of an unknown cause (a rank's native crash)
+            if known is not None:   # a rank's native crash: the first failure, whose cause is not known
                 return f"cause not recognised; the first failure: {known['title']}" + tail
             return f"cause not recognised: first error: {(ff.get('text') or '')[:160]}" + tail
         if not self.files and self.unreadable:
