@@ -324,3 +324,13 @@ def test_gloo_loopback_fallback_wrapped_by_hand_and_an_abridged_full_mesh_failur
     log.write_text("RuntimeError: Gloo connectFullMesh failed ...\nEngineCore failed to start.\n")
     doc = triage([str(log)])
     assert (doc["cause_class"], doc["findings"][0]["id"]) == ("nic_iface", "gloo.connect_full_mesh")
+
+
+def test_a_dataloader_worker_killed_while_handing_over_a_batch_is_the_cause_of_the_connection_reset():
+    # recorded in CI: the reset of the worker's descriptor hand-over comes first in the log, the kill is its cause
+    doc = triage([str(DATA / "dataloader_killed_mid_handover.log")])
+    top, rest = doc["findings"][0], doc["findings"][1:]
+    assert (doc["exit_code"], doc["cause_class"]) == (1, "host_resources")
+    assert (top["id"], top["role"]) == ("host.dataloader_worker_killed", "root_cause")
+    assert [(f["id"], f["role"], f["explained_by"]) for f in rest] == [
+        ("net.connection_closed", "consequence", "host.dataloader_worker_killed")]
