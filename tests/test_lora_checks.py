@@ -245,7 +245,8 @@ def test_run_fails_clearly_on_paths_that_do_not_exist(tmp_path):
                       "--lora-targets", "o_proj", "--output-dir", tmp_path / "noout")
     assert p.returncode == 1 and "Traceback" not in p.stderr
     assert {n: r["status"] for n, r in results.items()} == {"lora.deepspeed_config": "fail", "lora.targets": "fail",
-                                                            "lora.output_dir": "pass"}
+                                                            "lora.output_dir": "pass", "lora.adapter_base": "skip"}
+    assert results["lora.adapter_base"]["summary"] == "nothing to compare with the model: no output directory to scan"
     assert results["lora.deepspeed_config"]["summary"] == f"DeepSpeed config {tmp_path / 'nope.json'}: no such file"
     assert "does not exist" in results["lora.targets"]["summary"]
     # the trainer creates its output dir: a missing one under a writable parent is fine, and says so

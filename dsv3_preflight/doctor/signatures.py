@@ -175,9 +175,7 @@ DS_CONFIG_FIX = "dsv3-preflight run --only lora.deepspeed_config    # reads the 
 #: causes no preflight check can catch: the training script's own argument validation runs only when it starts, and
 #: ranks of one program that issue different collectives are the program's own logic (naming a check that does not
 #: look at them would be a lie); the doctor says so instead of naming one
-NO_PREFLIGHT_CHECK = frozenset({"hf.training_arguments_invalid", "launch.unrecognized_arguments", "c10d.fingerprints_diverge",
-                                # no check compares a saved adapter's shapes with the base model's widths (yet)
-                                "peft.adapter_base_mismatch"})
+NO_PREFLIGHT_CHECK = frozenset({"hf.training_arguments_invalid", "launch.unrecognized_arguments", "c10d.fingerprints_diverge"})
 
 SIGNATURES: tuple[Signature, ...] = (
     # ======================================================================== benign lines that look like errors
@@ -1458,9 +1456,10 @@ SIGNATURES: tuple[Signature, ...] = (
       "tensors do not fit this model's layers. The adapter's "
       "adapter_config.json names the model it was trained on (base_model_name_or_path).",
       "grep -E '\"base_model_name_or_path\"|\"r\"' \"${ADAPTER_DIR:?the adapter directory}/adapter_config.json\"    # the model it was trained on\n"
-      "grep -E '\"hidden_size\"|\"num_hidden_layers\"|\"model_type\"' \"${MODEL_DIR:?the base model directory}/config.json\"\n"
-      "# load the adapter onto the base model it was trained on, or train one for this model",
-      None, 1,
+      "# load the adapter onto the base model it was trained on, or train one for this model; before a run:\n"
+      "dsv3-preflight run --only lora.adapter_base --model-path \"${MODEL_DIR:?the base model directory}\" "
+      "--output-dir \"${ADAPTER_DIR:?the adapter directory}\"    # compares every saved A/B matrix with the model's widths",
+      "lora.adapter_base", 1,
       "\tsize mismatch for base_model.model.model.layers.0.self_attn.q_proj.lora_A.default.weight: copying a param with "
       "shape torch.Size([4, 64]) from checkpoint, the shape in current model is torch.Size([4, 32]).",
       "torch nn.Module.load_state_dict's message; produced here by peft's PeftModel.from_pretrained with an adapter "

@@ -28,3 +28,5 @@ ADAPTER_CONFIG_INVALID = "lora.adapter_config_invalid"
 ADAPTER_KEYS_INVALID = "lora.adapter_keys_invalid"
 #: the adapter cannot be read at all (permission, not a regular file)
 ADAPTER_UNREADABLE = "lora.adapter_unreadable"
+#: an adapter was trained on another base model: its LoRA matrices do not take this model's widths (lora.adapter_base)
+ADAPTER_BASE_MISMATCH = "lora.adapter_base_mismatch"

@@ -1,5 +1,6 @@
 """Facts for the LoRA checks: the DeepSpeed config as parsed JSON, the model's targetable modules (from its
-local config.json, built on the meta device), and the adapters already saved in the output directory.
+local config.json, built on the meta device), and the adapters already saved in the output directory with, when
+there are some, the model's module widths to compare them with.
 
 Every file is read through :mod:`dsv3_preflight.inputs` (regular files only, bounded in size and
 nesting): a missing file, a FIFO or a directory where a config should be, or bytes that are not JSON,
@@ -8,6 +9,7 @@ become the fact's ``error`` naming the file, which the check turns into a FAIL; 
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -55,7 +57,28 @@ def _deepspeed_model_check(config: dict[str, Any]) -> dict[str, Any]:
     return {"available": True, "error": None}
 
 
+_MODEL_FACTS: dict[tuple[Any, ...], dict[str, Any]] = {}
+_MODEL_FACTS_LOCK = threading.Lock()
+
+
 def model_facts(model_path: str | os.PathLike[str]) -> dict[str, Any]:
+    """:func:`read_model_facts`, once per model config in this process: ``lora.targets`` and ``lora.adapter_base``
+    both need the model built on the meta device, and their probes run at the same time (the second waits for the
+    first build). Keyed by the config file's identity and change time, so an edited config.json is read again."""
+    path = Path(model_path).expanduser()
+    cfg_file = path / "config.json" if path.is_dir() else path
+    try:
+        st = cfg_file.stat()
+    except OSError:
+        return read_model_facts(model_path)   # says why (no such file, ...); nothing to remember
+    key = (str(path), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    with _MODEL_FACTS_LOCK:
+        if key not in _MODEL_FACTS:
+            _MODEL_FACTS[key] = read_model_facts(model_path)
+        return dict(_MODEL_FACTS[key])
+
+
+def read_model_facts(model_path: str | os.PathLike[str]) -> dict[str, Any]:
     """Targetable modules of the model whose config.json is in ``model_path`` (or is ``model_path``)."""
     from .model import model_modules
 
@@ -99,3 +122,15 @@ def saved_adapters(output_dir) -> dict[str, Any]:
     newest = found[-MAX_EXISTING_ADAPTERS:]
     return {"scanned": True, "total": len(found), "adapters": [adapter_facts(f) for f in newest],
             "unreadable": unreadable}
+
+
+@probe("lora_base_model", needs=["profile", "saved_adapters"], timeout=240)
+def lora_base_model(profile, saved_adapters) -> dict[str, Any]:
+    """The profile model's module widths, when the output dir holds adapters whose LoRA matrices can be compared
+    with them (built on the meta device from config.json, as for lora.targets)."""
+    if not profile.model_path:
+        return {"configured": False}
+    weighed = [a for a in saved_adapters.get("adapters") or [] if ((a.get("header") or a.get("pickle") or {}).get("tensors"))]
+    if not weighed:
+        return {"configured": True, "needed": False, "path": profile.model_path}
+    return {"configured": True, "needed": True, **model_facts(profile.model_path)}

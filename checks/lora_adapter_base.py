@@ -1,0 +1,89 @@
+"""lora.adapter_base: the adapters already saved in the output dir fit the profile's model (their LoRA matrices take
+its layer widths and name modules it has), or resuming from one fails in peft with "size mismatch"."""
+from __future__ import annotations
+
+from dsv3_preflight import Result, check
+from dsv3_preflight.lora import causes, fixes
+from dsv3_preflight.lora.base_fit import compare, describe
+from dsv3_preflight.lora.case import CONFIG_NAME, AdapterCase
+from dsv3_preflight.result import Actor, Finding, Findings, failure
+
+#: how many adapters of one finding are named
+MAX_NAMED = 3
+
+
+def recheck(model_path: str, output_dir: str) -> str:
+    return (f"dsv3-preflight run --only lora.adapter_base --model-path {model_path} "
+            f"--output-dir {fixes.quote(output_dir)}")
+
+
+def base_of(case: AdapterCase) -> str | None:
+    """The model the adapter says it was trained on (adapter_config.json's base_model_name_or_path)."""
+    value = (case.config or {}).get("base_model_name_or_path")
+    return value if isinstance(value, str) and value else None
+
+
+def does_not_fit(cases: list[AdapterCase], found: dict, model: dict, output_dir: str) -> Finding | None:
+    """One finding for the adapters that differ from the model in the same way (a run's checkpoints share their
+    layout), naming the first of them."""
+    if not found["mismatched"] and not found["absent"]:
+        return None
+    shown = [c.path.removeprefix(output_dir.rstrip("/") + "/") for c in cases]
+    named = ", ".join(shown[:MAX_NAMED]) + (f" and {len(shown) - MAX_NAMED} more" if len(shown) > MAX_NAMED else "")
+    model_type, model_path = model.get("model_type") or "the model", model.get("path") or ""
+    base = base_of(cases[0])
+    trained_on = f"; adapter_config.json says it was trained on {base}" if base else ""
+    first = cases[0]
+    config = f"{first.directory.rstrip('/')}/{CONFIG_NAME}" if first.directory else CONFIG_NAME
+    them = "it" if len(cases) == 1 else "them"
+    fix = "\n".join([
+        fixes.comment(f"{shown[0]} was trained on another base model than {model_path} ({model_type}); "
+                      f"resuming from {them} or loading {them} fails in peft with 'size mismatch'"),
+        f"grep -E '\"base_model_name_or_path\"|\"r\"' {fixes.quote(config)}    # the model it was trained on",
+        fixes.comment("run on that model, or save this model's run into an output dir of its own:"),
+        recheck('"${MODEL_PATH:?the base model the adapter was trained on}"', output_dir),
+    ])
+    what = "saved adapter" if len(cases) == 1 else f"{len(cases)} saved adapters"
+    return failure(f"{what} {named} {'does' if len(cases) == 1 else 'do'} not fit {model_type} ({model_path}): "
+                   f"{describe(found, model_type)}{trained_on}", fix, actor=Actor.JOB, cause=causes.ADAPTER_BASE_MISMATCH)
+
+
+@check("lora.adapter_base", needs=["output_dir", "saved_adapters", "lora_base_model"], tags=["lora", "model"],
+       timeout=240)
+def adapter_base(output_dir, saved_adapters, lora_base_model):
+    """The adapters already in the output dir fit the profile's model: each lora_A/lora_B takes the width of the
+    module it adapts, and every adapted module exists in the model."""
+    model = lora_base_model
+    if not model.get("configured"):
+        return Result.skipped("the profile names no model_path (--model-path / MODEL_PATH)")
+    if not model.get("needed"):
+        why = saved_adapters.get("reason") or "the output dir holds no saved adapter with tensors to compare"
+        return Result.skipped(f"nothing to compare with the model: {why}")
+    if model.get("error"):
+        return Findings([failure(model["error"], recheck('"${MODEL_PATH:?the local model directory holding '
+                                                         'config.json}"', output_dir.get("path") or "."),
+                                 actor=Actor.JOB, cause=causes.MODEL_CONFIG_UNREADABLE)]).result(
+            "model config readable", {"path": model.get("path")})
+    out = output_dir.get("path") or ""
+    adapters, compared_modules = [], set()
+    groups: dict[tuple[str, str | None], tuple[dict, list[AdapterCase]]] = {}
+    for facts in saved_adapters.get("adapters") or []:
+        case = AdapterCase.of(facts)
+        if case.layout is None or not case.layout.pairs:
+            continue
+        res = compare(case.layout, model)
+        compared_modules.update(res["compared"])
+        adapters.append({"path": case.path, "base_model_name_or_path": base_of(case), **res})
+        groups.setdefault((describe(res, ""), base_of(case)), (res, []))[1].append(case)
+    found = Findings()
+    for res, cases in groups.values():
+        found.check(does_not_fit, cases, res, model, out)
+    evidence = {"model_path": model.get("path"), "model_type": model.get("model_type"),
+                "transformers": model.get("transformers_version"), "adapters": adapters}
+    if not found and not compared_modules:
+        return Result.skipped(f"no saved module could be compared with {model.get('model_type')}: "
+                              f"{', '.join(sorted({t for a in adapters for t in a['not_compared']})) or 'none adapted'}",
+                              evidence)
+    fitting = sum(1 for a in adapters if a["compared"])
+    return found.result(f"{fitting} saved adapter(s) fit {model.get('model_type')}: "
+                        f"{len(compared_modules)} adapted module kinds take the model's widths", evidence)

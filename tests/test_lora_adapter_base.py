@@ -1,0 +1,126 @@
+"""lora.adapter_base: adapters written by real peft compared with models built from their config.json (meta device).
+An adapter of a hidden-size-64 Llama in the output dir of a run on a hidden-size-32 Llama is what made peft raise
+"size mismatch ... copying a param with shape torch.Size([4, 64]) from checkpoint, the shape in current model is
+torch.Size([4, 32])" in the doctor's library-messages test."""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import test_lora_lab as lab
+from paste_lint import paste_problems
+from dsv3_preflight.checks.lora_adapter_base import adapter_base
+from dsv3_preflight.lora.base_fit import compare
+from dsv3_preflight.lora.case import AdapterCase
+from dsv3_preflight.lora.probes.facts import model_facts, read_model_facts
+from dsv3_preflight.lora.probes.scan import adapter_facts
+
+DATA = Path(__file__).resolve().parent / "data" / "lora"
+
+
+@pytest.fixture(scope="module")
+def lab_dirs(tmp_path_factory):
+    from transformers import DeepseekV3Config, LlamaConfig
+
+    root = tmp_path_factory.mktemp("adapter_base")
+    LlamaConfig(**lab.LLAMA_TINY).save_pretrained(root / "llama64")
+    LlamaConfig(**{**lab.LLAMA_TINY, "hidden_size": 32, "intermediate_size": 64}).save_pretrained(root / "llama32")
+    DeepseekV3Config(**lab.DSV3_TINY).save_pretrained(root / "dsv3_tiny")
+    (root / "dsv3").mkdir()
+    (root / "dsv3" / "config.json").write_text((DATA / "deepseek_v3_config.json").read_text())
+    lab.write_adapter(root / "llama_qkvo", "llama", lab.QKVO, r=4)
+    lab.write_adapter(root / "dsv3_mla", "dsv3", lab.MLA_TARGETS, r=4)
+    return root
+
+
+def _facts(adapter: Path) -> dict:
+    return adapter_facts(adapter / "adapter_model.safetensors")
+
+
+def _check(out: Path, adapters: list[dict], model_dir: Path | None):
+    model = {"configured": False} if model_dir is None else {"configured": True, "needed": bool(adapters),
+                                                             **model_facts(model_dir)}
+    return adapter_base({"path": str(out)}, {"adapters": adapters}, model)
+
+
+def test_an_adapter_on_the_model_it_was_trained_on_fits(lab_dirs):
+    res = compare(AdapterCase.of(_facts(lab_dirs / "llama_qkvo")).layout, model_facts(lab_dirs / "llama64"))
+    assert res == {"compared": [f"model.layers.*.self_attn.{t}" for t in ("k_proj", "o_proj", "q_proj", "v_proj")],
+                   "mismatched": [], "absent": [], "not_compared": []}
+    r = _check(lab_dirs, [_facts(lab_dirs / "llama_qkvo")], lab_dirs / "llama64")
+    assert r.status.value == "pass", r.summary
+    assert r.summary == "1 saved adapter(s) fit llama: 4 adapted module kinds take the model's widths"
+
+
+def test_an_adapter_of_a_wider_model_fails_naming_both_widths_and_the_model_it_was_trained_on(lab_dirs, tmp_path):
+    adapter = lab.edit_config(shutil.copytree(lab_dirs / "llama_qkvo", tmp_path / "llama_qkvo"),
+                              base_model_name_or_path="/models/llama-64")
+    r = _check(tmp_path, [_facts(adapter)], lab_dirs / "llama32")
+    assert r.status.value == "fail" and r.cause == "lora.adapter_base_mismatch"
+    # the width peft's "size mismatch" names: lora_A [4, 64] where the model's q_proj takes 32 in-features
+    assert ("saved adapter llama_qkvo/adapter_model.safetensors does not fit llama "
+            f"({lab_dirs / 'llama32'}): model.layers.*.self_attn.k_proj.lora_A [4, 64] (the model's in-features: 32)"
+            in r.summary), r.summary
+    assert r.summary.endswith("; 5 more; adapter_config.json says it was trained on /models/llama-64")   # 4 modules x (A, B): 3 named
+    mism = r.evidence["adapters"][0]["mismatched"]
+    assert {(m["module"].rsplit(".", 1)[1], m["matrix"], m["want"]) for m in mism} >= {
+        ("q_proj", "lora_A", 32), ("q_proj", "lora_B", 32), ("o_proj", "lora_B", 32)}
+    assert r.remediation and paste_problems(r.remediation) == []
+    assert "--only lora.adapter_base" in r.remediation and "adapter_config.json" in r.remediation
+
+
+def test_mla_targets_of_a_dsv3_adapter_are_absent_from_llama_and_too_narrow_for_the_full_dsv3(lab_dirs):
+    mla = _facts(lab_dirs / "dsv3_mla")
+    assert _check(lab_dirs, [mla], lab_dirs / "dsv3_tiny").status.value == "pass"
+    on_llama = _check(lab_dirs, [mla], lab_dirs / "llama64")
+    assert on_llama.status.value == "fail" and "llama has no model.layers.*.self_attn.kv_a_proj_with_mqa" in on_llama.summary
+    on_full = _check(lab_dirs, [mla], lab_dirs / "dsv3")   # DeepSeek-V3's hidden size is 7168, the tiny one's 64
+    assert on_full.status.value == "fail"
+    assert "model.layers.*.self_attn.kv_a_proj_with_mqa.lora_A [4, 64] (the model's in-features: 7168)" in on_full.summary
+
+
+def test_empty_zero3_tensors_are_not_compared_and_nothing_to_compare_is_a_skip(lab_dirs, tmp_path):
+    empty = lab.zero3_unGathered(lab_dirs / "llama_qkvo", tmp_path / "empty")
+    r = _check(tmp_path, [_facts(empty)], lab_dirs / "llama32")
+    assert r.status.value == "skip" and "no saved module could be compared with llama" in r.summary
+    assert _check(tmp_path, [], lab_dirs / "llama32").status.value == "skip"
+    assert _check(tmp_path, [_facts(lab_dirs / "llama_qkvo")], None).status.value == "skip"
+
+
+def test_a_model_config_that_cannot_be_read_fails_under_the_shared_cause(lab_dirs, tmp_path):
+    r = _check(tmp_path, [_facts(lab_dirs / "llama_qkvo")], tmp_path / "nomodel")
+    assert r.status.value == "fail" and r.cause == "lora.model_config_unreadable" and "does not exist" in r.summary
+
+
+def test_model_facts_are_built_once_per_config_and_again_after_an_edit(tmp_path):
+    from transformers import LlamaConfig
+
+    LlamaConfig(**lab.LLAMA_TINY).save_pretrained(tmp_path)
+    first = model_facts(tmp_path)
+    assert model_facts(tmp_path) == first == read_model_facts(tmp_path)
+    LlamaConfig(**{**lab.LLAMA_TINY, "hidden_size": 32, "intermediate_size": 64}).save_pretrained(tmp_path)
+    assert model_facts(tmp_path)["modules"]["model.layers.*.self_attn.q_proj"]["in"] == 32
+
+
+@pytest.mark.slow
+def test_run_fails_on_an_adapter_of_another_model_in_the_output_dir_and_passes_on_its_own(lab_dirs, tmp_path):
+    out = tmp_path / "out"
+    lab.write_checkpoint(out, 100, lab_dirs / "llama_qkvo")
+
+    def run(model: Path):
+        js = tmp_path / f"{model.name}.json"
+        p = subprocess.run([sys.executable, "-m", "dsv3_preflight", "run", "--profile", "cpu", "--only",
+                            "lora.adapter_base", "--model-path", str(model), "--output-dir", str(out), "--json", str(js),
+                            "--no-report", "--no-color"], capture_output=True, text=True, timeout=300)
+        return p, {r["name"]: r for r in json.loads(js.read_text())["results"]}["lora.adapter_base"]
+
+    p, r = run(lab_dirs / "llama32")
+    assert p.returncode == 1 and r["status"] == "fail", p.stdout + p.stderr
+    assert "checkpoint-100/adapter_model.safetensors does not fit llama" in r["summary"]
+    p, r = run(lab_dirs / "llama64")
+    assert p.returncode == 0 and r["status"] == "pass", p.stdout + p.stderr
