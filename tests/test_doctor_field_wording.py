@@ -452,3 +452,61 @@ def test_torchtunes_checkpoint_lines_are_progress(tmp_path):
     doc = _doc(tmp_path, ["Model checkpoint of size 4.66 GiB saved to /out/epoch_0/ft-model-00003-of-00030.safetensors",
                           "Adapter checkpoint of size 0.09 GiB saved to /out/epoch_0/adapter_model.pt"])
     assert (doc["verdict"], doc["exit_code"]) == ("healthy", 0), doc["summary"]
+
+
+def test_accelerate_without_a_dataloader_cannot_fill_deepspeeds_micro_batch(tmp_path):
+    # accelerate 1.15's wording, produced here (a DeepSpeedPlugin with "auto", prepare(model, optimizer)), and the
+    # older one without the comma (accelerate 0.2x, a field log)
+    for line in ("ValueError: When using DeepSpeed, `accelerate.prepare()` requires you to pass at least one of training "
+                 "or evaluation dataloaders with `batch_size` attribute returning an integer value or alternatively set "
+                 "an integer value in `train_micro_batch_size_per_gpu` in the deepspeed config file or assign integer "
+                 "value to `AcceleratorState().deepspeed_plugin.deepspeed_config['train_micro_batch_size_per_gpu']`.",
+                 "ValueError: When using DeepSpeed `accelerate.prepare()` requires you to pass at least one of training "
+                 "or evaluation dataloaders or alternatively set an integer value in `train_micro_batch_size_per_gpu` "
+                 "in the deepspeed config file"):
+        doc = _doc(tmp_path, ["Traceback (most recent call last):", line])
+        assert (doc["cause_class"], _ids(doc)[0]) == ("config", "accelerate.deepspeed_batch_size_unknown"), doc["summary"]
+        assert doc["findings"][0]["check"] == "lora.deepspeed_config"
+
+
+def test_torchs_raw_writer_failing_names_the_errno(tmp_path):
+    # torch.save's storage writer (the legacy format, torch 1.0 by default): errno's text ends the line
+    doc = _doc(tmp_path, ['    serialized_storages[key]._write_file(f, _should_read_directly(f))',
+                          "RuntimeError: write(): fd 29 failed with Input/output error"])
+    assert (doc["cause_class"], _ids(doc)[0]) == ("host_resources", "host.checkpoint_write_failed")
+    assert doc["findings"][0]["title"] == "A checkpoint write came up short (torch.save): Input/output error"
+
+
+def _zero_bar() -> str:
+    """The line tqdm itself draws before its first step."""
+    import io
+
+    from tqdm import tqdm
+
+    out = io.StringIO()
+    bar = tqdm(total=16, desc="Processed prompts", file=out, ascii=False)
+    bar.refresh()
+    text = out.getvalue().split("\r")[-1].strip("\n")
+    bar.close()
+    assert " 0/16 " in text
+    return text
+
+
+NCCL_UP = "node1:23458:23665 [0] NCCL INFO comm 0x23ba7ea0 rank 0 nranks 2 cudaDev 0 busId 47000 - Init COMPLETE"
+
+
+def test_a_log_that_ends_on_a_bar_at_zero_after_set_up_only_is_not_healthy(tmp_path):
+    bar = _zero_bar()
+    doc = _doc(tmp_path, [NCCL_UP, "INFO 11-01 23:16:33 gpu_executor.py:56] # GPU blocks: 185231", bar])
+    assert (doc["verdict"], doc["exit_code"], doc["cause_class"]) == ("unknown", 5, "no_progress"), doc["summary"]
+    assert doc["summary"].startswith("no error, and no step finished: after set-up only (NCCL communicator "
+                                     "initialised) the log ends on a progress bar at 0 (Processed prompts: 0%| | 0/16)")
+    # the user says it hung: the phase names the bar
+    log = tmp_path / "run.log"
+    hung = triage([str(log)], hung=True)
+    assert (hung["exit_code"], hung["findings"][0]["id"]) == (1, "hang.after_progress")
+    assert "then a progress bar at 0 (Processed prompts: 0%| | 0/16)" in hung["findings"][0]["title"]
+    # set-up then a finished step: healthy, whatever bar comes next; a bar at zero in the middle changes nothing
+    assert _doc(tmp_path, [NCCL_UP, PROGRESS[0], bar])["exit_code"] == 0
+    assert _doc(tmp_path, [NCCL_UP, bar, "Processed prompts: 100%|##########| 16/16 [00:03<00:00, 4.51it/s]"])["exit_code"] == 0
+    assert _doc(tmp_path, [NCCL_UP])["exit_code"] == 0   # NCCL connected and the excerpt ends: as before

@@ -15,6 +15,7 @@ import textwrap
 import pytest
 
 from dsv3_preflight.doctor import triage
+from dsv3_preflight.doctor.signatures import SIGNATURES
 
 CHILD = textwrap.dedent(r'''
     import datetime, os, socket, sys, tempfile, traceback
@@ -192,13 +193,16 @@ SAVE_ON_FULL_DISK = textwrap.dedent(r'''
     weights = {"w": torch.zeros(1024, 1024)}   # 4 MiB onto a 1 MiB filesystem
     if sys.argv[1] == "torch":
         torch.save(weights, sys.argv[2] + "/checkpoint.pt")
+    elif sys.argv[1] == "torch_legacy":   # torch's raw storage writer: "write(): fd 3 failed with <strerror>"
+        torch.save(weights, sys.argv[2] + "/best_model.pt", _use_new_zipfile_serialization=False)
     else:
         save_file(weights, sys.argv[2] + "/adapter_model.safetensors")
 ''')
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="mounting a small tmpfs needs root")
-@pytest.mark.parametrize("writer, want_id", [("torch", "host.checkpoint_write_failed"), ("safetensors", "host.disk_full")])
+@pytest.mark.parametrize("writer, want_id", [("torch", "host.checkpoint_write_failed"), ("safetensors", "host.disk_full"),
+                                             ("torch_legacy", "host.disk_full")])
 def test_a_save_onto_a_full_filesystem_is_a_host_resource_cause(tmp_path, writer, want_id):
     # a private mount namespace: the 1 MiB tmpfs exists for this one command and nobody else sees it
     mnt = tmp_path / "mnt"
@@ -216,6 +220,11 @@ def test_a_save_onto_a_full_filesystem_is_a_host_resource_cause(tmp_path, writer
     doc = triage([str(log)])
     top = doc["findings"][0]
     assert (doc["cause_class"], top["id"]) == ("host_resources", want_id), (doc["summary"], p.stderr[-800:])
+    if writer == "torch_legacy":   # the raw writer's wording, which another errno takes too ("... failed with
+        # Input/output error", a field log of torch 1.0): the checkpoint-write signature reads it
+        write_failed = next(s for s in SIGNATURES if s.id == "host.checkpoint_write_failed")
+        m = write_failed.regex.search(p.stderr)
+        assert m and m.group("why") == "No space left on device", p.stderr[-800:]
 
 
 DEEPSPEED_CHILD = textwrap.dedent(r'''

@@ -64,6 +64,8 @@ class FileStats:
     path: str
     lines: int = 0
     bytes: int = 0
+    #: the file's last line that is not blank (a terminal's last redraw after ``\r``), at most MAX_SEGMENT bytes
+    tail: bytes = b""
 
 
 def _kind(mode: int) -> str | None:
@@ -329,6 +331,15 @@ def _segment_bounds(body: bytes, pos: int) -> tuple[int, int]:
     return start, end
 
 
+def _last_line(body: bytes) -> bytes:
+    """The last line segment of ``body`` that is not blank (b"" when there is none)."""
+    end = len(body.rstrip())
+    if not end:
+        return b""
+    start = max(body.rfind(b"\n", 0, end), body.rfind(b"\r", 0, end)) + 1
+    return body[max(start, end - MAX_SEGMENT):end]
+
+
 def _chunks(stream: BinaryIO, stats: FileStats) -> Iterator[bytes]:
     carry = b""
     while True:
@@ -392,6 +403,7 @@ def scan(stream: BinaryIO, needles, stats: FileStats, skip=None) -> Iterator[tup
             yield cur_line, body[start:end], nxt
         line_base += body.count(b"\n")
         last = body[-1:]
+        stats.tail = _last_line(body) or stats.tail
     stats.lines = line_base - 1 + (1 if last and last != b"\n" else 0)
 
 

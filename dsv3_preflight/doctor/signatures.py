@@ -96,6 +96,7 @@ class Signature:
     stop: str = ""       # printed because someone stopped the run: "signal" (a process got Ctrl-C or a kill),
                          # "relay" (the launcher passing a stop on: it does so after a rank's own failure too)
     ends_run: bool = False
+    setup: bool = False   # a progress sign of set-up (NCCL connected), not of the work: see triage's zero-bar rule
     regex: Pattern[str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -115,8 +116,8 @@ class Signature:
             raise ValueError(f"signature {self.id}: teardown and stop are for a symptom without a class")
         if self.stop not in ("", "signal", "relay"):
             raise ValueError(f"signature {self.id}: stop is '', 'signal' or 'relay'")
-        if self.ends_run and self.kind != "progress":
-            raise ValueError(f"signature {self.id}: ends_run is for a progress signature")
+        if (self.ends_run or self.setup) and self.kind != "progress":
+            raise ValueError(f"signature {self.id}: ends_run and setup are for a progress signature")
         object.__setattr__(self, "regex", re.compile(self.pattern))
         if self.tier is None:
             default = {"cause": 1, "suspect": 2, "symptom": 3 if self.cls else 4}.get(self.kind, 9)
@@ -1397,13 +1398,15 @@ SIGNATURES: tuple[Signature, ...] = (
     # onto a 1 MiB tmpfs: "basic_ios::clear: iostream error", then "[enforce fail at inline_container.cc:672] .
     # unexpected pos 704 vs 598"; older torch: "PytorchStreamWriter failed writing file data/0: file write failed"
     S("host.checkpoint_write_failed", "host_resources", "cause", (b"PytorchStreamWriter failed writing", b"unexpected pos ",
-                                                                 b"basic_ios::clear: iostream error"),
+                                                                 b"basic_ios::clear: iostream error", b"write(): fd "),
       r"PytorchStreamWriter failed writing file (?P<file>\S+): file write failed"
       r"|inline_container\.cc:\d+\] \. unexpected pos (?P<pos>\d+) vs (?P<want>\d+)"
-      r"|basic_ios::clear: iostream error",
-      "A checkpoint write came up short (torch.save)",
-      "torch.save's zip writer could not write every byte: the filesystem it saves to is full or over quota (the "
-      "output dir, a shared volume, /tmp), or a network filesystem dropped the write.",
+      r"|basic_ios::clear: iostream error"
+      r"|write\(\): fd \d+ failed with (?P<why>[A-Za-z][A-Za-z /-]*[a-z])",
+      "A checkpoint write came up short (torch.save)[[: {why}]]",
+      "torch.save's writer could not write every byte: the filesystem it saves to is full or over quota (the "
+      "output dir, a shared volume, /tmp), a network filesystem dropped the write, or the disk returned an I/O error "
+      "(dmesg on that node names the device).",
       "df -h \"${OUTPUT_DIR:?output dir of the run}\"    # and the quota: quota -s, or the volume's own limit\n"
       "dsv3-preflight run --only host.resources,lora.output_dir",
       "host.resources", 1,
@@ -1652,9 +1655,27 @@ SIGNATURES: tuple[Signature, ...] = (
       None, 1,
       "ValueError: --load_best_model_at_end requires the save and eval strategy to match, but found",
       "transformers/training_args.py (TrainingArguments.__post_init__)"),
+    S("accelerate.deepspeed_batch_size_unknown", "config", "cause",
+      (b"requires you to pass at least one of training or evaluation dataloaders",),
+      r"When using DeepSpeed,? `accelerate\.prepare\(\)` requires you to pass at least one of training or evaluation "
+      r"dataloaders",
+      "accelerate cannot fill DeepSpeed's micro-batch size: prepare() got no dataloader and the config's "
+      "train_micro_batch_size_per_gpu is not a number",
+      "Under DeepSpeed, accelerate's prepare() takes train_micro_batch_size_per_gpu from a dataloader passed to it in "
+      "the same call; the script prepared the model and optimizer without one, and the DeepSpeed config (or the "
+      "accelerate config's deepspeed section) leaves the value \"auto\" or unset.",
+      "grep -n 'train_micro_batch_size_per_gpu' \"${DS_CONFIG:?path of the DeepSpeed JSON}\"    # must be a number here\n"
+      "# set it to the per-GPU batch size, or pass the train dataloader in the same accelerator.prepare(...) call\n"
+      + DS_CONFIG_FIX,
+      "lora.deepspeed_config", 1,
+      "ValueError: When using DeepSpeed, `accelerate.prepare()` requires you to pass at least one of training or "
+      "evaluation dataloaders with `batch_size` attribute returning an integer value or alternatively set an integer "
+      "value in `train_micro_batch_size_per_gpu` in the deepspeed config file",
+      "accelerate/accelerator.py (_prepare_deepspeed); produced here with accelerate 1.15.0 and DeepSpeed 0.19.8 on "
+      "the CPU accelerator (a DeepSpeedPlugin with \"auto\", prepare(model, optimizer))"),
     S("launcher.deepspeed_plugin_conflict", "config", "cause", (b"following accelerate config variables will be ignored",
                                                                b"Please specify the ZeRO optimization config", b"when using DeepSpeed",
-                                                               b"When using DeepSpeed, `accelerate.prepare()`", b"has `None` as batch size",
+                                                               b"has `None` as batch size",
                                                                b"in the config file and in the code at the same time",
                                                                b"without specifying an optimizer", b"without specifying a scheduler",
                                                                b"customize device placements with DeepSpeed", b"`--mixed_precision` arg cannot be set",
@@ -1664,7 +1685,6 @@ SIGNATURES: tuple[Signature, ...] = (
       r"When using `deepspeed_config_file`, the following accelerate config variables will be ignored"
       r"|Please specify the ZeRO optimization config in the DeepSpeed config"
       r"|You can't use same `Accelerator\(\)` instance with multiple models when using DeepSpeed"
-      r"|When using DeepSpeed, `accelerate\.prepare\(\)` requires you to pass at least one of training or evaluation dataloaders"
       r"|has `None` as batch size\. Please set an integer value in `train_micro_batch_size_per_gpu`"
       r"|You cannot (?:specify an? (?:optimizer|scheduler) in the config file and in the code at the same time|create a `Dummy(?:Optim|Scheduler)` without specifying)"
       r"|You can't customize device placements with DeepSpeed|`--mixed_precision` arg cannot be set to"
@@ -2032,7 +2052,7 @@ SIGNATURES: tuple[Signature, ...] = (
              "eval_accuracy; Lightning val_acc"),
     S("nccl.init_complete", None, "progress", (b"Init COMPLETE",), r"Init COMPLETE", "NCCL communicator initialised",
       example="simple-layoutlm:97:176 [0] NCCL INFO comm 0x7ff1ec001060 rank 0 nranks 2 cudaDev 0 busId 100000 - Init COMPLETE",
-      source="https://github.com/huggingface/transformers/issues/11658 (NCCL src/init.cc)"),
+      source="https://github.com/huggingface/transformers/issues/11658 (NCCL src/init.cc)", setup=True),
     S("nccltests.result_row", None, "progress", (b"float", b"half", b"bfloat16", b"double", b"int32", b"int8", b"Avg bus bandwidth"),
       r"(?:^|[:\s])\d+\s+\d+\s+(?:float|half|bfloat16|double|u?int8|u?int32|u?int64)\s+(?:sum|prod|max|min|avg|none|mulsum|\d+)\s+-?\d+\s+[\d.]+"
       r"|(?:^|[:\s])\d+\s+\d+\s+(?:float|half|bfloat16|double|u?int8|u?int32|u?int64)\s+(?:sum|prod|max|min|avg|none|\d+)\s+[\d.]+\s+[\d.]+"

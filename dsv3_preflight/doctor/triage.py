@@ -51,6 +51,8 @@ _PLACEHOLDER = re.compile(r"\{(\w+)\}")
 _OPTIONAL = re.compile(r"\[\[(.*?)\]\]")
 _DERIVED = {s.id: s for s in DERIVED}
 EXIT = {"healthy": 0, "failure": 1, "unknown": 5}
+#: a tqdm bar that has done nothing yet: "  0%|          | 0/16 [00:00<?, ?it/s]"
+ZERO_BAR = re.compile(r"(?<![\d.])0%\|[^|]*\|\s*0/\d+")
 
 
 @dataclass
@@ -209,6 +211,10 @@ class Triage:
         self.progress: dict[str, dict] = {}
         self.first_progress: dict[int, int] = {}   # file index → line of its first sign of progress
         self.run_end: dict[int, int] = {}   # file index → line of its first sign that the run finished
+        self.tails: dict[int, str] = {}     # file index → its last line that is not blank
+        self._setup = frozenset(s.id for s in signatures if s.kind == "progress" and s.setup)
+        #: a sign of the work's progress (not only set-up) was seen: progress needles are dropped from then on
+        self._work_seen = False
         self.errors: list[Event] = []
         self._open_tracebacks: dict[tuple, Event] = {}   # origin → its last traceback header not yet ended
         self.error_count = 0
@@ -232,10 +238,10 @@ class Triage:
                 self.unreadable.append({"path": exc.path or path, "error": exc.reason})
 
     def _needles(self) -> NeedleSet:
-        return self._needles_quiet if self.progress else self._needles_all
+        return self._needles_quiet if self._work_seen else self._needles_all
 
     def _skip(self) -> frozenset:
-        return self._progress_only if self.progress else frozenset()
+        return self._progress_only if self._work_seen else frozenset()
 
     def add_stream(self, path: str, label_nodes: bool = False) -> None:
         stats = FileStats(path)
@@ -262,6 +268,7 @@ class Triage:
             if path != "-":
                 stream.close()
         self.files[file_index].update(lines=stats.lines, bytes=stats.bytes)
+        self.tails[file_index] = clean(stats.tail)
 
     def _json_input(self, path: str, data: bytes, node: str | None) -> bool:
         doc = load_json_document(data, JSON_LIMIT)
@@ -317,6 +324,7 @@ class Triage:
                 if sig.id not in self.progress:
                     self.progress[sig.id] = {"id": sig.id, "title": sig.title, "count": 0, "first": self._evidence(path, line, text)}
                 self.progress[sig.id]["count"] += 1
+                self._work_seen = self._work_seen or sig.id not in self._setup
             # a progress bar or a traceback frame can carry an error on the same line ("... 3.06it/s]Killed")
             if not benign and is_error_line(text):
                 self._error_line(fi, path, line, ts, origin, fallback_node, text)
@@ -520,7 +528,7 @@ class Triage:
                        and all(f.sig.stop or (f.sig.cls is None and not before(_earliest(f.events))) for f in candidates)
                        and (first_error is None or not before(first_error)))
         if not failing:
-            verdict = "healthy" if self.progress else "unknown"
+            verdict = "healthy" if self.progress and self._zero_bar() is None else "unknown"
         else:
             verdict = "failure"
         order = lambda f: (0 if f is head else 1, f.sig.tier, self._order_key(_earliest(f.events)))  # noqa: E731
@@ -579,6 +587,18 @@ class Triage:
             doc["exit_code"] = 4
         return doc
 
+    def _zero_bar(self) -> tuple[int, str] | None:
+        """(file index, bar) when the only progress is set-up (NCCL connected) and a file ends on a progress bar
+        that has done nothing: the run stopped before it finished a first step (cut short, or hung there), which
+        is no sign that the work runs."""
+        if not self.progress or not set(self.progress) <= self._setup:
+            return None
+        for fi, text in sorted(self.tails.items()):
+            m = ZERO_BAR.search(text)
+            if m:
+                return fi, " ".join(text[:m.end()].split())[-80:]   # "Processed prompts: 0%| | 0/16"
+        return None
+
     def _after_end(self, ev: Event) -> bool:
         """``ev`` came after a sign that the run finished: later in its own file, or in a file without such a sign
         when another file has one (a rank's teardown lines beside rank 0's ``train_runtime``)."""
@@ -596,6 +616,9 @@ class Triage:
         path, lines = self.files[longest]["path"], self.files[longest]["lines"]
         if self.progress:   # which sign came last is not known: a file's progress needles are dropped once seen
             shown = ", ".join(h["title"] for h in self.progress.values())
+            bar = self._zero_bar()
+            if bar is not None:
+                shown += f", then a progress bar at 0 ({bar[1]})"
             sid, groups, text = "hang.after_progress", {"shown": shown}, f"hung after {shown}"
         elif self.facts.world and not self.facts.nranks:
             if self.facts.one_node():
@@ -749,6 +772,12 @@ class Triage:
             noise = f"; {teardown} line(s) printed at teardown after it finished (not a failure)" if teardown else ""
             return (f"no error; the log shows progress ({', '.join(h['title'] for h in self.progress.values())}){noise} "
                     f"in {where}")
+        bar = self._zero_bar()
+        if bar is not None:
+            shown = ", ".join(h["title"] for h in self.progress.values())
+            return (f"no error, and no step finished: after set-up only ({shown}) the log ends on a progress bar at 0 "
+                    f"({bar[1]}); cut short, or hung at its first step (`dsv3-preflight doctor --hung` "
+                    f"names where) in {where}")
         return f"no error and no sign of progress (truncated, not started, or not a training log?) in {where}"
 
 
