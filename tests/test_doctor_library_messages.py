@@ -270,3 +270,51 @@ def deepspeed_logs(tmp_path_factory):
 @pytest.mark.parametrize("name", sorted(DEEPSPEED_EXPECTED))
 def test_doctor_names_the_deepspeed_config_error_deepspeed_raised_here(deepspeed_logs, name):
     _assert_diagnosed(deepspeed_logs / f"{name}.log", *DEEPSPEED_EXPECTED[name])
+
+
+GLOO_FAMILY_RANK = textwrap.dedent(r'''
+    import datetime, sys
+    import torch.distributed as dist
+    from torch.distributed import ProcessGroupGloo
+    rank, port = int(sys.argv[1]), int(sys.argv[2])
+    store = dist.TCPStore("127.0.0.1", port, 2, rank == 0, timeout=datetime.timedelta(seconds=30))
+    opts = ProcessGroupGloo._Options()
+    opts._timeout = datetime.timedelta(seconds=20)
+    # rank 1's host name resolves to an IPv6 address, rank 0's to IPv4 (here: the two loopbacks)
+    opts._devices = [ProcessGroupGloo.create_device(hostname="127.0.0.1" if rank == 0 else "::1")]
+    ProcessGroupGloo(store, rank, 2, opts)
+''')
+
+
+def _ipv6_loopback() -> bool:
+    import socket
+
+    try:
+        with socket.socket(socket.AF_INET6) as s:
+            s.bind(("::1", 0))
+        return True
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not _ipv6_loopback(), reason="no IPv6 loopback here")
+def test_gloo_ranks_on_ipv4_and_ipv6_addresses_are_an_interface_cause(tmp_path):
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    script = tmp_path / "rank.py"
+    script.write_text(GLOO_FAMILY_RANK)
+    procs = [subprocess.Popen([sys.executable, str(script), str(r), str(port)], stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True) for r in (0, 1)]
+    logs = []
+    for r, p in enumerate(procs):
+        out, _ = p.communicate(timeout=120)
+        assert p.returncode != 0, out
+        logs.append(tmp_path / f"rank{r}.log")
+        logs[-1].write_text(out)
+    doc = triage([str(log) for log in logs])
+    top = doc["findings"][0]
+    assert (doc["cause_class"], top["id"], top["count"]) == ("nic_iface", "gloo.address_family_mismatch", 2), doc["summary"]
+    assert top["title"] == "Gloo ranks published addresses of different families (IPv4 and IPv6: 2 vs 10)"

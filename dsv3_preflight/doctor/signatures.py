@@ -918,6 +918,19 @@ SIGNATURES: tuple[Signature, ...] = (
       IFACE_FIX, "net.nic_route", 1,
       "RuntimeError: Unable to find address for: eth0",
       "https://github.com/spark-arena/sparkrun/issues/275 (gloo/transport/tcp/device.cc)"),
+    S("gloo.address_family_mismatch", "nic_iface", "cause", (b"ss1.ss_family == ss2.ss_family",),
+      r"ss1\.ss_family == ss2\.ss_family\.? (?P<mine>\d+) vs (?P<peer>\d+)",
+      "Gloo ranks published addresses of different families (IPv4 and IPv6: {mine} vs {peer})",
+      "Each rank's Gloo device takes the address of GLOO_SOCKET_IFNAME or of its host name, and Gloo connects only "
+      "ranks whose addresses share a family (2 is IPv4, 10 is IPv6): on some node the interface or the host name "
+      "gave an IPv6 address (an AAAA record, an interface with only IPv6, ::1 for a host name in /etc/hosts) while "
+      "the others gave IPv4.",
+      "getent ahosts \"$(hostname)\"    # on every node: the first address Gloo would take without GLOO_SOCKET_IFNAME\n"
+      + IFACE_FIX, "net.nic_route", 1,
+      "RuntimeError: [enforce fail at /__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/device.cc:285] "
+      "ss1.ss_family == ss2.ss_family. 2 vs 10",
+      "gloo/transport/tcp/device.cc (the pair's address families must match); produced here by two Gloo ranks whose "
+      "devices were created for 127.0.0.1 and ::1; the field report: https://github.com/pytorch/pytorch/issues/135355"),
     S("nccl.no_interface_same_subnet", "nic_iface", "cause", (b"No interface found in the same subnet",),
       r"No interface found in the same subnet as remote address ?(?P<addr>\S*)",
       "NCCL found no interface in the same subnet as the bootstrap address[[ {addr}]]",
