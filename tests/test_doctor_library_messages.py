@@ -88,6 +88,12 @@ CHILD = textwrap.dedent(r'''
         target_modules=["q_a_proj", "kv_a_proj_with_mqa"])))
     adapter = os.path.join(work, "adapter")
     get_peft_model(LlamaForCausalLM(tiny), LoraConfig(target_modules=["q_proj", "v_proj"], r=4)).save_pretrained(adapter)
+    # a save that wrote only the config (peft then takes the directory for a Hub repo id)
+    import shutil
+    config_only_adapter = os.path.join(work, "adapter_config_only")
+    os.makedirs(config_only_adapter)
+    shutil.copy(os.path.join(adapter, "adapter_config.json"), config_only_adapter)
+    case("adapter_weights_missing", lambda: PeftModel.from_pretrained(LlamaForCausalLM(tiny), config_only_adapter))
     # the adapter loaded onto another base model (twice the hidden size): its A/B matrices do not fit
     wider = LlamaConfig(**{**tiny.to_dict(), "hidden_size": 64, "intermediate_size": 128})
     case("adapter_wrong_base", lambda: PeftModel.from_pretrained(LlamaForCausalLM(wider), adapter))
@@ -149,6 +155,7 @@ EXPECTED = {
     "adapter_saved_empty": ("lora_empty", "lora.empty_tensor_on_load"),
     "adapter_truncated": ("lora_empty", "safetensors.bad_file"),
     "adapter_wrong_base": ("lora_empty", "peft.adapter_base_mismatch"),
+    "adapter_weights_missing": ("lora_empty", "peft.adapter_weights_missing"),
     "gloo_interface_missing": ("nic_iface", "gloo.no_address_for_interface"),
     "dataloader_worker_killed": ("host_resources", "host.dataloader_worker_killed"),
     "torch_cpu_build_cuda": ("version_drift", "torch.cpu_build"),

@@ -1544,6 +1544,26 @@ SIGNATURES: tuple[Signature, ...] = (
     # transformers/huggingface_hub take a local path that is not a directory with the files for a Hub repo id
     # (transformers/utils/hub.py, configuration_utils.py, tokenization_utils_base.py, modeling_utils.py;
     # huggingface_hub/utils/_validators.py): only paths that look local, a Hub id that fails is another story
+    # peft looks for adapter_model.safetensors / .bin in the adapter directory; when neither is there it takes the
+    # path for a Hub repo id, and the error is the same as for a model path that does not exist
+    S("peft.adapter_weights_missing", "lora_empty", "cause", (b"Repo id must be in the form", b"Incorrect path_or_model_id",
+                                                             b"is not a local folder", b"does not appear to have a file named"),
+      r"Repo id must be in the form 'repo_name' or 'namespace/repo_name': '(?P<path>" + LOCAL_PATH + r")'"
+      r"|Incorrect path_or_model_id: '(?P<path2>" + LOCAL_PATH + r")'"
+      r"|(?<![^\s'\"(])(?P<path3>" + LOCAL_PATH + r") is not a local folder and is not a valid model identifier"
+      r"|(?<![^\s'\"(])(?P<path4>" + LOCAL_PATH + r") does not appear to have a file named",
+      "The adapter directory {path} holds no adapter weights (adapter_model.safetensors or .bin)",
+      "peft read the adapter's config but found no adapter_model.safetensors or adapter_model.bin beside it, so it took "
+      "the directory for a Hugging Face Hub repo id: the save wrote only the config (interrupted, a full disk, a "
+      "ZeRO-3 save that never gathered the weights) or the weights were not copied with it.",
+      "ls -la -- {path}    # adapter_config.json without adapter_model.safetensors / adapter_model.bin\n"
+      "dsv3-preflight lora scan {path}    # judges every adapter there the way peft loads it\n"
+      "dsv3-preflight run --only lora.output_dir,lora.deepspeed_config",
+      "lora.output_dir", 1,
+      "huggingface_hub.errors.HFValidationError: Repo id must be in the form 'repo_name' or 'namespace/repo_name': "
+      "'/out/checkpoint-100'. Use `repo_type` argument if needed.",
+      "peft/utils/save_and_load.py (load_peft_weights); produced here: PeftModel.from_pretrained on a directory "
+      "holding only adapter_config.json", requires="peft_weights"),
     S("hf.local_path_missing", "config", "cause", (b"Repo id must be in the form", b"Incorrect path_or_model_id",
                                                    b"is the correct path to a directory", b"is not a local folder",
                                                    b"does not appear to have a file named", b"Error no file named",
@@ -2023,6 +2043,11 @@ SIGNATURES: tuple[Signature, ...] = (
       "a frame inside DeepSpeed/accelerate config loading",
       example='  File "/root/mambaforge/envs/BioReason/lib/python3.12/site-packages/accelerate/utils/deepspeed.py", line 148, in __init__',
       source="https://github.com/bowang-lab/BioReason/issues/10"),
+    S("context.peft_weights_frame", None, "context", (b"in load_peft_weights",),
+      r"(?P<peft_weights>, in load_peft_weights)",
+      "a frame of peft loading an adapter's weights",
+      example='  File "/usr/lib/python3/site-packages/peft/utils/save_and_load.py", line 731, in load_peft_weights',
+      source="peft/utils/save_and_load.py (traceback frame format of CPython)"),
     S("context.rdzv_store_frame", None, "context", (b"c10d_rendezvous_backend.py",),
       r"(?P<rdzv_store>c10d_rendezvous_backend\.py[\\\"]*, line \d+, in _call_store)",
       "a frame of torchrun's C10d rendezvous backend calling its store",
