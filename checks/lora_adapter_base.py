@@ -5,7 +5,8 @@ from __future__ import annotations
 from dsv3_preflight import Result, check
 from dsv3_preflight.lora import causes, fixes
 from dsv3_preflight.lora.base_fit import compare, describe
-from dsv3_preflight.lora.case import CONFIG_NAME, AdapterCase
+from dsv3_preflight.lora.case import AdapterCase
+from dsv3_preflight.lora.rules import named
 from dsv3_preflight.result import Actor, Finding, Findings, failure
 
 #: how many adapters of one finding are named
@@ -29,22 +30,20 @@ def does_not_fit(cases: list[AdapterCase], found: dict, model: dict, output_dir:
     if not found["mismatched"] and not found["absent"]:
         return None
     shown = [c.path.removeprefix(output_dir.rstrip("/") + "/") for c in cases]
-    named = ", ".join(shown[:MAX_NAMED]) + (f" and {len(shown) - MAX_NAMED} more" if len(shown) > MAX_NAMED else "")
     model_type, model_path = model.get("model_type") or "the model", model.get("path") or ""
     base = base_of(cases[0])
     trained_on = f"; adapter_config.json says it was trained on {base}" if base else ""
-    first = cases[0]
-    config = f"{first.directory.rstrip('/')}/{CONFIG_NAME}" if first.directory else CONFIG_NAME
     them = "it" if len(cases) == 1 else "them"
     fix = "\n".join([
         fixes.comment(f"{shown[0]} was trained on another base model than {model_path} ({model_type}); "
                       f"resuming from {them} or loading {them} fails in peft with 'size mismatch'"),
-        f"grep -E '\"base_model_name_or_path\"|\"r\"' {fixes.quote(config)}    # the model it was trained on",
+        f"grep -E '\"base_model_name_or_path\"|\"r\"' {fixes.quote(cases[0].config_file)}    # the model it was trained on",
         fixes.comment("run on that model, or save this model's run into an output dir of its own:"),
         recheck('"${MODEL_PATH:?the base model the adapter was trained on}"', output_dir),
     ])
     what = "saved adapter" if len(cases) == 1 else f"{len(cases)} saved adapters"
-    return failure(f"{what} {named} {'does' if len(cases) == 1 else 'do'} not fit {model_type} ({model_path}): "
+    verb = "does" if len(cases) == 1 else "do"
+    return failure(f"{what} {named(shown, MAX_NAMED)} {verb} not fit {model_type} ({model_path}): "
                    f"{describe(found, model_type)}{trained_on}", fix, actor=Actor.JOB, cause=causes.ADAPTER_BASE_MISMATCH)
 
 
@@ -66,7 +65,7 @@ def adapter_base(output_dir, saved_adapters, lora_base_model):
             "model config readable", {"path": model.get("path")})
     out = output_dir.get("path") or ""
     adapters, compared_modules = [], set()
-    groups: dict[tuple[str, str | None], tuple[dict, list[AdapterCase]]] = {}
+    groups: dict[tuple, tuple[dict, list[AdapterCase]]] = {}   # adapters that differ the same way, same base
     for facts in saved_adapters.get("adapters") or []:
         case = AdapterCase.of(facts)
         if case.layout is None or not case.layout.pairs:
@@ -74,7 +73,8 @@ def adapter_base(output_dir, saved_adapters, lora_base_model):
         res = compare(case.layout, model)
         compared_modules.update(res["compared"])
         adapters.append({"path": case.path, "base_model_name_or_path": base_of(case), **res})
-        groups.setdefault((describe(res, ""), base_of(case)), (res, []))[1].append(case)
+        differs = (tuple((m["module"], m["matrix"], tuple(m["saved"])) for m in res["mismatched"]), tuple(res["absent"]))
+        groups.setdefault((differs, base_of(case)), (res, []))[1].append(case)
     found = Findings()
     for res, cases in groups.values():
         found.check(does_not_fit, cases, res, model, out)

@@ -124,3 +124,16 @@ def test_run_fails_on_an_adapter_of_another_model_in_the_output_dir_and_passes_o
     assert "checkpoint-100/adapter_model.safetensors does not fit llama" in r["summary"]
     p, r = run(lab_dirs / "llama64")
     assert p.returncode == 0 and r["status"] == "pass", p.stdout + p.stderr
+
+
+def test_checkpoints_that_differ_the_same_way_are_one_finding(lab_dirs, tmp_path):
+    out = tmp_path / "out"
+    for step in (100, 200):
+        lab.write_checkpoint(out, step, lab_dirs / "llama_qkvo")
+    lab.write_checkpoint(out, 300, lab_dirs / "dsv3_mla")   # another layout: a finding of its own
+    cases = [_facts(out / f"checkpoint-{s}") for s in (100, 200, 300)]
+    r = _check(out, cases, lab_dirs / "llama32")
+    assert r.status.value == "fail" and len(r.findings) == 2, [f.message for f in r.findings]
+    assert r.findings[0].message.startswith("2 saved adapters checkpoint-100/adapter_model.safetensors, "
+                                            "checkpoint-200/adapter_model.safetensors do not fit llama")
+    assert r.findings[1].message.startswith("saved adapter checkpoint-300/adapter_model.safetensors does not fit llama")

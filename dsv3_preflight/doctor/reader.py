@@ -44,6 +44,7 @@ ENGINE_ENV = "DSV3_PREFLIGHT_DOCTOR_ENGINE"   # "python" / "grep" force one need
 GREP_MIN_BYTES = 256 << 10                    # auto: below this a chunk is searched in Python (no grep process)
 GREP_TIMEOUT_S = 60                           # per chunk (8 MiB): generous, grep needs milliseconds
 _TEXT_CONTROLS = set(b"\t\n\r\x0b\x0c\x1b\x08\x07")
+_BLANK = frozenset(b" \t\n\r\x0b\x0c")   # what bytes.rstrip() strips
 _OTHER_COMPRESSION = ((b"\xfd7zXZ\x00", "xz"), (b"\x28\xb5\x2f\xfd", "zstd"), (b"BZh", "bzip2"), (b"PK\x03\x04", "zip"))
 
 
@@ -332,8 +333,11 @@ def _segment_bounds(body: bytes, pos: int) -> tuple[int, int]:
 
 
 def _last_line(body: bytes) -> bytes:
-    """The last line segment of ``body`` that is not blank (b"" when there is none)."""
-    end = len(body.rstrip())
+    """The last line segment of ``body`` that is not blank (b"" when there is none). Called on every 8 MiB chunk:
+    the blank end is walked back byte by byte (``rstrip`` would copy the chunk)."""
+    end = len(body)
+    while end and body[end - 1] in _BLANK:
+        end -= 1
     if not end:
         return b""
     start = max(body.rfind(b"\n", 0, end), body.rfind(b"\r", 0, end)) + 1

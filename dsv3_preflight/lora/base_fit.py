@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from .layout import Layout, template
+from .rules import named
 
 #: how many differing modules a message names
 MAX_SHOWN = 3
@@ -70,7 +71,5 @@ def describe(found: Mapping[str, Any], model_type: str) -> str:
     if more > 0:
         parts.append(f"{more} more")
     if found["absent"]:
-        shown = ", ".join(found["absent"][:MAX_SHOWN])
-        extra = f" and {len(found['absent']) - MAX_SHOWN} more" if len(found["absent"]) > MAX_SHOWN else ""
-        parts.append(f"{model_type} has no {shown}{extra}")
+        parts.append(f"{model_type} has no {named(found['absent'], MAX_SHOWN)}")
     return "; ".join(parts)

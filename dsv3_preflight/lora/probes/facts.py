@@ -57,6 +57,12 @@ def _deepspeed_model_check(config: dict[str, Any]) -> dict[str, Any]:
     return {"available": True, "error": None}
 
 
+def _model_paths(model_path: str | os.PathLike[str]) -> tuple[Path, Path]:
+    """(the model path, its config.json): the path is a model directory or the config file itself."""
+    path = Path(model_path).expanduser()
+    return path, (path / "config.json" if path.is_dir() else path)
+
+
 _MODEL_FACTS: dict[tuple[Any, ...], dict[str, Any]] = {}
 _MODEL_FACTS_LOCK = threading.Lock()
 
@@ -65,8 +71,7 @@ def model_facts(model_path: str | os.PathLike[str]) -> dict[str, Any]:
     """:func:`read_model_facts`, once per model config in this process: ``lora.targets`` and ``lora.adapter_base``
     both need the model built on the meta device, and their probes run at the same time (the second waits for the
     first build). Keyed by the config file's identity and change time, so an edited config.json is read again."""
-    path = Path(model_path).expanduser()
-    cfg_file = path / "config.json" if path.is_dir() else path
+    path, cfg_file = _model_paths(model_path)
     try:
         st = cfg_file.stat()
     except OSError:
@@ -82,8 +87,7 @@ def read_model_facts(model_path: str | os.PathLike[str]) -> dict[str, Any]:
     """Targetable modules of the model whose config.json is in ``model_path`` (or is ``model_path``)."""
     from .model import model_modules
 
-    path = Path(model_path).expanduser()
-    cfg_file = path / "config.json" if path.is_dir() else path
+    path, cfg_file = _model_paths(model_path)
     facts: dict[str, Any] = {"path": str(path), "config_file": str(cfg_file)}
     if not os.path.lexists(path):
         return {**facts, "error": f"model path {path}: does not exist"}
