@@ -7,6 +7,7 @@ monitor) and the format strings the signatures' sources name."""
 from __future__ import annotations
 
 import subprocess
+from pathlib import Path
 
 from conftest import python_cli
 from dsv3_preflight.doctor import triage
@@ -99,3 +100,20 @@ def test_the_cli_prints_teardown_noise_as_such(tmp_path):
     assert f"  - NCCL's proxy service lost a local rank while closing  {log}:3" in p.stdout
     assert f"  - torch's heartbeat monitor lost the rendezvous store  {log}:4" in p.stdout
     assert p.stdout.count("destroy_process_group()") == 1
+
+
+def test_an_agent_failing_its_exit_barrier_after_its_workers_succeeded_keeps_a_finished_run_healthy(tmp_path):
+    # recorded here (SOURCES.md): three torchrun nodes trained and exited 0; node 0, the store's host, left first, and
+    # node 1's agent logged the store's 'Failed to recv, got 0 bytes', a C++ backtrace naming DistNetworkError, and
+    # 'Error waiting on exit barrier'. torchrun reaches that barrier only when its workers have succeeded
+    recorded = Path(__file__).parent / "data" / "doctor" / "exit_barrier_after_success"
+    doc = triage([str(recorded)])
+    assert (doc["exit_code"], doc["verdict"]) == (0, "healthy"), doc["summary"]
+    assert {w["id"] for w in doc["warnings"] if w["role"] == "teardown"} == {"c10d.store_closed",
+                                                                            "elastic.exit_barrier_failed"}
+    # the barrier's failure does not excuse a failure of the run: the same lines after a worker's own error
+    node1 = (recorded / "node1.log").read_text().splitlines()
+    broken = [l.replace("rank 1 step 1 loss 0.4213 allreduce [3.0, 3.0, 3.0, 3.0]", "torch.OutOfMemoryError: CUDA out of "
+                        "memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.10 GiB") for l in node1]
+    doc = _doc(tmp_path, broken)
+    assert (doc["exit_code"], doc["cause_class"]) == (1, "gpu_oom"), doc["summary"]

@@ -42,6 +42,9 @@ Fields:
   finished (``ends_run``) it is teardown noise: listed as a warning, not an error, so a finished run stays healthy.
 - ``ends_run``: a progress signature that says the run (or this process) finished: ``train_runtime``, "exits
   successfully", nccl-tests' average bus bandwidth.
+- ``workers_done``: a teardown symptom printed only once this node's workers had all succeeded (torchrun waits at
+  its exit barrier only then): every teardown symptom of that file is noise, wherever it stands in the file (the
+  store's own error lines come before the agent's message).
 - ``hang_suspect``: a suspect without ``stall`` that still explains a hang the user reports (``doctor --hung``):
   a log that merely stops is not blamed on it (healthy runs print it too), a run the user says hung is. Harmless
   suspects (an IPv6 lookup) have neither and are never a hang's cause.
@@ -96,6 +99,7 @@ class Signature:
     stop: str = ""       # printed because someone stopped the run: "signal" (a process got Ctrl-C or a kill),
                          # "relay" (the launcher passing a stop on: it does so after a rank's own failure too)
     ends_run: bool = False
+    workers_done: bool = False   # see the module docstring
     setup: bool = False   # a progress sign of set-up (NCCL connected), not of the work: see triage's zero-bar rule
     regex: Pattern[str] = field(init=False, repr=False, compare=False)
 
@@ -116,6 +120,8 @@ class Signature:
             raise ValueError(f"signature {self.id}: teardown and stop are for a symptom without a class")
         if self.stop not in ("", "signal", "relay"):
             raise ValueError(f"signature {self.id}: stop is '', 'signal' or 'relay'")
+        if self.workers_done and not self.teardown:
+            raise ValueError(f"signature {self.id}: workers_done is for a teardown symptom")
         if (self.ends_run or self.setup) and self.kind != "progress":
             raise ValueError(f"signature {self.id}: ends_run and setup are for a progress signature")
         object.__setattr__(self, "regex", re.compile(self.pattern))
@@ -599,19 +605,30 @@ SIGNATURES: tuple[Signature, ...] = (
       STORE_FIX, "net.port_reach", 2,
       "[W416 15:37:25.363094293 socket.cpp:933] [c10d] The server socket on [::ffff:36.xxx.xxx.13]:40613 has timed out, will retry.",
       "torch/csrc/distributed/c10d/socket.cpp", stall="any"),
+    # torchrun's agent waits at the exit barrier only after its worker group SUCCEEDED (elastic/agent/server/api.py
+    # _invoke_run); it logs the barrier's failure and exits 0. Produced here: a three-node Gloo job in network
+    # namespaces whose node 0 (the store's host) exited first (tests/test_doctor_netns.py)
+    S("elastic.exit_barrier_failed", None, "symptom", (b"Error waiting on exit barrier", b"torchelastic/agent/terminal_state"),
+      r"Error waiting on exit barrier|waiting on barrier.*torchelastic/agent/terminal_state",
+      "torchrun's agent could not pass the exit barrier after its workers succeeded",
+      "This node's workers had all finished successfully; its agent then waited for the other nodes at the exit barrier "
+      "in the rendezvous store, and the store was gone: the node hosting it (node rank 0) had already exited. Noise "
+      "of a finished run unless another node's log shows a failure.", "", None, 4,
+      "E1124 05:49:31.128000 12736 .venv/lib/python3.11/site-packages/torch/distributed/elastic/agent/server/api.py:1008] "
+      "Error waiting on exit barrier. Elapsed: 0.011486291885375977 seconds",
+      "torch/distributed/elastic/agent/server/api.py (_exit_barrier, called when the worker group SUCCEEDED)",
+      teardown=True, workers_done=True),
     S("elastic.rendezvous_teardown", None, "symptom", (b"has failed to shutdown the rendezvous", b"keep-alive heartbeat to the rendezvous",
-                                                       b"Error waiting on exit barrier", b"torchelastic/agent/terminal_state",
                                                        b"RendezvousGracefulExitError"),
-      r"has failed to (?:shutdown the rendezvous|send a keep-alive heartbeat to the rendezvous)|Error waiting on exit barrier"
-      r"|waiting on barrier.*torchelastic/agent/terminal_state|RendezvousGracefulExitError",
+      r"has failed to (?:shutdown the rendezvous|send a keep-alive heartbeat to the rendezvous)"
+      r"|RendezvousGracefulExitError",
       "torchrun's agents could not close the rendezvous together",
       "After its workers ended, an agent could not reach the rendezvous store to shut down or pass the exit barrier: "
       "the node hosting the store (node rank 0) had already stopped, or another node's workers failed or hang. The "
       "first failure is elsewhere.", "", None, 4,
       "[2024-05-08 08:47:31,877] torch.distributed.elastic.rendezvous.dynamic_rendezvous: [WARNING] The node "
       "'node1_1234_0' has failed to shutdown the rendezvous 'none' due to an error of type RendezvousConnectionError.",
-      "torch/distributed/elastic/rendezvous/dynamic_rendezvous.py (shutdown, _keep_alive); elastic/agent/server/api.py "
-      "(_exit_barrier)", teardown=True),
+      "torch/distributed/elastic/rendezvous/dynamic_rendezvous.py (shutdown, _keep_alive)", teardown=True),
     S("elastic.rendezvous_state", "port_rendezvous", "cause", (b"RendezvousStateError", b"state object is corrupt"),
       r"RendezvousStateError|The (?:rendezvous )?state (?:object )?is corrupt",
       "torchrun's rendezvous state is corrupt",

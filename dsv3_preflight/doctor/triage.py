@@ -51,6 +51,10 @@ _PLACEHOLDER = re.compile(r"\{(\w+)\}")
 _OPTIONAL = re.compile(r"\[\[(.*?)\]\]")
 _DERIVED = {s.id: s for s in DERIVED}
 EXIT = {"healthy": 0, "failure": 1, "unknown": 5}
+#: a frame of a C++ backtrace (c10::Error's "Exception raised from ... (most recent call first):" list). It names
+#: functions, exception classes among them ("frame #2: c10::DistNetworkError::DistNetworkError(...)"), never an event:
+#: the message it belongs to is on the lines before it
+CPP_FRAME = re.compile(r"\s*(?:\[[^\]]*\]:)?\s*frame #\d+: ")
 #: a tqdm bar that has done nothing yet: "  0%|          | 0/16 [00:00<?, ?it/s]"
 ZERO_BAR = re.compile(r"(?<![\d.])0%\|[^|]*\|\s*0/\d+")
 
@@ -211,6 +215,7 @@ class Triage:
         self.progress: dict[str, dict] = {}
         self.first_progress: dict[int, int] = {}   # file index → line of its first sign of progress
         self.run_end: dict[int, int] = {}   # file index → line of its first sign that the run finished
+        self.workers_done: set[int] = set()   # files whose node's workers all succeeded (a workers_done symptom)
         self.tails: dict[int, str] = {}     # file index → its last line that is not blank
         self._setup = frozenset(s.id for s in signatures if s.kind == "progress" and s.setup)
         #: a sign of the work's progress (not only set-up) was seen: progress needles are dropped from then on
@@ -295,7 +300,7 @@ class Triage:
         where = {"file": path, "line": line}
         self.facts.observe(text, origin.node or fallback_node, where, origin.device)
         self.trail.observe(text, fi, path, line, ts, origin.node or fallback_node)
-        if ctx["ras"].observe(text, where):
+        if ctx["ras"].observe(text, where) or CPP_FRAME.match(text):
             return
         sig, m, benign = self._matcher.match(text, ctx, line)
         if sig is None and not benign and nxt.strip() and (is_error_line(text) or len(text) >= 60):
@@ -338,6 +343,8 @@ class Triage:
             node = node or ctx.get("summary_host")
         node = node or fallback_node
         ev = Event(fi, path, line, ts, node, rank, local_rank, text)
+        if sig.workers_done:
+            self.workers_done.add(fi)
         self._record(sig, groups, ev, m.start())
         self._end_traceback((fi, origin.node or fallback_node, origin.rank, origin.local_rank), line)
 
@@ -602,6 +609,8 @@ class Triage:
     def _after_end(self, ev: Event) -> bool:
         """``ev`` came after a sign that the run finished: later in its own file, or in a file without such a sign
         when another file has one (a rank's teardown lines beside rank 0's ``train_runtime``)."""
+        if ev.file in self.workers_done:
+            return True
         if not self.run_end:
             return False
         end = self.run_end.get(ev.file)
