@@ -37,8 +37,9 @@ the namespace, where nothing answers, so an unknown name fails at once instead o
 
 Helpers: ``exec(node, argv, timeout, env)`` → CompletedProcess (text), ``popen(node, argv, env)`` (tracked,
 killed at teardown), ``addr(node)``, ``add_rule(node, iptables_args)``, ``set_mtu(node, ifname, mtu)``,
-``set_link(node, ifname, up)``, ``set_switch_port(node, up)`` (carrier loss), ``ns(node)``, ``PRIMARY_IF`` / ``SECOND_IF`` / ``DOCKER_IF``. ``env`` is laid over a copy of this
-process's environment from which the launch variables (MASTER_*, NCCL_*, GLOO_*, NODE_RANK, …) are
+``set_link(node, ifname, up)``, ``set_switch_port(node, up)`` (carrier loss), ``map_host(name, addr)`` (a
+hosts-file line on every node), ``ns(node)``, ``PRIMARY_IF`` / ``SECOND_IF`` / ``DOCKER_IF``. ``env`` is laid over a
+copy of this process's environment from which the launch variables (MASTER_*, NCCL_*, GLOO_*, NODE_RANK, …) are
 removed, so a developer's shell cannot leak into a scenario; pass ``clean_env=False`` to keep them.
 
 Teardown always runs (context exit, fixture finaliser, and atexit as a last resort): tracked
@@ -187,6 +188,13 @@ class NetnsLab:
                 self._ip("-n", ns, "link", "set", DOCKER_IF, "up")
             else:
                 self._ip("-n", ns, "route", "add", "default", "via", f"{SUBNET}.1", "dev", PRIMARY_IF)
+
+    def map_host(self, name: str, addr: str) -> None:
+        """Add ``addr name`` to every node's hosts file, as an /etc/hosts line would (Debian's installer writes
+        ``127.0.1.1 <hostname>``)."""
+        for ns in self._created:
+            with open(os.path.join(NETNS_ETC, ns, "hosts"), "a") as fh:
+                fh.write(f"{addr} {name}\n")
 
     # -- running things in a node ----------------------------------------------------------
     def _env(self, env: Mapping[str, str] | None, clean_env: bool) -> dict[str, str]:

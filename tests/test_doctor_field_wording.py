@@ -510,3 +510,37 @@ def test_a_log_that_ends_on_a_bar_at_zero_after_set_up_only_is_not_healthy(tmp_p
     assert _doc(tmp_path, [NCCL_UP, PROGRESS[0], bar])["exit_code"] == 0
     assert _doc(tmp_path, [NCCL_UP, bar, "Processed prompts: 100%|##########| 16/16 [00:03<00:00, 4.51it/s]"])["exit_code"] == 0
     assert _doc(tmp_path, [NCCL_UP])["exit_code"] == 0   # NCCL connected and the excerpt ends: as before
+
+
+def test_gloo_pair_errors_of_every_gloo_version(tmp_path):
+    # gloo/transport/tcp/pair.cc prints a peer as "[addr]:port"; before 2019 the family check was pair.cc's own
+    cases = [
+        ("RuntimeError: [/opt/conda/conda-bld/pytorch_1/work/third_party/gloo/gloo/transport/tcp/pair.cc:598] Connection "
+         "closed by peer [172.17.0.2]:5922", "nccl.bridge_peer", "172.17.0.2"),
+        ("RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:575] Read error [172.18.0.3]:46321: Connection "
+         "reset by peer", "nccl.bridge_peer", "172.18.0.3"),
+        ("RuntimeError: [enforce fail at gloo/transport/tcp/pair.cc:122] self_.ss_.ss_family == peer_.ss_.ss_family. "
+         "2 vs 10. address family mismatch", "gloo.address_family_mismatch", "2 vs 10"),
+        ("RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:799] connect [127.0.1.1]:38329: Connection "
+         "refused", "gloo.loopback_peer", "127.0.1.1"),
+    ]
+    for line, sig, named in cases:
+        doc = _doc(tmp_path, [line])
+        assert (doc["exit_code"], doc["cause_class"], _ids(doc)[0]) == (1, "nic_iface", sig), (line, doc["summary"])
+        assert named in doc["findings"][0]["title"], doc["findings"][0]["title"]
+    # a peer that is simply gone (a routable address) stays a consequence, not a wrong interface
+    doc = _doc(tmp_path, ["RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:598] Connection closed by peer "
+                          "[10.0.0.2]:5922"])
+    assert doc["cause_class"] == "unrecognised" and _ids(doc) == ["net.connection_closed"], doc["summary"]
+
+
+def test_a_gloo_connect_retry_that_succeeded_is_no_failure(tmp_path):
+    # gloo's DebugLogger prints every failed connect; the full mesh connected on a retry and the run trained
+    retry = ("[/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/debug_logger.cc:9] ERROR failed to connect, "
+             "willRetry=1, retry=1, retryLimit=3, rank=1, size=3, local=[10.77.0.11]:32938, "
+             "remote=[10.77.0.10]:36740$1, error=SO_ERROR: Connection refused, remote=[10.77.0.10]:36740$1")
+    doc = _doc(tmp_path, [retry] + PROGRESS)
+    assert (doc["exit_code"], doc["verdict"]) == (0, "healthy"), doc["summary"]
+    assert [w["id"] for w in doc["warnings"]] == ["gloo.connect_retry"]
+    doc = _doc(tmp_path, [retry])
+    assert (doc["exit_code"], _ids(doc)[0]) == (1, "gloo.connect_retry"), doc["summary"]

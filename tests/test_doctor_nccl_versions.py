@@ -4,8 +4,10 @@ named) filled in as NCCL prints it; torch shows the last one again after "Last e
 machine, so the format strings are the source of truth (read from github.com/NVIDIA/nccl at those tags).
 
 The cases were found by running the doctor over the WARN format strings of socket.cc, bootstrap.cc, init.cc and
-topo.cc of 2.18 to 2.30.7: every one here was "cause not recognised" before, among them the two ways NCCL 2.30
-reports two ranks on one GPU, which replaced "Duplicate GPU detected"."""
+topo.cc of 2.18 to 2.30.7 (and, later, of every revision of socket.cc, socket.h, bootstrap.cc, net_socket.cc, init.cc,
+net.cc and proxy.cc in NCCL's history): every one here was "cause not recognised" before, among them the two ways
+NCCL 2.30 reports two ranks on one GPU, which replaced "Duplicate GPU detected", and 2.24-2.26's retry wording,
+which names no peer."""
 import pytest
 
 from dsv3_preflight.doctor import triage
@@ -22,6 +24,12 @@ CASES = [
     ("2.27 src/misc/socket.cc, 2.30 src/os/linux.cc", f"{P} misc/socket.cc:577 NCCL WARN socketStartConnect: connect to "
      "10.1.2.3<45678> returned Connection refused, exceeded error retry count after 35 attempts", "nic_iface",
      "nccl.socket_connect_failed"),
+    ("2.24-2.26 src/misc/socket.cc", f"{P} misc/socket.cc:543 NCCL WARN socketPollConnect: connect returned Connection "
+     "refused, exceeded error retry count (35)", "nic_iface", "nccl.socket_connect_failed"),
+    ("2.24-2.26 src/misc/socket.cc", f"{P} misc/socket.cc:582 NCCL WARN socketPollConnect poll() returned 0, no POLLOUT "
+     "events", "nic_iface", "nccl.socket_connect_failed"),
+    ("2.30 src/init.cc", f"{P} init.cc:1339 NCCL WARN Detected mixed local Net device counts across ranks (min 4, max 8). "
+     "Set NCCL_IGNORE_NET_MISMATCH=1 to continue.", "nccl_transport", "nccl.net_device_count_mismatch"),
     ("2.27 src/misc/socket.cc", f"{P} misc/socket.cc:591 NCCL WARN socketStartConnect: connect to 10.1.2.3<45678> failed : "
      "No route to host", "nic_iface", "nccl.socket_connect_failed"),
     ("2.27 src/misc/socket.cc", f"{P} misc/socket.cc:617 NCCL WARN socketPollConnect to 10.1.2.3<45678> failed with error "

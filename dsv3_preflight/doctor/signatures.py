@@ -176,6 +176,10 @@ RANK_DUP_FIX = ("export CUDA_DEVICE_ORDER=PCI_BUS_ID\n"
 #: interface names other nodes cannot reach (loopback, docker, libvirt, veth, CNI and flannel bridges)
 #: a path that looks local (absolute, ./, ../, ~): a Hub repo id never starts so
 LOCAL_PATH = r"(?:/|\.{1,2}/|~/?)[^'\s]*"
+#: a Gloo rank bound to an address no other node reaches: the connects that then fail are its consequences
+GLOO_BOUND_UNREACHABLE = ("gloo.hostname_loopback", "gloo.cannot_resolve_local", "gloo.no_address_for_interface")
+#: and a connect to a peer's loopback address is what the mesh then fails on
+GLOO_MESH_CAUSES = GLOO_BOUND_UNREACHABLE + ("gloo.loopback_peer", "gloo.connect_retry")
 UNREACHABLE_IFACE = r"lo|docker\d*|virbr\d*|veth\w*|cni\d*|flannel[\w.]*|br-\w+"
 DS_CONFIG_FIX = "dsv3-preflight run --only lora.deepspeed_config    # reads the DeepSpeed config the run uses"
 
@@ -935,9 +939,12 @@ SIGNATURES: tuple[Signature, ...] = (
       IFACE_FIX, "net.nic_route", 1,
       "RuntimeError: Unable to find address for: eth0",
       "https://github.com/spark-arena/sparkrun/issues/275 (gloo/transport/tcp/device.cc)"),
-    S("gloo.address_family_mismatch", "nic_iface", "cause", (b"ss1.ss_family == ss2.ss_family",),
-      r"ss1\.ss_family == ss2\.ss_family\.? (?P<mine>\d+) vs (?P<peer>\d+)",
-      "Gloo ranks published addresses of different families (IPv4 and IPv6: {mine} vs {peer})",
+    S("gloo.address_family_mismatch", "nic_iface", "cause", (b"ss1.ss_family == ss2.ss_family", b"address family mismatch"),
+      # gloo since 2019 (transport/tcp/device.cc); before it, pair.cc's "self_.ss_.ss_family == peer_.ss_.ss_family.
+      # 2 vs 10. address family mismatch"
+      r"ss1\.ss_family == ss2\.ss_family\.? (?P<mine>\d+) vs (?P<peer>\d+)"
+      r"|(?:ss_family == \S*ss_family\.? (?P<mine2>\d+) vs (?P<peer2>\d+)\.? )?address family mismatch",
+      "Gloo ranks published addresses of different families (IPv4 and IPv6[[: {mine} vs {peer}]])",
       "Each rank's Gloo device takes the address of GLOO_SOCKET_IFNAME or of its host name, and Gloo connects only "
       "ranks whose addresses share a family (2 is IPv4, 10 is IPv6): on some node the interface or the host name "
       "gave an IPv6 address (an AAAA record, an interface with only IPv6, ::1 for a host name in /etc/hosts) while "
@@ -955,21 +962,62 @@ SIGNATURES: tuple[Signature, ...] = (
       "wrong interface is up.", IFACE_FIX, "net.nic_route", 1,
       "misc/socket.cc:361 NCCL WARN Net : No interface found in the same subnet as remote address 10.136.80.18<43431>",
       "https://github.com/NVIDIA/nccl/issues/474"),
+    # a Gloo connect to a loopback address of a peer (gloo's pair.cc before 2024: "connect [127.0.1.1]:25472: ...";
+    # since then "timed out connecting: ..., remote=[127.0.1.1]:N" and the DebugLogger's "remote=[...]" lines)
+    S("gloo.loopback_peer", "nic_iface", "cause", (b"remote=[127.", b"connect [127."),
+      r"timed out connecting: (?:SO_ERROR: )?(?P<err>[^,\n]+), remote=\[(?P<addr>127\.\d+\.\d+\.\d+)\]"
+      r"|(?:remote=|connect )\[(?P<addr2>127\.\d+\.\d+\.\d+)\]:\d+\S*(?:(?:, error=|: )(?:SO_ERROR: )?(?P<err2>[A-Z][^,\n]*))?",
+      "A Gloo peer published the loopback address {addr}[[ ({err})]]",
+      "Each Gloo rank publishes the address of GLOO_SOCKET_IFNAME or, without it, of its host name; here a rank "
+      "published {addr}, so the ranks of other nodes connect to their own loopback, where nothing listens. The host "
+      "name resolves to a loopback address on that node (Debian and Ubuntu write '127.0.1.1 <hostname>' into "
+      "/etc/hosts; a container may map it to 127.0.0.1), or GLOO_SOCKET_IFNAME is lo. (In a one-node job loopback "
+      "is right, and a refused connect there means the peer's process is gone.)",
+      "getent hosts \"$(hostname)\"    # on every node: a 127.x answer is the cause\n"
+      "# map the host name to the node's routable address in /etc/hosts, or bind Gloo and NCCL to the interface:\n"
+      + IFACE_FIX, "net.nic_route", 1,
+      "[E1124 05:42:28.898042854 ProcessGroupGloo.cpp:67] Gloo connectFullMesh failed with [/__w/pytorch/pytorch/"
+      "third_party/gloo/gloo/transport/tcp/pair.cc:152] timed out connecting: SO_ERROR: Connection refused, "
+      "remote=[127.0.1.1]:49542$1",
+      "gloo/transport/tcp/pair.cc and debug_logger.cc; produced here by torch 2.13 Gloo ranks in three network "
+      "namespaces whose hosts files map the host name to 127.0.1.1 (tests/test_doctor_netns.py); the field report: "
+      "https://github.com/pytorch/examples/issues/812", consequence_of=GLOO_BOUND_UNREACHABLE),
     S("gloo.connect_full_mesh", "nic_iface", "cause", (b"connectFullMesh failed",),
       r"Gloo connectFullMesh failed(?: with)?(?P<detail>.*)",
       "Gloo could not connect the full mesh of ranks",
       "Gloo bound to an address the other nodes cannot reach (the host name resolving to 127.0.1.1, or a "
       "docker/bridge interface), so its pairwise connections fail.", IFACE_FIX, "net.nic_route", 1,
       "[rank10]:[E130 18:11:34.707542570 ProcessGroupGloo.cpp:143] Gloo connectFullMesh failed with [../third_party/gloo/gloo/transport/tcp/pair.cc:144] no error",
-      "https://github.com/sgl-project/sglang/issues/3226"),
+      "https://github.com/sgl-project/sglang/issues/3226", consequence_of=GLOO_MESH_CAUSES),
     S("gloo.connect_refused", "nic_iface", "cause", (b"pair.cc", b"pair.h", b"Connect timeout ["),
-      r"pair\.(?:cc|h):\d+\]\s*(?:connect \[(?P<addr>[^\]]+)\]:\d+: (?P<err>[^.\n]+)|timed out connecting: (?P<err2>.+)"
+      r"pair\.(?:cc|h):\d+\]\s*(?:connect \[(?P<addr>[^\]]+)\]:\d+: (?P<err>[^.\n]+)"
+      r"|timed out connecting: (?P<err2>[^,\n]+?)(?:, remote=\[(?P<addr3>[^\]]+)\]\S*)?$"
       r"|(?P<err3>Connect timeout) \[(?P<addr2>[^\]]+)\])",  # gloo transport/tcp/pair.h
       "Gloo cannot connect to a peer[[ at {addr}]][[ ({err})]]",
       "Gloo connects to the address each rank published, and that address is not reachable from here: the host name resolves "
       "to a loopback or container address, or the wrong interface was chosen.", IFACE_FIX, "net.nic_route", 1,
-      "RuntimeError: [/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:769] connect [127.0.1.1]:25472: Connection refused",
-      "https://github.com/pytorch/examples/issues/812 (gloo/transport/tcp/pair.cc)"),
+      "RuntimeError: [/opt/conda/conda-bld/pytorch_1623448255797/work/third_party/gloo/gloo/transport/tcp/pair.cc:799] "
+      "connect [192.168.0.222]:2226: Connection refused",
+      "gloo/transport/tcp/pair.cc ('connect [addr]:port: strerror', torch 1.x); a line of a public project report "
+      "(torch 1.9, conda build)",
+      consequence_of=GLOO_BOUND_UNREACHABLE),
+    # gloo's DebugLogger (torch 2.6+): one line per failed connect of the full mesh, willRetry=1 while it retries
+    S("gloo.connect_retry", "nic_iface", "cause", (b"failed to connect, willRetry=",),
+      r"failed to connect, willRetry=\d, retry=\d+, retryLimit=\d+, rank=(?P<rank>\d+), size=\d+, local=\S+, "
+      r"remote=\[(?P<addr>[^\]]+)\]\S*, error=(?:SO_ERROR: )?(?P<err>[^,\n]+)",
+      "A Gloo rank cannot connect to a peer at {addr} ({err})",
+      "Each Gloo rank connects to the address every other rank published in the store; {addr} does not answer from "
+      "here. A peer published an address other nodes cannot reach (loopback when its host name does not resolve, "
+      "a docker or bridge interface chosen by GLOO_SOCKET_IFNAME), its process is gone, or a firewall blocks the port.",
+      IFACE_FIX + "\n# the interfaces are right and the peer still runs: a firewall rejects Gloo's ports (chosen at random) "
+      "between the nodes\niptables -S INPUT; nft list ruleset | head -40    # on the node that holds the address named",
+      "net.nic_route", 1,
+      "[/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/debug_logger.cc:9] ERROR failed to connect, willRetry=0, "
+      "retry=4, retryLimit=3, rank=1, size=3, local=[10.77.0.11]:41642, remote=[10.77.0.10]:36740$1, error=SO_ERROR: "
+      "Connection refused, remote=[10.77.0.10]:36740$1",
+      "gloo/transport/tcp/debug_logger.cc; produced here by torch 2.13 Gloo ranks in three network namespaces, the "
+      "head's rejecting every new connection but the store's (tests/test_doctor_netns.py)", transient=True,
+      consequence_of=GLOO_BOUND_UNREACHABLE + ("gloo.loopback_peer",)),
     S("store.retry_loopback", "nic_iface", "suspect", (b"Retry to connect to 127.",),
       r"Retry to connect to (?P<addr>127\.\d+\.\d+\.\d+):(?P<port>\d+) while the server is not yet listening",
       "A rank keeps retrying the master's store at {addr}:{port}, a loopback address",
@@ -1023,7 +1071,8 @@ SIGNATURES: tuple[Signature, ...] = (
       "gpu-node07:24817:24901 [3] NCCL INFO NET/IB : Using [0]mlx5_0:1/RoCE ; OOB docker0:172.17.0.1<0>",
       "NCCL src/transport/net_ib.cc (\"NET/IB : Using%s ; OOB %s:%s\")", stall="multi_node"),
     S("nccl.bridge_peer", "nic_iface", "cause", (b"172.1", b"172.2", b"172.30."),   # NCCL, Gloo, MPI, UCX (dest_addr=)
-      r"(?:(?:Call to (?:recv from|send to|connect to)|[Cc]onnect(?:ion)? to|Connection closed by (?:remote )?peer|connect\(\) to) "
+      r"(?:(?:Call to (?:recv from|send to|connect to)|[Cc]onnect(?:ion)? to|Connection closed by (?:remote )?peer|connect\(\) to"
+      r"|(?:Read|Write) (?:error|timeout)|Socket (?:unexpectedly )?closed) \[?"   # Gloo's pair.cc: "... [172.17.0.2]:5922"
       r"|dest_addr=)(?P<addr>172\.(?:1[7-9]|2\d|30)\.0\.\d{1,3})(?:[<:\]\s,)]|\.?$)",
       "A connection to {addr} failed, an address of a container bridge",
       "{addr} lies in the networks Docker gives its bridges (172.17.0.0/16 for the default bridge, 172.18-172.30 for "
@@ -1056,6 +1105,9 @@ SIGNATURES: tuple[Signature, ...] = (
       r"|connect to (?P<peer5>[^\s<]+<\d+>) (?:failed ?: (?P<err5>.+)|returned (?P<err6>[^,\n]+), exceeded error retry count)"
       r"|(?:socket|ncclOsSocket)PollConnect to (?P<peer6>[^\s<]+<\d+>) failed with error (?P<err7>.+)"
       r"|socket(?:Start|Poll)Connect: exceeded (?:retries|timeouts) \(\d+\)"
+      # 2.24-2.26 misc/socket.cc: the peer is not named; poll() failing or timing out on a connect in progress
+      r"|socket(?:Start|Poll)Connect: connect returned (?P<err8>[^,\n]+), exceeded error retry count"
+      r"|socketPollConnect poll\(\) (?:failed with error (?P<err9>.+)|returned 0, no POLLOUT events)"
       r"|Call to connect timeout ?:? ?(?P<err2>[A-Z][^,\n]+)"
       r"|mca_btl_tcp_endpoint\w*\] connect\(\) to (?P<peer2>\S+) failed: (?P<err3>.+)",
       "A connection to a peer failed[[ ({err})]][[: {peer}]]",
@@ -1281,6 +1333,17 @@ SIGNATURES: tuple[Signature, ...] = (
       "unset NCCL_NET    # let NCCL choose, or install the plugin on every node\n" + VERSIONS_FIX, "gpu.versions", 1,
       "gpu-node07:24817:24901 [3] net.cc:285 NCCL WARN Error: network IB not found.",
       "NCCL src/net.cc (format string 2.10-2.30)"),
+    S("nccl.net_device_count_mismatch", "nccl_transport", "cause", (b"Detected mixed local Net device counts",),
+      r"Detected mixed local Net device counts across ranks \(min (?P<min>\d+), max (?P<max>\d+)\)",
+      "The ranks see different numbers of network devices ({min} to {max})",
+      "NCCL 2.30 compares how many network devices (InfiniBand/RoCE ports) each rank found and stops when they differ: "
+      "on some node a port is down, a driver did not load, or NCCL_IB_HCA selects differently. NCCL's INFO lines "
+      "'Rank N has M local Net devices' name the ranks short of devices.",
+      "ibstat | grep -E 'CA |State|Rate'    # on every node: each port Active at the same rate\n"
+      "echo \"NCCL_IB_HCA=${NCCL_IB_HCA-}\"    # the same on every node\n" + ALLREDUCE_FIX, "dist.allreduce", 1,
+      "gpu-a:4101:4190 [0] init.cc:1339 NCCL WARN Detected mixed local Net device counts across ranks (min 4, max 8). "
+      "Set NCCL_IGNORE_NET_MISMATCH=1 to continue.",
+      "NCCL src/init.cc (2.30: WARN and ncclSystemError unless NCCL_IGNORE_NET_MISMATCH)"),
     S("nccl.p2p_disabled_nvlink", "nccl_transport", "cause", (b"P2P is disabled between NVLINK connected GPUs",),
       r"P2P is disabled between NVLINK connected GPUs (?P<gpu_a>\d+) and (?P<gpu_b>\d+)",
       "P2P is off between NVLink-connected GPUs {gpu_a} and {gpu_b}",

@@ -1,0 +1,133 @@
+"""The doctor on the logs of a real multi-node job on the wrong interface: three torchrun nodes in network
+namespaces (tests/netns_lab.py), Gloo, torch as installed here. Each node's output goes to its own file, as a
+scheduler writes it; when the first node has failed, the others are stopped a few seconds later (a scheduler ending
+the job), and ``dsv3-preflight doctor`` reads the directory.
+
+- The host name does not resolve inside the nodes (nothing in their hosts files names it): every Gloo rank falls
+  back to loopback and publishes 127.0.0.1. The doctor must lead with that fallback, on the nodes that printed it,
+  and put the refused connections and the failed full mesh under it as consequences.
+- The host name resolves to 127.0.1.1 on every node (the line Debian's installer writes into /etc/hosts): Gloo
+  binds there without a warning and the other nodes' connects to 127.0.1.1 are refused. The doctor must say that a
+  peer published that loopback address, and how to see the host name's address.
+- The head's firewall rejects every new connection but the store's: the interfaces are right, and the doctor names
+  the address that refuses and says a firewall is one way to get there.
+- The same job with the fix the doctor prints (GLOO_SOCKET_IFNAME set to the interface toward MASTER_ADDR) runs:
+  the doctor says healthy, exit 0.
+"""
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+from dsv3_preflight.doctor import triage
+from netns_lab import netns_lab, stop_group  # noqa: F401 - the fixture
+
+pytestmark = [pytest.mark.slow, pytest.mark.netns]
+PORT = 29531          # inside the lab's own namespaces: no other run shares it
+JOB_LIMIT_S = 90.0    # Gloo's own connect timeout is longer; the job is stopped before it
+STOP_AFTER_S = 4.0    # after the first node fails, as a scheduler ends the job
+
+TRAIN = """\
+import datetime, torch, torch.distributed as dist
+dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=30))
+t = torch.ones(4) * dist.get_rank()
+dist.all_reduce(t)
+print(f"rank {dist.get_rank()} step 1 loss 0.4213 allreduce {t.tolist()}", flush=True)
+dist.destroy_process_group()
+"""
+
+
+def run_job(lab, tmp_path, env_by_node=None):
+    """Three torchrun nodes, one process each; returns the logs directory and the nodes' exit codes."""
+    script = tmp_path / "train.py"
+    script.write_text(TRAIN)
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    procs, files = [], []
+    for n in range(3):
+        argv = [sys.executable, "-m", "torch.distributed.run", "--nnodes", "3", "--nproc-per-node", "1",
+                "--node-rank", str(n), "--master-addr", lab.addr(0), "--master-port", str(PORT), str(script)]
+        fh = open(logs / f"node{n}.log", "w")
+        files.append(fh)
+        env = {"OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1", **((env_by_node or {}).get(n, {}))}
+        procs.append(lab.popen(n, argv, env=env, stdout=fh, stderr=subprocess.STDOUT))
+    deadline, failed_at = time.monotonic() + JOB_LIMIT_S, None
+    try:
+        while any(p.poll() is None for p in procs) and time.monotonic() < deadline:
+            if failed_at is None and any(p.poll() not in (None, 0) for p in procs):
+                failed_at = time.monotonic()
+            if failed_at is not None and time.monotonic() - failed_at > STOP_AFTER_S:
+                break
+            time.sleep(0.2)
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                stop_group(p, grace=3.0)
+        for fh in files:
+            fh.close()
+    return logs, [p.returncode for p in procs]
+
+
+def ids(doc, role):
+    return [f["id"] for f in doc["findings"] if f["role"] == role]
+
+
+def test_gloo_falling_back_to_loopback_on_every_node_is_the_root_cause_of_the_refused_mesh(netns_lab, tmp_path):
+    logs, rcs = run_job(netns_lab, tmp_path)
+    assert any(rc not in (0, None) for rc in rcs), rcs
+    doc = triage([str(logs)])
+    text = "\n".join(p.read_text() for p in sorted(logs.iterdir()))
+    assert "Using the loopback address as fallback" in text, text[-3000:]   # what this torch printed
+    assert (doc["exit_code"], doc["cause_class"]) == (1, "nic_iface"), doc["summary"]
+    head = doc["findings"][0]
+    assert head["id"] == "gloo.hostname_loopback" and head.get("headline"), doc["summary"]
+    assert head["check"] == "net.nic_route" and "GLOO_SOCKET_IFNAME" in head["fix"]
+    consequences = {f["id"]: f for f in doc["findings"] if f["role"] == "consequence"}
+    # the peers' side of it: their connects to the loopback address the ranks published, and the full mesh that
+    # failed on them (torch 2.6+ names the address; older Gloo only says the full mesh failed)
+    mesh = consequences.get("gloo.loopback_peer") or consequences.get("gloo.connect_full_mesh")
+    assert mesh is not None and mesh["explained_by"] == "gloo.hostname_loopback", doc["summary"]
+    if "remote=[127.0.0.1]" in text:
+        assert mesh["title"].startswith("A Gloo peer published the loopback address 127.0.0.1"), mesh["title"]
+    assert not [f for f in doc["findings"][1:] if f["role"] == "root_cause"], doc["summary"]   # one root cause
+    assert doc["first_failure"]["node"] in ("node0", "node1", "node2"), doc["first_failure"]
+
+
+def test_a_host_name_on_127_0_1_1_names_the_wrong_interface_and_the_address(netns_lab, tmp_path):
+    netns_lab.map_host(socket.gethostname(), "127.0.1.1")   # Debian's /etc/hosts line, on every node
+    logs, rcs = run_job(netns_lab, tmp_path)
+    assert any(rc not in (0, None) for rc in rcs), rcs
+    doc = triage([str(logs)])
+    assert (doc["exit_code"], doc["cause_class"]) == (1, "nic_iface"), doc["summary"]
+    head = doc["findings"][0]
+    assert head["id"] == "gloo.loopback_peer" and head.get("headline"), doc["summary"]
+    assert "127.0.1.1" in head["title"] and "/etc/hosts" in head["root_cause"], head
+    assert 'getent hosts "$(hostname)"' in head["fix"] and head["check"] == "net.nic_route"
+    assert not [f for f in doc["findings"][1:] if f["role"] == "root_cause"], doc["summary"]
+
+
+def test_a_head_whose_firewall_rejects_gloos_ports_is_named_by_its_address(netns_lab, tmp_path):
+    netns_lab.add_rule(0, ["-A", "INPUT", "-p", "tcp", "--syn", "!", "--dport", str(PORT), "!", "-i", "lo",
+                           "-j", "REJECT", "--reject-with", "tcp-reset"])
+    env = {n: {"GLOO_SOCKET_IFNAME": netns_lab.PRIMARY_IF} for n in range(3)}
+    logs, rcs = run_job(netns_lab, tmp_path, env)
+    assert any(rc not in (0, None) for rc in rcs), rcs
+    doc = triage([str(logs)])
+    assert (doc["exit_code"], doc["cause_class"]) == (1, "nic_iface"), doc["summary"]
+    head = doc["findings"][0]
+    text = "\n".join(p.read_text() for p in sorted(logs.iterdir()))
+    head_addr = netns_lab.addr(0)
+    assert head_addr in head["title"] or any(head_addr in e["text"] for e in head["evidence"]), (head, text[-2000:])
+    assert "firewall" in head["root_cause"] and "GLOO_SOCKET_IFNAME" in head["fix"], head
+
+
+def test_the_same_job_with_the_interface_the_fix_names_is_healthy(netns_lab, tmp_path):
+    env = {n: {"GLOO_SOCKET_IFNAME": netns_lab.PRIMARY_IF} for n in range(3)}
+    logs, rcs = run_job(netns_lab, tmp_path, env)
+    assert rcs == [0, 0, 0], [(p.name, p.read_text()[-1500:]) for p in sorted(logs.iterdir())]
+    doc = triage([str(logs)])
+    assert (doc["exit_code"], doc["verdict"]) == (0, "healthy"), doc["summary"]
