@@ -230,3 +230,26 @@ def test_flight_recorder_directory_that_is_not_dumps_is_a_usage_error(tmp_path):
     (tmp_path / "rank_0").write_bytes(b"not a pickle")
     p = subprocess.run(python_cli("doctor", "--flight-recorder", str(tmp_path)), capture_output=True, timeout=120)
     assert p.returncode == 4 and str(tmp_path).encode() in p.stderr
+
+
+def test_a_store_lost_after_the_run_started_is_a_consequence_not_a_rendezvous_cause():
+    # recorded here (SOURCES.md): the ranks trained, a process of node 0 aborted at exit, node 0's agent (the c10d
+    # rendezvous store's host) went down and nodes 1-2 raised RendezvousConnectionError. The store answered at the
+    # start, so the port is not the problem: the first failure is node 0's abort
+    doc = triage([str(Path(__file__).parent / "data" / "doctor" / "abort_at_exit_then_store_lost")])
+    assert (doc["exit_code"], doc["cause_recognised"]) == (1, False), doc["summary"]
+    assert "terminate called without an active exception" in doc["first_failure"]["text"], doc["first_failure"]
+    assert doc["first_failure"]["node"] == "node0", doc["first_failure"]
+    ids = {f["id"]: f for f in doc["findings"]}
+    assert "store.lost_after_start" in ids and ids["store.lost_after_start"]["role"] == "consequence", doc["summary"]
+    assert not [f for f in doc["findings"] if f["class"] == "port_rendezvous"], doc["summary"]
+
+
+def test_a_store_that_never_answered_stays_the_rendezvous_cause(tmp_path):
+    # the same error before any sign of the run: the store was never reached
+    log = tmp_path / "node1.log"
+    log.write_text("torch.distributed.elastic.rendezvous.api.RendezvousConnectionError: The connection to the C10d "
+                   "store has failed. See inner exception for details.\n")
+    doc = triage([str(log)])
+    assert (doc["exit_code"], doc["cause_class"], doc["findings"][0]["id"]) == (1, "port_rendezvous",
+                                                                               "elastic.rendezvous_connection")

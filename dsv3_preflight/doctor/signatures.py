@@ -42,6 +42,9 @@ Fields:
   finished (``ends_run``) it is teardown noise: listed as a warning, not an error, so a finished run stays healthy.
 - ``ends_run``: a progress signature that says the run (or this process) finished: ``train_runtime``, "exits
   successfully", nccl-tests' average bus bandwidth.
+- ``lost_after_start``: a cause about reaching the rendezvous store that, once the run has started (a sign of the
+  work in any file, and none after the line in its own file), only says the store went away: it becomes the derived
+  symptom ``store.lost_after_start`` (no class), and the failure of the store's host is looked for elsewhere.
 - ``workers_done``: a teardown symptom printed only once this node's workers had all succeeded (torchrun waits at
   its exit barrier only then): every teardown symptom of that file is noise, wherever it stands in the file (the
   store's own error lines come before the agent's message).
@@ -100,6 +103,7 @@ class Signature:
                          # "relay" (the launcher passing a stop on: it does so after a rank's own failure too)
     ends_run: bool = False
     workers_done: bool = False   # see the module docstring
+    lost_after_start: bool = False   # see the module docstring
     setup: bool = False   # a progress sign of set-up (NCCL connected), not of the work: see triage's zero-bar rule
     regex: Pattern[str] = field(init=False, repr=False, compare=False)
 
@@ -120,6 +124,8 @@ class Signature:
             raise ValueError(f"signature {self.id}: teardown and stop are for a symptom without a class")
         if self.stop not in ("", "signal", "relay"):
             raise ValueError(f"signature {self.id}: stop is '', 'signal' or 'relay'")
+        if self.lost_after_start and self.kind != "cause":
+            raise ValueError(f"signature {self.id}: lost_after_start is for a cause")
         if self.workers_done and not self.teardown:
             raise ValueError(f"signature {self.id}: workers_done is for a teardown symptom")
         if (self.ends_run or self.setup) and self.kind != "progress":
@@ -651,7 +657,7 @@ SIGNATURES: tuple[Signature, ...] = (
       "torch.distributed.elastic.rendezvous.api.RendezvousConnectionError: The connection to the C10d store has failed. See inner exception for details.",
       "https://github.com/pytorch/pytorch/issues/107021",
       consequence_of=("c10d.store_timeout", "c10d.client_connect_failed", "c10d.numeric_hostname", "c10d.address_in_use",
-                      "net.name_resolution")),
+                      "net.name_resolution"), lost_after_start=True),
     S("elastic.store_call_failed", "port_rendezvous", "cause", (b"Broken pipe", b"Connection reset by peer", b"Connection refused"),
       r"^\s*(?:RuntimeError|torch\.distributed\.DistNetworkError|DistNetworkError): (?P<err>Broken pipe|Connection reset by peer|Connection refused)\s*$",
       "torchrun's rendezvous store connection failed ({err})",
@@ -660,7 +666,7 @@ SIGNATURES: tuple[Signature, ...] = (
       "the node hosting the store stopped.", STORE_FIX, "net.port_reach", 2,
       "RuntimeError: Broken pipe",
       "https://github.com/meta-pytorch/torchx/issues/540 (torch/distributed/elastic/rendezvous/c10d_rendezvous_backend.py)",
-      requires="rdzv_store"),
+      requires="rdzv_store", lost_after_start=True),
     S("elastic.rendezvous_closed", "port_rendezvous", "symptom", (b"RendezvousClosedError",),
       r"RendezvousClosedError",
       "torchrun's rendezvous was already closed",
@@ -735,7 +741,7 @@ SIGNATURES: tuple[Signature, ...] = (
       "torch's rendezvous store could not be reached or did not answer in time (wrong MASTER_ADDR/PORT, the master "
       "not running, a firewall, or not all ranks joining).", STORE_FIX, "net.port_reach", 2,
       "torch.distributed.DistStoreError: Stop_waiting response is expected",
-      "torch/csrc/distributed/c10d/TCPStore.cpp (DistStoreError, DistNetworkError)"),
+      "torch/csrc/distributed/c10d/TCPStore.cpp (DistStoreError, DistNetworkError)", lost_after_start=True),
     S("nccl.comm_id_invalid", "port_rendezvous", "cause", (b"Invalid NCCL_COMM_ID", b"No valid <IPv4_or_hostname>"),
       r"Invalid NCCL_COMM_ID|No valid <IPv4_or_hostname>:<port> pair found",
       "NCCL_COMM_ID is not a valid address:port",
@@ -2251,6 +2257,14 @@ DERIVED: tuple[Signature, ...] = (
       "RAS collected an NCCL error from this rank.", ALLREDUCE_FIX, "dist.allreduce", 4,
       "  Rank 3 reported remote process exited or there was a network error -- GPU 3 managed by process 77 on node n2",
       "NCCL src/ras/client_support.cc (rasClientBreakDownErrors)"),
+    S("store.lost_after_start", None, "symptom", (b"lost after start",), r"lost after start",
+      "The rendezvous store went away after the run had started",
+      "The store answered at the start (the ranks rendezvoused and the run made progress), and later a rank or an "
+      "agent lost its connection to it: the process hosting it (node rank 0's torchrun agent, or rank 0) exited or "
+      "crashed first, or that node dropped off the network. Not a port or address problem: that node's own log holds "
+      "the first failure.",
+      "# read node rank 0's log (and dmesg -T there) for the first error before this time\n" + STORE_FIX,
+      "net.port_reach", 4, "lost after start", "doctor (a store error after the run's progress)"),
     # `doctor --hung`: the user says the run hung; a log without an error is judged by the last phase it shows
     S("hang.after_progress", "nccl_hang", "cause", (b"hung after",), r"hung after (?P<shown>.+)",
       "The run hung after it made progress ({shown})",

@@ -55,6 +55,8 @@ EXIT = {"healthy": 0, "failure": 1, "unknown": 5}
 #: functions, exception classes among them ("frame #2: c10::DistNetworkError::DistNetworkError(...)"), never an event:
 #: the message it belongs to is on the lines before it
 CPP_FRAME = re.compile(r"\s*(?:\[[^\]]*\]:)?\s*frame #\d+: ")
+#: progress that does not show the ranks had connected (a bar: model loading prints one before any rendezvous)
+START_EXCLUDED = frozenset({"train.progress_bar"})
 #: a tqdm bar that has done nothing yet: "  0%|          | 0/16 [00:00<?, ?it/s]"
 ZERO_BAR = re.compile(r"(?<![\d.])0%\|[^|]*\|\s*0/\d+")
 
@@ -215,6 +217,7 @@ class Triage:
         self.progress: dict[str, dict] = {}
         self.first_progress: dict[int, int] = {}   # file index → line of its first sign of progress
         self.run_end: dict[int, int] = {}   # file index → line of its first sign that the run finished
+        self.work_start: dict[int, int] = {}   # file index → its first sign that the run started (START_EXCLUDED aside)
         self.workers_done: set[int] = set()   # files whose node's workers all succeeded (a workers_done symptom)
         self.tails: dict[int, str] = {}     # file index → its last line that is not blank
         self._setup = frozenset(s.id for s in signatures if s.kind == "progress" and s.setup)
@@ -324,6 +327,8 @@ class Triage:
                 self._context(groups, line, ctx)
             else:
                 self.first_progress.setdefault(fi, line)
+                if sig.id not in START_EXCLUDED:
+                    self.work_start.setdefault(fi, line)
                 if sig.ends_run:
                     self.run_end.setdefault(fi, line)
                 if sig.id not in self.progress:
@@ -487,6 +492,9 @@ class Triage:
             found = [f for f in found if not f.sig.stop]
         if self.facts.one_node():   # loopback or a container bridge is the right interface for a one-node job
             found = [f for f in found if f.sig.stall != "multi_node" and not f.sig.multi_node_only]
+        for f in found:   # the store worked at the start: losing it later is a consequence of its host's failure
+            if f.sig.lost_after_start and self._after_start(f):
+                f.sig = _DERIVED["store.lost_after_start"]
         kind = {f.sig.id: ("suspect" if f.sig.transient and self._resolved(f) else f.sig.kind) for f in found}
         failing = errors_present or any(kind[f.sig.id] in ("cause", "symptom") for f in found)
         # a log that stops with no error and no progress where a suspect that explains a hang was seen: that suspect
@@ -642,6 +650,14 @@ class Triage:
         f = self._record(_DERIVED[sid], groups, ev)
         f.evidence[-1]["text"] = f"{text} (doctor --hung; the log ends at line {lines})"
         return f
+
+    def _after_start(self, f: _Finding) -> bool:
+        """The run had started when every event of ``f`` was printed: a sign of the work (not a progress bar, which
+        model loading prints before any rank connects) in some file, and in the event's own file none after it."""
+        started = {fi: line for fi, line in self.work_start.items()}
+        if not started:
+            return False
+        return all(e.file not in started or e.line > started[e.file] for e in f.events)
 
     def _resolved(self, f: _Finding) -> bool:
         """A transient finding (a retry) whose every occurrence came before the run showed progress in that file."""
