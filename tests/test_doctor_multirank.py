@@ -240,9 +240,21 @@ def test_a_store_lost_after_the_run_started_is_a_consequence_not_a_rendezvous_ca
     assert (doc["exit_code"], doc["cause_recognised"]) == (1, False), doc["summary"]
     assert "terminate called without an active exception" in doc["first_failure"]["text"], doc["first_failure"]
     assert doc["first_failure"]["node"] == "node0", doc["first_failure"]
-    ids = {f["id"]: f for f in doc["findings"]}
-    assert "store.lost_after_start" in ids and ids["store.lost_after_start"]["role"] == "consequence", doc["summary"]
+    lost = [f for f in doc["findings"] if f["id"] == "store.lost_after_start"]
+    assert len(lost) == 1 and lost[0]["role"] == "consequence" and lost[0]["class"] is None, doc["summary"]
+    assert lost[0]["nodes"] and set(lost[0]["nodes"]) <= {"node1", "node2"}, lost[0]
     assert not [f for f in doc["findings"] if f["class"] == "port_rendezvous"], doc["summary"]
+
+
+def test_two_store_errors_after_the_start_are_one_consequence(tmp_path):
+    log = tmp_path / "node1.log"
+    log.write_text("{'loss': 1.2345, 'grad_norm': 0.5, 'learning_rate': 2e-05, 'epoch': 0.1}\n"
+                   "torch.distributed.DistStoreError: Stop_waiting response is expected\n"
+                   "torch.distributed.elastic.rendezvous.api.RendezvousConnectionError: The connection to the C10d "
+                   "store has failed. See inner exception for details.\n")
+    doc = triage([str(log)])
+    assert [f["id"] for f in doc["findings"]] == ["store.lost_after_start"], doc["summary"]
+    assert doc["findings"][0]["count"] == 2 and len(doc["findings"][0]["evidence"]) == 2
 
 
 def test_a_store_that_never_answered_stays_the_rendezvous_cause(tmp_path):

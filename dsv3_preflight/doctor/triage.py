@@ -492,9 +492,7 @@ class Triage:
             found = [f for f in found if not f.sig.stop]
         if self.facts.one_node():   # loopback or a container bridge is the right interface for a one-node job
             found = [f for f in found if f.sig.stall != "multi_node" and not f.sig.multi_node_only]
-        for f in found:   # the store worked at the start: losing it later is a consequence of its host's failure
-            if f.sig.lost_after_start and self._after_start(f):
-                f.sig = _DERIVED["store.lost_after_start"]
+        found = self._store_lost(found)
         kind = {f.sig.id: ("suspect" if f.sig.transient and self._resolved(f) else f.sig.kind) for f in found}
         failing = errors_present or any(kind[f.sig.id] in ("cause", "symptom") for f in found)
         # a log that stops with no error and no progress where a suspect that explains a hang was seen: that suspect
@@ -653,11 +651,25 @@ class Triage:
 
     def _after_start(self, f: _Finding) -> bool:
         """The run had started when every event of ``f`` was printed: a sign of the work (not a progress bar, which
-        model loading prints before any rank connects) in some file, and in the event's own file none after it."""
-        started = {fi: line for fi, line in self.work_start.items()}
-        if not started:
-            return False
-        return all(e.file not in started or e.line > started[e.file] for e in f.events)
+        model loading prints before any rank connects) in some file, and in the event's own file not after it."""
+        started = self.work_start
+        return bool(started) and all(e.file not in started or e.line > started[e.file] for e in f.events)
+
+    def _store_lost(self, found: list[_Finding]) -> list[_Finding]:
+        """The store worked at the start: a ``lost_after_start`` cause printed after it is one consequence of its
+        host's failure, ``store.lost_after_start`` (the findings it replaces merged into it, first event first)."""
+        lost = [f for f in found if f.sig.lost_after_start and self._after_start(f)]
+        if not lost:
+            return found
+        sig = _DERIVED["store.lost_after_start"]
+        merged = _Finding(sig, {}, _earliest([_earliest(f.events) for f in lost]))
+        for f in lost:
+            merged.count += f.count
+            merged.events += [e for e in f.events if len(merged.events) < MAX_LISTED]
+            merged.evidence += f.evidence[:max(0, self.max_evidence - len(merged.evidence))]
+            merged.nodes += [n for n in f.nodes if n not in merged.nodes]
+            merged.ranks += [r for r in f.ranks if r not in merged.ranks]
+        return [f for f in found if f not in lost] + [merged]
 
     def _resolved(self, f: _Finding) -> bool:
         """A transient finding (a retry) whose every occurrence came before the run showed progress in that file."""
