@@ -47,13 +47,16 @@ def run_job(lab, tmp_path, env_by_node=None):
     script.write_text(TRAIN)
     logs = tmp_path / "logs"
     logs.mkdir()
+    scratch = tmp_path / "tmp"   # torchrun leaves a torchelastic_* log directory in TMPDIR: keep it in tmp_path
+    scratch.mkdir()
     procs, files = [], []
     for n in range(3):
         argv = [sys.executable, "-m", "torch.distributed.run", "--nnodes", "3", "--nproc-per-node", "1",
                 "--node-rank", str(n), "--master-addr", lab.addr(0), "--master-port", str(PORT), str(script)]
         fh = open(logs / f"node{n}.log", "w")
         files.append(fh)
-        env = {"OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1", **((env_by_node or {}).get(n, {}))}
+        env = {"OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1", "TMPDIR": str(scratch),
+               **((env_by_node or {}).get(n, {}))}
         procs.append(lab.popen(n, argv, env=env, stdout=fh, stderr=subprocess.STDOUT))
     deadline, failed_at = time.monotonic() + JOB_LIMIT_S, None
     try:
