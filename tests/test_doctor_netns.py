@@ -11,6 +11,8 @@ the job), and ``dsv3-preflight doctor`` reads the directory.
   peer published that loopback address, and how to see the host name's address.
 - The head's firewall rejects every new connection but the store's: the interfaces are right, and the doctor names
   the address that refuses and says a firewall is one way to get there.
+- A leftover process of a crashed run still holds the rendezvous port on the head: the doctor names the port and
+  the head, and its fix asks who holds that port, by number.
 - The same job with the fix the doctor prints (GLOO_SOCKET_IFNAME set to the interface toward MASTER_ADDR) runs:
   the doctor says healthy, exit 0.
 """
@@ -126,6 +128,20 @@ def test_a_head_whose_firewall_rejects_gloos_ports_is_named_by_its_address(netns
     head_addr = netns_lab.addr(0)
     assert head_addr in head["title"] or any(head_addr in e["text"] for e in head["evidence"]), (head, text[-2000:])
     assert "firewall" in head["root_cause"] and "GLOO_SOCKET_IFNAME" in head["fix"], head
+
+
+def test_a_rendezvous_port_held_by_a_leftover_process_is_named_with_the_port_in_the_fix(netns_lab, tmp_path):
+    holder = netns_lab.popen(0, [sys.executable, "-c", "import socket, time; s = socket.socket(); "
+                                 f"s.bind(('0.0.0.0', {PORT})); s.listen(); print('held', flush=True); time.sleep(120)"])
+    assert holder.stdout.readline().strip() == "held"
+    env = {n: {"GLOO_SOCKET_IFNAME": netns_lab.PRIMARY_IF} for n in range(3)}
+    logs, rcs = run_job(netns_lab, tmp_path, env)
+    assert rcs[0] not in (0, None), rcs
+    doc = triage([str(logs)])
+    assert (doc["exit_code"], doc["cause_class"]) == (1, "port_rendezvous"), doc["summary"]
+    head = doc["findings"][0]
+    assert head["id"] == "c10d.address_in_use" and head["nodes"] == ["node0"], head
+    assert str(PORT) in head["title"] and f'ss -ltnp "sport = :{PORT}"' in head["fix"], head
 
 
 def test_the_same_job_with_the_interface_the_fix_names_is_healthy(netns_lab, tmp_path):

@@ -90,9 +90,14 @@ def test_fabric_manager_mismatch_explains_error_802_and_names_both_versions():
     assert top["title"] == "Fabric Manager 535.183.01 does not match the driver 535.230.02"
 
 
-def test_port_in_use_names_the_port_and_the_fix_asks_for_it():
+def test_port_in_use_names_the_port_and_the_fix_uses_it_or_asks_for_it(tmp_path):
     top = triage([str(DATA / "port_in_use.log")])["findings"][0]
-    assert top["title"] == "Rendezvous port 39500 already in use" and "${MASTER_PORT:?" in top["fix"]
+    assert top["title"] == "Rendezvous port 39500 already in use"
+    assert 'ss -ltnp "sport = :39500"' in top["fix"] and "${MASTER_PORT:?" not in top["fix"]
+    log = tmp_path / "run.log"   # a message without the port: the fix asks for it
+    log.write_text("RuntimeError: Address already in use\n")
+    top = triage([str(log)])["findings"][0]
+    assert top["title"] == "Rendezvous port already in use" and "${MASTER_PORT:?" in top["fix"]
 
 
 def test_healthy_log_is_healthy_and_the_ipv6_lookup_warning_is_only_a_warning():

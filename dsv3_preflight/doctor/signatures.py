@@ -22,7 +22,9 @@ Fields:
 - ``needles``: literal byte strings, at least one of which must occur in a line for ``pattern`` to be tried
   (the reader scans big files for needles only).
 - ``pattern``: a Python regex searched in the cleaned line. Named groups fill ``{name}`` in ``title``,
-  ``root_cause`` and ``fix`` (in ``fix`` the value is shell-quoted).
+  ``root_cause`` and ``fix`` (in ``fix`` the value is shell-quoted). ``[[ ... ]]`` is kept only when every
+  ``{name}`` in it was filled; ``[[ ... || else ]]`` gives ``else`` otherwise (a fix that names the port the log
+  gave, or asks for it).
 - ``fix``: lines to paste into bash (``bash -n`` clean): commands, ``${NAME:?what to put}`` placeholders for
   what only the user knows, prose only in ``#`` comments.
 - ``check``: the ``dsv3-preflight`` check that catches this before launch.
@@ -493,7 +495,7 @@ SIGNATURES: tuple[Signature, ...] = (
       "Rendezvous port[[ {port}]] already in use",
       "The port[[ {port}]] on the master is still held, usually by a leftover torchrun/python of an earlier run or another "
       "job using the same MASTER_PORT on this machine.",
-      "ss -ltnp \"sport = :${MASTER_PORT:?the port in the error}\"    # who holds it\n"
+      "ss -ltnp \"sport = :[[{port}||${MASTER_PORT:?the port in the error}]]\"    # who holds it\n"
       "# stop that leftover process, or launch with another MASTER_PORT\n"
       "dsv3-preflight run --only net.port_free",
       "net.port_free", 1,

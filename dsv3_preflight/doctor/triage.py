@@ -105,10 +105,10 @@ def _fill(template: str, groups: dict[str, str], names: Iterable[str] = (), quot
     known = set(names)
     groups = {k: v for k, v in groups.items() if v}
 
-    def optional(m: re.Match) -> str:   # [[ ... ]]: kept only when every placeholder in it was filled
-        inner = m.group(1)
+    def optional(m: re.Match) -> str:   # [[ ... ]]: kept only when every placeholder in it was filled;
+        inner, _, otherwise = m.group(1).partition("||")   # [[ ... || else ]]: else when one was not
         missing = [k for k in _PLACEHOLDER.findall(inner) if k in known and k not in groups]
-        return "" if missing else inner
+        return otherwise if missing else inner
 
     def sub(m: re.Match) -> str:
         k = m.group(1)
