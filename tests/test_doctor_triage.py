@@ -339,3 +339,14 @@ def test_a_dataloader_worker_killed_while_handing_over_a_batch_is_the_cause_of_t
     assert (top["id"], top["role"]) == ("host.dataloader_worker_killed", "root_cause")
     assert [(f["id"], f["role"], f["explained_by"]) for f in rest] == [
         ("net.connection_closed", "consequence", "host.dataloader_worker_killed")]
+
+
+def test_an_unreachable_store_is_named_by_the_host_and_port_torch_was_given():
+    # recorded here (SOURCES.md): torch 2.13's per-address lines name "[::]:22931" and "103.85.0.0:22936" for a store
+    # at 10.77.0.99:29531; its TCPStore client's own line names the configured host and port, and leads
+    doc = triage([str(DATA / "store_unreachable_torch213.log")])
+    head = doc["findings"][0]
+    assert (doc["exit_code"], doc["cause_class"], head["id"]) == (1, "port_rendezvous", "c10d.store_connect_retry")
+    assert "10.77.0.99:29531" in head["title"], head["title"]
+    per_address = next(f for f in doc["findings"] if f["id"] == "c10d.client_connect_failed")
+    assert per_address["role"] == "consequence" and per_address["explained_by"] == "c10d.store_connect_retry"

@@ -601,7 +601,11 @@ SIGNATURES: tuple[Signature, ...] = (
       "or a firewall.", STORE_FIX, "net.port_reach", 1,
       "[W socket.cpp:697] [c10d] The client socket has failed to connect to 10.0.0.5:29500 (errno: 111 - Connection refused).",
       "torch/csrc/distributed/c10d/socket.cpp (Linux '(errno: N - strerror)', Windows '(system error: N - message)')",
-      consequence_of=("c10d.numeric_hostname", "c10d.address_in_use", "net.name_resolution"), transient=True),
+      # torch 2.4+ prints these per-address lines under its TCPStore client's own line for the same attempt, which
+      # names the host and port as configured (torch 2.13's per-address addresses can be garbage: "[::]:25987" for
+      # 10.77.0.99:29531, seen in the network-namespace lab)
+      consequence_of=("c10d.numeric_hostname", "c10d.address_in_use", "net.name_resolution", "c10d.store_connect_retry",
+                      "c10d.store_timeout"), transient=True),
     S("store.retry_not_listening", "port_rendezvous", "suspect", (b"while the server is not yet listening",),
       r"Retry to connect to (?!127\.)(?P<target>\S+?):(?P<port>\d+) while the server is not yet listening",  # 127.x: below
       "A rank keeps retrying the master's store at {target}:{port}: nothing listens there yet",
