@@ -77,10 +77,6 @@ def run_job(lab, tmp_path, env_by_node=None):
     return logs, [p.returncode for p in procs]
 
 
-def ids(doc, role):
-    return [f["id"] for f in doc["findings"] if f["role"] == role]
-
-
 def test_gloo_falling_back_to_loopback_on_every_node_is_the_root_cause_of_the_refused_mesh(netns_lab, tmp_path):
     logs, rcs = run_job(netns_lab, tmp_path)
     assert any(rc not in (0, None) for rc in rcs), rcs

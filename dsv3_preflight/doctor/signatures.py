@@ -45,7 +45,7 @@ Fields:
 - ``ends_run``: a progress signature that says the run (or this process) finished: ``train_runtime``, "exits
   successfully", nccl-tests' average bus bandwidth.
 - ``lost_after_start``: a cause about reaching the rendezvous store that, once the run has started (a sign of the
-  work in any file, and none after the line in its own file), only says the store went away: it becomes the derived
+  work in some file, and in the line's own file not after it), only says the store went away: it becomes the derived
   symptom ``store.lost_after_start`` (no class), and the failure of the store's host is looked for elsewhere.
 - ``workers_done``: a teardown symptom printed only once this node's workers had all succeeded (torchrun waits at
   its exit barrier only then): every teardown symptom of that file is noise, wherever it stands in the file (the
@@ -2269,8 +2269,9 @@ DERIVED: tuple[Signature, ...] = (
       "agent lost its connection to it: the process hosting it (node rank 0's torchrun agent, or rank 0) exited or "
       "crashed first, or that node dropped off the network. Not a port or address problem: that node's own log holds "
       "the first failure.",
-      "# read node rank 0's log (and dmesg -T there) for the first error before this time\n" + STORE_FIX,
-      "net.port_reach", 4, "lost after start", "doctor (a store error after the run's progress)"),
+      "dmesg -T | tail -50    # on node rank 0, the store's host: an OOM kill or a crash at this time\n"
+      "# then node rank 0's own log: its first error before this time is the cause",
+      None, 4, "lost after start", "doctor (a store error after the run's progress)"),
     # `doctor --hung`: the user says the run hung; a log without an error is judged by the last phase it shows
     S("hang.after_progress", "nccl_hang", "cause", (b"hung after",), r"hung after (?P<shown>.+)",
       "The run hung after it made progress ({shown})",

@@ -663,12 +663,12 @@ class Triage:
             return found
         sig = _DERIVED["store.lost_after_start"]
         merged = _Finding(sig, {}, _earliest([_earliest(f.events) for f in lost]))
-        for f in lost:
+        for f in lost:   # each list keeps the bound _record keeps
             merged.count += f.count
-            merged.events += [e for e in f.events if len(merged.events) < MAX_LISTED]
+            merged.events += f.events[:MAX_LISTED - len(merged.events)]
             merged.evidence += f.evidence[:max(0, self.max_evidence - len(merged.evidence))]
-            merged.nodes += [n for n in f.nodes if n not in merged.nodes]
-            merged.ranks += [r for r in f.ranks if r not in merged.ranks]
+            merged.nodes += [n for n in f.nodes if n not in merged.nodes][:MAX_LISTED - len(merged.nodes)]
+            merged.ranks += [r for r in f.ranks if r not in merged.ranks][:MAX_LISTED - len(merged.ranks)]
         return [f for f in found if f not in lost] + [merged]
 
     def _resolved(self, f: _Finding) -> bool:
