@@ -13,6 +13,10 @@ the job), and ``dsv3-preflight doctor`` reads the directory.
   the address that refuses and says a firewall is one way to get there.
 - A leftover process of a crashed run still holds the rendezvous port on the head: the doctor names the port and
   the head, and its fix asks who holds that port, by number.
+- A rank killed with SIGKILL on node 1: the root cause is on node 1 alone (torchrun's summary calls the node by its
+  host name, the file by its label: one node).
+- A slow link (tc tbf on node 2) holds a large step until the scheduler stops the job (before the timeout): with ``--hung`` the doctor
+  names the hang after progress, not the "Connection closed by peer" lines the stop caused.
 - The same job with the fix the doctor prints (GLOO_SOCKET_IFNAME set to the interface toward MASTER_ADDR) runs:
   the doctor says healthy, exit 0.
 """
@@ -34,17 +38,25 @@ JOB_LIMIT_S = 90.0    # Gloo's own connect timeout is longer; the job is stopped
 STOP_AFTER_S = 4.0    # after the first node fails, as a scheduler ends the job
 
 TRAIN = """\
-import datetime, torch, torch.distributed as dist
-dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=30))
+import datetime, os, signal, torch, torch.distributed as dist
+dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=float(os.environ.get("PG_TIMEOUT", "30"))))
 t = torch.ones(4) * dist.get_rank()
 dist.all_reduce(t)
 print(f"rank {dist.get_rank()} step 1 loss 0.4213 allreduce {t.tolist()}", flush=True)
+if os.environ.get("KILL_RANK") == str(dist.get_rank()):   # as the kernel's OOM killer ends a process
+    os.kill(os.getpid(), signal.SIGKILL)
+big = int(os.environ.get("STEP2_FLOATS", "0"))
+if big:   # a second step with a large gradient
+    dist.all_reduce(torch.ones(big))
+    print(f"rank {dist.get_rank()} step 2 loss 0.4102", flush=True)
 dist.destroy_process_group()
 """
 
 
-def run_job(lab, tmp_path, env_by_node=None):
-    """Three torchrun nodes, one process each; returns the logs directory and the nodes' exit codes."""
+def run_job(lab, tmp_path, env_by_node=None, stop_after_s=None):
+    """Three torchrun nodes, one process each; returns the logs directory and the nodes' exit codes. With
+    ``stop_after_s``, the job is stopped that long after every node printed its first step (a scheduler's time limit
+    ending a hung job: node after node, each with its grace)."""
     script = tmp_path / "train.py"
     script.write_text(TRAIN)
     logs = tmp_path / "logs"
@@ -60,12 +72,17 @@ def run_job(lab, tmp_path, env_by_node=None):
         env = {"OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1", "TMPDIR": str(scratch),
                **((env_by_node or {}).get(n, {}))}
         procs.append(lab.popen(n, argv, env=env, stdout=fh, stderr=subprocess.STDOUT))
-    deadline, failed_at = time.monotonic() + JOB_LIMIT_S, None
+    deadline, failed_at, stepped_at = time.monotonic() + JOB_LIMIT_S, None, None
     try:
         while any(p.poll() is None for p in procs) and time.monotonic() < deadline:
             if failed_at is None and any(p.poll() not in (None, 0) for p in procs):
                 failed_at = time.monotonic()
             if failed_at is not None and time.monotonic() - failed_at > STOP_AFTER_S:
+                break
+            if stop_after_s is not None and stepped_at is None and all(
+                    "step 1 loss" in (logs / f"node{n}.log").read_text() for n in range(3)):
+                stepped_at = time.monotonic()
+            if stepped_at is not None and time.monotonic() - stepped_at > stop_after_s:
                 break
             time.sleep(0.2)
     finally:
@@ -146,3 +163,39 @@ def test_the_same_job_with_the_interface_the_fix_names_is_healthy(netns_lab, tmp
     assert rcs == [0, 0, 0], [(p.name, p.read_text()[-1500:]) for p in sorted(logs.iterdir())]
     doc = triage([str(logs)])
     assert (doc["exit_code"], doc["verdict"]) == (0, "healthy"), doc["summary"]
+
+
+def test_a_rank_killed_on_one_node_is_the_root_cause_on_that_node_alone(netns_lab, tmp_path):
+    # torchrun's failure summary names the node by its host name ("host : <hostname>"), the file by its own label:
+    # they are one node, not two
+    env = {n: {"GLOO_SOCKET_IFNAME": netns_lab.PRIMARY_IF, "KILL_RANK": "1"} for n in range(3)}
+    logs, rcs = run_job(netns_lab, tmp_path, env)
+    assert rcs[1] not in (0, None), rcs
+    doc = triage([str(logs)])
+    assert (doc["exit_code"], doc["cause_class"]) == (1, "host_resources"), doc["summary"]
+    head = doc["findings"][0]
+    assert head["id"] == "host.sigkill" and head["nodes"] == ["node1"] and head["ranks"] == [1], head
+    assert (doc["first_failure"]["node"], doc["first_failure"]["rank"]) == ("node1", 1), doc["first_failure"]
+    nodes = {n for f in doc["findings"] for n in f["nodes"]}
+    assert nodes <= {"node0", "node1", "node2"}, doc["summary"]
+    assert doc["files"][1]["host"] == socket.gethostname(), doc["files"]   # what torchrun's summary called it
+
+
+def test_a_job_stopped_while_a_slow_link_holds_a_step_is_a_hang_after_progress_with_hung(netns_lab, tmp_path):
+    # node 2's link at 2 Mbit/s and a 16 MB second step (about a minute on that link), a 120 s timeout, and the
+    # scheduler stops the job 12 s after the first step. The peers' "Connection closed by peer" lines are what the
+    # stop caused
+    netns_lab.exec(2, ["tc", "qdisc", "add", "dev", netns_lab.PRIMARY_IF, "root", "tbf", "rate", "2mbit",
+                       "burst", "32kbit", "latency", "400ms"], check=True)
+    env = {n: {"GLOO_SOCKET_IFNAME": netns_lab.PRIMARY_IF, "PG_TIMEOUT": "120", "STEP2_FLOATS": "4000000"}
+           for n in range(3)}
+    logs, rcs = run_job(netns_lab, tmp_path, env, stop_after_s=12.0)
+    text = "\n".join(p.read_text() for p in sorted(logs.iterdir()))
+    assert "step 2 loss" not in text and "Timed out waiting" not in text, text[-3000:]
+    doc = triage([str(logs)])
+    assert doc["cause_class"] == "interrupted" and doc["exit_code"] == 1, doc["summary"]
+    hung = triage([str(logs)], hung=True)
+    assert (hung["exit_code"], hung["cause_class"]) == (1, "nccl_hang"), hung["summary"]
+    assert hung["findings"][0]["id"] == "hang.after_progress", hung["summary"]
+    assert "slow" in hung["findings"][0]["root_cause"] and "--probe=pairs" in hung["findings"][0]["fix"]
+    assert not [f for f in hung["findings"] if f["id"] == "net.connection_closed"], hung["summary"]

@@ -350,3 +350,38 @@ def test_an_unreachable_store_is_named_by_the_host_and_port_torch_was_given():
     assert "10.77.0.99:29531" in head["title"], head["title"]
     per_address = next(f for f in doc["findings"] if f["id"] == "c10d.client_connect_failed")
     assert per_address["role"] == "consequence" and per_address["explained_by"] == "c10d.store_connect_retry"
+
+
+SUMMARY = """\
+torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
+======================================================
+train.py FAILED
+------------------------------------------------------
+Root Cause (first observed failure):
+[0]:
+  time      : 2026-11-24_07:37:05
+  host      : {host}
+  rank      : {rank} (local_rank: 0)
+  exitcode  : -9 (pid: 30583)  (SIGKILL)
+  error_file: <N/A>
+  traceback : Signal 9 (SIGKILL) received by PID 30583
+======================================================
+"""
+
+
+def test_a_files_label_and_its_torchrun_host_name_are_one_node_unless_the_file_names_several_hosts(tmp_path):
+    # (recorded in tests/test_doctor_netns.py from a real three-node job; the summary text is torch 2.13's)
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "node1.log").write_text(SUMMARY.format(host="gpu-node-1.cluster", rank=1))
+    (logs / "node2.log").write_text("rank 2 step 1 loss 0.42\n")
+    doc = triage([str(logs)])
+    head = doc["findings"][0]
+    assert (head["id"], head["nodes"]) == ("host.sigkill", ["node1"]), doc["summary"]
+    assert doc["files"][0]["host"] == "gpu-node-1.cluster" and "host" not in doc["files"][1], doc["files"]
+    # a file with the summaries of two hosts (a job's combined output) is not one node: each summary names its own
+    (logs / "node1.log").write_text(SUMMARY.format(host="gpu-node-1", rank=1) + SUMMARY.format(host="gpu-node-3", rank=17))
+    doc = triage([str(logs)])
+    head = doc["findings"][0]
+    assert head["id"] == "host.sigkill" and "gpu-node-3" in head["nodes"], doc["summary"]
+    assert "host" not in doc["files"][0], doc["files"]

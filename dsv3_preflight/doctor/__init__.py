@@ -44,7 +44,7 @@ The document (plain JSON types)::
                                    "network": [...], "net_plugin": [...]}}, "nranks": 16, "world": 16},
       "ras": {"dead": [...], "missing": [...], "mismatch": [...], "errors": [...]} | null,
       "flight_recorder": {...} | null,     # with --flight-recorder DIR
-      "files": [{"path", "node", "lines", "bytes"}],
+      "files": [{"path", "node", "lines", "bytes", "host"?}],   # node: the file's label; host: torchrun's name for it
       "unreadable": [{"path", "error"}]
     }
 

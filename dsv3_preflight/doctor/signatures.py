@@ -2277,11 +2277,13 @@ DERIVED: tuple[Signature, ...] = (
       "The run hung after it made progress ({shown})",
       "The log shows the run working and then nothing, with no error: a collective never completed. A rank is stuck "
       "outside NCCL (data loading, a checkpoint written by one rank, a rank-dependent branch) or ranks issued "
-      "different collectives; the watchdog (TORCH_NCCL timeout, 10-30 min) had not fired yet.",
+      "different collectives; the watchdog (TORCH_NCCL timeout, 10-30 min) had not fired yet. A link so slow that "
+      "a collective has not finished looks the same until the timeout fires.",
       "# on each node, while it hangs: where every rank waits\n"
       "py-spy dump --pid \"${RANK_PID:?pid of a training process}\"\n"
       "# next run: a flight recorder dump and a desync report when the watchdog fires\n"
-      "export TORCH_NCCL_TRACE_BUFFER_SIZE=2000 TORCH_NCCL_DUMP_ON_TIMEOUT=1 TORCH_NCCL_DESYNC_DEBUG=1\n" + ALLREDUCE_FIX,
+      "export TORCH_NCCL_TRACE_BUFFER_SIZE=2000 TORCH_NCCL_DUMP_ON_TIMEOUT=1 TORCH_NCCL_DESYNC_DEBUG=1\n" + ALLREDUCE_FIX
+      + "\ndsv3-preflight run --all-nodes --probe=pairs    # every pair of nodes: names a slow node or link",
       "dist.allreduce", 2, "hung after training loss lines", "doctor --hung (the user's statement and the log's last phase)"),
     S("hang.nccl_init", "nic_iface", "cause", (b"hung in NCCL init",), r"hung in NCCL init \((?P<world>\d+) ranks, (?P<hosts>\d+) host\(s\) in the log\)",
       "The run hung while NCCL connected its {world} ranks across nodes",

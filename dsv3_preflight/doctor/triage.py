@@ -270,6 +270,9 @@ class Triage:
             ctx: dict[str, Any] = {"ras": RasText()}
             for line, raw, nxt in scan(stream, self._needles, stats, self._skip):
                 self._line(file_index, path, line, clean(raw), fallback_node, ctx, nxt)
+            hosts = ctx.get("summary_hosts") or set()
+            if fallback_node is not None and len(hosts) == 1:   # the host name torchrun gave the file's node
+                self.files[file_index]["host"] = next(iter(hosts))
             if ctx["ras"].dead or ctx["ras"].missing or ctx["ras"].mismatch or ctx["ras"].errors:
                 self.ras.append(ctx["ras"])
         finally:
@@ -345,7 +348,11 @@ class Triage:
         if ctx.get("summary_line") is not None and line - ctx["summary_line"] <= CONTEXT_LINES:  # torchrun's summary
             rank = ctx.get("summary_rank", rank) if rank is None else rank
             local_rank = ctx.get("summary_local_rank", local_rank) if local_rank is None else local_rank
-            node = node or ctx.get("summary_host")
+            if fallback_node is None or len(ctx.get("summary_hosts", ())) > 1:
+                # a file of its own is one node, under its file's label, whatever torchrun calls its host (the label
+                # and the host name are one node: "node1" and "gpu-node-1.cluster" would count as two); a file whose
+                # summaries name several hosts is not one node's: from its second host on, the summary's host is
+                node = node or ctx.get("summary_host")
         node = node or fallback_node
         ev = Event(fi, path, line, ts, node, rank, local_rank, text)
         if sig.workers_done:
@@ -388,6 +395,7 @@ class Triage:
         fld, value = groups.get("field"), groups.get("value")
         if fld == "host":
             ctx.update(summary_host=value, summary_line=line)
+            ctx.setdefault("summary_hosts", set()).add(value)
         elif fld == "rank" and value and value.isdigit():
             ctx.update(summary_rank=int(value), summary_line=line,
                        summary_local_rank=int(groups["local_rank"]) if groups.get("local_rank") else None)
@@ -489,7 +497,7 @@ class Triage:
         after_end = [f for f in found if f.sig.teardown and all(self._after_end(e) for e in f.events)]
         found = [f for f in found if f not in after_end]
         if self.hung:   # the user says it hung and stopped it: what the stop printed (Ctrl-C, SIGTERM) is not the failure
-            found = [f for f in found if not f.sig.stop]
+            found = self._without_the_stop(found)
         if self.facts.one_node():   # loopback or a container bridge is the right interface for a one-node job
             found = [f for f in found if f.sig.stall != "multi_node" and not f.sig.multi_node_only]
         found = self._store_lost(found)
@@ -621,6 +629,21 @@ class Triage:
             return False
         end = self.run_end.get(ev.file)
         return ev.line > end if end is not None else True
+
+    def _without_the_stop(self, found: list[_Finding]) -> list[_Finding]:
+        """For ``--hung``: the findings without the stop's lines (a signal, the launcher relaying it) and without what
+        the stop caused. A symptom with no class, or an unrecognised error line, that is not before the first stop
+        signal (the same order the "interrupted" verdict uses) is the stop's doing: the first node stopped closes its
+        connections, and the ranks still waiting on the others print "Connection closed by peer" while they exit."""
+        signals = [_earliest(f.events) for f in found if f.sig.stop == "signal"]
+        if not signals:
+            return [f for f in found if not f.sig.stop]
+        first_stop = _earliest(signals)
+        before = lambda ev: _earliest([first_stop, ev]) is not first_stop  # noqa: E731
+        if self.error_count == len(self.errors):   # every unrecognised line is known: drop those the stop caused
+            self.errors = [e for e in self.errors if before(e)]
+            self.error_count = len(self.errors)
+        return [f for f in found if not f.sig.stop and (f.sig.cls is not None or before(_earliest(f.events)))]
 
     def _hang_phase(self) -> _Finding | None:
         """For ``--hung`` with no error and no suspect: the phase the log stops in, as a derived finding (None: the
