@@ -17,6 +17,8 @@ the job), and ``dsv3-preflight doctor`` reads the directory.
   host name, the file by its label: one node).
 - A slow link (tc tbf on node 2) holds a large step until the scheduler stops the job (before the timeout): with ``--hung`` the doctor
   names the hang after progress, not the "Connection closed by peer" lines the stop caused.
+- A worker raises on node 2 and torchrun restarts it (``--max-restarts 1``): what the restarted worker prints
+  while it connects to peers that are gone is a consequence, not a second (network) root cause.
 - The same job with the fix the doctor prints (GLOO_SOCKET_IFNAME set to the interface toward MASTER_ADDR) runs:
   the doctor says healthy, exit 0.
 """
@@ -45,6 +47,8 @@ dist.all_reduce(t)
 print(f"rank {dist.get_rank()} step 1 loss 0.4213 allreduce {t.tolist()}", flush=True)
 if os.environ.get("KILL_RANK") == str(dist.get_rank()):   # as the kernel's OOM killer ends a process
     os.kill(os.getpid(), signal.SIGKILL)
+if os.environ.get("RAISE_RANK") == str(dist.get_rank()):
+    raise ValueError("Target modules {'q_proj', 'v_proj'} not found in the base model. Please check the target modules and try again.")
 big = int(os.environ.get("STEP2_FLOATS", "0"))
 if big:   # a second step with a large gradient
     dist.all_reduce(torch.ones(big))
@@ -53,7 +57,7 @@ dist.destroy_process_group()
 """
 
 
-def run_job(lab, tmp_path, env_by_node=None, stop_after_s=None):
+def run_job(lab, tmp_path, env_by_node=None, stop_after_s=None, torchrun_args=()):
     """Three torchrun nodes, one process each; returns the logs directory and the nodes' exit codes. With
     ``stop_after_s``, the job is stopped that long after every node printed its first step (a scheduler's time limit
     ending a hung job: node after node, each with its grace)."""
@@ -66,7 +70,8 @@ def run_job(lab, tmp_path, env_by_node=None, stop_after_s=None):
     procs, files = [], []
     for n in range(3):
         argv = [sys.executable, "-m", "torch.distributed.run", "--nnodes", "3", "--nproc-per-node", "1",
-                "--node-rank", str(n), "--master-addr", lab.addr(0), "--master-port", str(PORT), str(script)]
+                "--node-rank", str(n), "--master-addr", lab.addr(0), "--master-port", str(PORT), *torchrun_args,
+                str(script)]
         fh = open(logs / f"node{n}.log", "w")
         files.append(fh)
         env = {"OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1", "TMPDIR": str(scratch),
@@ -199,3 +204,17 @@ def test_a_job_stopped_while_a_slow_link_holds_a_step_is_a_hang_after_progress_w
     assert hung["findings"][0]["id"] == "hang.after_progress", hung["summary"]
     assert "slow" in hung["findings"][0]["root_cause"] and "--probe=pairs" in hung["findings"][0]["fix"]
     assert not [f for f in hung["findings"] if f["id"] == "net.connection_closed"], hung["summary"]
+
+
+def test_what_a_restarted_worker_group_prints_is_a_consequence_of_the_first_failure(netns_lab, tmp_path):
+    # --max-restarts 1 with static rendezvous: node 2's worker raises, its launcher restarts it alone, and the new
+    # worker's Gloo connects go to the addresses of the old group's peers, which are gone
+    env = {n: {"GLOO_SOCKET_IFNAME": netns_lab.PRIMARY_IF, "RAISE_RANK": "2"} for n in range(3)}
+    logs, rcs = run_job(netns_lab, tmp_path, env, torchrun_args=("--max-restarts", "1"))
+    assert rcs[2] not in (0, None), rcs
+    doc = triage([str(logs)])
+    assert (doc["exit_code"], doc["cause_class"]) == (1, "lora_empty"), doc["summary"]
+    head = doc["findings"][0]
+    assert head["id"] == "peft.target_modules_not_found" and head["nodes"] == ["node2"], head
+    roots = [f["id"] for f in doc["findings"] if f["role"] == "root_cause"]
+    assert roots == ["peft.target_modules_not_found"], doc["summary"]

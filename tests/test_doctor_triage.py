@@ -385,3 +385,31 @@ def test_a_files_label_and_its_torchrun_host_name_are_one_node_unless_the_file_n
     head = doc["findings"][0]
     assert head["id"] == "host.sigkill" and "gpu-node-3" in head["nodes"], doc["summary"]
     assert "host" not in doc["files"][0], doc["files"]
+
+
+EXIT_LINE = ("E1124 07:53:05.073000 5479 torch/distributed/elastic/multiprocessing/api.py:1002] failed (exitcode: 1) "
+             "local_rank: 0 (pid: 5483) of binary: /usr/bin/python")
+REFUSED = ("[/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/debug_logger.cc:9] ERROR failed to connect, "
+           "willRetry=0, retry=4, retryLimit=3, rank=2, size=3, local=[10.77.0.12]:48862, remote=[10.77.0.10]:45967$2, "
+           "error=SO_ERROR: Connection refused, remote=[10.77.0.10]:45967$2")
+
+
+def test_a_peer_connect_failure_after_a_worker_failed_of_another_cause_is_its_consequence(tmp_path):
+    # the order node 2 printed with --max-restarts 1 (tests/test_doctor_netns.py): the cause, torchrun's exit line,
+    # then the restarted worker's connects to the old group's peers
+    log = tmp_path / "node2.log"
+    log.write_text("rank 2 step 1 loss 0.4213\n[rank2]: ValueError: Target modules {'q_proj', 'v_proj'} not found in "
+                   f"the base model. Please check the target modules and try again.\n{EXIT_LINE}\n{REFUSED}\n")
+    doc = triage([str(log)])
+    assert doc["cause_class"] == "lora_empty", doc["summary"]
+    refused = next(f for f in doc["findings"] if f["id"] == "gloo.connect_retry")
+    assert (refused["role"], refused["explained_by"]) == ("consequence", "peft.target_modules_not_found"), refused
+    # with no other cause the same lines are the cause (a launcher's summary may be all a log holds of its worker)
+    log.write_text(f"{EXIT_LINE}\n{REFUSED}\n")
+    doc = triage([str(log)])
+    assert (doc["cause_class"], doc["findings"][0]["id"]) == ("nic_iface", "gloo.connect_retry"), doc["summary"]
+    # before the exit line it stays a root cause of its own
+    log.write_text(f"{REFUSED}\n[rank2]: ValueError: Target modules {{'q_proj'}} not found in the base model.\n{EXIT_LINE}\n")
+    doc = triage([str(log)])
+    roots = [f["id"] for f in doc["findings"] if f["role"] == "root_cause"]
+    assert "gloo.connect_retry" in roots, doc["summary"]

@@ -57,6 +57,12 @@ EXIT = {"healthy": 0, "failure": 1, "unknown": 5}
 CPP_FRAME = re.compile(r"\s*(?:\[[^\]]*\]:)?\s*frame #\d+: ")
 #: progress that does not show the ranks had connected (a bar: model loading prints one before any rendezvous)
 START_EXCLUDED = frozenset({"train.progress_bar"})
+#: the launcher's line for a worker that failed, whatever signature it matched (a signal exit is a crash's or a
+#: kill's): torchrun's "failed (exitcode: -6) local_rank: 0 (pid: …)", DeepSpeed's "exits with return code = 1"
+WORKER_EXIT = re.compile(r"failed \(exitcode: -?\d+\) local_rank: \d+|exits with return code = -?\d+")
+#: causes about reaching peers and the store: printed in a file after its launcher saw a worker fail, they are what
+#: the failure left behind (peers gone, a restarted worker group connecting to the old one's addresses), not a cause
+AFTER_EXIT_CLASSES = frozenset({"nic_iface", "port_rendezvous"})
 #: a tqdm bar that has done nothing yet: "  0%|          | 0/16 [00:00<?, ?it/s]"
 ZERO_BAR = re.compile(r"(?<![\d.])0%\|[^|]*\|\s*0/\d+")
 
@@ -217,6 +223,7 @@ class Triage:
         self.progress: dict[str, dict] = {}
         self.first_progress: dict[int, int] = {}   # file index → line of its first sign of progress
         self.run_end: dict[int, int] = {}   # file index → line of its first sign that the run finished
+        self.worker_exit: dict[int, int] = {}  # file index → the line where its launcher first saw a worker fail
         self.work_start: dict[int, int] = {}   # file index → its first sign that the run started (START_EXCLUDED aside)
         self.workers_done: set[int] = set()   # files whose node's workers all succeeded (a workers_done symptom)
         self.tails: dict[int, str] = {}     # file index → its last line that is not blank
@@ -306,6 +313,8 @@ class Triage:
         where = {"file": path, "line": line}
         self.facts.observe(text, origin.node or fallback_node, where, origin.device)
         self.trail.observe(text, fi, path, line, ts, origin.node or fallback_node)
+        if fi not in self.worker_exit and "exit" in text and WORKER_EXIT.search(text):
+            self.worker_exit[fi] = line
         if ctx["ras"].observe(text, where) or CPP_FRAME.match(text):
             return
         sig, m, benign = self._matcher.match(text, ctx, line)
@@ -351,7 +360,7 @@ class Triage:
             if fallback_node is None or len(ctx.get("summary_hosts", ())) > 1:
                 # a file of its own is one node, under its file's label, whatever torchrun calls its host (the label
                 # and the host name are one node: "node1" and "gpu-node-1.cluster" would count as two); a file whose
-                # summaries name several hosts is not one node's: from its second host on, the summary's host is
+                # summaries name several hosts is not one node's: from its second host on, the summary's host is the node
                 node = node or ctx.get("summary_host")
         node = node or fallback_node
         ev = Event(fi, path, line, ts, node, rank, local_rank, text)
@@ -525,6 +534,10 @@ class Triage:
         present = {f.sig.id for f in candidates}
         explained = {f.sig.id: next(c for c in f.sig.consequence_of if c in present)
                      for f in candidates if any(c in present for c in f.sig.consequence_of)}
+        after_exit = {f.sig.id for f in candidates if f.sig.id not in explained and self._after_worker_exit(f)}
+        if not any(f.sig.kind == "cause" and f.sig.cls is not None and f.sig.id not in after_exit for f in candidates):
+            after_exit = set()   # only another cause can be what the worker failed of (a summary may be all there is)
+        explained.update(dict.fromkeys(after_exit, None))
         heads = [f for f in candidates if f.sig.id not in explained]
         head: _Finding | None = None
         if heads:
@@ -564,6 +577,8 @@ class Triage:
             consequences = [f for f in candidates if f not in roots]
             consequences.sort(key=order)
             head_id = roots[0].sig.id if roots and recognised else None
+            if head_id is not None:   # what a worker's failure left behind is the first failure's consequence
+                explained.update(dict.fromkeys(after_exit, head_id))
             findings = [self._render(f, "root_cause", None) for f in roots]
             findings += [self._render(f, "consequence", explained.get(f.sig.id, head_id)) for f in consequences]
             if findings and recognised:
@@ -677,6 +692,13 @@ class Triage:
         model loading prints before any rank connects) in some file, and in the event's own file not after it."""
         started = self.work_start
         return bool(started) and all(e.file not in started or e.line > started[e.file] for e in f.events)
+
+    def _after_worker_exit(self, f: _Finding) -> bool:
+        """``f`` is about reaching peers or the store, and each of its lines comes after its file's launcher saw a
+        worker fail: the peers it could not reach were gone, or a restarted worker group (``--max-restarts``) was
+        connecting to the addresses of the one that failed (recorded: static rendezvous, node 2 restarted alone)."""
+        return (f.sig.kind == "cause" and f.sig.cls in AFTER_EXIT_CLASSES
+                and all(e.file in self.worker_exit and e.line > self.worker_exit[e.file] for e in f.events))
 
     def _store_lost(self, found: list[_Finding]) -> list[_Finding]:
         """The store worked at the start: a ``lost_after_start`` cause printed after it is one consequence of its
