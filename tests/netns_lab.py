@@ -196,6 +196,13 @@ class NetnsLab:
             with open(os.path.join(NETNS_ETC, ns, "hosts"), "a") as fh:
                 fh.write(f"{addr} {name}\n")
 
+    def map_own_host(self, name: str) -> None:
+        """Add ``<the node's own address> name`` to each node's hosts file: every node resolves ``name`` to itself,
+        as a cluster's nodes resolve their own host name (the lab's nodes share this host's name: no UTS namespace)."""
+        for i, ns in enumerate(self.namespaces):
+            with open(os.path.join(NETNS_ETC, ns, "hosts"), "a") as fh:
+                fh.write(f"{self.addr(i)} {name}\n")
+
     # -- running things in a node ----------------------------------------------------------
     def _env(self, env: Mapping[str, str] | None, clean_env: bool) -> dict[str, str]:
         base = _clean_environ() if clean_env else dict(os.environ)

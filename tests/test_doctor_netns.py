@@ -19,6 +19,8 @@ the job), and ``dsv3-preflight doctor`` reads the directory.
   names the hang after progress, not the "Connection closed by peer" lines the stop caused.
 - A worker raises on node 2 and torchrun restarts it (``--max-restarts 1``): what the restarted worker prints
   while it connects to peers that are gone is a consequence, not a second (network) root cause.
+- c10d rendezvous where node 2 was given another ``--rdzv-id``: "not every node joined in time" on the nodes that
+  waited, and node 2's lost store connection under it.
 - The same job with the fix the doctor prints (GLOO_SOCKET_IFNAME set to the interface toward MASTER_ADDR) runs:
   the doctor says healthy, exit 0.
 """
@@ -58,7 +60,8 @@ dist.destroy_process_group()
 
 
 def run_job(lab, tmp_path, env_by_node=None, stop_after_s=None, torchrun_args=()):
-    """Three torchrun nodes, one process each; returns the logs directory and the nodes' exit codes. With
+    """Three torchrun nodes, one process each; returns the logs directory and the nodes' exit codes.
+    ``torchrun_args``: more arguments for every node, or a dict of them by node. With
     ``stop_after_s``, the job is stopped that long after every node printed its first step (a scheduler's time limit
     ending a hung job: node after node, each with its grace)."""
     script = tmp_path / "train.py"
@@ -70,8 +73,8 @@ def run_job(lab, tmp_path, env_by_node=None, stop_after_s=None, torchrun_args=()
     procs, files = [], []
     for n in range(3):
         argv = [sys.executable, "-m", "torch.distributed.run", "--nnodes", "3", "--nproc-per-node", "1",
-                "--node-rank", str(n), "--master-addr", lab.addr(0), "--master-port", str(PORT), *torchrun_args,
-                str(script)]
+                "--node-rank", str(n), "--master-addr", lab.addr(0), "--master-port", str(PORT),
+                *(torchrun_args.get(n, ()) if isinstance(torchrun_args, dict) else torchrun_args), str(script)]
         fh = open(logs / f"node{n}.log", "w")
         files.append(fh)
         env = {"OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1", "TMPDIR": str(scratch),
@@ -218,3 +221,22 @@ def test_what_a_restarted_worker_group_prints_is_a_consequence_of_the_first_fail
     assert head["id"] == "peft.target_modules_not_found" and head["nodes"] == ["node2"], head
     roots = [f["id"] for f in doc["findings"] if f["role"] == "root_cause"]
     assert roots == ["peft.target_modules_not_found"], doc["summary"]
+
+
+def test_a_node_given_another_rendezvous_id_is_named_as_a_rendezvous_that_did_not_complete(netns_lab, tmp_path):
+    # c10d rendezvous: nodes 0 and 1 wait for a third node that joined another rendezvous (--rdzv-id); the store
+    # answered all along. When node 0's agent gives up it takes the store with it, and node 2's agent, waiting in its
+    # own rendezvous on that store, loses the connection: a consequence, not the cause
+    netns_lab.map_own_host(socket.gethostname())   # each node resolves its name to itself: node 0 hosts the store
+    rdzv = ["--rdzv-backend", "c10d", "--rdzv-endpoint", f"{netns_lab.addr(0)}:{PORT}", "--rdzv-conf", "join_timeout=20"]
+    args = {n: (*rdzv, "--rdzv-id", "job-7" if n < 2 else "job-8") for n in range(3)}
+    env = {n: {"GLOO_SOCKET_IFNAME": netns_lab.PRIMARY_IF} for n in range(3)}
+    logs, rcs = run_job(netns_lab, tmp_path, env, torchrun_args=args)
+    assert rcs[0] not in (0, None), rcs
+    doc = triage([str(logs)])
+    assert (doc["exit_code"], doc["cause_class"]) == (1, "port_rendezvous"), doc["summary"]
+    head = doc["findings"][0]
+    assert head["id"] == "elastic.rendezvous_timeout" and "node0" in head["nodes"], doc["summary"]
+    assert "--rdzv-id" in head["root_cause"] and head["check"] == "cluster.node_count", head
+    roots = [f["id"] for f in doc["findings"] if f["role"] == "root_cause"]
+    assert roots == ["elastic.rendezvous_timeout"], doc["summary"]

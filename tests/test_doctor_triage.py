@@ -413,3 +413,24 @@ def test_a_peer_connect_failure_after_a_worker_failed_of_another_cause_is_its_co
     doc = triage([str(log)])
     roots = [f["id"] for f in doc["findings"] if f["role"] == "root_cause"]
     assert "gloo.connect_retry" in roots, doc["summary"]
+
+
+def test_a_store_named_by_host_name_gets_a_fix_that_resolves_and_probes_that_name(tmp_path):
+    # torchrun's c10d rendezvous gives the workers the head's host name as MASTER_ADDR; recorded in the
+    # network-namespace lab with the host name on 127.0.1.1 on every node (torch 2.13)
+    log = tmp_path / "node1.log"
+    log.write_text("[W1124 07:59:50.123 TCPStore.cpp:340] [c10d] TCP client failed to connect/validate to host vm:33457 "
+                   "- retrying (try=0, timeout=30000ms, delay=1496ms): Connection refused\n"
+                   "[E1124 08:00:20.456 socket.cpp:1028] [c10d] The client socket has timed out after 30000ms while "
+                   "trying to connect to (vm, 33457).\n")
+    doc = triage([str(log)])
+    head = doc["findings"][0]
+    assert (head["id"], head["title"]) == ("c10d.store_timeout", "Rendezvous store vm:33457 not reached in time"), head
+    assert "getent hosts vm" in head["fix"] and "nc -vz -w 3 vm 33457" in head["fix"], head["fix"]
+    assert "127.0.1.1" in head["root_cause"]
+    retry = next(f for f in doc["findings"] if f["id"] == "c10d.store_connect_retry")
+    assert (retry["role"], retry["explained_by"]) == ("consequence", "c10d.store_timeout"), doc["summary"]
+    # the log names no store: the fix asks for the variables, and resolves nothing
+    log.write_text("torch.distributed.DistStoreError: Timed out after 901 seconds waiting for clients. 2/3 clients joined.\n")
+    fix = triage([str(log)])["findings"][0]["fix"]
+    assert 'nc -vz -w 3 "$MASTER_ADDR" "$MASTER_PORT"' in fix and "getent" not in fix, fix

@@ -168,6 +168,11 @@ VERSIONS_FIX = ("dsv3-preflight run --only gpu.versions    # every version that 
                 "# install the same driver, CUDA, NCCL, torch and DeepSpeed everywhere (one container image on all nodes)")
 STORE_FIX = ("nc -vz -w 3 \"$MASTER_ADDR\" \"$MASTER_PORT\"    # from every node; the head must be listening\n"
              "dsv3-preflight run --only net.port_reach,cluster.master_node")
+# the same, with the host and port the log named when it named them (a host name: how every node resolves it)
+STORE_FIX_AT = ("[[getent hosts {host}    # on every node: one address, the head's (not 127.0.1.1, not the node's own)\n"
+                "nc -vz -w 3 {host} {port}    # from every node; the head must be listening"
+                "||nc -vz -w 3 \"$MASTER_ADDR\" \"$MASTER_PORT\"    # from every node; the head must be listening]]\n"
+                "dsv3-preflight run --only net.port_reach,cluster.master_node")
 LAUNCH_FIX = ("# start every rank through a launcher (torchrun, deepspeed, accelerate launch): it sets RANK, LOCAL_RANK,\n"
               "# WORLD_SIZE, MASTER_ADDR and MASTER_PORT for each process; plain `python train.py` sets none of them\n"
               "torchrun --nnodes \"${NNODES:?number of nodes}\" --nproc-per-node \"${NPROC_PER_NODE:?GPUs per node}\" "
@@ -565,26 +570,44 @@ SIGNATURES: tuple[Signature, ...] = (
       "The rendezvous store {host}:{port} did not answer yet (torch retries)",
       "This node tried to reach the rendezvous store (MASTER_ADDR:MASTER_PORT) and retries: harmless while the master "
       "starts; the cause of the failure when nothing follows (the master never started, the address or port is "
-      "wrong, or a firewall drops the packets).", STORE_FIX, "net.port_reach", 1,
+      "wrong, or a firewall drops the packets).", STORE_FIX_AT, "net.port_reach", 1,
       "[W1021 10:00:00.123 TCPStore.cpp:358] [c10d] TCP client failed to connect/validate to host node1:29500 - retrying "
       "(try=0, timeout=1800000ms, delay=1496ms): Connection refused",
       "torch/csrc/distributed/c10d/TCPStore.cpp (TCPClient::connect, torch 2.4+)", transient=True,
-      consequence_of=("c10d.numeric_hostname", "c10d.address_in_use", "net.name_resolution")),
+      # the retries of the attempt whose timeout is the failure (both name the same store)
+      consequence_of=("c10d.numeric_hostname", "c10d.address_in_use", "net.name_resolution", "c10d.store_timeout",
+                      "elastic.rendezvous_timeout")),
+    # torchrun's dynamic (c10d, etcd) rendezvous: the store answered (an unreachable one raises
+    # RendezvousConnectionError) but the rendezvous did not complete before join_timeout. Produced here: a three-node
+    # job whose third node was given another --rdzv-id, and one whose third node started 40 s late (join_timeout=25)
+    S("elastic.rendezvous_timeout", "port_rendezvous", "cause", (b"RendezvousTimeoutError",),
+      r"RendezvousTimeoutError",
+      "torchrun's rendezvous did not complete: not every node joined in time",
+      "The rendezvous store answered, but fewer nodes than --nnodes (its minimum) joined before join_timeout (600 s "
+      "unless --rdzv-conf sets it): a node did not start, or started too late, or its torchrun was given another "
+      "--rdzv-id, --rdzv-endpoint or --nnodes than the others.",
+      "# on every node: the same --rdzv-id, --rdzv-endpoint and --nnodes, and every node started within join_timeout\n"
+      "ps -eo lstart,args | grep -E '[t]orchrun|[t]orch[.]distributed[.]run'\n"
+      "dsv3-preflight run --only cluster.node_count", "cluster.node_count", 1,
+      "torch.distributed.elastic.rendezvous.api.RendezvousTimeoutError",
+      "torch/distributed/elastic/rendezvous/dynamic_rendezvous.py (_RendezvousJoinOp: raise RendezvousTimeoutError)"),
     S("c10d.store_timeout", "port_rendezvous", "cause", (b"client socket has timed out", b"failed to connect/validate",
                                                         b"connect() timed out", b"Socket Timeout", b"waiting for clients",
-                                                        b"store based barrier", b"wait timeout after", b"RendezvousTimeoutError",
+                                                        b"store based barrier", b"wait timeout after",
                                                         b"waiting for workers", b"clients joined", b"workers joined", b"Wait timeout",
                                                         b"members to join"),
       r"client socket has timed out after (?P<after>\S+) while trying to connect to \(?(?P<host>[^,\s)]+)(?:, |:)(?P<port>\d+)"
       r"|TCP client failed to connect/validate to host (?P<host2>\S+?):(?P<port2>\d+)|connect\(\) timed out"
       r"|Socket Timeout|Timed out after \d+ seconds waiting for (?:clients|workers)|Timed out initializing process group in store based barrier"
       r"|\d+/\d+ (?:clients|workers) joined|wait timeout after \d+ms, keys:|(?:DistStoreError|RuntimeError): Wait timeout\b"
-      r"|RendezvousTimeoutError"
       r"|timed out waiting for all (?P<members>\d+) members to join",  # elastic/utils/distributed.py
       "Rendezvous store[[ {host}:{port}]] not reached in time",
       "This node could not reach the rendezvous store (MASTER_ADDR:MASTER_PORT) or not all ranks joined in time: "
-      "the master is not started, the address or port is wrong, a firewall drops the packets, or a node never launched.",
-      STORE_FIX, "net.port_reach", 1,
+      "the master is not started, the address or port is wrong, a firewall drops the packets, or a node never launched. "
+      "A host name must resolve to the head's address on every node: torchrun's c10d rendezvous gives the workers "
+      "the head's host name as their MASTER_ADDR, and a name on 127.0.1.1 (Debian's /etc/hosts line) is each node "
+      "itself.",
+      STORE_FIX_AT, "net.port_reach", 1,
       "[E108 20:04:34.467642512 socket.cpp:957] [c10d] The client socket has timed out after 900s while trying to connect to (33.145.124.128, 29500).",
       "https://github.com/pytorch/pytorch/issues/105782 (torch/csrc/distributed/c10d/socket.cpp; TCPStore.cpp "
       "'Timed out after {} seconds waiting for clients. {}/{} clients joined.')",
@@ -874,7 +897,9 @@ SIGNATURES: tuple[Signature, ...] = (
       STORE_FIX, "net.port_reach", 2,
       "[rank1]:[W623 15:37:01.824135523 socket.cpp:485] [c10d] waitForInput: socket SocketImpl(fd=100, "
       "addr=[node-0.company.net]:43590, remote=[node-0.company.net]:20000) timed out after 1800000ms",
-      "https://github.com/sgl-project/sglang/issues/7478 (torch/csrc/distributed/c10d/socket.cpp)"),
+      "https://github.com/sgl-project/sglang/issues/7478 (torch/csrc/distributed/c10d/socket.cpp)",
+      # the store's host waiting on the ranks that could not reach it (the network-namespace lab, c10d rendezvous)
+      consequence_of=("c10d.store_timeout", "c10d.store_connect_retry", "c10d.client_connect_failed")),
     # ======================================================================== nic_iface
     S("ray.node_ip_mismatch", "nic_iface", "cause", (b"Ray expects this IP address", b"none of these match this node's IP"),
       r"This node has an IP address of (?P<addr>[\w.:-]+), and Ray expects this IP address to be either the GCS address or one of the Raylet addresses"

@@ -48,7 +48,7 @@ _EXCEPTION_LINE = re.compile(r"^\W*(?:\[[^\]]*\]:\s*)?(?:[A-Za-z_]\w*\.)*[A-Za-z
                             r"(?::|\s*$)")
 JSON_LIMIT = 32 << 20  # an input that is one JSON document up to this size is checked for a RAS JSON report
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")
-_OPTIONAL = re.compile(r"\[\[(.*?)\]\]")
+_OPTIONAL = re.compile(r"\[\[(.*?)\]\]", re.S)   # may span lines (a fix of several commands)
 _DERIVED = {s.id: s for s in DERIVED}
 EXIT = {"healthy": 0, "failure": 1, "unknown": 5}
 #: a frame of a C++ backtrace (c10::Error's "Exception raised from ... (most recent call first):" list). It names
@@ -63,6 +63,8 @@ WORKER_EXIT = re.compile(r"failed \(exitcode: -?\d+\) local_rank: \d+|exits with
 #: causes about reaching peers and the store: printed in a file after its launcher saw a worker fail, they are what
 #: the failure left behind (peers gone, a restarted worker group connecting to the old one's addresses), not a cause
 AFTER_EXIT_CLASSES = frozenset({"nic_iface", "port_rendezvous"})
+#: "Connection was likely closed. Did the remote server shutdown or crash?": the store was reached, and went away
+STORE_CLOSED = "c10d.store_closed"
 #: a tqdm bar that has done nothing yet: "  0%|          | 0/16 [00:00<?, ?it/s]"
 ZERO_BAR = re.compile(r"(?<![\d.])0%\|[^|]*\|\s*0/\d+")
 
@@ -224,6 +226,7 @@ class Triage:
         self.first_progress: dict[int, int] = {}   # file index → line of its first sign of progress
         self.run_end: dict[int, int] = {}   # file index → line of its first sign that the run finished
         self.worker_exit: dict[int, int] = {}  # file index → the line where its launcher first saw a worker fail
+        self.store_gone: dict[int, int] = {}   # file index → its first line saying the store closed the connection
         self.work_start: dict[int, int] = {}   # file index → its first sign that the run started (START_EXCLUDED aside)
         self.workers_done: set[int] = set()   # files whose node's workers all succeeded (a workers_done symptom)
         self.tails: dict[int, str] = {}     # file index → its last line that is not blank
@@ -366,6 +369,8 @@ class Triage:
         ev = Event(fi, path, line, ts, node, rank, local_rank, text)
         if sig.workers_done:
             self.workers_done.add(fi)
+        if sig.id == STORE_CLOSED:
+            self.store_gone.setdefault(fi, line)
         self._record(sig, groups, ev, m.start())
         self._end_traceback((fi, origin.node or fallback_node, origin.rank, origin.local_rank), line)
 
@@ -534,7 +539,8 @@ class Triage:
         present = {f.sig.id for f in candidates}
         explained = {f.sig.id: next(c for c in f.sig.consequence_of if c in present)
                      for f in candidates if any(c in present for c in f.sig.consequence_of)}
-        after_exit = {f.sig.id for f in candidates if f.sig.id not in explained and self._after_worker_exit(f)}
+        after_exit = {f.sig.id for f in candidates if f.sig.id not in explained
+                      and (self._after_worker_exit(f) or self._after_store_gone(f))}
         if not any(f.sig.kind == "cause" and f.sig.cls is not None and f.sig.id not in after_exit for f in candidates):
             after_exit = set()   # only another cause can be what the worker failed of (a summary may be all there is)
         explained.update(dict.fromkeys(after_exit, None))
@@ -699,6 +705,13 @@ class Triage:
         connecting to the addresses of the one that failed (recorded: static rendezvous, node 2 restarted alone)."""
         return (f.sig.kind == "cause" and f.sig.cls in AFTER_EXIT_CLASSES
                 and all(e.file in self.worker_exit and e.line > self.worker_exit[e.file] for e in f.events))
+
+    def _after_store_gone(self, f: _Finding) -> bool:
+        """``f`` says the store could not be reached (a ``lost_after_start`` cause), and each of its lines comes after its
+        file said the store closed the connection: it had been reached, and its host went away (recorded: a node
+        given another --rdzv-id, whose store host ended on its own rendezvous timeout)."""
+        return f.sig.lost_after_start and all(e.file in self.store_gone and e.line > self.store_gone[e.file]
+                                              for e in f.events)
 
     def _store_lost(self, found: list[_Finding]) -> list[_Finding]:
         """The store worked at the start: a ``lost_after_start`` cause printed after it is one consequence of its
