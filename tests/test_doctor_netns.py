@@ -21,6 +21,8 @@ the job), and ``dsv3-preflight doctor`` reads the directory.
   while it connects to peers that are gone is a consequence, not a second (network) root cause.
 - c10d rendezvous where node 2 was given another ``--rdzv-id``: "not every node joined in time" on the nodes that
   waited, and node 2's lost store connection under it.
+- torchrun ``--log-dir`` on every node, the per-rank files collected under one directory: the failing rank is named
+  with its node and local rank from the files' paths.
 - The same job with the fix the doctor prints (GLOO_SOCKET_IFNAME set to the interface toward MASTER_ADDR) runs:
   the doctor says healthy, exit 0.
 """
@@ -240,3 +242,19 @@ def test_a_node_given_another_rendezvous_id_is_named_as_a_rendezvous_that_did_no
     assert "--rdzv-id" in head["root_cause"] and head["check"] == "cluster.node_count", head
     roots = [f["id"] for f in doc["findings"] if f["role"] == "root_cause"]
     assert roots == ["elastic.rendezvous_timeout"], doc["summary"]
+
+
+def test_torchrun_log_dirs_collected_from_every_node_name_the_node_and_local_rank(netns_lab, tmp_path):
+    # torchrun --log-dir on each node, two ranks per node, the per-rank files collected under logs/node<N>/ (the
+    # console output is not given to the doctor): the files' paths are all that says which node a rank ran on
+    collected = tmp_path / "collected"
+    args = {n: ("--nproc-per-node", "2", "--log-dir", str(collected / f"node{n}"), "--redirects", "3") for n in range(3)}
+    env = {n: {"GLOO_SOCKET_IFNAME": netns_lab.PRIMARY_IF, "RAISE_RANK": "2"} for n in range(3)}
+    _, rcs = run_job(netns_lab, tmp_path, env, torchrun_args=args)
+    assert rcs[1] not in (0, None), rcs
+    doc = triage([str(collected)])
+    assert doc["cause_class"] == "lora_empty", doc["summary"]
+    ff = doc["first_failure"]
+    assert (ff["node"], ff["rank"], ff["local_rank"]) == ("node1", 2, 0), ff   # rank 2 = node 1's first process
+    assert {n for f in doc["findings"] for n in f["nodes"]} <= {"node0", "node1", "node2"}, doc["summary"]
+    assert sorted({f["node"] for f in doc["files"]}) == ["node0", "node1", "node2"], doc["files"]

@@ -150,3 +150,23 @@ def test_auto_searches_a_small_chunk_in_python_and_a_large_one_with_grep(monkeyp
     assert reader.NeedleSet([b"x"]).engine_for(1) == "grep"
     monkeypatch.setenv(reader.ENGINE_ENV, "python")
     assert reader.NeedleSet([b"x"]).engine_for(1 << 30) == "python"
+
+
+def test_torchrun_log_dir_files_of_several_nodes_are_labelled_by_node_and_local_rank(tmp_path):
+    # torchrun --log-dir logs/nodeN --redirects 3 on three nodes, collected in one directory (the layout recorded in
+    # the network-namespace lab, torch 2.13): <node>/<run id>/attempt_0/<local rank>/{stdout,stderr}.log
+    paths = [str(tmp_path / f"node{n}" / f"none_{n}x" / "attempt_0" / str(lr) / f"{s}.log")
+             for n in range(3) for lr in range(2) for s in ("stdout", "stderr")]
+    labels = reader.labels_for(paths)
+    assert labels[paths[0]] == ("node0", 0) and labels[paths[-1]] == ("node2", 1), labels
+    assert {labels[p] for p in paths} == {(f"node{n}", lr) for n in range(3) for lr in range(2)}
+    # the nodes' run directories side by side: the run directory is the node
+    side = [str(tmp_path / run / "attempt_1" / "0" / "stderr.log") for run in ("none_a1", "none_b2")]
+    assert [reader.labels_for(side)[p] for p in side] == [("none_a1", 0), ("none_b2", 0)]
+    # one node's log directory: the ranks are told apart, the node is not named
+    one = [str(tmp_path / "none_a1" / "attempt_0" / str(lr) / "stderr.log") for lr in range(2)]
+    assert [reader.labels_for(one)[p] for p in one] == [(None, 0), (None, 1)]
+    # plain files: their names, and their directories where the names collide
+    plain = [str(tmp_path / "a" / "out.log"), str(tmp_path / "b" / "out.log"), str(tmp_path / "gpu-node-1.log")]
+    assert [reader.labels_for(plain)[p] for p in plain] == [("a/out", None), ("b/out", None), ("gpu-node-1", None)]
+    assert reader.labels_for([plain[0]]) == {plain[0]: (None, None)}

@@ -426,3 +426,46 @@ def label_for(path: str) -> str:
 
 
 _GENERIC_NAMES = frozenset({"stdout", "stderr", "output", "error", "log", "console", "train", "std"})
+
+
+# torchrun --log-dir D --redirects/--tee: D/<run id>/attempt_<n>/<local rank>/{stdout,stderr}.log (elastic/multiprocessing)
+_ATTEMPT = re.compile(r"attempt_\d+")
+
+
+def labels_for(paths: list[str]) -> dict[str, tuple[str | None, int | None]]:
+    """The node (and local rank) each of several files speaks for, from their paths: ``(node, local_rank)``.
+
+    A file's own name labels it (``label_for``). Files of torchrun's ``--log-dir`` layout are one local rank's
+    output: the node is the directory above the run's (relative to the files' common directory: each node's
+    log directory collected under ``logs/node1/…``), or the run's own directory when the nodes' runs sit side by side,
+    or none when they are one node's; the local rank is the rank's directory. Other files whose labels collide
+    (``a/out.log``, ``b/out.log``) are told apart by their directories relative to the common one. One file: no
+    label (its lines name their origin or there is one node)."""
+    if len(paths) < 2:
+        return {p: (None, None) for p in paths}
+    real = [p for p in paths if p != STDIN]
+    common = Path(os.path.commonpath([os.path.abspath(p) for p in real])) if real else Path("/")
+    if common in {Path(os.path.abspath(p)) for p in real}:   # (a file named twice: expand_inputs reads it once)
+        common = common.parent
+    logdir = {}
+    for p in real:
+        q = Path(os.path.abspath(p))
+        if (q.name.split(".")[0] in ("stdout", "stderr", "error") and q.parent.name.isdigit()
+                and _ATTEMPT.fullmatch(q.parent.parent.name)):
+            logdir[p] = (q.parent.parent.parent, int(q.parent.name))
+    runs = {run for run, _ in logdir.values()}
+    out: dict[str, tuple[str | None, int | None]] = {}
+    for p, (run, local_rank) in logdir.items():
+        above = os.path.relpath(run.parent, common)   # "." or "../..": the files are below one run's directory
+        node = above if not above.startswith(".") else (run.name if len(runs) > 1 else None)
+        out[p] = (node, local_rank)
+    plain = {p: label_for(p) for p in paths if p not in logdir}
+    seen: dict[str, int] = {}
+    for label in plain.values():
+        seen[label] = seen.get(label, 0) + 1
+    for p, label in plain.items():
+        if seen[label] > 1 and p != STDIN:
+            rel = os.path.relpath(Path(os.path.abspath(p)).parent, common)
+            label = label if rel == "." or label.startswith(rel + "/") else f"{rel}/{label}"
+        out[p] = (label, None)
+    return out

@@ -28,7 +28,7 @@ from typing import Any, Iterable, Sequence
 from ..secrets import mask_text
 from .attribution import Stamp, origin_of, stamp_key, stamp_text, time_of
 from .evidence import FACT_NEEDLES, RAS_NEEDLES, CollectiveTrail, NcclFacts, RasText, load_json_document, ras_json
-from .reader import FileStats, InputError, NeedleSet, clean, expand_inputs, label_for, open_log, scan
+from .reader import FileStats, InputError, NeedleSet, clean, expand_inputs, labels_for, open_log, scan
 from .signatures import (CLASS_TITLES, DERIVED, ERROR_NEEDLES, ERROR_RE, QUIET_RE, SIGNATURES, STOPWORDS, Signature,
                          by_id)
 
@@ -248,10 +248,10 @@ class Triage:
     def add_paths(self, paths: Iterable[str]) -> None:
         files, refused = expand_inputs(paths)
         self.unreadable += refused
-        label_nodes = len(files) > 1
+        labels = labels_for(files)
         for path in files:
             try:
-                self.add_stream(path, label_nodes=label_nodes)
+                self.add_stream(path, label=labels[path])
             except InputError as exc:
                 self.unreadable.append({"path": exc.path or path, "error": exc.reason})
 
@@ -261,9 +261,11 @@ class Triage:
     def _skip(self) -> frozenset:
         return self._progress_only if self._work_seen else frozenset()
 
-    def add_stream(self, path: str, label_nodes: bool = False) -> None:
+    def add_stream(self, path: str, label: tuple[str | None, int | None] = (None, None)) -> None:
+        """Read one input; ``label``: the node and local rank its path speaks for (``reader.labels_for``), for the
+        lines that do not name their own."""
         stats = FileStats(path)
-        fallback_node = label_for(path) if label_nodes else None
+        fallback_node, file_local_rank = label
         stream = open_log(path)
         try:
             head = stream.peek(256)[:256]  # type: ignore[attr-defined]
@@ -277,7 +279,7 @@ class Triage:
                 stream = io.BufferedReader(_Chain(data, stream), 8 << 20)  # type: ignore[arg-type]
             file_index = len(self.files)
             self.files.append({"path": path, "node": fallback_node, "lines": 0, "bytes": 0})
-            ctx: dict[str, Any] = {"ras": RasText()}
+            ctx: dict[str, Any] = {"ras": RasText(), "local_rank": file_local_rank}
             for line, raw, nxt in scan(stream, self._needles, stats, self._skip):
                 self._line(file_index, path, line, clean(raw), fallback_node, ctx, nxt)
             hosts = ctx.get("summary_hosts") or set()
@@ -308,6 +310,8 @@ class Triage:
     def _line(self, fi: int, path: str, line: int, text: str, fallback_node: str | None, ctx: dict,
               nxt: bytes = b"") -> None:
         origin = origin_of(text)
+        if origin.local_rank is None and ctx.get("local_rank") is not None:   # a torchrun --log-dir rank's own file
+            origin.local_rank = ctx["local_rank"]
         ts = time_of(text)
         if ts is not None:
             ctx["ts"] = ts
