@@ -1,7 +1,7 @@
 """Node and rank come from the prefixes real launchers and libraries print (sources in each row)."""
 import pytest
 
-from dsv3_preflight.doctor.attribution import origin_of
+from dsv3_preflight.doctor.attribution import origin_of, strip_launcher
 
 ROWS = [
     # NCCL prefix host:pid:tid [cudaDev] (https://github.com/NVIDIA/nccl/issues/1405)
@@ -59,6 +59,26 @@ SRUN_AND_MORE = [
 def test_more_launcher_prefixes(line, node, rank, local_rank, device):
     o = origin_of(line)
     assert (o.node, o.rank, o.local_rank, o.device) == (node, rank, local_rank, device)
+
+
+OUR_LAUNCHER = [
+    # launch/ray_launch.py's prefix: the node's name, and the torchrun line under it read as usual (recorded in
+    # tests/test_launch_ray.py's two-node lab)
+    ("[node 1 lab-node1] [rank1]: ValueError: bad", "[rank1]: ValueError: bad", "lab-node1", 1),
+    ("[node 0 lab-node0] 1: Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 3000",
+     "1: Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 3000", "lab-node0", 1),
+    # the launch's closing line keeps its text and names the node
+    ("dsv3-preflight launch: [node 1 lab-node1] failed first (torchrun exited with 1); stopped the others: [node 0 lab-node0]; exit 11",
+     "dsv3-preflight launch: [node 1 lab-node1] failed first (torchrun exited with 1); stopped the others: [node 0 lab-node0]; exit 11",
+     "lab-node1", None),
+    ("[node] not ours", "[node] not ours", None, None),
+]
+
+
+@pytest.mark.parametrize("line,rest,node,rank", OUR_LAUNCHER, ids=[r[0][:30] for r in OUR_LAUNCHER])
+def test_our_launchers_node_prefix_is_taken_off_and_names_the_node(line, rest, node, rank):
+    text, launched_on = strip_launcher(line)
+    assert (text, launched_on, origin_of(text).rank) == (rest, node, rank)
 
 
 TIMES = [

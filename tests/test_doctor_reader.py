@@ -118,7 +118,10 @@ def test_big_file_is_streamed_in_bounded_memory(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("name,expected", [("node2.log.gz", "node2"), ("gpu-node-1.log", "gpu-node-1"),
                                            ("worker-3.out", "worker-3"), ("-", "stdin"),
-                                           ("run/attempt_0/3/stderr.log", "3/stderr")])
+                                           ("run/attempt_0/3/stderr.log", "3/stderr"),
+                                           # our launcher's logs (launch/ray_launch.py, launch/gate.py)
+                                           ("reports/launch-20261124-083103-node1-lab-node1.log", "lab-node1"),
+                                           ("launch-20261124-083103-gpu-node-3.log", "gpu-node-3")])
 def test_node_label_comes_from_the_file_name(name, expected):
     assert reader.label_for(name) == expected
 

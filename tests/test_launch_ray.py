@@ -120,6 +120,16 @@ def test_one_nodes_failure_stops_the_other_and_the_exit_code_names_it(lab: RayLa
     assert "failing on purpose" in logs[1]
     assert re.search(r"# torchrun exited with -?\d+\s*$", logs[0]) and "exited with 0" not in logs[0]
     assert last in (tmp_path / "launch.log").read_text()
+    # `dsv3-preflight doctor` on what the launch printed, and on the nodes' logs it wrote: the node that failed first
+    # is named by its name, from the "[node N name]" prefixes and from the logs' file names
+    from dsv3_preflight.doctor import triage
+
+    console = tmp_path / "console.log"
+    console.write_text(proc.stdout + proc.stderr)
+    for given in (console, tmp_path / "logs"):
+        diag = triage([str(given)])
+        assert diag["exit_code"] == 1 and diag["first_failure"]["node"] == by_rank[1], (given, diag["summary"])
+        assert {n for f in diag["findings"] for n in f["nodes"]} <= set(by_rank.values()), (given, diag["summary"])
 
 
 def test_all_nodes_dry_run_prints_each_nodes_command_and_starts_nothing(lab: RayLab, tmp_path: Path):

@@ -12,6 +12,8 @@ Recognised prefixes (each seen in public logs of the tools):
 - syslog/journal: ``Feb 24 09:28:28 gpu-node-2 nv-fabricmanager[1507]: ...`` → node gpu-node-2
 - ``kubectl logs --prefix`` (a PyTorchJob's pods): ``[pod/trainer-worker-1/pytorch] ...`` → node trainer-worker-1
 - ``docker compose logs``/``up`` (v2 ``name-1``, v1 ``name_1``): ``trainer-2  | ...``  → node trainer-2
+- ``dsv3-preflight launch --all-nodes`` (our own launcher, launch/ray_launch.py): ``[node 1 gpu-node-1] ...``
+  → node gpu-node-1; the prefix is taken off before the rest is read (``strip_launcher``)
 
 Timestamps (``time_of``): glog ``E1206 18:44:12.715`` (torch C++), ``2024-05-08 08:47:31,877`` and ISO
 ``2020-08-03T10:20:25`` (Python logging, DeepSpeed, NeMo), ``08/06/2023 05:26:52`` (HF examples), ``05-29
@@ -34,6 +36,9 @@ _PDSH = re.compile(r"^(?P<host>(?=[\w.-]*[A-Za-z])(?=[\w.-]*[\d-])[A-Za-z][\w.-]
 _JOURNAL = re.compile(r"^[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d (?P<host>[\w.-]+) [\w.@/-]+(?:\[\d+\])?: ")
 _KUBECTL = re.compile(r"^\[pod/(?P<host>[\w.-]+)/[\w.-]+\] ")
 _COMPOSE = re.compile(r"^(?P<host>[A-Za-z][\w.-]*[-_]\d+)\s+\| ")
+# launch/ray_launch.py: every torchrun line of node rank N comes back as "[node N <name>] <line>"; its closing line
+# "dsv3-preflight launch: [node N <name>] failed first (...)" names the node the same way
+_LAUNCHER = re.compile(r"^(?P<lead>dsv3-preflight launch: )?\[node (?P<node_rank>\d+) (?P<host>[^\]\s]+)\] ")
 _RAY = re.compile(r"\((?P<actor>[A-Za-z_]\w*)? ?pid=(?P<pid>\d+)(?:, ip=(?P<ip>[\d.]+))?\)")
 _NOT_HOSTS = frozenset({"http", "https", "file", "line", "error", "warning", "info", "debug", "note"})
 
@@ -94,6 +99,15 @@ def origin_of(text: str) -> Origin:
         if m and m.group("ip"):
             o.node = m.group("ip")
     return o
+
+
+def strip_launcher(text: str) -> tuple[str, str | None]:
+    """``(the line without our launcher's "[node N name] " prefix, the node's name)``; the line as is and None when it
+    has none. The launcher's own closing line keeps its text (it is the launcher's, about that node)."""
+    m = _LAUNCHER.match(text)
+    if m is None:
+        return text, None
+    return (text if m.group("lead") else text[m.end():]), m.group("host")
 
 
 def time_of(text: str) -> Stamp | None:

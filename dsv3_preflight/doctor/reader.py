@@ -422,7 +422,12 @@ def label_for(path: str) -> str:
             name = name[: -len(suffix)]
     if name in _GENERIC_NAMES and p.parent.name:   # torchrun --log-dir: <run>/attempt_0/<local_rank>/stderr.log
         name = f"{p.parent.name}/{name}"
-    return name
+    m = _LAUNCH_LOG.fullmatch(name)   # our launcher's logs: the node's name, as its lines' "[node N name]" prefix says
+    return m.group("name") if m else name
+
+
+# launch/gate.py launch_log_path: launch-<stamp>-<node>.log; launch/ray_launch.py: launch-<stamp>-node<N>-<name>.log
+_LAUNCH_LOG = re.compile(r"launch-\d{8}-\d{6}-(?:node\d+-)?(?P<name>.+)")
 
 
 _GENERIC_NAMES = frozenset({"stdout", "stderr", "output", "error", "log", "console", "train", "std"})

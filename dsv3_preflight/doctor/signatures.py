@@ -2115,6 +2115,15 @@ SIGNATURES: tuple[Signature, ...] = (
       "local_rank: 1 (pid: 13240) of binary: /work/main/.venv/bin/python",
       "torch/distributed/elastic/multiprocessing/api.py and errors/__init__.py (exitcode, 'Signal 11 (SIGSEGV) "
       "received by PID'); CPython faulthandler; bash job status; produced here by a rank that SIGSEGVs itself"),
+    # our own launcher (launch/ray_launch.py) closing a run: the node whose torchrun failed first, the others stopped
+    S("launch.node_failed_first", None, "symptom", (b"failed first (",),
+      r"^dsv3-preflight launch: \[node (?P<node_rank>\d+) (?P<host>[^\]\s]+)\] failed first \((?P<why>[^)]*)\)",
+      "dsv3-preflight launch: node {host} failed first ({why})",
+      "The launcher saw this node's torchrun fail first and stopped the other nodes; the node's own lines before it "
+      "hold the cause (its log: reports/launch-*-node{node_rank}-{host}.log).", "", None, 4,
+      "dsv3-preflight launch: [node 1 gpu-node-1] failed first (torchrun exited with 1); stopped the others: "
+      "[node 0 gpu-node-0]; exit 11",
+      "launch/ray_launch.py (the launch's closing line)"),
     S("elastic.worker_failed", None, "symptom", (b"failed (exitcode:", b"exits with return code", b"exited with exit code",
                                                b"non-zero exit code", b"non-zero status", b"Exited with exit code",
                                                b"non-zero exit status"),

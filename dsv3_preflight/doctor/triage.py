@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
 from ..secrets import mask_text
-from .attribution import Stamp, origin_of, stamp_key, stamp_text, time_of
+from .attribution import Stamp, origin_of, stamp_key, stamp_text, strip_launcher, time_of
 from .evidence import FACT_NEEDLES, RAS_NEEDLES, CollectiveTrail, NcclFacts, RasText, load_json_document, ras_json
 from .reader import FileStats, InputError, NeedleSet, clean, expand_inputs, labels_for, open_log, scan
 from .signatures import (CLASS_TITLES, DERIVED, ERROR_NEEDLES, ERROR_RE, QUIET_RE, SIGNATURES, STOPWORDS, Signature,
@@ -309,7 +309,10 @@ class Triage:
 
     def _line(self, fi: int, path: str, line: int, text: str, fallback_node: str | None, ctx: dict,
               nxt: bytes = b"") -> None:
+        text, launched_on = strip_launcher(text)
         origin = origin_of(text)
+        if launched_on is not None and origin.node is None:
+            origin.node = launched_on
         if origin.local_rank is None and ctx.get("local_rank") is not None:   # a torchrun --log-dir rank's own file
             origin.local_rank = ctx["local_rank"]
         ts = time_of(text)
