@@ -434,3 +434,23 @@ def test_a_store_named_by_host_name_gets_a_fix_that_resolves_and_probes_that_nam
     log.write_text("torch.distributed.DistStoreError: Timed out after 901 seconds waiting for clients. 2/3 clients joined.\n")
     fix = triage([str(log)])["findings"][0]["fix"]
     assert 'nc -vz -w 3 "$MASTER_ADDR" "$MASTER_PORT"' in fix and "getent" not in fix, fix
+
+
+def test_with_hung_what_the_stop_caused_after_its_signal_is_not_the_failure(tmp_path):
+    # the order of a node stopped by the scheduler (tests/test_doctor_netns.py, slow link): progress, the stop's
+    # signal, then lines printed while the ranks exit: a symptom with no cause, an error line no signature knows
+    log = tmp_path / "node2.log"
+    stop = ("W1124 07:42:40.236000 31206 torch/distributed/elastic/agent/server/api.py:753] Received 15 death signal, "
+            "shutting down workers\ntorch.distributed.elastic.multiprocessing.api.SignalException: Process 31206 got signal: 15\n")
+    after = ("[rank2]: RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:553] Connection closed by peer "
+             "[10.77.0.11]:64949\n[rank2]: my_pipeline.StepError: step 2 aborted while exiting\n")
+    log.write_text("W1124 07:41:24.000000 31206 x.py:1] rank 2 step 1 loss 0.4213\n" + stop + after)
+    assert triage([str(log)])["cause_class"] == "interrupted"
+    doc = triage([str(log)], hung=True)
+    assert (doc["exit_code"], doc["findings"][0]["id"]) == (1, "hang.after_progress"), doc["summary"]
+    assert doc["error_lines"] == [] and not [f for f in doc["findings"] if f["id"] == "net.connection_closed"]
+    # an unknown error before the stop stays the first failure
+    log.write_text("W1124 07:41:24.000000 31206 x.py:1] rank 2 step 1 loss 0.4213\n"
+                   "[rank2]: my_pipeline.StepError: step 2 aborted by the data loader\n" + stop)
+    doc = triage([str(log)], hung=True)
+    assert doc["cause_class"] == "unrecognised" and "data loader" in doc["error_lines"][0]["text"], doc["summary"]

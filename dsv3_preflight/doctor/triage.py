@@ -513,12 +513,13 @@ class Triage:
             for ev in f.events:
                 if ev.node is None and ev.rank is not None and ev.rank in self.summary_hosts:
                     ev.node = self.summary_hosts[ev.rank]
-        errors_present = self.error_count > 0
+        errors, error_count = self.errors, self.error_count
         # what a process prints while it exits, after the run said it finished, is teardown noise, not a failure
         after_end = [f for f in found if f.sig.teardown and all(self._after_end(e) for e in f.events)]
         found = [f for f in found if f not in after_end]
         if self.hung:   # the user says it hung and stopped it: what the stop printed (Ctrl-C, SIGTERM) is not the failure
-            found = self._without_the_stop(found)
+            found, errors, error_count = self._without_the_stop(found, errors, error_count)
+        errors_present = error_count > 0
         if self.facts.one_node():   # loopback or a container bridge is the right interface for a one-node job
             found = [f for f in found if f.sig.stall != "multi_node" and not f.sig.multi_node_only]
         found = self._store_lost(found)
@@ -558,7 +559,7 @@ class Triage:
             tier_heads = [f for f in heads if f.sig.tier == best]
             firsts = {id(_earliest(f.events)): f for f in tier_heads}
             head = firsts[id(_earliest([_earliest(f.events) for f in tier_heads]))]
-        first_error = _earliest(self.errors) if self.errors else None
+        first_error = _earliest(errors) if errors else None
         recognised = head is not None and head.sig.cls is not None
         if recognised and head.sig.tier >= 3 and first_error is not None:
             # only consequences are recognised: an unrecognised error before them is the first failure
@@ -619,12 +620,12 @@ class Triage:
             "first_failure": first,
             "findings": findings,
             "warnings": warnings,
-            "error_lines": [self._evidence(e.path, e.line, e.text) | {"node": e.node, "rank": e.rank} for e in self.errors],
-            "nearest_causes": self._nearest() if failing and not recognised and not interrupted else [],
+            "error_lines": [self._evidence(e.path, e.line, e.text) | {"node": e.node, "rank": e.rank} for e in errors],
+            "nearest_causes": self._nearest(errors) if failing and not recognised and not interrupted else [],
             "silent_ranks": self._silent_ranks(),
             "healthy_signs": list(self.progress.values()),
-            "unrecognised": {"count": self.error_count,
-                             "first": [self._evidence(e.path, e.line, e.text) for e in self.errors[:self.max_evidence]]},
+            "unrecognised": {"count": error_count,
+                             "first": [self._evidence(e.path, e.line, e.text) for e in errors[:self.max_evidence]]},
             "nccl": self.facts.to_dict(),
             "ras": self._ras_summary(),
             "flight_recorder": self.flight,
@@ -658,20 +659,24 @@ class Triage:
         end = self.run_end.get(ev.file)
         return ev.line > end if end is not None else True
 
-    def _without_the_stop(self, found: list[_Finding]) -> list[_Finding]:
-        """For ``--hung``: the findings without the stop's lines (a signal, the launcher relaying it) and without what
-        the stop caused. A symptom with no class, or an unrecognised error line, that is not before the first stop
-        signal (the same order the "interrupted" verdict uses) is the stop's doing: the first node stopped closes its
-        connections, and the ranks still waiting on the others print "Connection closed by peer" while they exit."""
+    def _without_the_stop(self, found: list[_Finding], errors: list[Event],
+                          error_count: int) -> tuple[list[_Finding], list[Event], int]:
+        """For ``--hung``: the findings and unrecognised error lines (and their count) without the stop's lines (a
+        signal, the launcher relaying it) and without what the stop caused. A symptom with no class, or an
+        unrecognised error line, that is not before the first stop signal (the same order the "interrupted" verdict
+        uses) is the stop's doing: the first node stopped closes its connections, and the ranks still waiting on the
+        others print "Connection closed by peer" while they exit. The lines are dropped only when all were kept
+        (``MAX_ERROR_LINES``): an error line not kept may be before the stop."""
         signals = [_earliest(f.events) for f in found if f.sig.stop == "signal"]
         if not signals:
-            return [f for f in found if not f.sig.stop]
+            return [f for f in found if not f.sig.stop], errors, error_count
         first_stop = _earliest(signals)
         before = lambda ev: _earliest([first_stop, ev]) is not first_stop  # noqa: E731
-        if self.error_count == len(self.errors):   # every unrecognised line is known: drop those the stop caused
-            self.errors = [e for e in self.errors if before(e)]
-            self.error_count = len(self.errors)
-        return [f for f in found if not f.sig.stop and (f.sig.cls is not None or before(_earliest(f.events)))]
+        if error_count == len(errors):
+            errors = [e for e in errors if before(e)]
+            error_count = len(errors)
+        return ([f for f in found if not f.sig.stop and (f.sig.cls is not None or before(_earliest(f.events)))],
+                errors, error_count)
 
     def _hang_phase(self) -> _Finding | None:
         """For ``--hung`` with no error and no suspect: the phase the log stops in, as a derived finding (None: the
@@ -790,10 +795,10 @@ class Triage:
                            for e in getattr(r, k)][:MAX_LISTED]
         return out
 
-    def _nearest(self) -> list[dict]:
+    def _nearest(self, errors: list[Event]) -> list[dict]:
         """The known causes whose words are closest to the unrecognised error lines (a hint, not a diagnosis)."""
         words = set()
-        for e in self.errors:
+        for e in errors:
             words |= {w for w in re.findall(r"[a-z][a-z0-9_]{2,}", e.text.lower()) if w not in STOPWORDS}
         if not words:
             return []
