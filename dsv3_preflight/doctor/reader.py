@@ -25,6 +25,7 @@ import stat
 import subprocess
 import sys
 import zlib
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Iterable, Iterator
@@ -420,7 +421,7 @@ def label_for(path: str) -> str:
     for suffix in (".gz", ".log", ".txt", ".out", ".err"):
         if name.endswith(suffix) and len(name) > len(suffix):
             name = name[: -len(suffix)]
-    if name in _GENERIC_NAMES and p.parent.name:   # torchrun --log-dir: <run>/attempt_0/<local_rank>/stderr.log
+    if name in _GENERIC_NAMES and p.parent.name:   # logs/node1/train.log → node1/train
         name = f"{p.parent.name}/{name}"
     m = _LAUNCH_LOG.fullmatch(name)   # our launcher's logs: the node's name, as its lines' "[node N name]" prefix says
     return m.group("name") if m else name
@@ -448,13 +449,12 @@ def labels_for(paths: list[str]) -> dict[str, tuple[str | None, int | None]]:
     label (its lines name their origin or there is one node)."""
     if len(paths) < 2:
         return {p: (None, None) for p in paths}
-    real = [p for p in paths if p != STDIN]
-    common = Path(os.path.commonpath([os.path.abspath(p) for p in real])) if real else Path("/")
-    if common in {Path(os.path.abspath(p)) for p in real}:   # (a file named twice: expand_inputs reads it once)
+    real = {p: Path(os.path.abspath(p)) for p in paths if p != STDIN}
+    common = Path(os.path.commonpath(list(real.values()))) if real else Path("/")
+    if common in real.values():   # one file besides stdin: its directory
         common = common.parent
     logdir = {}
-    for p in real:
-        q = Path(os.path.abspath(p))
+    for p, q in real.items():
         if (q.name.split(".")[0] in ("stdout", "stderr", "error") and q.parent.name.isdigit()
                 and _ATTEMPT.fullmatch(q.parent.parent.name)):
             logdir[p] = (q.parent.parent.parent, int(q.parent.name))
@@ -465,12 +465,10 @@ def labels_for(paths: list[str]) -> dict[str, tuple[str | None, int | None]]:
         node = above if not above.startswith(".") else (run.name if len(runs) > 1 else None)
         out[p] = (node, local_rank)
     plain = {p: label_for(p) for p in paths if p not in logdir}
-    seen: dict[str, int] = {}
-    for label in plain.values():
-        seen[label] = seen.get(label, 0) + 1
+    seen = Counter(plain.values())
     for p, label in plain.items():
         if seen[label] > 1 and p != STDIN:
-            rel = os.path.relpath(Path(os.path.abspath(p)).parent, common)
+            rel = os.path.relpath(real[p].parent, common)
             label = label if rel == "." or label.startswith(rel + "/") else f"{rel}/{label}"
         out[p] = (label, None)
     return out

@@ -139,6 +139,17 @@ def _earliest(events: Sequence[Event]) -> Event:
     return min(events, key=lambda e: (e.file, e.line))
 
 
+def _before(ev: Event, mark: Event) -> bool:
+    """``ev`` came before ``mark`` in the order ``_earliest`` gives (a line without a time is not before a timed one
+    of another file)."""
+    return _earliest([mark, ev]) is not mark
+
+
+def _all_after(events: Sequence[Event], marks: dict[int, int]) -> bool:
+    """Every event is in a file with a mark (file index → line) and after that line."""
+    return all(e.file in marks and e.line > marks[e.file] for e in events)
+
+
 class _Matcher:
     """Signature lookup for one cleaned line: the first signature (table order) whose needle, context and pattern
     match. A benign match only lets progress and context signatures match after it.
@@ -547,12 +558,12 @@ class Triage:
         present = {f.sig.id for f in candidates}
         explained = {f.sig.id: next(c for c in f.sig.consequence_of if c in present)
                      for f in candidates if any(c in present for c in f.sig.consequence_of)}
+        # what a worker's failure left behind: a consequence of the first failure (rendered with the head's id)
         after_exit = {f.sig.id for f in candidates if f.sig.id not in explained
                       and (self._after_worker_exit(f) or self._after_store_gone(f))}
         if not any(f.sig.kind == "cause" and f.sig.cls is not None and f.sig.id not in after_exit for f in candidates):
             after_exit = set()   # only another cause can be what the worker failed of (a summary may be all there is)
-        explained.update(dict.fromkeys(after_exit, None))
-        heads = [f for f in candidates if f.sig.id not in explained]
+        heads = [f for f in candidates if f.sig.id not in explained and f.sig.id not in after_exit]
         head: _Finding | None = None
         if heads:
             best = min(f.sig.tier for f in heads)
@@ -571,10 +582,10 @@ class Triage:
         # "closing signal" lines ("relay") do not show that: torchrun sends them after a rank's own failure too
         stops = {id(_earliest(f.events)): f for f in candidates if f.sig.stop == "signal"}   # by its earliest event
         first_stop = _earliest([_earliest(f.events) for f in stops.values()]) if stops else None
-        before = lambda ev: _earliest([first_stop, ev]) is not first_stop  # noqa: E731
         interrupted = (failing and not recognised and first_stop is not None
-                       and all(f.sig.stop or (f.sig.cls is None and not before(_earliest(f.events))) for f in candidates)
-                       and (first_error is None or not before(first_error)))
+                       and all(f.sig.stop or (f.sig.cls is None and not _before(_earliest(f.events), first_stop))
+                               for f in candidates)
+                       and (first_error is None or not _before(first_error, first_stop)))
         if not failing:
             verdict = "healthy" if self.progress and self._zero_bar() is None else "unknown"
         else:
@@ -591,8 +602,6 @@ class Triage:
             consequences = [f for f in candidates if f not in roots]
             consequences.sort(key=order)
             head_id = roots[0].sig.id if roots and recognised else None
-            if head_id is not None:   # what a worker's failure left behind is the first failure's consequence
-                explained.update(dict.fromkeys(after_exit, head_id))
             findings = [self._render(f, "root_cause", None) for f in roots]
             findings += [self._render(f, "consequence", explained.get(f.sig.id, head_id)) for f in consequences]
             if findings and recognised:
@@ -671,12 +680,11 @@ class Triage:
         if not signals:
             return [f for f in found if not f.sig.stop], errors, error_count
         first_stop = _earliest(signals)
-        before = lambda ev: _earliest([first_stop, ev]) is not first_stop  # noqa: E731
         if error_count == len(errors):
-            errors = [e for e in errors if before(e)]
+            errors = [e for e in errors if _before(e, first_stop)]
             error_count = len(errors)
-        return ([f for f in found if not f.sig.stop and (f.sig.cls is not None or before(_earliest(f.events)))],
-                errors, error_count)
+        kept = [f for f in found if not f.sig.stop and (f.sig.cls is not None or _before(_earliest(f.events), first_stop))]
+        return kept, errors, error_count
 
     def _hang_phase(self) -> _Finding | None:
         """For ``--hung`` with no error and no suspect: the phase the log stops in, as a derived finding (None: the
@@ -715,15 +723,13 @@ class Triage:
         """``f`` is about reaching peers or the store, and each of its lines comes after its file's launcher saw a
         worker fail: the peers it could not reach were gone, or a restarted worker group (``--max-restarts``) was
         connecting to the addresses of the one that failed (recorded: static rendezvous, node 2 restarted alone)."""
-        return (f.sig.kind == "cause" and f.sig.cls in AFTER_EXIT_CLASSES
-                and all(e.file in self.worker_exit and e.line > self.worker_exit[e.file] for e in f.events))
+        return f.sig.kind == "cause" and f.sig.cls in AFTER_EXIT_CLASSES and _all_after(f.events, self.worker_exit)
 
     def _after_store_gone(self, f: _Finding) -> bool:
         """``f`` says the store could not be reached (a ``lost_after_start`` cause), and each of its lines comes after its
         file said the store closed the connection: it had been reached, and its host went away (recorded: a node
         given another --rdzv-id, whose store host ended on its own rendezvous timeout)."""
-        return f.sig.lost_after_start and all(e.file in self.store_gone and e.line > self.store_gone[e.file]
-                                              for e in f.events)
+        return f.sig.lost_after_start and _all_after(f.events, self.store_gone)
 
     def _store_lost(self, found: list[_Finding]) -> list[_Finding]:
         """The store worked at the start: a ``lost_after_start`` cause printed after it is one consequence of its
