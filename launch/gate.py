@@ -45,6 +45,7 @@ def launch_log_text(doc: Mapping[str, Any], code: int, written: Sequence[Path], 
         f"# preflight: {doc.get('verdict')} (exit {code}; " + ", ".join(f"{v} {k}" for k, v in counts.items() if v) + ")",
         f"# report: {', '.join(str(p) for p in written) or 'not written (--no-report)'}",
     ]
+    lines += [f"# {line}" for line in cause_lines(doc)]
     lines += [f"# {line}" for line in training_lines]
     for name, reason in skipped_by_request(doc).items():
         lines.append(f"# skipped by request: {name}: {reason}")
@@ -54,6 +55,20 @@ def launch_log_text(doc: Mapping[str, Any], code: int, written: Sequence[Path], 
         lines += shell_text(command).rstrip("\n").splitlines()
     lines.append(f"# {decision}")
     return "\n".join(lines) + "\n"
+
+
+def cause_lines(doc: Mapping[str, Any]) -> list[str]:
+    """The causes that closed the gate, as the console heads them ("1. ✘ FAIL check: summary", who acts): the launch
+    log says why torchrun did not start without the console (`dsv3-preflight doctor` reads them back)."""
+    from dsv3_preflight.reports.rootcause import cause_heading, root_causes
+
+    nodes = {str(n.get("node")) for n in doc.get("nodes") or [] if isinstance(n, Mapping)} - {"cluster"}
+    out: list[str] = []
+    red = [c for c in root_causes(doc.get("results") or []) if c.status in ("fail", "error")]
+    for number, cause in enumerate(red, 1):
+        out.append(cause_heading(number, cause, multi_node=len(nodes) > 1))
+        out.append(f"   who acts: {cause.actor_label}")
+    return out
 
 
 def write_launch_log(path: str | Path, text: str) -> Path:

@@ -24,7 +24,7 @@ from dsv3_preflight.result import GO, NOTHING_SELECTED, STATUS_ORDER, Status
 from dsv3_preflight.text import safe_terminal
 
 from .probe_text import render_pairs_text
-from .rootcause import Cause, root_causes, verdict_line_parts
+from .rootcause import Cause, cause_lead, cause_where, root_causes, verdict_line_parts
 
 STYLE = {"pass": "green", "warn": "yellow", "fail": "bold red", "skip": "dim", "error": "bold magenta"}
 LABEL = {s.value: f"{s.symbol} {s.value.upper()}" for s in Status}
@@ -138,8 +138,8 @@ def _matrix(console: Console, results: list, node_names: list[str], nodes: list)
 
 
 def _cause(console: Console, number: int, cause: Cause, multi_node: bool) -> None:
-    lead = next((p for p in cause.problems if p.message == cause.title), cause.problems[0])
-    where = f" on {', '.join(cause.nodes)}" if multi_node or len(cause.nodes) > 1 else ""
+    lead = cause_lead(cause)
+    where = cause_where(cause, multi_node)
     console.print(f"\n{number}. [{STYLE.get(cause.status, '')}]{LABEL.get(cause.status, cause.status)}[/] "
                   f"[bold]{t(lead.check)}[/]{t(where)}: {t(cause.title)}", soft_wrap=True)
     others = [c for c in cause.checks if c != lead.check]

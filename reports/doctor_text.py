@@ -81,7 +81,9 @@ def render_text(diagnosis: dict) -> str:
         if f.get("fix"):
             out.append("   fix:")
             out.append(_indent(f["fix"], "     "))
-        if f.get("check"):
+        if str(f.get("id", "")).startswith("preflight."):   # the preflight's own verdict: it did catch it
+            out.append(f"   found by the preflight{' check ' + f['check'] if f.get('check') else ''}: torchrun was not started")
+        elif f.get("check"):
             out.append(f"   caught before launch by: dsv3-preflight run --only {f['check']}")
         elif f.get("role") == "root_cause":
             out.append("   caught before launch by: no preflight check (the cause is in the training script itself)")
@@ -112,6 +114,8 @@ def render_text(diagnosis: dict) -> str:
         out.append("")
         out.append("no error line and no sign of progress: the log may be truncated, from the wrong process, or from a "
                    "run that never started (exit 5, not 0)")
+    for k in d.get("skipped") or []:
+        out.append(f"not read as a log: {k['path']}: {k['why']}")
     for u in d.get("unreadable") or []:
         out.append(f"refused input: {u['path']}: {u['error']}")
     return "\n".join(out) + "\n"

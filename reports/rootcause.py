@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
-from dsv3_preflight.result import Actor, severity
+from dsv3_preflight.result import Actor, Status, severity
 
 RED_OR_YELLOW = ("error", "fail", "warn")
 ACTOR_ORDER = {Actor.NODE.value: 0, Actor.NETWORK.value: 1, Actor.JOB.value: 2, None: 3}
@@ -129,6 +129,25 @@ def _settle(cause: Cause) -> None:
             if node_fixes:
                 fixes.setdefault("\n".join(node_fixes), []).append(node)
     cause.fixes = list(fixes.items())
+
+
+def cause_lead(cause: Cause) -> Problem:
+    """The problem a cause is shown under: the one whose message is its title."""
+    return next((p for p in cause.problems if p.message == cause.title), cause.problems[0])
+
+
+def cause_where(cause: Cause, multi_node: bool) -> str:
+    """' on node1, node2' after the check's name (nothing for a one-node run's one node)."""
+    return f" on {', '.join(cause.nodes)}" if multi_node or len(cause.nodes) > 1 else ""
+
+
+def cause_heading(number: int, cause: Cause, multi_node: bool) -> str:
+    """'1. ✘ FAIL host.resources: port 39511 is held by …' in plain text: the console's heading of a cause (the
+    launch log repeats it, the doctor reads it back: dsv3_preflight.doctor.gate)."""
+    status = cause.status
+    symbol = Status(status).symbol if status in Status._value2member_map_ else ""
+    lead = cause_lead(cause)
+    return f"{number}. {symbol} {status.upper()} {lead.check}{cause_where(cause, multi_node)}: {cause.title}"
 
 
 def verdict_line_parts(doc: Mapping[str, Any]) -> str:

@@ -11,7 +11,7 @@ from dsv3_preflight.doctor.signatures import NO_PREFLIGHT_CHECK
 
 from conftest import python_cli
 from paste_lint import paste_problems
-from dsv3_preflight.doctor.signatures import CLASSES, DERIVED, SIGNATURES
+from dsv3_preflight.doctor.signatures import CLASSES, DERIVED, DERIVED_NAMES, GATE_CLASS, SIGNATURES
 from dsv3_preflight.doctor.triage import _Matcher, _fill, _groups
 
 MATCHER = _Matcher(SIGNATURES)
@@ -65,7 +65,7 @@ def test_every_fix_passes_bash_n(sig):
     """A fix is pasted into a shell: commands, ${NAME:?what} placeholders, prose only in # comments."""
     m = sig.regex.search(sig.example)
     groups = _groups(m) if m else {}
-    names = {k.rstrip("0123456789") or k for k in sig.regex.groupindex} | {"values", "rank", "node", "seq", "op", "ahead"}
+    names = {k.rstrip("0123456789") or k for k in sig.regex.groupindex} | DERIVED_NAMES
     for filled in (_fill(sig.fix, groups, names, quote=True), _fill(sig.fix, {}, names, quote=True),
                    _fill(sig.fix, {k: "x'; rm -rf / #" for k in names}, names, quote=True)):
         p = subprocess.run(["bash", "-n"], input=filled, capture_output=True, text=True, timeout=30)
@@ -75,7 +75,7 @@ def test_every_fix_passes_bash_n(sig):
 
 @pytest.mark.parametrize("sig", [s for s in ALL if s.kind in ("cause", "suspect")], ids=lambda s: s.id)
 def test_every_cause_says_why_how_to_fix_and_which_existing_check_catches_it(sig, check_names):
-    assert sig.root_cause and sig.fix and sig.cls in CLASSES
+    assert sig.root_cause and sig.fix and (sig.cls in CLASSES or sig.cls == GATE_CLASS and sig.id.startswith("preflight."))
     if sig.id in NO_PREFLIGHT_CHECK:  # the training script itself (its argument checks, its collectives): no check sees it
         assert sig.check is None
     else:
@@ -97,7 +97,7 @@ def test_signature_ids_are_unique():
 def test_every_class_of_the_issue_has_a_cause_signature():
     assert set(CLASSES) == {"cuda_fabric", "version_drift", "pci_rank_dup", "port_rendezvous", "nic_iface", "nccl_hang",
                             "nccl_transport", "gpu_oom", "host_resources", "lora_empty", "config"}
-    assert {s.cls for s in ALL if s.kind == "cause"} == set(CLASSES)
+    assert {s.cls for s in ALL if s.kind == "cause"} == set(CLASSES) | {GATE_CLASS}   # and our own preflight's verdict
 
 
 def test_interface_fixes_do_not_send_the_head_to_lo():

@@ -126,6 +126,42 @@ def test_a_held_master_port_keeps_the_gate_closed(tmp_path, user_env):
     assert code == 1 and not out.exists()
     assert not any(TORCHRUN_MARK in cmd for cmd in seen)
     assert "torchrun not started" in stderr.strip().splitlines()[-1]
+    _doctor_names_the_held_port(tmp_path, stderr, port)
+
+
+def _doctor_names_the_held_port(tmp_path: Path, console: str, port: int) -> None:
+    """`dsv3-preflight doctor` on what a NO-GO launch left (its console, its launch log, its JSON report, the HTML
+    report beside that): the check that closed the gate, not "no error" or "cause not recognised"."""
+    from dsv3_preflight.doctor import triage
+    from dsv3_preflight.reports import write_html
+
+    report = json.loads((tmp_path / "report.json").read_text())
+    red = [r["name"] for r in report["results"] if r["status"] in ("fail", "error")]
+    (tmp_path / "console.txt").write_text(console)
+    reports = tmp_path / "reports"
+    reports.mkdir()
+    (reports / "preflight-x.json").write_text(json.dumps(report))
+    write_html(report, reports / "preflight-x.html")
+    answers = {}
+    for name, inputs in (("console", [tmp_path / "console.txt"]), ("launch log", [tmp_path / "launch.log"]),
+                         ("report", [tmp_path / "report.json"]), ("html", [reports / "preflight-x.html"]),
+                         ("directory", [reports])):
+        d = triage([str(p) for p in inputs])
+        assert d["exit_code"] == 1 and d["cause_recognised"], (name, d["summary"])
+        head = d["findings"][0]
+        assert head["id"] == f"preflight.{head['check']}" and head["check"] in red, (name, head["id"])
+        assert str(port) in head["title"], (name, head["title"])
+        assert not d["error_lines"], (name, d["error_lines"])   # the console's table rows are the preflight's, not errors
+        answers[name] = head
+    # from the report: the preflight's own fix, with the holder's pid, and the check to re-run
+    assert f"kill {os.getpid()}" in answers["report"]["fix"]
+    assert f"dsv3-preflight run --only {answers['report']['check']}" in answers["report"]["fix"]
+    # from the console and the launch log: where the fix is, the report to read it from
+    assert f"dsv3-preflight doctor {tmp_path / 'report.json'}" in answers["console"]["fix"]
+    assert answers["html"]["fix"] == answers["report"]["fix"]
+    for head in answers.values():
+        p = subprocess.run(["bash", "-n"], input=head["fix"], capture_output=True, text=True, timeout=30)
+        assert p.returncode == 0, (p.stderr, head["fix"])
 
 
 @pytest.mark.slow

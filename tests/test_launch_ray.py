@@ -163,6 +163,15 @@ def test_all_nodes_red_preflight_starts_torchrun_nowhere(lab: RayLab, tmp_path: 
     assert proc.stdout == "" and node_logs(tmp_path) == {}
     assert proc.stderr.strip().splitlines()[-1].startswith("dsv3-preflight launch: NO-GO (")
     assert "NO-GO: torchrun not started" in (tmp_path / "launch.log").read_text()
+    # `dsv3-preflight doctor` on the console, the launch log and the report: the check that closed the gate
+    from dsv3_preflight.doctor import triage
+    (tmp_path / "console.txt").write_text(proc.stderr)
+    for inputs in (["console.txt"], ["launch.log"], ["report.json"], ["console.txt", "launch.log", "report.json"]):
+        d = triage([str(tmp_path / p) for p in inputs])
+        assert d["exit_code"] == 1 and d["cause_recognised"], (inputs, d["summary"])
+        head = d["findings"][0]
+        assert (head["id"], head["class"]) == ("preflight.cluster.node_count", "port_rendezvous"), (inputs, head["id"])
+        assert "3" in head["title"] and "cluster" not in head["nodes"], (inputs, head)
 
 
 def _argv(lab: RayLab, tmp_path: Path, *training: str) -> list[str]:

@@ -45,7 +45,8 @@ The document (plain JSON types)::
       "ras": {"dead": [...], "missing": [...], "mismatch": [...], "errors": [...]} | null,
       "flight_recorder": {...} | null,     # with --flight-recorder DIR
       "files": [{"path", "node", "lines", "bytes", "host"?}],   # node: the file's label; host: torchrun's name for it
-      "unreadable": [{"path", "error"}]
+      "unreadable": [{"path", "error"}],
+      "skipped": [{"path", "why"}]          # read through another input (the preflight's HTML report: its JSON twin)
     }
 
 Verdicts: ``failure`` (exit 1) when a cause, a symptom or any error line is found, or when a log without either

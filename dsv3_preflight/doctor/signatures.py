@@ -65,6 +65,9 @@ from typing import Pattern
 CLASSES = ("cuda_fabric", "version_drift", "pci_rank_dup", "port_rendezvous", "nic_iface", "nccl_hang",
            "nccl_transport", "gpu_oom", "host_resources", "lora_empty", "config")
 KINDS = ("cause", "suspect", "symptom", "progress", "benign", "context")
+#: the class of a failure our own preflight reported (its gate kept torchrun from starting): not a corpus class, the
+#: check that failed says what it is (``CHECK_CLASS`` gives the corpus class where the check guards only one)
+GATE_CLASS = "preflight_gate"
 CLASS_TITLES = {
     "cuda_fabric": "CUDA cannot initialise (driver / Fabric Manager / NVSwitch)",
     "version_drift": "versions that do not fit together (driver vs CUDA build, NCCL or torch across nodes)",
@@ -77,6 +80,7 @@ CLASS_TITLES = {
     "host_resources": "host resources (RAM and the OOM killer, disk, shared memory, ulimits)",
     "lora_empty": "LoRA adapters empty, targets not found, or weights files corrupt",
     "config": "DeepSpeed / accelerate / trainer configuration",
+    GATE_CLASS: "the preflight found a problem before the run (its gate keeps torchrun from starting)",
 }
 
 
@@ -112,7 +116,7 @@ class Signature:
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise ValueError(f"signature {self.id}: unknown kind {self.kind!r}")
-        if self.cls is not None and self.cls not in CLASSES:
+        if self.cls is not None and self.cls not in CLASSES and self.cls != GATE_CLASS:
             raise ValueError(f"signature {self.id}: unknown class {self.cls!r}")
         if self.kind in ("cause", "suspect") and self.cls is None:
             raise ValueError(f"signature {self.id}: a {self.kind} needs a class")
@@ -199,7 +203,8 @@ DS_CONFIG_FIX = "dsv3-preflight run --only lora.deepspeed_config    # reads the 
 #: causes no preflight check can catch: the training script's own argument validation runs only when it starts, and
 #: ranks of one program that issue different collectives are the program's own logic (naming a check that does not
 #: look at them would be a lie); the doctor says so instead of naming one
-NO_PREFLIGHT_CHECK = frozenset({"hf.training_arguments_invalid", "launch.unrecognized_arguments", "c10d.fingerprints_diverge"})
+NO_PREFLIGHT_CHECK = frozenset({"hf.training_arguments_invalid", "launch.unrecognized_arguments", "c10d.fingerprints_diverge",
+                                "preflight.no_go"})   # (this one: the preflight ran, and the line does not say which check failed)
 
 SIGNATURES: tuple[Signature, ...] = (
     # ======================================================================== benign lines that look like errors
@@ -2244,6 +2249,75 @@ SIGNATURES: tuple[Signature, ...] = (
       source="transformers Trainer (_save_checkpoint's log line)"),
 )
 
+# ============================================================================ our own preflight's verdict
+# `dsv3-preflight launch` (and `run`) print the causes of a NO-GO as "1. ✘ FAIL host.resources: port 39511 is held
+# by pid 1321 (…)" (reports/console.py), the launch log repeats them behind "# ", the JSON report holds the results.
+# The preflight has judged: the doctor repeats its judgement (dsv3_preflight.doctor.gate reads it), one finding per
+# failed check, under that check's id.
+
+#: the corpus class a failed check stands for, where the check guards one; a check that guards several (host.resources:
+#: a held port, /dev/shm or a full disk) is GATE_CLASS, and so is a plugin's. Every built-in check is listed (a test
+#: holds the table to the registry), so a new check comes with a decision.
+CHECK_CLASS: dict[str, str] = {
+    "cluster.env_consistency": GATE_CLASS, "cluster.master_node": "port_rendezvous", "cluster.node_count": "port_rendezvous",
+    "cluster.node_rank": "pci_rank_dup", "dist.allreduce": GATE_CLASS, "dist.allreduce_cluster": GATE_CLASS,
+    "dist.pairs": GATE_CLASS, "env.launch_vars": GATE_CLASS, "gpu.clocks": GATE_CLASS, "gpu.cuda_init": GATE_CLASS,
+    "gpu.fabric_manager": "cuda_fabric", "gpu.inventory": GATE_CLASS, "gpu.memory_errors": GATE_CLASS,
+    "gpu.modes": GATE_CLASS, "gpu.nvlink": "nccl_transport", "gpu.pcie_link": GATE_CLASS,
+    "gpu.rank_mapping": "pci_rank_dup", "gpu.rank_mapping_cluster": "pci_rank_dup", "gpu.reset_pending": GATE_CLASS,
+    "gpu.versions": "version_drift", "gpu.xid": GATE_CLASS, "host.resources": GATE_CLASS,
+    "lora.adapter_base": "lora_empty", "lora.deepspeed_config": GATE_CLASS, "lora.output_dir": GATE_CLASS,
+    "lora.targets": "lora_empty", "net.mtu": GATE_CLASS, "net.nic_route": "nic_iface", "net.port_free": "port_rendezvous",
+    "net.port_reach": "port_rendezvous",
+}
+#: a cause of the preflight's console ("Why NO-GO" block; the launch log has it behind "# ")
+GATE_CAUSE_RE = (r"^\s*(?:#\s*)?\d+\. (?:\u2718 |\u203c )(?P<status>FAIL|ERROR) (?P<check>{check})"
+                 r"(?: on (?P<nodes>[^:]+?))?: (?P<summary>.+)$")
+_GATE_TITLE = "Preflight check {check} {status}[[ on {nodes}]]: {summary}"
+_GATE_ROOT = ("The preflight judged this before the run[[ (who must act: {who})]]: a check that is FAIL or ERROR keeps "
+              "`dsv3-preflight launch` from starting torchrun, so no training ran[[; the same cause blocks {also}]].[[ {error_note}]]")
+#: placeholders filled by the triage itself, not by a signature's pattern (derived findings, the preflight's verdict)
+DERIVED_NAMES = frozenset({"values", "node", "rank", "pid", "error", "seq", "op", "ahead", "who", "also", "report",
+                           "error_note", "nodes"})
+#: what an ERROR is (the root cause's {error_note} for a check that is ERROR)
+GATE_ERROR_NOTE = "ERROR: the check could not run (its probe failed or timed out); unknown is never taken as healthy."
+
+
+def _gate_fix(check: str) -> str:
+    import shlex
+
+    return ("# the preflight printed this cause's fix under it (\"fix: (paste as is)\") with the node's own values"
+            "[[; the doctor reads it from the report:\ndsv3-preflight doctor {report}]]\n"
+            f"dsv3-preflight run --only {shlex.quote(check)}    # once fixed: this check again (--all-nodes, as for the launch)")
+
+
+def gate_signature(check: str) -> Signature:
+    """The finding of a failed preflight check (built-in or a plugin's: any id the preflight printed)."""
+    sig = _GATE_SIGNATURES.get(check)
+    if sig is None:
+        sig = _GATE_SIGNATURES[check] = S(
+            f"preflight.{check}", CHECK_CLASS.get(check, GATE_CLASS), "cause", ("\u2718 FAIL ".encode(),),
+            GATE_CAUSE_RE.format(check=re.escape(check)), _GATE_TITLE, _GATE_ROOT, _gate_fix(check), check, 1,
+            f"1. \u2718 FAIL {check}: the summary the check gave", "dsv3-preflight's console (reports/console.py: the causes of a NO-GO)")
+    return sig
+
+
+_GATE_SIGNATURES: dict[str, Signature] = {}
+GATE_SIGNATURES: tuple[Signature, ...] = tuple(gate_signature(c) for c in CHECK_CLASS)
+#: the gate's closing line, or the launch log's verdict, without the causes above it
+GATE_NO_GO = S(
+    "preflight.no_go", GATE_CLASS, "cause", (b"NO-GO",),
+    r"dsv3-preflight launch: NO-GO \((?P<why>[^)]*)\): torchrun not started(?:; report: (?P<report>\S+\.json)$)?"
+    r"|^# preflight: NO-GO \(exit \d+; (?P<why2>[^)]*)\)",
+    "The preflight said NO-GO ({why}): torchrun was not started",
+    "The gate of `dsv3-preflight launch` stopped the launch: a check was FAIL or ERROR. Which one is not in these "
+    "lines: the console printed the causes above its last line (\"Why NO-GO\"), each with who must act and its fix.",
+    "[[dsv3-preflight doctor {report}    # the causes, who must act and the fixes, from the preflight's report"
+    "||dsv3-preflight run    # the preflight again: each cause with its fix (--all-nodes, as for the launch)]]",
+    None, 2, "dsv3-preflight launch: NO-GO (2 FAIL): torchrun not started; report: reports/preflight-20261124-092911-vm.json",
+    "launch/gate.py (red_line)")
+
+
 # Findings made from more than one line (dsv3_preflight.doctor.evidence, .flight_recorder, the triage): the same
 # fields, so they are listed, documented and their fixes tested like the line signatures; the matcher never uses them.
 DERIVED: tuple[Signature, ...] = (
@@ -2362,7 +2436,7 @@ DERIVED: tuple[Signature, ...] = (
       "export TORCH_DISTRIBUTED_DEBUG=DETAIL    # then make every rank issue the same collectives\n" + ALLREDUCE_FIX,
       "dist.allreduce", 1,
       "flight recorder: at #4 rank 0: gloo:broadcast [[4]]; rank 1: gloo:all_reduce [[4]]", "torch.distributed.flight_recorder loader output"),
-)
+) + GATE_SIGNATURES + (GATE_NO_GO,)
 
 # Lines that look like errors. A line matching no signature but this is an unrecognised error line: reported, never
 # guessed at. (Benign signatures above come first; NCCL INFO and glog INFO lines are never error lines.)

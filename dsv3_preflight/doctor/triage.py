@@ -21,16 +21,18 @@ cause is not recognised and that error is the first failure.
 from __future__ import annotations
 
 import io
+import os
 import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
 from ..secrets import mask_text
 from .attribution import Stamp, origin_of, stamp_key, stamp_text, strip_launcher, time_of
+from .gate import GATE_NEEDLES, GateText, gate_json, html_twin, is_preflight_html, is_result_document
 from .evidence import FACT_NEEDLES, RAS_NEEDLES, CollectiveTrail, NcclFacts, RasText, load_json_document, ras_json
 from .reader import FileStats, InputError, NeedleSet, clean, expand_inputs, labels_for, open_log, scan
 from .signatures import (CLASS_TITLES, DERIVED, ERROR_NEEDLES, ERROR_RE, QUIET_RE, SIGNATURES, STOPWORDS, Signature,
-                         by_id)
+                         by_id, gate_signature, DERIVED_NAMES, GATE_ERROR_NOTE)
 
 #: what a teardown line after the end of a run is (doc["warnings"], role "teardown")
 TEARDOWN_NOTE = ("Printed while the processes exited, after the log says the run finished: teardown noise, not a failure "
@@ -92,6 +94,7 @@ class _Finding:
     nodes: list[str] = field(default_factory=list)
     ranks: list[int] = field(default_factory=list)
     extra: dict = field(default_factory=dict)
+    fix: str | None = None   # a fix given whole by its source (the preflight's report), not filled from the signature
 
 
 def _groups(m: re.Match) -> dict[str, str]:
@@ -228,7 +231,7 @@ class Triage:
         self._matcher = _Matcher(signatures)
         # the signs that a run finished stay read after the first progress: lines after them may be teardown noise
         base = [n for s in signatures if s.kind != "progress" or s.ends_run for n in s.needles] + list(ERROR_NEEDLES)
-        base += list(FACT_NEEDLES) + list(RAS_NEEDLES)
+        base += list(FACT_NEEDLES) + list(RAS_NEEDLES) + list(GATE_NEEDLES)
         self._needles_all = NeedleSet(base + [n for s in signatures if s.kind == "progress" for n in s.needles])
         self._needles_quiet = NeedleSet(base)   # once progress is seen, its (frequent) needles are dropped
         self._progress_only = frozenset(n for s in signatures if s.kind == "progress" for n in s.needles) - frozenset(base)
@@ -249,22 +252,46 @@ class Triage:
         self.error_count = 0
         self.files: list[dict] = []
         self.unreadable: list[dict] = []
+        self.skipped: list[dict] = []   # inputs read through another (an HTML report through its JSON twin)
         self.summary_hosts: dict[int, str] = {}   # rank → host, from torchrun's failure summaries
         self.facts = NcclFacts()
         self.trail = CollectiveTrail()
         self.ras: list[RasText] = []
+        self.gates: list[GateText] = []   # our own preflight's verdict, per input that holds it
         self.flight: dict | None = None
 
     # -- reading --------------------------------------------------------------------------
     def add_paths(self, paths: Iterable[str]) -> None:
         files, refused = expand_inputs(paths)
         self.unreadable += refused
+        files = self._html_reports(files)
         labels = labels_for(files)
         for path in files:
             try:
                 self.add_stream(path, label=labels[path])
             except InputError as exc:
                 self.unreadable.append({"path": exc.path or path, "error": exc.reason})
+
+    def _html_reports(self, files: list[str]) -> list[str]:
+        """The preflight's HTML reports give way to their JSON twins (the same results, without markup a log reader
+        would misread); one without a twin is refused, saying what to pass instead."""
+        out: list[str] = []
+        real = {os.path.realpath(f) for f in files if f != "-"}
+        for path in files:
+            if path == "-" or not is_preflight_html(path):
+                out.append(path)
+                continue
+            twin = html_twin(path)
+            if twin is None:
+                self.unreadable.append({"path": path, "error": "the preflight's HTML report: the doctor reads its JSON "
+                                        "result document (the .json written beside it, or `run --json PATH`)"})
+            elif os.path.realpath(twin) in real:
+                self.skipped.append({"path": path, "why": f"the preflight's HTML report: its JSON twin {twin} is read"})
+            else:
+                self.skipped.append({"path": path, "why": f"the preflight's HTML report: its JSON twin {twin} is read instead"})
+                real.add(os.path.realpath(twin))
+                out.append(twin)
+        return out
 
     def _needles(self) -> NeedleSet:
         return self._needles_quiet if self._work_seen else self._needles_all
@@ -290,7 +317,7 @@ class Triage:
                 stream = io.BufferedReader(_Chain(data, stream), 8 << 20)  # type: ignore[arg-type]
             file_index = len(self.files)
             self.files.append({"path": path, "node": fallback_node, "lines": 0, "bytes": 0})
-            ctx: dict[str, Any] = {"ras": RasText(), "local_rank": file_local_rank}
+            ctx: dict[str, Any] = {"ras": RasText(), "gate": GateText(), "local_rank": file_local_rank}
             for line, raw, nxt in scan(stream, self._needles, stats, self._skip):
                 self._line(file_index, path, line, clean(raw), fallback_node, ctx, nxt)
             hosts = ctx.get("summary_hosts") or set()
@@ -298,6 +325,8 @@ class Triage:
                 self.files[file_index]["host"] = next(iter(hosts))
             if ctx["ras"].dead or ctx["ras"].missing or ctx["ras"].mismatch or ctx["ras"].errors:
                 self.ras.append(ctx["ras"])
+            if ctx["gate"]:
+                self.gates.append(ctx["gate"])
         finally:
             if path != "-":
                 stream.close()
@@ -306,6 +335,11 @@ class Triage:
 
     def _json_input(self, path: str, data: bytes, node: str | None) -> bool:
         doc = load_json_document(data, JSON_LIMIT)
+        if is_result_document(doc):   # the preflight's own result document
+            gate = gate_json(doc, path)
+            if gate:   # (a GO document says nothing about a run: read, and nothing to record)
+                self.gates.append(gate)
+            return True
         rep = ras_json(doc) if doc is not None else None
         if rep is None:
             return False
@@ -336,7 +370,8 @@ class Triage:
         self.trail.observe(text, fi, path, line, ts, origin.node or fallback_node)
         if fi not in self.worker_exit and "exit" in text and WORKER_EXIT.search(text):
             self.worker_exit[fi] = line
-        if ctx["ras"].observe(text, where) or CPP_FRAME.match(text):
+        if ctx["ras"].observe(text, where) or ctx["gate"].observe(text, {**where, "node": origin.node or fallback_node}) \
+                or CPP_FRAME.match(text):
             return
         sig, m, benign = self._matcher.match(text, ctx, line)
         if sig is None and not benign and nxt.strip() and (is_error_line(text) or len(text) >= 60):
@@ -505,6 +540,7 @@ class Triage:
             for w in d["where"]:
                 self._record(_DERIVED["c10d.fingerprints_diverge"], groups,
                              Event(w["fi"], w["path"], w["line"], w["ts"], w["node"], w["rank"], None, w["text"]))
+        self._derive_gate(file_of)
         for ras in self.ras:
             for key, sid in (("mismatch", "ras.mismatch"), ("dead", "ras.dead"), ("missing", "ras.incomplete"),
                              ("errors", "ras.rank_error")):
@@ -515,6 +551,32 @@ class Triage:
                     f = self._record(_DERIVED[sid], groups, ev)
                     if ras.mismatch_detail:
                         f.extra.setdefault("detail", ras.mismatch_detail[:4])
+
+    def _derive_gate(self, file_of: dict[str, int]) -> None:
+        """One finding per check our preflight reported FAIL or ERROR; its NO-GO line alone when no input names one."""
+        report = next((g.report for g in self.gates if g.report), None)
+        for gate in self.gates:
+            for e in gate.entries:
+                groups = {k: e[k] for k in ("check", "status", "summary", "who", "also") if e.get(k)}
+                if e["nodes"]:
+                    groups["nodes"] = ", ".join(e["nodes"])
+                if report:
+                    groups["report"] = report
+                if e["status"] == "ERROR":
+                    groups["error_note"] = GATE_ERROR_NOTE
+                sig = gate_signature(e["check"])
+                for node in e["nodes"] or [e.get("node")]:
+                    f = self._record(sig, groups, Event(file_of.get(e["file"], -1), e["file"], e["line"], None, node,
+                                                        None, None, e["text"]))
+                if e.get("fix"):   # the preflight's own fix (JSON report), with the node's values: pasted as it is
+                    f.fix = e["fix"] + "\n" + sig.fix.rsplit("\n", 1)[-1]
+        if not any(g.entries for g in self.gates):
+            for gate in self.gates:
+                for c in gate.closed:
+                    groups = dict(c["groups"], **({"report": report} if report else {}))
+                    self._record(_DERIVED["preflight.no_go"], groups,
+                                 Event(file_of.get(c["file"], -1), c["file"], c["line"], None, c.get("node"), None, None,
+                                       c["text"]))
 
     # -- judging --------------------------------------------------------------------------
     def document(self) -> dict:
@@ -640,6 +702,7 @@ class Triage:
             "flight_recorder": self.flight,
             "files": self.files,
             "unreadable": self.unreadable,
+            "skipped": self.skipped,
         }
         doc["summary"] = self._summary(doc)
         if self.unreadable:
@@ -831,14 +894,13 @@ class Triage:
 
     def _render(self, f: _Finding, role: str, explained_by: str | None) -> dict:
         s = f.sig
-        names = {k.rstrip("0123456789") or k for k in s.regex.groupindex} | {"values", "node", "rank", "pid", "error",
-                                                                             "seq", "op", "ahead"}
+        names = {k.rstrip("0123456789") or k for k in s.regex.groupindex} | DERIVED_NAMES
         ev = _earliest(f.events)
         return {
             "id": s.id, "class": s.cls, "class_title": CLASS_TITLES.get(s.cls or "", None), "kind": s.kind, "tier": s.tier,
             "role": role,
             "title": _fill(s.title, f.groups, names), "root_cause": _fill(s.root_cause, f.groups, names),
-            "fix": _fill(s.fix, f.groups, names, quote=True), "check": s.check,
+            "fix": f.fix if f.fix is not None else _fill(s.fix, f.groups, names, quote=True), "check": s.check,
             "node": ev.node, "rank": ev.rank, "local_rank": ev.local_rank, "time": stamp_text(ev.ts),
             "nodes": f.nodes, "ranks": f.ranks, "count": f.count,
             "first_seen": {"file": ev.path or None, "line": ev.line or None},
