@@ -191,6 +191,13 @@ def _nodes_from_doc(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
     return sorted(({**n, "facts": facts.get(n["name"], {})} for n in ray_nodes), key=lambda n: n["node_rank"])
 
 
+def cluster_changed_line(judged: Mapping[str, int], now: Mapping[str, int]) -> str:
+    """The closing line when Ray's nodes differ from those the preflight judged (`doctor` reads it:
+    launch.cluster_changed)."""
+    return (f"dsv3-preflight launch: NO-GO: the Ray cluster changed after the preflight (ranks then {dict(judged)}, "
+            f"now {dict(now)}); torchrun not started")
+
+
 def launch_all_nodes(doc: Mapping[str, Any], *, training: Sequence[str], reports_dir: str, stop_grace: float,
                      profile: Any, torchrun: Sequence[str] | None, launch_log: Path | None, log_text: str) -> int:
     """Start torchrun on every node the preflight judged; stream; stop all when one fails. Returns the exit code."""
@@ -205,8 +212,7 @@ def launch_all_nodes(doc: Mapping[str, Any], *, training: Sequence[str], reports
     now = {n.node_id: n.node_rank for n in assign_node_ranks(unique_names(alive_nodes()), profile.master_addr)}
     judged = {n["node_id"]: n["node_rank"] for n in nodes}
     if now != judged:
-        print(f"dsv3-preflight launch: NO-GO: the Ray cluster changed after the preflight (ranks then {judged}, now {now}); "
-              "torchrun not started", file=sys.stderr, flush=True)
+        print(cluster_changed_line(judged, now), file=sys.stderr, flush=True)
         return 1
     stamp = time.strftime("%Y%m%d-%H%M%S")
     log_dir = Path(os.path.abspath(reports_dir))

@@ -140,3 +140,14 @@ def test_the_lines_of_the_preflights_fixes_are_not_read_as_errors_of_a_run(tmp_p
     d = triage([_write(tmp_path, "console.txt", text + "after the console: RuntimeError: a run's own error\n")])
     assert [f["id"] for f in d["findings"]] == ["preflight.net.port_reach"]
     assert [e["text"] for e in d["error_lines"]] == ["after the console: RuntimeError: a run's own error"]
+
+
+def test_a_ray_cluster_that_changed_after_the_preflight_is_named(tmp_path):
+    from dsv3_preflight.launch.ray_launch import cluster_changed_line
+
+    line = cluster_changed_line({"5f1e9a": 0, "c07d44": 1, "9ab310": 2}, {"5f1e9a": 0, "9ab310": 1})
+    d = triage([_write(tmp_path, "console.txt", line + "\n")])
+    head = d["findings"][0]
+    assert (head["id"], head["class"], head["check"]) == ("launch.cluster_changed", "port_rendezvous", "cluster.node_count")
+    assert "'c07d44': 1" in head["title"] and d["exit_code"] == 1
+    _bash_n(head["fix"])

@@ -2121,6 +2121,19 @@ SIGNATURES: tuple[Signature, ...] = (
       "torch/distributed/elastic/multiprocessing/api.py and errors/__init__.py (exitcode, 'Signal 11 (SIGSEGV) "
       "received by PID'); CPython faulthandler; bash job status; produced here by a rank that SIGSEGVs itself"),
     # our own launcher (launch/ray_launch.py) closing a run: the node whose torchrun failed first, the others stopped
+    S("launch.cluster_changed", "port_rendezvous", "cause", (b"Ray cluster changed after the preflight",),
+      r"^dsv3-preflight launch: NO-GO: the Ray cluster changed after the preflight \(ranks then (?P<then>\{[^}]*\}), "
+      r"now (?P<now>\{[^}]*\})\)",
+      "The Ray cluster changed between the preflight and the launch (node ranks then {then}, now {now})",
+      "`launch --all-nodes` starts torchrun only on the nodes the preflight judged, with the ranks it gave them; a "
+      "node joined or left Ray (a restart, a node lost, a late `ray start`) between the two, so nothing was started. "
+      "A node that comes and goes is the node to look at.",
+      "ray status    # the nodes alive now; then on a node that left: ray start --address \"${RAY_HEAD:?head address}\"\n"
+      "dsv3-preflight run --all-nodes --only cluster.node_count    # the cluster the preflight sees now",
+      "cluster.node_count", 1,
+      "dsv3-preflight launch: NO-GO: the Ray cluster changed after the preflight (ranks then {'a1f3': 0, '9c2e': 1}, "
+      "now {'a1f3': 0}); torchrun not started",
+      "launch/ray_launch.py (run_on_nodes)"),
     S("launch.node_failed_first", None, "symptom", (b"failed first (",),
       r"^dsv3-preflight launch: \[node (?P<node_rank>\d+) (?P<host>[^\]\s]+)\] failed first \((?P<why>[^)]*)\)",
       "dsv3-preflight launch: node {host} failed first ({why})",
