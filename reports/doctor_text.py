@@ -45,7 +45,9 @@ def render_text(diagnosis: dict) -> str:
         label = "stopped" if d.get("cause_class") == "interrupted" else "first failure"
         out.append(f"{label}: {where or 'origin not shown in the log'}" + (f"  ({loc})" if loc else ""))
         if ff.get("inferred_from"):
-            out.append(f"  (rank inferred from {ff['inferred_from']})")
+            what = "node" if ff.get("rank") is None else "rank"
+            out.append(f"  ({what} inferred from {ff['inferred_from']}" + (f"; {loc} is the timeout as the others report it)"
+                                                                          if loc else ")"))
     if d.get("cause_class") == "interrupted":
         out.append("")
         out.append("no cause to name: the run was stopped by a signal (Ctrl-C, a scheduler's time limit or preemption, "
@@ -90,6 +92,10 @@ def render_text(diagnosis: dict) -> str:
     if d.get("silent_ranks"):
         out.append("")
         out.append(f"ranks that did not report the timeout (look at their logs first): {d['silent_ranks']}")
+    if d.get("silent_nodes"):
+        out.append("")
+        out.append("nodes whose logs do not report the timeout the others' do (look at their ranks first): "
+                   + ", ".join(d["silent_nodes"]))
     warnings = d.get("warnings") or []
     teardown = [w for w in warnings if w.get("role") == "teardown"]
     for w in (w for w in warnings if w.get("role") != "teardown"):

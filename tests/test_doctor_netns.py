@@ -15,6 +15,7 @@ the job), and ``dsv3-preflight doctor`` reads the directory.
   the head, and its fix asks who holds that port, by number.
 - A rank killed with SIGKILL on node 1: the root cause is on node 1 alone (torchrun's summary calls the node by its
   host name, the file by its label: one node).
+- A rank stuck before a collective (node 2): the others time out in Gloo; the node whose log does not is named.
 - A slow link (tc tbf on node 2) holds a large step until the scheduler stops the job (before the timeout): with ``--hung`` the doctor
   names the hang after progress, not the "Connection closed by peer" lines the stop caused.
 - A worker raises on node 2 and torchrun restarts it (``--max-restarts 1``): what the restarted worker prints
@@ -53,6 +54,8 @@ if os.environ.get("KILL_RANK") == str(dist.get_rank()):   # as the kernel's OOM 
     os.kill(os.getpid(), signal.SIGKILL)
 if os.environ.get("RAISE_RANK") == str(dist.get_rank()):
     raise ValueError("Target modules {'q_proj', 'v_proj'} not found in the base model. Please check the target modules and try again.")
+if os.environ.get("STALL_RANK") == str(dist.get_rank()):   # stuck before the next step (its data loader, a rank-0-only save)
+    import time; time.sleep(600)
 big = int(os.environ.get("STEP2_FLOATS", "0"))
 if big:   # a second step with a large gradient
     dist.all_reduce(torch.ones(big))
@@ -189,6 +192,18 @@ def test_a_rank_killed_on_one_node_is_the_root_cause_on_that_node_alone(netns_la
     nodes = {n for f in doc["findings"] for n in f["nodes"]}
     assert nodes <= {"node0", "node1", "node2"}, doc["summary"]
     assert doc["files"][1]["host"] == socket.gethostname(), doc["files"]   # what torchrun's summary called it
+
+
+def test_a_rank_stuck_before_a_collective_is_named_by_the_node_whose_log_does_not_time_out(netns_lab, tmp_path):
+    # rank 2 (node 2) stalls before step 2 (its data loader); ranks 0-1 time out in Gloo after 6 s, torchrun fails
+    # there and the scheduler stops node 2. Gloo prints no world size: the node that did not time out is named
+    env = {n: {"GLOO_SOCKET_IFNAME": netns_lab.PRIMARY_IF, "PG_TIMEOUT": "6", "STEP2_FLOATS": "1000", "STALL_RANK": "2"}
+           for n in range(3)}
+    logs, rcs = run_job(netns_lab, tmp_path, env)
+    doc = triage([str(logs)])
+    assert (doc["exit_code"], doc["cause_class"]) == (1, "nccl_hang"), doc["summary"]
+    assert doc["findings"][0]["id"] == "gloo.recv_timeout" and doc["findings"][0]["nodes"] == ["node0", "node1"]
+    assert doc["silent_nodes"] == ["node2"] and doc["first_failure"]["node"] == "node2", doc["first_failure"]
 
 
 def test_a_job_stopped_while_a_slow_link_holds_a_step_is_a_hang_after_progress_with_hung(netns_lab, tmp_path):

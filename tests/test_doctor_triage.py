@@ -209,6 +209,29 @@ def test_silent_ranks_are_the_ones_that_did_not_report_the_timeout(tmp_path):
     assert doc["first_failure"]["rank"] == 2 and doc["first_failure"]["inferred_from"]
 
 
+def test_without_a_world_size_the_node_whose_log_does_not_report_the_timeout_is_named(tmp_path):
+    # Gloo prints no world size: one log per node, two report the timeout, the third only got torchrun's SIGTERM
+    timeout = ("[rank{r}]: RuntimeError: [/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:129] "
+               "Timed out waiting 6000ms for send operation to complete\n")
+    stopped = ("W1124 09:41:53.130000 14188 torch/distributed/elastic/agent/server/api.py:725] Received 15 death signal, "
+               "shutting down workers\n")
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    for n, text in enumerate((timeout.format(r=0), timeout.format(r=1), stopped)):
+        (logs / f"node{n}.log").write_text(text)
+    doc = triage([str(logs)])
+    assert doc["cause_class"] == "nccl_hang" and doc["silent_ranks"] == [] and doc["silent_nodes"] == ["node2"]
+    assert doc["first_failure"]["node"] == "node2" and doc["first_failure"]["rank"] is None
+    assert doc["first_failure"]["inferred_from"]
+    # every node reports it, or most do not: no node stands out
+    (logs / "node2.log").write_text(timeout.format(r=2))
+    assert triage([str(logs)])["silent_nodes"] == []
+    (logs / "node1.log").write_text(stopped)
+    (logs / "node2.log").write_text(stopped)
+    doc = triage([str(logs)])
+    assert doc["silent_nodes"] == [] and doc["first_failure"]["node"] == "node0"
+
+
 def test_torchrun_summary_names_host_and_rank_of_the_sigkill(tmp_path):
     log = tmp_path / "s.log"
     log.write_text("torch.distributed.elastic.multiprocessing.errors.ChildFailedError:\n"

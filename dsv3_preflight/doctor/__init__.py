@@ -38,6 +38,7 @@ The document (plain JSON types)::
       "error_lines": [{"file", "line", "text", "node", "rank"}],   # error lines no signature knows
       "nearest_causes": [{"id", "class", "title", "check", "score"}],   # when the cause is not recognised
       "silent_ranks": [5],                 # ranks that did not report the collective timeout the others did
+      "silent_nodes": ["node2"],           # without a world size: nodes (a log file each) whose log does not report it
       "healthy_signs": [{"id", "title", "count", "first": {"file", "line", "text"}}],
       "unrecognised": {"count": 0, "first": [{"file", "line", "text"}]},
       "nccl": {"nodes": {"node1": {"nccl_version": [...], "cuda_driver": [...], "bootstrap_iface": [...],

@@ -67,6 +67,8 @@ WORKER_EXIT = re.compile(r"failed \(exitcode: -?\d+\) local_rank: \d+|exits with
 AFTER_EXIT_CLASSES = frozenset({"nic_iface", "port_rendezvous"})
 #: "Connection was likely closed. Did the remote server shutdown or crash?": the store was reached, and went away
 STORE_CLOSED = "c10d.store_closed"
+#: a collective that timed out on the ranks that report it: the ranks (nodes) that do not are the ones to look at first
+TIMEOUTS = ("nccl.watchdog_timeout", "nccl.watchdog_hang", "gloo.recv_timeout")
 #: a tqdm bar that has done nothing yet: "  0%|          | 0/16 [00:00<?, ?it/s]"
 ZERO_BAR = re.compile(r"(?<![\d.])0%\|[^|]*\|\s*0/\d+")
 
@@ -694,6 +696,7 @@ class Triage:
             "error_lines": [self._evidence(e.path, e.line, e.text) | {"node": e.node, "rank": e.rank} for e in errors],
             "nearest_causes": self._nearest(errors) if failing and not recognised and not interrupted else [],
             "silent_ranks": self._silent_ranks(),
+            "silent_nodes": [] if self._silent_ranks() else self._silent_nodes(),
             "healthy_signs": list(self.progress.values()),
             "unrecognised": {"count": error_count,
                              "first": [self._evidence(e.path, e.line, e.text) for e in errors[:self.max_evidence]]},
@@ -843,7 +846,21 @@ class Triage:
             silent = self._silent_ranks()
             if silent and len(silent) <= 4:
                 out.update(rank=silent[0], node=None, inferred_from="the ranks that did not report the timeout")
+            elif head.sig.id in TIMEOUTS and self._silent_nodes():
+                out.update(node=self._silent_nodes()[0], rank=None, local_rank=None,
+                           inferred_from="the node whose log does not report the timeout the others' do")
         return out
+
+    def _silent_nodes(self) -> list[str]:
+        """Nodes (one log file each) whose log does not report the collective timeout that the other nodes' logs do:
+        their ranks are the stuck or dead ones (a rank in its data loader, a rank that skipped the collective). With
+        a Gloo job, or NCCL without INFO lines, no world size is printed: the nodes' files stand in for the ranks."""
+        reporting = {e.file for sid in TIMEOUTS if sid in self.findings for e in self.findings[sid].events}
+        nodes = {i: f["node"] for i, f in enumerate(self.files) if f.get("node") and f.get("lines")}
+        if not reporting or len(nodes) < 2 or not reporting <= set(nodes):
+            return []
+        silent = [n for i, n in nodes.items() if i not in reporting]
+        return silent if len(silent) <= len(nodes) // 2 else []
 
     def _silent_ranks(self) -> list[int]:
         """Ranks that never reported the collective timeout the others did (they are the stuck or dead ones)."""
