@@ -28,11 +28,11 @@ from typing import Any, Iterable, Sequence
 
 from ..secrets import mask_text
 from .attribution import Stamp, origin_of, stamp_key, stamp_text, strip_launcher, time_of
-from .gate import GATE_NEEDLES, GateText, gate_json, html_twin, is_preflight_html, is_result_document
 from .evidence import FACT_NEEDLES, RAS_NEEDLES, CollectiveTrail, NcclFacts, RasText, load_json_document, ras_json
+from .gate import GATE_NEEDLES, GateText, gate_json, html_twin, is_preflight_html, is_result_document
 from .reader import FileStats, InputError, NeedleSet, clean, expand_inputs, labels_for, open_log, scan
 from .signatures import (CLASS_TITLES, DERIVED, ERROR_NEEDLES, ERROR_RE, QUIET_RE, SIGNATURES, STOPWORDS, Signature,
-                         by_id, gate_signature, DERIVED_NAMES, GATE_ERROR_NOTE)
+                         by_id, DERIVED_NAMES, GATE_ERROR_NOTE, gate_signature)
 
 #: what a teardown line after the end of a run is (doc["warnings"], role "teardown")
 TEARDOWN_NOTE = ("Printed while the processes exited, after the log says the run finished: teardown noise, not a failure "
