@@ -246,6 +246,17 @@ def test_a_store_lost_after_the_run_started_is_a_consequence_not_a_rendezvous_ca
     assert not [f for f in doc["findings"] if f["class"] == "port_rendezvous"], doc["summary"]
 
 
+def test_a_rendezvous_closed_by_the_node_that_timed_out_first_is_a_consequence_of_that_timeout():
+    # recorded here (SOURCES.md): node 2 joined another rendezvous id; node 1's agent timed out first and closed the
+    # rendezvous, so node 0 never printed the timeout itself: its RendezvousClosedError is the consequence
+    doc = triage([str(Path(__file__).parent / "data" / "doctor" / "rdzv_id_closed_by_node1")])
+    assert (doc["exit_code"], doc["cause_class"]) == (1, "port_rendezvous"), doc["summary"]
+    roots = [(f["id"], f["nodes"]) for f in doc["findings"] if f["role"] == "root_cause"]
+    assert roots == [("elastic.rendezvous_timeout", ["node1", "node2"])], doc["summary"]
+    closed = [f for f in doc["findings"] if f["id"] == "elastic.rendezvous_closed"]
+    assert closed and closed[0]["role"] == "consequence" and closed[0]["nodes"] == ["node0"], doc["summary"]
+
+
 def test_two_store_errors_after_the_start_are_one_consequence(tmp_path):
     log = tmp_path / "node1.log"
     log.write_text("{'loss': 1.2345, 'grad_norm': 0.5, 'learning_rate': 2e-05, 'epoch': 0.1}\n"

@@ -242,8 +242,10 @@ def test_what_a_restarted_worker_group_prints_is_a_consequence_of_the_first_fail
 
 def test_a_node_given_another_rendezvous_id_is_named_as_a_rendezvous_that_did_not_complete(netns_lab, tmp_path):
     # c10d rendezvous: nodes 0 and 1 wait for a third node that joined another rendezvous (--rdzv-id); the store
-    # answered all along. When node 0's agent gives up it takes the store with it, and node 2's agent, waiting in its
-    # own rendezvous on that store, loses the connection: a consequence, not the cause
+    # answered all along. Which agent's timer fires first varies from run to run: when node 0's does, it takes the
+    # store with it and node 2's agent, waiting in its own rendezvous on that store, loses the connection; when node
+    # 1's does, it closes the rendezvous and node 0 ends on RendezvousClosedError (and node 2 times out in its own).
+    # Either way the nodes' own lost or closed rendezvous are consequences, not causes
     netns_lab.map_own_host(socket.gethostname())   # each node resolves its name to itself: node 0 hosts the store
     rdzv = ["--rdzv-backend", "c10d", "--rdzv-endpoint", f"{netns_lab.addr(0)}:{PORT}", "--rdzv-conf", "join_timeout=20"]
     args = {n: (*rdzv, "--rdzv-id", "job-7" if n < 2 else "job-8") for n in range(3)}
@@ -253,7 +255,9 @@ def test_a_node_given_another_rendezvous_id_is_named_as_a_rendezvous_that_did_no
     doc = triage([str(logs)])
     assert (doc["exit_code"], doc["cause_class"]) == (1, "port_rendezvous"), doc["summary"]
     head = doc["findings"][0]
-    assert head["id"] == "elastic.rendezvous_timeout" and "node0" in head["nodes"], doc["summary"]
+    assert head["id"] == "elastic.rendezvous_timeout" and {"node0", "node1"} & set(head["nodes"]), doc["summary"]
+    named = {n for f in doc["findings"] for n in f["nodes"]}
+    assert named == {"node0", "node1", "node2"}, doc["summary"]   # every node's ending is under the one cause
     assert "--rdzv-id" in head["root_cause"] and head["check"] == "cluster.node_count", head
     roots = [f["id"] for f in doc["findings"] if f["role"] == "root_cause"]
     assert roots == ["elastic.rendezvous_timeout"], doc["summary"]
