@@ -60,13 +60,12 @@ def launch_log_text(doc: Mapping[str, Any], code: int, written: Sequence[Path], 
 def cause_lines(doc: Mapping[str, Any]) -> list[str]:
     """The causes that closed the gate, as the console heads them ("1. ✘ FAIL check: summary", who acts): the launch
     log says why torchrun did not start without the console (`dsv3-preflight doctor` reads them back)."""
-    from dsv3_preflight.reports.rootcause import cause_heading, root_causes
+    from dsv3_preflight.reports.rootcause import cause_heading, is_multi_node, root_causes
 
-    nodes = {str(n.get("node")) for n in doc.get("nodes") or [] if isinstance(n, Mapping)} - {"cluster"}
     out: list[str] = []
     red = [c for c in root_causes(doc.get("results") or []) if c.status in ("fail", "error")]
     for number, cause in enumerate(red, 1):
-        out.append(cause_heading(number, cause, multi_node=len(nodes) > 1))
+        out.append(cause_heading(number, cause, multi_node=is_multi_node(doc)))
         out.append(f"   who acts: {cause.actor_label}")
     return out
 

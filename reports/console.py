@@ -24,13 +24,12 @@ from dsv3_preflight.result import GO, NOTHING_SELECTED, STATUS_ORDER, Status
 from dsv3_preflight.text import safe_terminal
 
 from .probe_text import render_pairs_text
-from .rootcause import Cause, cause_lead, cause_where, root_causes, verdict_line_parts
+from .rootcause import CLUSTER, Cause, cause_lead, cause_where, node_names, root_causes, verdict_line_parts
 
 STYLE = {"pass": "green", "warn": "yellow", "fail": "bold red", "skip": "dim", "error": "bold magenta"}
 LABEL = {s.value: f"{s.symbol} {s.value.upper()}" for s in Status}
 SYMBOL = {s.value: s.symbol for s in Status}
 DEFAULT_WIDTH = 140
-CLUSTER = "cluster"  # where the engine puts cluster-scope results
 
 
 def t(value: Any) -> str:
@@ -46,13 +45,13 @@ def render_console(doc: Mapping[str, Any], *, color: bool = False, width: int | 
                       width=width or DEFAULT_WIDTH, highlight=False, emoji=False, soft_wrap=False)
     results = list(doc.get("results") or [])
     nodes = doc.get("nodes") or []
-    node_names = _node_names(nodes, results)
-    real_nodes = [n for n in node_names if n != CLUSTER]
+    names = node_names(nodes, results)
+    real_nodes = [n for n in names if n != CLUSTER]
     if not quiet and results:
         if len(real_nodes) > 1 or doc.get("mode") == "cluster":
             _nodes_line(console, nodes)
         if len(real_nodes) > 1:
-            _matrix(console, results, node_names, nodes)
+            _matrix(console, results, names, nodes)
         else:
             _table(console, results)
         pairs = render_pairs_text(doc)  # `--probe=pairs`: the node x node matrix the causes below refer to
@@ -82,14 +81,6 @@ def verdict_line(doc: Mapping[str, Any], color: bool = False) -> str:
         return f"[bold yellow]{verdict}[/]: {t(doc.get('nothing_selected') or doc.get('verdict_reason') or '')}"
     style = "bold green" if verdict == GO else "bold red"
     return f"[{style}]{t(verdict)}[/]: {verdict_line_parts(doc)}"
-
-
-def _node_names(nodes: list, results: list) -> list[str]:
-    names = [str(n.get("node")) for n in sorted(nodes, key=lambda n: (n.get("node_rank") is None, n.get("node_rank") or 0))]
-    for r in results:
-        if r.get("node") not in names:
-            names.append(str(r.get("node")))
-    return names
 
 
 def _nodes_line(console: Console, nodes: list) -> None:

@@ -21,6 +21,7 @@ from typing import Any, Iterable, Mapping
 from dsv3_preflight.result import Actor, Status, severity
 
 RED_OR_YELLOW = ("error", "fail", "warn")
+CLUSTER = "cluster"  # where the engine puts cluster-scope results: not a node
 ACTOR_ORDER = {Actor.NODE.value: 0, Actor.NETWORK.value: 1, Actor.JOB.value: 2, None: 3}
 
 
@@ -129,6 +130,21 @@ def _settle(cause: Cause) -> None:
             if node_fixes:
                 fixes.setdefault("\n".join(node_fixes), []).append(node)
     cause.fixes = list(fixes.items())
+
+
+def node_names(nodes: list, results: list) -> list[str]:
+    """The document's nodes by rank, then any other node its results name (``CLUSTER`` among them when a
+    cluster-scope check ran)."""
+    names = [str(n.get("node")) for n in sorted(nodes, key=lambda n: (n.get("node_rank") is None, n.get("node_rank") or 0))]
+    for r in results:
+        if r.get("node") not in names:
+            names.append(str(r.get("node")))
+    return names
+
+
+def is_multi_node(doc: Mapping[str, Any]) -> bool:
+    """More than one real node: causes then name their nodes (``cause_where``)."""
+    return len([n for n in node_names(list(doc.get("nodes") or []), list(doc.get("results") or [])) if n != CLUSTER]) > 1
 
 
 def cause_lead(cause: Cause) -> Problem:

@@ -21,6 +21,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from ..reports.rootcause import CLUSTER, cause_lead, root_causes
 from ..result import NO_GO
 from .signatures import GATE_CAUSE_RE, GATE_NO_GO
 
@@ -43,8 +44,6 @@ _FIX_HEAD = re.compile(r"^\s*fix(?: on [^:]+)?: \(paste as is\)$")
 _FIX_END = re.compile(r"^\s*(?:\d+\. (?:\u2718 FAIL|\u203c ERROR|! WARN) |(?:GO|NO-GO|NOTHING SELECTED): |note: )")
 #: a fix is at most this many lines (a console cut after a fix does not swallow the rest of the file)
 _FIX_LINES = 60
-#: not a node: where the engine puts the results of cluster-scope checks
-_CLUSTER = "cluster"
 
 
 @dataclass
@@ -68,7 +67,7 @@ class GateText:
             self._fix_from = None
         m = _CAUSE.search(text)
         if m:
-            nodes = [n.strip() for n in (m.group("nodes") or "").split(",") if n.strip() and n.strip() != _CLUSTER]
+            nodes = [n.strip() for n in (m.group("nodes") or "").split(",") if n.strip() and n.strip() != CLUSTER]
             self.entries.append({"check": m.group("check"), "status": m.group("status"), "summary": m.group("summary"),
                                  "nodes": nodes, "who": None, "also": None, "fix": None, "text": text, **where})
             return True
@@ -129,20 +128,18 @@ def is_result_document(doc: object) -> bool:
 def gate_json(doc: Mapping[str, Any], path: str) -> GateText:
     """The failed checks of a result document, grouped as the console groups them (``reports.rootcause``), each
     with the fix the preflight gave, its real values in it."""
-    from ..reports.rootcause import root_causes
-
     gate = GateText(report=path)
     where = {"file": path, "line": 1}
     for cause in root_causes(doc.get("results") or []):
         if cause.status not in ("fail", "error"):
             continue
-        lead = next((p for p in cause.problems if p.message == cause.title), cause.problems[0])
+        lead = cause_lead(cause)
         multi = len(cause.fixes) > 1
         fix = "\n".join((f"# on {', '.join(nodes)}:\n" if multi else "") + text for text, nodes in cause.fixes)
         others = [c for c in cause.checks if c != lead.check]
         gate.entries.append({
             "check": lead.check, "status": cause.status.upper(), "summary": cause.title,
-            "nodes": [n for n in cause.nodes if n != _CLUSTER], "who": cause.actor_label if cause.actor else None,
+            "nodes": [n for n in cause.nodes if n != CLUSTER], "who": cause.actor_label if cause.actor else None,
             "also": ", ".join(others) or None, "fix": fix or None,
             "text": f"{cause.status.upper()} {lead.check}: {cause.title}", **where})
     if doc.get("verdict") == NO_GO and not gate.entries:

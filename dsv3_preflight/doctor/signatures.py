@@ -2133,7 +2133,7 @@ SIGNATURES: tuple[Signature, ...] = (
       "cluster.node_count", 1,
       "dsv3-preflight launch: NO-GO: the Ray cluster changed after the preflight (ranks then {'a1f3': 0, '9c2e': 1}, "
       "now {'a1f3': 0}); torchrun not started",
-      "launch/ray_launch.py (run_on_nodes)"),
+      "launch/ray_launch.py (cluster_changed_line)"),
     S("launch.node_failed_first", None, "symptom", (b"failed first (",),
       r"^dsv3-preflight launch: \[node (?P<node_rank>\d+) (?P<host>[^\]\s]+)\] failed first \((?P<why>[^)]*)\)",
       "dsv3-preflight launch: node {host} failed first ({why})",
@@ -2296,12 +2296,16 @@ DERIVED_NAMES = frozenset({"values", "node", "rank", "pid", "error", "seq", "op"
 GATE_ERROR_NOTE = "ERROR: the check could not run (its probe failed or timed out); unknown is never taken as healthy."
 
 
-def _gate_fix(check: str) -> str:
+def gate_rerun(check: str) -> str:
+    """The last line of a failed check's fix: the check again."""
     import shlex
 
+    return f"dsv3-preflight run --only {shlex.quote(check)}    # once fixed: this check again (--all-nodes, as for the launch)"
+
+
+def _gate_fix(check: str) -> str:
     return ("# the preflight printed this cause's fix under it (\"fix: (paste as is)\") with the node's own values"
-            "[[; the doctor reads it from the report:\ndsv3-preflight doctor {report}]]\n"
-            f"dsv3-preflight run --only {shlex.quote(check)}    # once fixed: this check again (--all-nodes, as for the launch)")
+            "[[; the doctor reads it from the report:\ndsv3-preflight doctor {report}]]\n" + gate_rerun(check))
 
 
 def gate_signature(check: str) -> Signature:

@@ -32,7 +32,7 @@ from .evidence import FACT_NEEDLES, RAS_NEEDLES, CollectiveTrail, NcclFacts, Ras
 from .gate import GATE_NEEDLES, GateText, gate_json, html_twin, is_preflight_html, is_result_document
 from .reader import FileStats, InputError, NeedleSet, clean, expand_inputs, labels_for, open_log, scan
 from .signatures import (CLASS_TITLES, DERIVED, ERROR_NEEDLES, ERROR_RE, QUIET_RE, SIGNATURES, STOPWORDS, Signature,
-                         by_id, DERIVED_NAMES, GATE_ERROR_NOTE, gate_signature)
+                         by_id, DERIVED_NAMES, GATE_ERROR_NOTE, gate_rerun, gate_signature)
 
 #: what a teardown line after the end of a run is (doc["warnings"], role "teardown")
 TEARDOWN_NOTE = ("Printed while the processes exited, after the log says the run finished: teardown noise, not a failure "
@@ -571,7 +571,7 @@ class Triage:
                     f = self._record(sig, groups, Event(file_of.get(e["file"], -1), e["file"], e["line"], None, node,
                                                         None, None, e["text"]))
                 if e.get("fix"):   # the preflight's own fix (JSON report), with the node's values: pasted as it is
-                    f.fix = e["fix"] + "\n" + sig.fix.rsplit("\n", 1)[-1]
+                    f.fix = e["fix"] + "\n" + gate_rerun(e["check"])
         if not any(g.entries for g in self.gates):
             for gate in self.gates:
                 for c in gate.closed:
@@ -681,6 +681,7 @@ class Triage:
         cause_class = (head.sig.cls if (failing and recognised and head is not None)
                        else "interrupted" if interrupted
                        else "unrecognised" if failing else "healthy" if verdict == "healthy" else "no_progress")
+        silent_ranks = self._silent_ranks()
         doc = {
             "tool": "dsv3-preflight doctor",
             "verdict": verdict,
@@ -695,8 +696,8 @@ class Triage:
             "warnings": warnings,
             "error_lines": [self._evidence(e.path, e.line, e.text) | {"node": e.node, "rank": e.rank} for e in errors],
             "nearest_causes": self._nearest(errors) if failing and not recognised and not interrupted else [],
-            "silent_ranks": self._silent_ranks(),
-            "silent_nodes": [] if self._silent_ranks() else self._silent_nodes(),
+            "silent_ranks": silent_ranks,
+            "silent_nodes": [] if silent_ranks else self._silent_nodes(),
             "healthy_signs": list(self.progress.values()),
             "unrecognised": {"count": error_count,
                              "first": [self._evidence(e.path, e.line, e.text) for e in errors[:self.max_evidence]]},
@@ -846,8 +847,8 @@ class Triage:
             silent = self._silent_ranks()
             if silent and len(silent) <= 4:
                 out.update(rank=silent[0], node=None, inferred_from="the ranks that did not report the timeout")
-            elif head.sig.id in TIMEOUTS and self._silent_nodes():
-                out.update(node=self._silent_nodes()[0], rank=None, local_rank=None,
+            elif head.sig.id in TIMEOUTS and (nodes := self._silent_nodes()):
+                out.update(node=nodes[0], rank=None, local_rank=None,
                            inferred_from="the node whose log does not report the timeout the others' do")
         return out
 
