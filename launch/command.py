@@ -95,8 +95,23 @@ def training_script(training: Sequence[str], torchrun: Sequence[str] | None = No
     return training[0]
 
 
-def torchrun_argv(profile: Any, training: Sequence[str], *, torchrun: Sequence[str], node_rank: int | None = None) -> list[str]:
-    """torchrun's argv: the users' flags, from the profile, then the training script and its arguments."""
+#: torchrun's own spellings of its log directory option, and the variable it reads the default from (``PET_*``)
+LOG_DIR_FLAGS = ("--log-dir", "--log_dir")
+LOG_DIR_VAR = "PET_LOG_DIR"
+
+
+def sets_log_dir(torchrun: Sequence[str], environ: Mapping[str, str]) -> bool:
+    """Whether the user already chose torchrun's log directory (a flag in the torchrun command, or PET_LOG_DIR)."""
+    return bool(environ.get(LOG_DIR_VAR, "").strip()) or any(
+        arg in LOG_DIR_FLAGS or arg.startswith(tuple(f"{flag}=" for flag in LOG_DIR_FLAGS)) for arg in torchrun)
+
+
+def torchrun_argv(profile: Any, training: Sequence[str], *, torchrun: Sequence[str], node_rank: int | None = None,
+                  log_dir: str | None = None) -> list[str]:
+    """torchrun's argv: the users' flags, from the profile, then the training script and its arguments.
+
+    ``log_dir``: torchrun's ``--log-dir`` (its error files, ``<dir>/<run id>/attempt_<n>/<local rank>/error.json``,
+    beside the launch log instead of a ``$TMPDIR/torchelastic_*`` directory torchrun never removes)."""
     rank = profile.node_rank if node_rank is None else node_rank
     return [
         *torchrun,
@@ -106,6 +121,7 @@ def torchrun_argv(profile: Any, training: Sequence[str], *, torchrun: Sequence[s
         f"--master_addr={profile.master_addr}",
         f"--master_port={profile.master_port}",
         "--max_restarts=0",
+        *([f"--log-dir={log_dir}"] if log_dir else []),
         *training,
     ]
 
@@ -119,8 +135,11 @@ def build_command(
     torchrun: Sequence[str],
     node_rank: int | None = None,
     notes: Sequence[str] = (),
+    log_dir: str | None = None,
 ) -> LaunchCommand:
-    """The launch: argv from the profile, env = derived values merged under the user's explicit ones."""
+    """The launch: argv from the profile, env = derived values merged under the user's explicit ones.
+
+    ``log_dir`` is torchrun's ``--log-dir`` unless the user chose one (``sets_log_dir``)."""
     if not training:
         raise ValueError("no training script: name it after `--`")
     env = dict(environ)
@@ -139,7 +158,9 @@ def build_command(
             continue
         env[name] = item.value
         diff.append((name, item.value))
-    argv = torchrun_argv(profile, training, torchrun=torchrun, node_rank=node_rank)
+    if log_dir and sets_log_dir(torchrun, environ):
+        log_dir = None
+    argv = torchrun_argv(profile, training, torchrun=torchrun, node_rank=node_rank, log_dir=log_dir)
     return LaunchCommand(tuple(argv), env, tuple(diff), tuple(kept), tuple(warnings), tuple(notes))
 
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import datetime as _dt
+import os
 import re
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -34,6 +35,13 @@ def launch_log_path(directory: str | Path, node: str) -> Path:
     stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     safe = re.sub(r"[^A-Za-z0-9_.-]", "_", node)[:60] or "node"
     return Path(directory) / f"launch-{stamp}-{safe}.log"
+
+
+def torchrun_log_dir(launch_log: str | Path) -> Path:
+    """torchrun's ``--log-dir`` beside the launch log, named as it is: ``launch-<stamp>-<node>.log`` → ``launch-<stamp>-<node>/``
+    (the doctor, given the reports directory, reads the error files there as that node's)."""
+    path = Path(os.path.abspath(launch_log))
+    return path.parent / (path.stem if path.suffix == ".log" and path.stem else f"{path.name}.torchrun")
 
 
 def launch_log_text(doc: Mapping[str, Any], code: int, written: Sequence[Path], command: LaunchCommand | None,

@@ -41,6 +41,7 @@ class NodeTorchrun:
         import threading
 
         from dsv3_preflight.launch.command import build_command, default_torchrun, shell_text, training_script
+        from dsv3_preflight.launch.gate import torchrun_log_dir
         from dsv3_preflight.profile import Profile
 
         # torchrun runs in the driver's working directory (a relative `src/train.py` means the same file
@@ -55,7 +56,7 @@ class NodeTorchrun:
             raise FileNotFoundError(f"the training script {script} does not exist in {where} on this node")
         command = build_command(Profile.from_dict(profile), training, environ=dict(os.environ), derived=derived,
                                 torchrun=list(torchrun) if torchrun else default_torchrun(sys.executable),
-                                node_rank=node_rank, notes=notes)
+                                node_rank=node_rank, notes=notes, log_dir=str(torchrun_log_dir(log_path)))
         path = Path(log_path)
         path.parent.mkdir(parents=True, exist_ok=True)
         log = open(path, "a", buffering=1)

@@ -173,3 +173,7 @@ def test_torchrun_log_dir_files_of_several_nodes_are_labelled_by_node_and_local_
     plain = [str(tmp_path / "a" / "out.log"), str(tmp_path / "b" / "out.log"), str(tmp_path / "gpu-node-1.log")]
     assert [reader.labels_for(plain)[p] for p in plain] == [("a/out", None), ("b/out", None), ("gpu-node-1", None)]
     assert reader.labels_for([plain[0]]) == {plain[0]: (None, None)}
+    # our launcher's reports directory: torchrun's --log-dir is named as the node's launch log; both are the node's
+    launched = [str(tmp_path / "launch-20261124-101500-node1-gpu-1.log"), str(tmp_path / "launch-20261124-101500-cluster.log"),
+                str(tmp_path / "launch-20261124-101500-node1-gpu-1" / "7f3e_ab12" / "attempt_0" / "3" / "error.json")]
+    assert [reader.labels_for(launched)[p] for p in launched] == [("gpu-1", None), ("cluster", None), ("gpu-1", 3)]

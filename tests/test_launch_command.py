@@ -146,3 +146,15 @@ def test_shell_text_is_quoted_and_round_trips_through_a_shell_parser():
     assert lines[1] == "# NCCL_SOCKET_IFNAME='ib 0' kept from your environment (derived: ib0)"
     assert shlex.split(lines[2]) == list(cmd.argv)
     assert text.endswith("\n") and len(lines) == 3
+
+
+def test_torchruns_log_dir_is_given_unless_the_user_chose_one():
+    def argv(torchrun=TORCHRUN, environ=None):
+        return list(build_command(cpu(), ["t.py"], environ=environ or {}, derived={}, torchrun=torchrun,
+                                  log_dir="/r/launch-1-n").argv)
+
+    assert argv()[-2:] == ["--log-dir=/r/launch-1-n", "t.py"]   # torchrun's option, before the script
+    for yours in (["torchrun", "--log-dir", "/mine"], ["torchrun", "--log_dir=/mine"]):
+        assert not [a for a in argv(yours) if "/r/launch" in a]
+    assert not [a for a in argv(environ={"PET_LOG_DIR": "/mine"}) if "/r/launch" in a]   # torchrun's variable
+    assert "--log-dir" not in " ".join(torchrun_argv(cpu(), ["t.py"], torchrun=TORCHRUN))   # none asked: none given

@@ -95,6 +95,34 @@ def test_green_preflight_starts_torchrun_and_the_allreduce_result_appears(tmp_pa
     assert "export GLOO_SOCKET_IFNAME=lo" in log
     report = json.loads((tmp_path / "report.json").read_text())
     assert report["verdict"] == "GO" and report["deselected"] == {}
+    # torchrun's log directory is the launch log's, not a $TMPDIR/torchelastic_* it would never remove
+    assert f"--log-dir={tmp_path / 'launch'}" in log and (tmp_path / "launch").is_dir()
+    assert list(Path(user_env["TMPDIR"]).glob("torchelastic_*")) == []
+
+
+@pytest.mark.slow
+def test_a_failing_rank_leaves_its_error_file_beside_the_launch_log_and_the_doctor_reads_it_as_that_nodes(
+        tmp_path, user_env):
+    # exec hands the terminal to torchrun: its output is not in the launch log; the rank's error file is
+    out, reports = tmp_path / "result.json", tmp_path / "reports"
+    code, stdout, stderr, _ = launch_watched(
+        ["--profile", "cpu", "--master-port", str(free_port()), "--reports-dir", str(reports), "--skip", "dist.*",
+         "--", str(TRAIN), "--out", str(out), "--alloc-on-rank", "1"], user_env, tmp_path)
+    assert code == 1 and not out.exists(), stderr
+    [launch_log] = reports.glob("launch-*-launchnode.log")
+    [error_file] = reports.glob(f"{launch_log.stem}/*/attempt_0/1/error.json")   # named as the launch log is
+    assert "DefaultCPUAllocator: can't allocate memory" in json.loads(error_file.read_text())["message"]["message"]
+    assert f"error_file: {error_file}" in stderr   # torchrun's failure summary points there
+    assert list(Path(user_env["TMPDIR"]).glob("torchelastic_*")) == []
+
+    doctor = subprocess.run([sys.executable, "-m", "dsv3_preflight", "doctor", "--json", str(reports)],
+                            capture_output=True, text=True, timeout=120)
+    assert doctor.returncode == 1, doctor.stdout + doctor.stderr
+    found = json.loads(doctor.stdout)
+    assert found["findings"][0]["id"] == "host.cpu_memory" and found["cause_class"] == "host_resources"
+    nodes = {Path(f["path"]).name: f["node"] for f in found["files"]}
+    assert nodes["error.json"] == "launchnode" == nodes[launch_log.name]   # one node, not a "launch-…" one
+    assert (found["first_failure"]["node"], found["first_failure"]["local_rank"]) == ("launchnode", 1)
 
 
 @pytest.mark.slow
@@ -175,7 +203,8 @@ def test_dry_run_prints_exactly_the_command_and_starts_nothing(tmp_path, user_en
         "export NCCL_SOCKET_IFNAME=lo\n"
         "export GLOO_SOCKET_IFNAME=lo\n"
         f"{shlex.quote(sys.executable)} -m torch.distributed.run --nnodes=1 --nproc_per_node=2 --node_rank=0 "
-        f"--master_addr=127.0.0.1 --master_port={port} --max_restarts=0 train.py --x 1 --name 'a b'\n")
+        f"--master_addr=127.0.0.1 --master_port={port} --max_restarts=0 "
+        f"{shlex.quote('--log-dir=' + str(tmp_path / 'launch'))} train.py --x 1 --name 'a b'\n")
     assert not any(TORCHRUN_MARK in cmd for cmd in seen)
     assert "# dry run: not started" in (tmp_path / "launch.log").read_text()
 

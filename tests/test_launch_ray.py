@@ -104,6 +104,8 @@ def test_all_nodes_launch_runs_torchrun_on_every_node_with_its_rank_in_the_drive
         assert f"--node_rank={rank} " in text and f"rank {rank} all_reduce sum 3" in text
         assert f"# in {tmp_path}\n" in text
         assert text.rstrip().endswith("# torchrun exited with 0")
+    for path in (tmp_path / "logs").glob("launch-*-node*.log"):   # torchrun's --log-dir is named as the node's log
+        assert f"--log-dir={path.with_suffix('')} " in path.read_text() and path.with_suffix("").is_dir()
     assert "all 2 node(s) finished (torchrun exit 0)" in proc.stderr
 
 

@@ -89,7 +89,7 @@ def _read_training_command(args) -> tuple[list[str], dict]:
 def _launch(args, session, training_lines: list[str], training_values: dict) -> int:
     from ..console import make_console, render_document
     from ..launch.command import build_command, default_torchrun, derive_env, shell_text
-    from ..launch.gate import is_go, launch_log_path, launch_log_text, red_line, write_launch_log
+    from ..launch.gate import is_go, launch_log_path, launch_log_text, red_line, torchrun_log_dir, write_launch_log
     from ..preflight import UsageError, run_preflight
     from .run import options_from_args, write_outputs
 
@@ -141,7 +141,8 @@ def _launch(args, session, training_lines: list[str], training_values: dict) -> 
 
     derived, notes = derive_env(profile, doc["nodes"][0].get("facts") or {})
     command = build_command(profile, args.training, environ=environ, derived=derived,
-                            torchrun=torchrun or default_torchrun(sys.executable), notes=notes)
+                            torchrun=torchrun or default_torchrun(sys.executable), notes=notes,
+                            log_dir=str(torchrun_log_dir(log)) if log else None)
     for warning in command.warnings:
         print(f"warning: {warning}", file=sys.stderr)  # one line each, never wrapped
     if args.dry_run:

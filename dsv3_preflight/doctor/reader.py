@@ -443,7 +443,8 @@ def labels_for(paths: list[str]) -> dict[str, tuple[str | None, int | None]]:
 
     A file's own name labels it (``label_for``). Files of torchrun's ``--log-dir`` layout are one local rank's
     output: the node is the directory above the run's (relative to the files' common directory: each node's
-    log directory collected under ``logs/node1/…``), or the run's own directory when the nodes' runs sit side by side,
+    log directory collected under ``logs/node1/…``; our launcher's ``launch-<stamp>-[node<N>-]<name>/`` beside its
+    launch log: ``<name>``), or the run's own directory when the nodes' runs sit side by side,
     or none when they are one node's; the local rank is the rank's directory. Other files whose labels collide
     (``a/out.log``, ``b/out.log``) are told apart by their directories relative to the common one. One file: no
     label (its lines name their origin or there is one node)."""
@@ -463,7 +464,8 @@ def labels_for(paths: list[str]) -> dict[str, tuple[str | None, int | None]]:
     for p, (run, local_rank) in logdir.items():
         above = os.path.relpath(run.parent, common)   # "." or "../..": the files are below one run's directory
         node = above if not above.startswith(".") else (run.name if len(runs) > 1 else None)
-        out[p] = (node, local_rank)
+        launched = _LAUNCH_LOG.fullmatch(Path(node).name) if node else None   # our launcher's --log-dir: its node
+        out[p] = (launched.group("name") if launched else node, local_rank)
     plain = {p: label_for(p) for p in paths if p not in logdir}
     seen = Counter(plain.values())
     for p, label in plain.items():

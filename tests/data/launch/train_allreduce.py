@@ -3,6 +3,9 @@
 Started by torchrun (it reads RANK/WORLD_SIZE/MASTER_ADDR/... from torchrun's environment).
 --out PATH: rank 0 writes JSON {"world_size", "sum", "ifname": GLOO_SOCKET_IFNAME, "args"} there.
 --fail-on-node N: the ranks of node N (torchrun's GROUP_RANK) exit 3 before joining the group.
+--alloc-on-rank R: rank R asks torch for 1 PiB of host memory after joining the group; torch's real
+  "DefaultCPUAllocator: can't allocate memory" error is raised under torchrun's @record, which writes it to the
+  rank's error file in torchrun's --log-dir.
 """
 import argparse
 import json
@@ -13,6 +16,7 @@ parser = argparse.ArgumentParser()
 parser.add_argument("--out", required=True)
 parser.add_argument("--fail-on-node", type=int, default=None)
 parser.add_argument("--x", default=None)
+parser.add_argument("--alloc-on-rank", type=int, default=None)
 args = parser.parse_args()
 
 node = int(os.environ.get("GROUP_RANK", "0"))
@@ -23,8 +27,17 @@ if args.fail_on_node is not None and node == args.fail_on_node:
 
 import torch
 import torch.distributed as dist
+from torch.distributed.elastic.multiprocessing.errors import record
+
+
+@record
+def allocate() -> None:
+    torch.empty(1 << 50, dtype=torch.uint8)
+
 
 dist.init_process_group("gloo")
+if args.alloc_on_rank is not None and dist.get_rank() == args.alloc_on_rank:
+    allocate()
 value = torch.tensor([float(dist.get_rank() + 1)])
 dist.all_reduce(value)
 if dist.get_rank() == 0:
