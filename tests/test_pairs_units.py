@@ -143,6 +143,47 @@ def test_a_planned_pair_nobody_reported_is_a_warning_not_a_pass():
     assert r.summary.endswith("2 of 3 pairs tested (3 planned)")
 
 
+def _still_starting(outcome: dict, phase: str | None, killed: str | None, error: str | None = None) -> None:
+    """The pair side's rank as probe_node reports one stopped before it was up: run here with a sitecustomize that
+    sleeps (3 s timeout + 2 s start-up), the rank had no phase, exit -9, "killed at the hard deadline"."""
+    for rank in outcome["ranks"]:
+        rank.update(last_phase=phase, killed=killed, exit_code=-9 if killed else 3, sum_ok=None, sweep=None,
+                    error={"exc_type": error, "phase": phase} if error else None, phases={}, never_joined=None)
+    outcome.update(ok=False, sweep=None, deadline_hit=bool(killed))
+
+
+def test_a_pair_whose_side_was_still_starting_names_that_node_not_the_link():
+    # under load (CI: two pytest workers on 2 cores) a rank may still be starting Python/torch when the pair's time
+    # runs out: that pair says nothing of the link, and "neither reached the rendezvous" blamed the network
+    rec = _recorded("pairs_3nodes_healthy")
+    facts = copy.deepcopy(rec["collective_pairs"])
+    for node, fact in facts.items():
+        for m in fact["pairs"]:
+            if m["pair"] == ["lab-node0", "lab-node2"]:
+                m["startup_s"] = 20.0
+                if m["role"] == 0:
+                    _still_starting(m["outcome"], None, "killed at the hard deadline (30 s + up to 20 s of start-up)")
+                else:   # its partner found no store to connect to; its own watchdog ended it
+                    _still_starting(m["outcome"], "imported", None, "DeadlineExceeded")
+    r = _judge(rec, facts)
+    assert r.status is Status.WARN and r.cause == "collective.pair_slow_start" and r.actor is Actor.NODE
+    assert r.summary.startswith("1 pair(s) not measured, a side still starting: lab-node0↔lab-node2: lab-node0 had "
+                                "not finished starting (Python, importing torch) within 30 s after a 20 s start-up "
+                                "allowance: the link between lab-node0 and lab-node2 was not measured")
+    assert r.summary.endswith("2 of 3 pairs tested (3 planned)")
+    assert r.evidence["culprits"] == {"nodes": [], "links": [], "failed": []}   # no link or node judged bad on it
+    [pair] = [p for p in r.evidence["pairs"] if (p["a"], p["b"]) == ("lab-node0", "lab-node2")]
+    assert pair["status"] == "not started" and pair["slow_start"] == ["lab-node0"]
+    assert "# on lab-node0" in r.remediation and "--pairs-timeout 60" in r.remediation
+    assert "on lab-node2" not in r.remediation and paste_problems(r.remediation) == []
+    # a rank that crashed while starting (no deadline) is not a slow start: the pair failed
+    for fact in facts.values():
+        for m in fact["pairs"]:
+            if m["pair"] == ["lab-node0", "lab-node2"] and m["role"] == 0:
+                _still_starting(m["outcome"], "started", None, "ModuleNotFoundError")
+    assert _judge(rec, facts).evidence["culprits"]["failed"] == [["lab-node0", "lab-node2"]]
+
+
 def test_without_the_probe_the_check_skips_with_the_command():
     r = judge_pairs({"n0": {"requested": False, "reason": "not requested", "pairs": []}},
                     Profile.from_dict(_recorded("pairs_3nodes_healthy")["profile"]), {"n0": 0})

@@ -25,6 +25,9 @@ from typing import Any, Iterable, Mapping, Sequence
 from .combine import combine
 
 OK, FAILED, UNTESTED = "ok", "failed", "untested"
+#: a pair whose side(s) had not finished starting (Python, importing torch) when its time ran out: the link between
+#: the two was not measured, so it is neither ok nor failed (an overloaded node is not a bad link)
+NOT_STARTED = "not started"
 
 
 @dataclass(frozen=True)
@@ -51,6 +54,7 @@ class PairRecord:
     timed_out: bool = False
     kinds: list[str] = field(default_factory=list)
     sides: list[str] = field(default_factory=list)   # the nodes whose measurement came back
+    slow_start: list[str] = field(default_factory=list)   # NOT_STARTED: the nodes whose rank had not started
     latency_ratio: float | None = None
     busbw_ratio: float | None = None
     slow: bool = False
@@ -177,10 +181,35 @@ def pair_records(facts: Mapping[str, Any]) -> tuple[dict[str, Any], list[PairRec
             if rec.latency_us is None or rec.busbw_gbps is None:
                 rec.status = FAILED
                 rec.failure = f"the pair {a}↔{b} finished without its timings"
+        elif slow := _slow_start(a, b, sides):
+            rec.status, rec.slow_start, rec.timed_out = NOT_STARTED, slow, True
+            rec.failure = _slow_start_text(a, b, slow, sides)
         else:
             rec.status = FAILED
             rec.failure, rec.could_not_connect, rec.timed_out = _failure(a, b, sides, combined, rec.store)
     return schedule, records
+
+
+def _slow_start(a: str, b: str, sides: Mapping[int, Mapping[str, Any]]) -> list[str]:
+    """The pair's nodes whose rank was still starting (Python, importing torch) when it was stopped at its deadline
+    or gave up on it: the pair's time ran out before it could measure the link."""
+    slow = []
+    for m in sides.values():
+        for r in (m.get("outcome") or {}).get("ranks", []):
+            out_of_time = "hard deadline" in (r.get("killed") or "") or \
+                (r.get("error") or {}).get("exc_type") == "DeadlineExceeded"   # its watchdog: no progress in time
+            if r.get("last_phase") in (None, "started") and out_of_time:   # not a crash at start: still starting
+                slow.append((a, b)[int(r["rank"])])
+    return sorted(set(slow), key=(a, b).index)
+
+
+def _slow_start_text(a: str, b: str, slow: Sequence[str], sides: Mapping[int, Mapping[str, Any]]) -> str:
+    m = next(iter(sides.values()))
+    timeout_s, startup_s = m.get("timeout_s"), m.get("startup_s")
+    limit = (f" within {timeout_s:g} s" if timeout_s else "") + (f" after a {startup_s:g} s start-up allowance" if startup_s else "")
+    who = " and ".join(slow)
+    return (f"{who} had not finished starting (Python, importing torch){limit}: the link between {a} and {b} was not "
+            f"measured ({'that node was' if len(slow) == 1 else 'those nodes were'} overloaded or slow to start)")
 
 
 # -- statistics and localisation -----------------------------------------------------------------------------

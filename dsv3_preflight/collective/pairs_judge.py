@@ -6,6 +6,8 @@ Rules (each a small function returning findings, see :mod:`.localise` for the st
 - ``rule_failed_pairs``: a pair that timed out or could not connect, naming both sides and which one could
   not connect (the network's administrator acts);
 - ``rule_slow_links``: one slow pair between two nodes that are fine with their other partners;
+- ``rule_slow_start``: pairs whose side was still starting (Python, importing torch) when their time ran out: the
+  link was not measured, and the node is named (a warning: unknown is never healthy, and never a bad link);
 - ``rule_untested``: a planned pair that neither side reported (unknown is never healthy).
 
 The summary always states the coverage, "P of P pairs tested", and what a sample leaves out.
@@ -18,7 +20,7 @@ from typing import Any, Mapping, Sequence
 
 from dsv3_preflight.result import Actor, Finding, Findings, Result, failure, warning
 
-from .localise import (FAILED, OK, UNTESTED, Localisation, PairRecord, Thresholds, localise, matrix, pair_records,
+from .localise import (FAILED, NOT_STARTED, OK, UNTESTED, Localisation, PairRecord, Thresholds, localise, matrix, pair_records,
                        requested_facts, summary_stats)
 from .schedule import total_pairs
 
@@ -129,6 +131,22 @@ def rule_slow_links(loc: Localisation, th: Thresholds, addrs: Mapping[str, str])
     return found
 
 
+def rule_slow_start(records: Sequence[PairRecord], timeout_s: float) -> Finding | None:
+    """Pairs not measured because a side had not finished starting when their time ran out: that node's load or its
+    torch import, not the link between the two."""
+    slow = [r for r in records if r.status == NOT_STARTED]
+    if not slow:
+        return None
+    nodes = list(dict.fromkeys(n for r in slow for n in r.slow_start))
+    more = f"; and {len(slow) - 1} more pair(s)" if len(slow) > 1 else ""
+    checks = "".join(f"uptime; time python -c 'import torch'    # on {n}: its load, and how long torch takes to import there\n"
+                     for n in nodes[:4])
+    return warning(f"{len(slow)} pair(s) not measured, a side still starting: {slow[0].label()}: {slow[0].failure}{more}",
+                   f"# {', '.join(nodes)} had not started its rank when the pair's time ran out: the links were not measured\n"
+                   f"{checks}{COMMAND} --pairs-timeout {max(2 * timeout_s, 60):g}    # again, with more time per pair",
+                   actor=Actor.NODE, cause="collective.pair_slow_start")
+
+
 def rule_untested(records: Sequence[PairRecord]) -> Finding | None:
     """Planned pairs neither side reported: unknown, never healthy."""
     missing = [r for r in records if r.status == UNTESTED]
@@ -197,6 +215,7 @@ def judge_pairs(collective_pairs: Mapping[str, Any], profile: Any, node_ranks: M
     found.check(rule_bad_nodes, loc, th, addrs, ifaces)
     found.check(rule_failed_pairs, loc, addrs)
     found.check(rule_slow_links, loc, th, addrs)
+    found.check(rule_slow_start, records, float(profile.pairs_timeout))
     found.check(rule_untested, records)
     if len(nodes) == 2 and not found:
         ok = f"{cover['text']}: the pair finished; with 2 nodes no other pair can serve as a reference"

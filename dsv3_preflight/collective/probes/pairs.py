@@ -52,7 +52,8 @@ def collective_pairs(profile) -> dict[str, Any]:
                          startup_s=float(params.get("startup_s") or 0.0))
     measurement = {"round": params["round"], "pair": [first, second], "role": role, "me": me, "peer": peer,
                    "addrs": params["addrs"], "store": f"{store}:{params['port']}", "backend": backend,
-                   "backend_note": note, "timeout_s": float(params["timeout_s"]), "iters": int(params["iters"]),
+                   "backend_note": note, "timeout_s": float(params["timeout_s"]),
+                   "startup_s": float(params.get("startup_s") or 0.0), "iters": int(params["iters"]),
                    "busbw_bytes": int(params["busbw_bytes"]), "outcome": outcome}
     return {"requested": True, "pairs": [measurement], "planned": params["planned"], "nodes": params["nodes"],
             "rounds": params["rounds"], "sample": params["sample"]}
