@@ -84,7 +84,9 @@ def render_text(diagnosis: dict) -> str:
             out.append("   fix:")
             out.append(_indent(f["fix"], "     "))
         if str(f.get("id", "")).startswith("preflight."):   # the preflight's own verdict: it did catch it
-            out.append(f"   found by the preflight{' check ' + f['check'] if f.get('check') else ''}: torchrun was not started")
+            launched = (f.get("detail") or {}).get("launched")
+            out.append(f"   found by the preflight{' check ' + f['check'] if f.get('check') else ''}"
+                       + (": torchrun was not started" if launched else ""))
         elif f.get("check"):
             out.append(f"   caught before launch by: dsv3-preflight run --only {f['check']}")
         elif f.get("role") == "root_cause":

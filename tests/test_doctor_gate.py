@@ -151,3 +151,25 @@ def test_a_ray_cluster_that_changed_after_the_preflight_is_named(tmp_path):
     assert (head["id"], head["class"], head["check"]) == ("launch.cluster_changed", "port_rendezvous", "cluster.node_count")
     assert "'c07d44': 1" in head["title"] and d["exit_code"] == 1
     _bash_n(head["fix"])
+
+
+def test_only_the_launchers_own_lines_say_torchrun_was_not_started(tmp_path):
+    # a plain `dsv3-preflight run` says nothing of a launch: the doctor must not claim that none ran
+    from pathlib import Path
+
+    from dsv3_preflight.launch.gate import red_line
+    from dsv3_preflight.reports.doctor_text import render_text
+
+    doc = _doc([Result.failed("39500 is held by pid 2056 (python)", {}, "kill 2056", actor=Actor.JOB)
+                .stamped(name="host.resources", node="gpu-a", duration_s=0)])
+    run_console = render_console(doc, quiet=True)
+    launch_console = run_console + red_line(doc, 1, [Path(tmp_path / "report.json")]) + "\n"
+    for text, launched in ((run_console, False), (launch_console, True)):
+        d = triage([_write(tmp_path, "console.txt", text)])
+        head = d["findings"][0]
+        assert head["id"] == "preflight.host.resources" and head["detail"]["launched"] is launched
+        assert ("this launch did not start it, so no training ran" in head["root_cause"]) is launched
+        assert ("found by the preflight check host.resources: torchrun was not started" in render_text(d)) is launched
+        assert "found by the preflight check host.resources" in render_text(d)
+    d = triage([_write(tmp_path, "report.json", json.dumps(doc))])   # a report: run or launch, it does not say
+    assert d["findings"][0]["detail"]["launched"] is False

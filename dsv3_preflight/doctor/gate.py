@@ -53,6 +53,9 @@ class GateText:
     #: the lines that say NO-GO (the gate's closing line, the launch log's verdict): where, and their groups
     closed: list[dict] = field(default_factory=list)
     report: str | None = None
+    #: a line of `dsv3-preflight launch` said so (its closing line, its log): torchrun was not started. A plain `run`'s
+    #: console or a report says nothing of a launch
+    launched: bool = False
     _fix_from: tuple[str, int] | None = None   # (file, line) of the fix header being read
 
     def observe(self, text: str, where: dict) -> bool:
@@ -86,12 +89,16 @@ class GateText:
             groups = {k.rstrip("0123456789"): v for k, v in m.groupdict().items() if v}
             self.report = self.report or groups.get("report")
             self.closed.append({"text": text, "groups": groups, **where})
+            self.launched = True   # both of its forms are the launcher's (its closing line, its log's header)
             return True
         m = _REPORT.search(text)
         if m:   # the launch log's "# report: ….json, ….html"
             self.report = self.report or m.group("report")
             return True
-        return bool(_TABLE_ROW.search(text) or _VERDICT.search(text))
+        m = _VERDICT.search(text)
+        if m and m.group(0).endswith("torchrun not started"):   # the launch log's last line
+            self.launched = True
+        return bool(m or _TABLE_ROW.search(text))
 
     def __bool__(self) -> bool:
         return bool(self.entries or self.closed)

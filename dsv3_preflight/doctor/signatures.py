@@ -2288,10 +2288,12 @@ GATE_CAUSE_RE = (r"^\s*(?:#\s*)?\d+\. (?:\u2718 |\u203c )(?P<status>FAIL|ERROR) 
                  r"(?: on (?P<nodes>[^:]+?))?: (?P<summary>.+)$")
 _GATE_TITLE = "Preflight check {check} {status}[[ on {nodes}]]: {summary}"
 _GATE_ROOT = ("The preflight judged this before the run[[ (who must act: {who})]]: a check that is FAIL or ERROR keeps "
-              "`dsv3-preflight launch` from starting torchrun, so no training ran[[; the same cause blocks {also}]].[[ {error_note}]]")
+              "`dsv3-preflight launch` from starting torchrun[[; {launched}]][[; the same cause blocks {also}]].[[ {error_note}]]")
+#: the gate's {launched}, when a line of `dsv3-preflight launch` is among the inputs (a plain `run` says nothing of one)
+GATE_LAUNCHED = "this launch did not start it, so no training ran"
 #: placeholders filled by the triage itself, not by a signature's pattern (derived findings, the preflight's verdict)
 DERIVED_NAMES = frozenset({"values", "node", "rank", "pid", "error", "seq", "op", "ahead", "who", "also", "report",
-                           "error_note", "nodes"})
+                           "error_note", "nodes", "launched"})
 #: what an ERROR is (the root cause's {error_note} for a check that is ERROR)
 GATE_ERROR_NOTE = "ERROR: the check could not run (its probe failed or timed out); unknown is never taken as healthy."
 

@@ -32,7 +32,7 @@ from .evidence import FACT_NEEDLES, RAS_NEEDLES, CollectiveTrail, NcclFacts, Ras
 from .gate import GATE_NEEDLES, GateText, gate_json, html_twin, is_preflight_html, is_result_document
 from .reader import FileStats, InputError, NeedleSet, clean, expand_inputs, labels_for, open_log, scan
 from .signatures import (CLASS_TITLES, DERIVED, ERROR_NEEDLES, ERROR_RE, QUIET_RE, SIGNATURES, STOPWORDS, Signature,
-                         by_id, DERIVED_NAMES, GATE_ERROR_NOTE, gate_rerun, gate_signature)
+                         by_id, DERIVED_NAMES, GATE_ERROR_NOTE, GATE_LAUNCHED, gate_rerun, gate_signature)
 
 #: what a teardown line after the end of a run is (doc["warnings"], role "teardown")
 TEARDOWN_NOTE = ("Printed while the processes exited, after the log says the run finished: teardown noise, not a failure "
@@ -557,9 +557,12 @@ class Triage:
     def _derive_gate(self, file_of: dict[str, int]) -> None:
         """One finding per check our preflight reported FAIL or ERROR; its NO-GO line alone when no input names one."""
         report = next((g.report for g in self.gates if g.report), None)
+        launched = any(g.launched for g in self.gates)
         for gate in self.gates:
             for e in gate.entries:
                 groups = {k: e[k] for k in ("check", "status", "summary", "who", "also") if e.get(k)}
+                if launched:
+                    groups["launched"] = GATE_LAUNCHED
                 if e["nodes"]:
                     groups["nodes"] = ", ".join(e["nodes"])
                 if report:
@@ -572,13 +575,15 @@ class Triage:
                                                         None, None, e["text"]))
                 if e.get("fix"):   # the preflight's own fix (JSON report), with the node's values: pasted as it is
                     f.fix = e["fix"] + "\n" + gate_rerun(e["check"])
+                f.extra["launched"] = launched
         if not any(g.entries for g in self.gates):
             for gate in self.gates:
                 for c in gate.closed:
                     groups = dict(c["groups"], **({"report": report} if report else {}))
-                    self._record(_DERIVED["preflight.no_go"], groups,
-                                 Event(file_of.get(c["file"], -1), c["file"], c["line"], None, c.get("node"), None, None,
-                                       c["text"]))
+                    f = self._record(_DERIVED["preflight.no_go"], groups,
+                                     Event(file_of.get(c["file"], -1), c["file"], c["line"], None, c.get("node"), None,
+                                           None, c["text"]))
+                    f.extra["launched"] = True   # the launcher's line
 
     # -- judging --------------------------------------------------------------------------
     def document(self) -> dict:
