@@ -41,7 +41,7 @@ def torchrun_log_dir(launch_log: str | Path) -> Path:
     """torchrun's ``--log-dir`` beside the launch log, named as it is: ``launch-<stamp>-<node>.log`` → ``launch-<stamp>-<node>/``
     (the doctor, given the reports directory, reads the error files there as that node's)."""
     path = Path(os.path.abspath(launch_log))
-    return path.parent / (path.stem if path.suffix == ".log" and path.stem else f"{path.name}.torchrun")
+    return path.with_suffix("") if path.suffix == ".log" else path.with_name(f"{path.name}.torchrun")
 
 
 def launch_log_text(doc: Mapping[str, Any], code: int, written: Sequence[Path], command: LaunchCommand | None,

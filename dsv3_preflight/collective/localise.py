@@ -115,6 +115,12 @@ def _busbw(outcomes: Sequence[Mapping[str, Any]]) -> tuple[float | None, float |
     return None, None, None
 
 
+def _within(sides: Mapping[int, Mapping[str, Any]]) -> str:
+    """The pair's timeout as the sides recorded it, as text: ' within 30 s' ('' when none did)."""
+    timeout_s = next((m.get("timeout_s") for m in sides.values() if m.get("timeout_s")), None)
+    return f" within {timeout_s:g} s" if timeout_s else ""
+
+
 def _failure(a: str, b: str, sides: Mapping[int, Mapping[str, Any]], combined: Mapping[str, Any],
              store: str | None) -> tuple[str, str | None, bool]:
     """(what happened, the node that could not connect or None, timed out) for a pair that did not finish."""
@@ -124,8 +130,7 @@ def _failure(a: str, b: str, sides: Mapping[int, Mapping[str, Any]], combined: M
                     ("DeadlineExceeded", "TimeoutError", "DistStoreError") for r in ranks.values()) or \
         any(f["kind"] in ("store_connect_timeout", "store_wait_timeout", "collective_timeout", "ranks_missing")
             for f in combined.get("findings") or [])
-    timeout_s = next((m.get("timeout_s") for m in sides.values() if m.get("timeout_s")), None)
-    within = f" within {timeout_s:g} s" if timeout_s else ""
+    within = _within(sides)
     cause = next((f["cause"] for f in combined.get("findings") or []
                   if f["kind"] in ("store_connect_timeout", "store_connect_refused", "store_port_in_use", "no_route",
                                    "gloo_full_mesh_connect", "master_unresolvable")), None)
@@ -204,9 +209,8 @@ def _slow_start(a: str, b: str, sides: Mapping[int, Mapping[str, Any]]) -> list[
 
 
 def _slow_start_text(a: str, b: str, slow: Sequence[str], sides: Mapping[int, Mapping[str, Any]]) -> str:
-    m = next(iter(sides.values()))
-    timeout_s, startup_s = m.get("timeout_s"), m.get("startup_s")
-    limit = (f" within {timeout_s:g} s" if timeout_s else "") + (f" after a {startup_s:g} s start-up allowance" if startup_s else "")
+    startup_s = next((m.get("startup_s") for m in sides.values() if m.get("startup_s")), None)
+    limit = _within(sides) + (f" after a {startup_s:g} s start-up allowance" if startup_s else "")
     who = " and ".join(slow)
     return (f"{who} had not finished starting (Python, importing torch){limit}: the link between {a} and {b} was not "
             f"measured ({'that node was' if len(slow) == 1 else 'those nodes were'} overloaded or slow to start)")

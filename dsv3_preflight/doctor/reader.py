@@ -423,8 +423,14 @@ def label_for(path: str) -> str:
             name = name[: -len(suffix)]
     if name in _GENERIC_NAMES and p.parent.name:   # logs/node1/train.log → node1/train
         name = f"{p.parent.name}/{name}"
-    m = _LAUNCH_LOG.fullmatch(name)   # our launcher's logs: the node's name, as its lines' "[node N name]" prefix says
-    return m.group("name") if m else name
+    return launched_node(name) or name
+
+
+def launched_node(name: str) -> str | None:
+    """The node of our launcher's log or log directory (``launch-<stamp>-[node<N>-]<name>``, as its lines'
+    "[node N name]" prefix says); None for any other name."""
+    m = _LAUNCH_LOG.fullmatch(name)
+    return m.group("name") if m else None
 
 
 # launch/gate.py launch_log_path: launch-<stamp>-<node>.log; launch/ray_launch.py: launch-<stamp>-node<N>-<name>.log
@@ -464,8 +470,8 @@ def labels_for(paths: list[str]) -> dict[str, tuple[str | None, int | None]]:
     for p, (run, local_rank) in logdir.items():
         above = os.path.relpath(run.parent, common)   # "." or "../..": the files are below one run's directory
         node = above if not above.startswith(".") else (run.name if len(runs) > 1 else None)
-        launched = _LAUNCH_LOG.fullmatch(Path(node).name) if node else None   # our launcher's --log-dir: its node
-        out[p] = (launched.group("name") if launched else node, local_rank)
+        # our launcher's --log-dir is its launch log's node
+        out[p] = ((launched_node(Path(node).name) if node else None) or node, local_rank)
     plain = {p: label_for(p) for p in paths if p not in logdir}
     seen = Counter(plain.values())
     for p, label in plain.items():

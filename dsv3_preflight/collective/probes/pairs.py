@@ -45,15 +45,16 @@ def collective_pairs(profile) -> dict[str, Any]:
     me, peer = (first, second) if role == 0 else (second, first)
     store = params["addrs"][first]
     backend, note = choose_backend(params["backend"])
+    startup_s = float(params.get("startup_s") or 0.0)
     outcome = probe_node(master_addr=store, master_port=int(params["port"]), world_size=2, node_rank=role,
                          nproc_per_node=1, backend=backend, timeout_s=float(params["timeout_s"]), sweep=True,
                          sweep_sizes=(int(params["busbw_bytes"]),), steady_iters=int(params["iters"]),
                          sweep_iters=int(params["iters"]), sweep_warmup=WARMUP,
-                         startup_s=float(params.get("startup_s") or 0.0))
+                         startup_s=startup_s)
     measurement = {"round": params["round"], "pair": [first, second], "role": role, "me": me, "peer": peer,
                    "addrs": params["addrs"], "store": f"{store}:{params['port']}", "backend": backend,
                    "backend_note": note, "timeout_s": float(params["timeout_s"]),
-                   "startup_s": float(params.get("startup_s") or 0.0), "iters": int(params["iters"]),
+                   "startup_s": startup_s, "iters": int(params["iters"]),
                    "busbw_bytes": int(params["busbw_bytes"]), "outcome": outcome}
     return {"requested": True, "pairs": [measurement], "planned": params["planned"], "nodes": params["nodes"],
             "rounds": params["rounds"], "sample": params["sample"]}
