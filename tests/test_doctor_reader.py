@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from dsv3_preflight.doctor import reader, triage
+from dsv3_preflight.doctor.attribution import local_stamp, stamp_text
 
 OOM = b"torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 3 has a total capacity of 79.15 GiB"
 DUP = b"gpu-node-1:29880:30398 [3] init.cc:497 NCCL WARN Duplicate GPU detected : rank 11 and rank 8 both on CUDA device 53000"
@@ -173,7 +174,66 @@ def test_torchrun_log_dir_files_of_several_nodes_are_labelled_by_node_and_local_
     plain = [str(tmp_path / "a" / "out.log"), str(tmp_path / "b" / "out.log"), str(tmp_path / "gpu-node-1.log")]
     assert [reader.labels_for(plain)[p] for p in plain] == [("a/out", None), ("b/out", None), ("gpu-node-1", None)]
     assert reader.labels_for([plain[0]]) == {plain[0]: (None, None)}
+    assert reader.labels_for([one[1]]) == {one[1]: (None, 1)}   # one rank's file alone: no node, its local rank
     # our launcher's reports directory: torchrun's --log-dir is named as the node's launch log; both are the node's
     launched = [str(tmp_path / "launch-20261124-101500-node1-gpu-1.log"), str(tmp_path / "launch-20261124-101500-cluster.log"),
                 str(tmp_path / "launch-20261124-101500-node1-gpu-1" / "7f3e_ab12" / "attempt_0" / "3" / "error.json")]
     assert [reader.labels_for(launched)[p] for p in launched] == [("gpu-1", None), ("cluster", None), ("gpu-1", 3)]
+
+
+def _record_failure(error_file: Path, fail) -> None:
+    """What a rank under torchrun's ``@record`` (HF's and DeepSpeed's entry points) leaves when ``fail`` raises:
+    torch's own ErrorHandler writes ``error_file`` (``TORCHELASTIC_ERROR_FILE``)."""
+    import os
+    from torch.distributed.elastic.multiprocessing.errors import record
+    error_file.parent.mkdir(parents=True)
+    before = os.environ.get("TORCHELASTIC_ERROR_FILE")
+    os.environ["TORCHELASTIC_ERROR_FILE"] = str(error_file)
+    try:
+        record(fail)()
+    except Exception:   # record() writes the file and raises again, as in the rank
+        pass
+    finally:
+        if before is None:
+            del os.environ["TORCHELASTIC_ERROR_FILE"]
+        else:
+            os.environ["TORCHELASTIC_ERROR_FILE"] = before
+
+
+def test_a_ranks_torchrun_error_file_is_read_as_the_traceback_it_holds(tmp_path):
+    import json
+    import torch
+    from datetime import datetime
+
+    def load_shards():   # a frame of the rank's own code, as a real traceback has
+        torch.empty(1 << 50)   # torch's real DefaultCPUAllocator error
+    error_file = tmp_path / "none_x1" / "attempt_0" / "1" / "error.json"
+    _record_failure(error_file, load_shards)
+    written = json.loads(error_file.read_text())
+    assert error_file.read_text().count("\n") <= 1   # one JSON line: the traceback's lines are escaped in it
+    stamp = int(written["message"]["extraInfo"]["timestamp"])
+
+    doc = triage([str(error_file)])
+    first = doc["first_failure"]
+    assert _top(doc)["id"] == "host.cpu_memory" and doc["cause_recognised"]
+    # the exception's own line of the decoded traceback, not the JSON document
+    assert first["text"].startswith("RuntimeError: [enforce fail") and "DefaultCPUAllocator" in first["text"], first
+    assert first["line"] > 3 and first["local_rank"] == 1   # its directory is the local rank
+    assert first["time"] == stamp_text(local_stamp(stamp)) == datetime.fromtimestamp(stamp).strftime("%m-%d %H:%M:%S.000")
+    assert doc["unrecognised"]["count"] == 0   # the traceback's header belongs to the exception it ends in
+
+
+def test_the_other_shape_of_a_torchrun_error_file_and_json_that_is_not_one(tmp_path):
+    # torchrun's ProcessFailure also reads {"message": "<text>", "timestamp": N} (error_file_data's "new message
+    # format", torch/distributed/elastic/multiprocessing/errors/__init__.py)
+    flat = tmp_path / "error.json"
+    flat.write_text('{"message": "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. '
+                    'GPU 3 has a total capacity of 79.15 GiB", "timestamp": 1764000000}')
+    doc = triage([str(flat)])
+    assert _top(doc)["id"] == "cuda.out_of_memory" and doc["first_failure"]["text"].startswith("torch.OutOfMemoryError")
+    assert doc["first_failure"]["time"] == stamp_text(local_stamp(1764000000))
+    # another tool's JSON (a key torchrun does not write) is read as the text it is, as before
+    other = tmp_path / "events.json"
+    other.write_text('{"message": "torch.OutOfMemoryError: CUDA out of memory.", "step": 10}')
+    doc = triage([str(other)])
+    assert _top(doc)["id"] == "cuda.out_of_memory" and doc["first_failure"]["text"].startswith('{"message"')

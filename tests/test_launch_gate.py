@@ -1,6 +1,7 @@
 """The gate, end to end: the real CLI runs the preflight, then a real torchrun (CPU, gloo, 2 processes) or nothing."""
 import json
 import os
+import re
 import shlex
 import socket
 import subprocess
@@ -123,6 +124,12 @@ def test_a_failing_rank_leaves_its_error_file_beside_the_launch_log_and_the_doct
     nodes = {Path(f["path"]).name: f["node"] for f in found["files"]}
     assert nodes["error.json"] == "launchnode" == nodes[launch_log.name]   # one node, not a "launch-…" one
     assert (found["first_failure"]["node"], found["first_failure"]["local_rank"]) == ("launchnode", 1)
+    # the traceback the file holds, decoded: the exception's own line at the time torchrun's summary gives
+    first = found["first_failure"]
+    assert first["file"] == str(error_file) and first["text"].startswith("RuntimeError: [enforce fail"), first
+    # the root cause's time (a rank that failed too, on its peer's loss, is listed first under "Failures:")
+    summary_time = re.search(r"time\s*: \d{4}-(\d\d-\d\d)_(\d\d:\d\d:\d\d)", stderr.partition("Root Cause")[2])
+    assert summary_time and first["time"] == f"{summary_time[1]} {summary_time[2]}.000", (first, stderr[-2000:])
 
 
 @pytest.mark.slow

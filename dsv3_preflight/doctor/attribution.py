@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from datetime import datetime
 from typing import NamedTuple
 
 _NCCL = re.compile(r"(?:^|[\s:\])])(?P<host>(?=[\w.-]*[A-Za-z])[A-Za-z0-9][\w.-]*):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\] ")
@@ -130,6 +131,13 @@ def time_of(text: str) -> Stamp | None:
             continue
         return Stamp(month, day, h * 3600 + mi * 60 + s + frac)
     return None
+
+
+def local_stamp(epoch: float) -> Stamp:
+    """A time given in seconds since the epoch (a torchrun error file's), in this machine's local time: the time
+    torchrun's own failure summary prints for it, and the time zone logs are written in on the node."""
+    t = datetime.fromtimestamp(epoch)
+    return Stamp(t.month, t.day, t.hour * 3600 + t.minute * 60 + t.second + t.microsecond / 1e6)
 
 
 def stamp_key(a: Stamp, with_date: bool) -> tuple:

@@ -254,3 +254,43 @@ def load_json_document(head: bytes, limit: int) -> object | None:
         return json.loads(head.decode("utf-8", "replace"))
     except ValueError:
         return None
+
+
+@dataclass
+class ElasticError:
+    """A rank's error file as torchrun's ``@record`` writes it (``TORCHELASTIC_ERROR_FILE``, ``error.json``)."""
+    text: str                  # the lines the rank would have printed: its traceback, else the message
+    timestamp: int | None      # seconds since the epoch, when the file gives one
+
+
+def elastic_error(doc: object) -> ElasticError | None:
+    """The error file of a rank under ``torch.distributed.elastic.multiprocessing.errors.record``, decoded.
+
+    Two shapes, read as torchrun's own ``ProcessFailure._get_error_data`` reads them: ``{"message": {"message":
+    "RuntimeError: ...", "extraInfo": {"py_callstack": "Traceback ...", "timestamp": "1764..."}}}`` (Python's
+    ``ErrorHandler.record_exception``; torchrun may add ``"errorCode"``) and ``{"message": "...", "timestamp": N}``.
+    The file is one JSON line whose escaped ``\\n`` hide the traceback's lines from a line reader; decoded, they are
+    the lines the rank would have printed. Anything else (a RAS dump, another tool's JSON) is None."""
+    if not isinstance(doc, dict) or set(doc) - {"message", "timestamp", "errorCode"}:
+        return None
+    msg = doc.get("message")
+    if isinstance(msg, str):
+        text, stamp = msg, doc.get("timestamp")
+    elif isinstance(msg, dict) and isinstance(msg.get("message"), str) and isinstance(msg.get("extraInfo", {}), dict):
+        extra = msg.get("extraInfo") or {}
+        stack = extra.get("py_callstack")
+        text = msg["message"]
+        if isinstance(stack, str) and stack.strip():
+            # traceback.format_exc() ends with the exception's own line(s), its type qualified by its module
+            # ("torch.OutOfMemoryError: ..." for the message's "OutOfMemoryError: ..."); the message is kept only
+            # when the traceback does not hold it
+            detail = text.partition(": ")[2] or text
+            text = stack if detail.strip() in stack else f"{stack.rstrip()}\n{text}"
+        stamp = extra.get("timestamp")
+    else:
+        return None
+    try:
+        seconds = int(stamp) if stamp is not None else None
+    except (TypeError, ValueError):
+        seconds = None
+    return ElasticError(text if text.endswith("\n") else text + "\n", seconds or None)

@@ -453,18 +453,18 @@ def labels_for(paths: list[str]) -> dict[str, tuple[str | None, int | None]]:
     launch log: ``<name>``), or the run's own directory when the nodes' runs sit side by side,
     or none when they are one node's; the local rank is the rank's directory. Other files whose labels collide
     (``a/out.log``, ``b/out.log``) are told apart by their directories relative to the common one. One file: no
-    label (its lines name their origin or there is one node)."""
-    if len(paths) < 2:
-        return {p: (None, None) for p in paths}
+    label (its lines name their origin or there is one node), only the local rank of a ``--log-dir`` file."""
     real = {p: Path(os.path.abspath(p)) for p in paths if p != STDIN}
-    common = Path(os.path.commonpath(list(real.values()))) if real else Path("/")
-    if common in real.values():   # one file besides stdin: its directory
-        common = common.parent
     logdir = {}
     for p, q in real.items():
         if (q.name.split(".")[0] in ("stdout", "stderr", "error") and q.parent.name.isdigit()
                 and _ATTEMPT.fullmatch(q.parent.parent.name)):
             logdir[p] = (q.parent.parent.parent, int(q.parent.name))
+    if len(paths) < 2:
+        return {p: (None, logdir[p][1] if p in logdir else None) for p in paths}
+    common = Path(os.path.commonpath(list(real.values()))) if real else Path("/")
+    if common in real.values():   # one file besides stdin: its directory
+        common = common.parent
     runs = {run for run, _ in logdir.values()}
     out: dict[str, tuple[str | None, int | None]] = {}
     for p, (run, local_rank) in logdir.items():

@@ -27,8 +27,9 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
 from ..secrets import mask_text
-from .attribution import Stamp, origin_of, stamp_key, stamp_text, strip_launcher, time_of
-from .evidence import FACT_NEEDLES, RAS_NEEDLES, CollectiveTrail, NcclFacts, RasText, load_json_document, ras_json
+from .attribution import Stamp, local_stamp, origin_of, stamp_key, stamp_text, strip_launcher, time_of
+from .evidence import (FACT_NEEDLES, RAS_NEEDLES, CollectiveTrail, NcclFacts, RasText, elastic_error, load_json_document,
+                       ras_json)
 from .gate import GATE_NEEDLES, GateText, gate_json, html_twin, is_preflight_html, is_result_document
 from .reader import FileStats, InputError, NeedleSet, clean, expand_inputs, labels_for, open_log, scan
 from .signatures import (CLASS_TITLES, DERIVED, ERROR_NEEDLES, ERROR_RE, QUIET_RE, SIGNATURES, STOPWORDS, Signature,
@@ -307,19 +308,28 @@ class Triage:
         stats = FileStats(path)
         fallback_node, file_local_rank = label
         stream = open_log(path)
+        ctx: dict[str, Any] = {"ras": RasText(), "gate": GateText(), "local_rank": file_local_rank}
         try:
             head = stream.peek(256)[:256]  # type: ignore[attr-defined]
             if head.lstrip()[:1] == b"{":
                 data = stream.read(JSON_LIMIT + 1)
-                if self._json_input(path, data, fallback_node):
+                doc = load_json_document(data, JSON_LIMIT)
+                if self._json_input(path, doc):
                     stats.bytes = len(data)
                     stats.lines = data.count(b"\n")
                     self.files.append({"path": path, "node": fallback_node, "lines": stats.lines, "bytes": stats.bytes})
                     return
-                stream = io.BufferedReader(_Chain(data, stream), 8 << 20)  # type: ignore[arg-type]
+                elastic = elastic_error(doc)
+                if elastic is not None:   # a rank's error file: its traceback's lines, at the time the file gives
+                    if path != "-":
+                        stream.close()
+                    stream = io.BufferedReader(io.BytesIO(elastic.text.encode()))  # type: ignore[arg-type]
+                    if elastic.timestamp is not None:
+                        ctx["ts"] = local_stamp(elastic.timestamp)
+                else:
+                    stream = io.BufferedReader(_Chain(data, stream), 8 << 20)  # type: ignore[arg-type]
             file_index = len(self.files)
             self.files.append({"path": path, "node": fallback_node, "lines": 0, "bytes": 0})
-            ctx: dict[str, Any] = {"ras": RasText(), "gate": GateText(), "local_rank": file_local_rank}
             for line, raw, nxt in scan(stream, self._needles, stats, self._skip):
                 self._line(file_index, path, line, clean(raw), fallback_node, ctx, nxt)
             hosts = ctx.get("summary_hosts") or set()
@@ -335,8 +345,7 @@ class Triage:
         self.files[file_index].update(lines=stats.lines, bytes=stats.bytes)
         self.tails[file_index] = clean(stats.tail)
 
-    def _json_input(self, path: str, data: bytes, node: str | None) -> bool:
-        doc = load_json_document(data, JSON_LIMIT)
+    def _json_input(self, path: str, doc: object) -> bool:
         if is_result_document(doc):   # the preflight's own result document
             gate = gate_json(doc, path)
             if gate:   # (a GO document says nothing about a run: read, and nothing to record)
