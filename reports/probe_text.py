@@ -13,6 +13,7 @@ from typing import Any, Mapping, Sequence
 from dsv3_preflight.text import safe_terminal
 
 PAIRS_CHECK = "dist.pairs"
+NOT_STARTED = "not started"   # a pair's status (collective/localise.py): a side had not started when its time ran out
 
 
 def _s(value: Any) -> str:
@@ -68,6 +69,8 @@ def _cell(value: Any, status: str, fmt: str) -> str:
         return "·"
     if status == "failed":
         return "FAIL"
+    if status == NOT_STARTED:
+        return "late"
     if value is None:
         return "-"
     return format(value, fmt)
@@ -95,7 +98,9 @@ def render_pairs_text(doc: Mapping[str, Any]) -> str:
     culprits = ev.get("culprits") or {}
     marked = set(culprits.get("nodes") or [])
     lat = [[None if v is None else v / 1000 for v in row] for row in m["latency_us"]]
-    lines = [f"pairs: {_t((ev.get('coverage') or {}).get('text', ''))} (* = the culprit node)"]
+    late = any(st == NOT_STARTED for row in m["status"] for st in row)
+    lines = [f"pairs: {_t((ev.get('coverage') or {}).get('text', ''))} (* = the culprit node"
+             + ("; late = a side still starting when the pair's time ran out, not measured" if late else "") + ")"]
     lines += _table("p50 latency of a 4 KiB all_reduce (ms)", m["nodes"], lat, m["status"], ".3f", marked)
     size = ev.get("busbw_bytes")
     lines += _table(f"busbw at {size} B (GB/s)", m["nodes"], m["busbw_gbps"], m["status"], ".3g", marked)

@@ -176,6 +176,12 @@ def test_a_pair_whose_side_was_still_starting_names_that_node_not_the_link():
     assert pair["status"] == "not started" and pair["slow_start"] == ["lab-node0"]
     assert "# on lab-node0" in r.remediation and "--pairs-timeout 60" in r.remediation
     assert "on lab-node2" not in r.remediation and paste_problems(r.remediation) == []
+    # the console's matrix tells the unmeasured pair from an unplanned one ("-") and from a failed one
+    from dsv3_preflight.reports.probe_text import render_pairs_text
+    text = render_pairs_text(_doc(r))
+    assert "late = a side still starting when the pair's time ran out, not measured" in text.splitlines()[0]
+    row = next(line for line in text.splitlines() if line.split()[:2] == ["lab-node0", "·"])   # the latency row
+    assert row.split() == ["lab-node0", "·", row.split()[2], "late"] and "FAIL" not in text.split("WARN")[0]
     # a rank that crashed while starting (no deadline) is not a slow start: the pair failed
     for fact in facts.values():
         for m in fact["pairs"]:
