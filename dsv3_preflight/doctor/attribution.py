@@ -14,6 +14,8 @@ Recognised prefixes (each seen in public logs of the tools):
 - ``docker compose logs``/``up`` (v2 ``name-1``, v1 ``name_1``): ``trainer-2  | ...``  → node trainer-2
 - ``dsv3-preflight launch --all-nodes`` (our own launcher, launch/ray_launch.py): ``[node 1 gpu-node-1] ...``
   → node gpu-node-1; the prefix is taken off before the rest is read (``strip_launcher``)
+- a log collector's prefix before all of these (``docker logs -t``, ``kubectl logs --timestamps``/``--prefix``, the
+  kubelet's CRI files, ``docker compose``) is taken off first (``strip_collector``)
 
 Timestamps (``time_of``): glog ``E1206 18:44:12.715`` (torch C++), ``2024-05-08 08:47:31,877`` and ISO
 ``2020-08-03T10:20:25`` (Python logging, DeepSpeed, NeMo), ``08/06/2023 05:26:52`` (HF examples), ``05-29
@@ -37,6 +39,9 @@ _PDSH = re.compile(r"^(?P<host>(?=[\w.-]*[A-Za-z])(?=[\w.-]*[\d-])[A-Za-z][\w.-]
 _JOURNAL = re.compile(r"^[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d (?P<host>[\w.-]+) [\w.@/-]+(?:\[\d+\])?: ")
 _KUBECTL = re.compile(r"^\[pod/(?P<host>[\w.-]+)/[\w.-]+\] ")
 _COMPOSE = re.compile(r"^(?P<host>[A-Za-z][\w.-]*[-_]\d+)\s+\| ")
+# docker/kubectl --timestamps (RFC 3339, nanoseconds, Z or an offset); a CRI log file adds the stream and F/P (full or
+# partial line)
+_COLLECTED_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)(?: (?:stdout|stderr) [FP])? ")
 # launch/ray_launch.py: every torchrun line of node rank N comes back as "[node N <name>] <line>"; its closing line
 # "dsv3-preflight launch: [node N <name>] failed first (...)" names the node the same way
 _LAUNCHER = re.compile(r"^(?P<lead>dsv3-preflight launch: )?\[node (?P<node_rank>\d+) (?P<host>[^\]\s]+)\] ")
@@ -69,8 +74,33 @@ class Stamp(NamedTuple):
     seconds: float
 
 
-def origin_of(text: str) -> Origin:
-    """Node and rank named by the line's own prefixes (``None`` where the line does not say)."""
+def strip_collector(text: str) -> tuple[str, str | None]:
+    """``(the line without what a log collector put before it, the node that prefix names)``.
+
+    Collectors write their own prefix before the program's line: an RFC 3339 time (``docker logs -t``, ``kubectl
+    logs --timestamps``), that time and the stream in the kubelet's CRI log files (``/var/log/pods/…/0.log``:
+    ``2025-09-02T20:12:55.418123456Z stderr F ``), the pod (``kubectl logs --prefix``: ``[pod/NAME/CONTAINER] ``,
+    the node NAME) and the service (``docker compose``: ``trainer-2  | ``). Under such a prefix a line's own
+    prefixes (``[default3]:``, srun's ``3: ``, a C++ ``frame #2:``, glog's ``I1124`` severity) are no longer at its
+    start; read without it, the line is what the program printed. The time stays the reader's to take
+    (``time_of`` on the whole line)."""
+    node = None
+    while True:
+        m = _COLLECTED_TIME.match(text)
+        if m is None and node is None:
+            m = _KUBECTL.match(text) or _COMPOSE.match(text)
+            if m is not None:
+                node = m.group("host")
+        if m is None:
+            return text, node
+        text = text[m.end():]
+
+
+def origin_of(text: str, outer_node: str | None = None) -> Origin:
+    """Node and rank named by the line's own prefixes (``None`` where the line does not say); ``outer_node``: the node
+    a prefix already taken off named (a collector's, our launcher's)."""
+    text, collected_on = strip_collector(text)
+    collected_on = outer_node or collected_on
     o = Origin()
     m = _RANK.search(text)
     if m:
@@ -88,9 +118,7 @@ def origin_of(text: str) -> Origin:
         if m and m.group("host").lower() not in _NOT_HOSTS:
             o.node = m.group("host")
     if o.node is None:
-        m = _KUBECTL.match(text) or _COMPOSE.match(text)
-        if m:
-            o.node = m.group("host")
+        o.node = collected_on
     if o.node is None:
         m = _JOURNAL.match(text)
         if m:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import gzip
 import io
 import functools
+import json
 import os
 import re
 import shutil
@@ -324,6 +325,23 @@ def clean(segment: bytes) -> str:
     return ANSI_RE.sub("", segment.decode("utf-8", "replace")).rstrip()
 
 
+def unwrap_record(text: str) -> tuple[str, str | None]:
+    """``(the line, the time it was logged)`` of a Docker json-file record (``/var/lib/docker/containers/<id>/
+    <id>-json.log``: ``{"log": "<line>\\n", "stream": "stderr", "time": "<RFC 3339>"}``, one a line, the line's
+    quotes, tabs and ANSI escapes JSON-escaped); any other text as it is, with no time."""
+    if not (text.startswith('{"log":') and text.endswith("}")):
+        return text, None
+    try:
+        record = json.loads(text)
+    except ValueError:
+        return text, None
+    line = record.get("log") if isinstance(record, dict) else None
+    if not isinstance(line, str):
+        return text, None
+    when = record.get("time")
+    return ANSI_RE.sub("", line).rstrip(), when if isinstance(when, str) else None
+
+
 def _segment_bounds(body: bytes, pos: int) -> tuple[int, int]:
     start = max(body.rfind(b"\n", 0, pos), body.rfind(b"\r", 0, pos)) + 1
     ends = [e for e in (body.find(b"\n", pos), body.find(b"\r", pos)) if e >= 0]
@@ -403,8 +421,9 @@ def scan(stream: BinaryIO, needles, stats: FileStats, skip=None) -> Iterator[tup
             next_allowed = end
             nxt = b""
             if end < len(body):
-                n_end = body.find(b"\n", end + 1, end + 1 + MAX_SEGMENT)
-                nxt = body[end + 1:n_end if n_end >= 0 else min(len(body), end + 1 + MAX_SEGMENT)]
+                after = end + (2 if body[end:end + 2] == b"\r\n" else 1)   # a CRLF line break is one break
+                n_end = body.find(b"\n", after, after + MAX_SEGMENT)
+                nxt = body[after:n_end if n_end >= 0 else min(len(body), after + MAX_SEGMENT)]
             yield cur_line, body[start:end], nxt
         line_base += body.count(b"\n")
         last = body[-1:]

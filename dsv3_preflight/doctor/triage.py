@@ -27,11 +27,13 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
 from ..secrets import mask_text
-from .attribution import Stamp, local_stamp, origin_of, stamp_key, stamp_text, strip_launcher, time_of
+from .attribution import (Stamp, local_stamp, origin_of, stamp_key, stamp_text, strip_collector, strip_launcher,
+                          time_of)
 from .evidence import (FACT_NEEDLES, RAS_NEEDLES, CollectiveTrail, NcclFacts, RasText, elastic_error, load_json_document,
                        ras_json)
 from .gate import GATE_NEEDLES, GateText, gate_json, html_twin, is_preflight_html, is_result_document
-from .reader import FileStats, InputError, NeedleSet, clean, expand_inputs, labels_for, open_log, scan
+from .reader import (FileStats, InputError, NeedleSet, clean, expand_inputs, labels_for, open_log, scan,
+                     unwrap_record)
 from .signatures import (CLASS_TITLES, DERIVED, ERROR_NEEDLES, ERROR_RE, QUIET_RE, SIGNATURES, STOPWORDS, Signature,
                          by_id, DERIVED_NAMES, GATE_ERROR_NOTE, GATE_LAUNCHED, gate_rerun, gate_signature)
 
@@ -365,13 +367,13 @@ class Triage:
 
     def _line(self, fi: int, path: str, line: int, text: str, fallback_node: str | None, ctx: dict,
               nxt: bytes = b"") -> None:
+        text, logged = unwrap_record(text)
+        ts = time_of(logged or text)   # a collector's time first (one clock on every line of its files), else the line's
+        text, collected_on = strip_collector(text)
         text, launched_on = strip_launcher(text)
-        origin = origin_of(text)
-        if launched_on is not None and origin.node is None:
-            origin.node = launched_on
+        origin = origin_of(text, launched_on or collected_on)
         if origin.local_rank is None and ctx.get("local_rank") is not None:   # a torchrun --log-dir rank's own file
             origin.local_rank = ctx["local_rank"]
-        ts = time_of(text)
         if ts is not None:
             ctx["ts"] = ts
         else:
@@ -387,7 +389,7 @@ class Triage:
         sig, m, benign = self._matcher.match(text, ctx, line)
         if sig is None and not benign and nxt.strip() and (is_error_line(text) or len(text) >= 60):
             # a message wrapped over two lines ("... train_batch_size is not" / "equal to ..."; "colle" / "ctive")
-            follow = clean(nxt).strip()
+            follow = strip_collector(unwrap_record(clean(nxt))[0])[0].strip()
             for sep in (" ", ""):
                 joined = text + sep + follow
                 sig, m, _ = self._matcher.match(joined, ctx, line)

@@ -1,0 +1,142 @@
+"""Logs as collectors hand them over: every line under a prefix the program did not print.
+
+- ``docker logs -t`` / ``kubectl logs --timestamps``: an RFC 3339 time with nanoseconds, ``2025-09-02T20:12:55.418123456Z``
+  (Docker's ``RFC3339Nano``; kubectl passes the kubelet's time through);
+- the kubelet's CRI log files (``/var/log/pods/<ns>_<pod>_<uid>/<container>/0.log``, what node-level agents ship):
+  ``<RFC 3339 time> <stdout|stderr> <F|P> <line>`` (kubernetes' CRI container log format, kubelet's
+  ``pkg/kubelet/kuberuntime/logs``);
+- ``kubectl logs --prefix --timestamps``: ``[pod/NAME/CONTAINER] <time> <line>``;
+- ``docker compose logs``: ``<service>-<n>  | <line>``;
+- Docker's json-file log (``/var/lib/docker/containers/<id>/<id>-json.log``): ``{"log":"<line>\\n","stream":...,
+  "time":...}`` a line;
+- CRLF line breaks (a log saved on Windows, or copied from a browser).
+
+The program's own prefixes (``[default3]:``, srun's ``3: ``, a C++ ``frame #2: ``, glog's ``I1124`` severity) are then
+no longer at the start of the line. The doctor must read such a log as it reads the bare one: before this, a
+healthy run's teardown (C++ frames) read as a failure, messages wrapped over two lines were lost, and Docker's JSON
+records were read with their escapes.
+"""
+import json
+from pathlib import Path
+
+import pytest
+
+from dsv3_preflight.doctor import triage
+from dsv3_preflight.doctor.attribution import origin_of, strip_collector, time_of
+
+DATA = Path(__file__).resolve().parent / "data" / "doctor"
+CORPUS = DATA / "corpus"
+HELD_OUT = {CORPUS / json.loads(line)["file"] for line in (CORPUS / "manifest.jsonl").read_text().splitlines()
+            if line.strip() and json.loads(line)["split"] == "heldout"}
+# the recorded fixtures and the corpus's development part (the held-out part measures, it is not tested against)
+LOGS = [p for p in sorted(DATA.rglob("*.log")) if p not in HELD_OUT]
+
+
+def _kubectl_t(i: int) -> str:
+    return f"2025-09-02T20:{i // 60 % 60:02d}:{i % 60:02d}.418123456Z"
+
+
+def _prefixed(prefix):
+    return lambda lines: b"\n".join(prefix(i).encode() + line if line else line for i, line in enumerate(lines))
+
+
+def _docker_json_file(lines: list[bytes]) -> bytes:
+    # Docker's json-file driver: one record a line, blank lines too ({"log":"\n"}); no record for the missing last line
+    lines = lines[:-1] if lines and not lines[-1] else lines
+    return b"".join(json.dumps({"log": line.decode("utf-8", "replace") + "\n", "stream": "stderr",
+                                "time": _kubectl_t(i)}).encode() + b"\n" for i, line in enumerate(lines))
+
+
+COLLECTORS = {
+    "docker-logs-t": _prefixed(lambda i: _kubectl_t(i) + " "),
+    "cri-file": _prefixed(lambda i: f"{_kubectl_t(i)[:-1]}+00:00 {('stdout', 'stderr')[i % 2]} F "),
+    "kubectl-prefix-timestamps": _prefixed(lambda i: f"[pod/dsv3-lora-worker-1/pytorch] {_kubectl_t(i)} "),
+    "compose": _prefixed(lambda i: "trainer-1  | "),
+    "docker-json-file": _docker_json_file,
+    "crlf": lambda lines: b"\r\n".join(lines),   # a log saved on Windows or copied from a browser
+}
+
+
+def _what(doc: dict) -> tuple:
+    first = doc.get("first_failure") or {}
+    return (doc["verdict"], doc["cause_class"], first.get("finding"), first.get("rank"), first.get("local_rank"))
+
+
+@pytest.mark.parametrize("collector", sorted(COLLECTORS))
+def test_every_recorded_log_reads_the_same_under_a_collectors_prefix(collector, tmp_path):
+    wrap = COLLECTORS[collector]
+    assert len(LOGS) > 300
+    changed = []
+    for path in LOGS:
+        wrapped = tmp_path / path.name
+        wrapped.write_bytes(wrap(path.read_bytes().split(b"\n")))
+        bare, collected = _what(triage([str(path)])), _what(triage([str(wrapped)]))
+        if collected != bare:
+            changed.append((str(path.relative_to(DATA)), bare, collected))
+    assert changed == []
+
+
+def test_a_finished_run_with_its_teardown_backtrace_stays_healthy_in_a_cri_file(tmp_path):
+    # the recorded three-node run whose store host left first: node 1's agent printed a C++ backtrace, then the exit
+    # barrier's message; read from the kubelet's file it was "cause not recognised" (the frames were matched)
+    src = DATA / "exit_barrier_after_success" / "node1.log"
+    cri = tmp_path / "0.log"
+    cri.write_bytes(COLLECTORS["cri-file"](src.read_bytes().split(b"\n")))
+    doc = triage([str(cri)])
+    assert (doc["verdict"], doc["exit_code"]) == ("healthy", 0), doc["summary"]
+
+
+def test_the_pod_is_the_node_the_collectors_time_is_the_lines_time(tmp_path):
+    log = tmp_path / "job.log"   # kubectl logs -l job-name=dsv3-lora --prefix --timestamps
+    log.write_text(
+        "[pod/dsv3-lora-worker-0/pytorch] 2026-11-24T10:10:00.100000000Z [default0]:[rank0]:[E1124 10:10:00.1 "
+        "ProcessGroupNCCL.cpp:607] [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=88, "
+        "OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600412 milliseconds before timing out.\n"
+        "[pod/dsv3-lora-worker-1/pytorch] 2026-11-24T10:00:01.250000000Z [default1]:[rank9]: torch.OutOfMemoryError: "
+        "CUDA out of memory. Tried to allocate 2.00 GiB. GPU 1 has a total capacity of 79.10 GiB of which 1.06 GiB "
+        "is free.\n")
+    doc = triage([str(log)])
+    first = doc["first_failure"]
+    assert (doc["cause_class"], first["node"], first["rank"], first["local_rank"]) == ("gpu_oom", "dsv3-lora-worker-1", 9, 1)
+    assert first["time"] == "11-24 10:00:01.250" and first["text"].startswith("[default1]:[rank9]: torch.OutOfMemoryError")
+
+
+STRIPPED = [
+    ("2025-09-02T20:12:55.418123456Z [default5]:[rank13]: torch.OutOfMemoryError: CUDA out of memory.",
+     "[default5]:[rank13]: torch.OutOfMemoryError: CUDA out of memory.", None, 13, 5),
+    ("2025-09-02T20:12:55.418123456+08:00 stderr F 3: Duplicate GPU detected : rank 3 and rank 0 both on CUDA device 3000",
+     "3: Duplicate GPU detected : rank 3 and rank 0 both on CUDA device 3000", None, 3, None),
+    ("[pod/trainer-worker-2/pytorch] 2025-09-02T20:12:55Z frame #2: c10::DistNetworkError::DistNetworkError(...)",
+     "frame #2: c10::DistNetworkError::DistNetworkError(...)", "trainer-worker-2", None, None),
+    ("trainer-2  | [rank1]: torch.cuda.OutOfMemoryError: CUDA out of memory.",
+     "[rank1]: torch.cuda.OutOfMemoryError: CUDA out of memory.", "trainer-2", 1, None),
+    # a program's own ISO time without a zone, or a table, is the line itself
+    ("2020-08-03T10:20:25 | mmf.trainers.core.training_loop: Starting training...",
+     "2020-08-03T10:20:25 | mmf.trainers.core.training_loop: Starting training...", None, None, None),
+    ("loss   | 0.3412", "loss   | 0.3412", None, None, None),
+]
+
+
+@pytest.mark.parametrize("line,rest,node,rank,local_rank", STRIPPED, ids=[r[0][:34] for r in STRIPPED])
+def test_a_collectors_prefix_is_taken_off_and_its_node_kept(line, rest, node, rank, local_rank):
+    text, collected_on = strip_collector(line)
+    o = origin_of(line)
+    assert (text, collected_on) == (rest, node)
+    assert (o.node, o.rank, o.local_rank) == (node, rank, local_rank)
+
+
+def test_a_docker_json_file_record_is_its_line_at_its_time(tmp_path):
+    from dsv3_preflight.doctor.reader import unwrap_record
+    record = json.dumps({"log": "\x1b[31m[rank3]: torch.OutOfMemoryError: CUDA out of memory.\x1b[0m\n",
+                         "stream": "stderr", "time": "2026-11-24T09:15:02.5Z"})
+    assert unwrap_record(record) == ("[rank3]: torch.OutOfMemoryError: CUDA out of memory.", "2026-11-24T09:15:02.5Z")
+    assert unwrap_record('{"log": 1}') == ('{"log": 1}', None) and unwrap_record("plain") == ("plain", None)
+    log = tmp_path / "abc-json.log"
+    log.write_text(record + "\n")
+    first = triage([str(log)])["first_failure"]
+    assert (first["rank"], first["time"]) == (3, "11-24 09:15:02.500")
+
+
+def test_the_collectors_time_is_read_from_the_whole_line():
+    t = time_of("2025-09-02T20:12:55.418123456Z [rank4]:[E1206 18:44:12.755262105 ProcessGroupNCCL.cpp:607] [Rank 4]")
+    assert (t.month, t.day) == (9, 2) and abs(t.seconds - (20 * 3600 + 12 * 60 + 55.418123456)) < 1e-6
