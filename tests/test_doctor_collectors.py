@@ -9,7 +9,9 @@
 - ``docker compose logs``: ``<service>-<n>  | <line>``;
 - Docker's json-file log (``/var/lib/docker/containers/<id>/<id>-json.log``): ``{"log":"<line>\\n","stream":...,
   "time":...}`` a line;
-- CRLF line breaks (a log saved on Windows, or copied from a browser).
+- CRLF line breaks (a log saved on Windows, or copied from a browser);
+- moreutils' ``ts`` (``Sep 02 20:12:55 <line>``, ``2025-09-02 20:12:55 <line>``);
+- UTF-16 with a byte order mark (Windows PowerShell 5's ``>``), which the reader refused as binary.
 
 The program's own prefixes (``[default3]:``, srun's ``3: ``, a C++ ``frame #2: ``, glog's ``I1124`` severity) are then
 no longer at the start of the line. The doctor must read such a log as it reads the bare one: before this, a
@@ -54,6 +56,11 @@ COLLECTORS = {
     "compose": _prefixed(lambda i: "trainer-1  | "),
     "docker-json-file": _docker_json_file,
     "crlf": lambda lines: b"\r\n".join(lines),   # a log saved on Windows or copied from a browser
+    # `... | ts` (moreutils), its default format and '%F %T'
+    "ts": _prefixed(lambda i: f"Sep 02 20:{i // 60 % 60:02d}:{i % 60:02d} "),
+    "ts-iso": _prefixed(lambda i: f"2025-09-02 20:{i // 60 % 60:02d}:{i % 60:02d} "),
+    # Windows PowerShell 5's `kubectl logs pod > train.log`: UTF-16LE with its byte order mark, CRLF
+    "utf-16": lambda lines: b"\r\n".join(lines).decode("utf-8", "replace").encode("utf-16"),
 }
 
 
@@ -123,6 +130,15 @@ def test_a_collectors_prefix_is_taken_off_and_its_node_kept(line, rest, node, ra
     o = origin_of(line)
     assert (text, collected_on) == (rest, node)
     assert (o.node, o.rank, o.local_rank) == (node, rank, local_rank)
+
+
+def test_a_gzipped_utf16_log_is_read_as_its_text(tmp_path):
+    import gzip
+    text = (DATA / "cuda_oom.log").read_text().replace("\n", "\r\n")
+    log = tmp_path / "train.log.gz"
+    log.write_bytes(gzip.compress(text.encode("utf-16")))
+    doc = triage([str(log)])
+    assert doc["unreadable"] == [] and doc["cause_class"] == "gpu_oom" and doc["files"][0]["lines"] == text.count("\n")
 
 
 def test_a_docker_json_file_record_is_its_line_at_its_time(tmp_path):

@@ -41,7 +41,10 @@ _KUBECTL = re.compile(r"^\[pod/(?P<host>[\w.-]+)/[\w.-]+\] ")
 _COMPOSE = re.compile(r"^(?P<host>[A-Za-z][\w.-]*[-_]\d+)\s+\| ")
 # docker/kubectl --timestamps (RFC 3339, nanoseconds, Z or an offset); a CRI log file adds the stream and F/P (full or
 # partial line)
-_COLLECTED_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)(?: (?:stdout|stderr) [FP])? ")
+_COLLECTED_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)(?: (?:stdout|stderr) [FP])? "
+                             # moreutils' ts, default '%b %d %H:%M:%S' and '%F %T' (also -s/%.T's fraction): a time and
+                             # a space, no millisecond comma (Python logging's '2024-05-08 08:47:31,877' is the program's)
+                             r"|(?:[A-Z][a-z]{2} [ \d]\d|\d{4}-\d\d-\d\d) \d\d:\d\d:\d\d(?:\.\d+)? ")
 # launch/ray_launch.py: every torchrun line of node rank N comes back as "[node N <name>] <line>"; its closing line
 # "dsv3-preflight launch: [node N <name>] failed first (...)" names the node the same way
 _LAUNCHER = re.compile(r"^(?P<lead>dsv3-preflight launch: )?\[node (?P<node_rank>\d+) (?P<host>[^\]\s]+)\] ")
@@ -78,7 +81,7 @@ def strip_collector(text: str) -> tuple[str, str | None]:
     """``(the line without what a log collector put before it, the node that prefix names)``.
 
     Collectors write their own prefix before the program's line: an RFC 3339 time (``docker logs -t``, ``kubectl
-    logs --timestamps``), that time and the stream in the kubelet's CRI log files (``/var/log/pods/…/0.log``:
+    logs --timestamps``), a time of moreutils' ``ts`` (``Sep 02 20:12:55 ``, ``2025-09-02 20:12:55 ``), that time and the stream in the kubelet's CRI log files (``/var/log/pods/…/0.log``:
     ``2025-09-02T20:12:55.418123456Z stderr F ``), the pod (``kubectl logs --prefix``: ``[pod/NAME/CONTAINER] ``,
     the node NAME) and the service (``docker compose``: ``trainer-2  | ``). Under such a prefix a line's own
     prefixes (``[default3]:``, srun's ``3: ``, a C++ ``frame #2:``, glog's ``I1124`` severity) are no longer at its
@@ -86,7 +89,7 @@ def strip_collector(text: str) -> tuple[str, str | None]:
     (``time_of`` on the whole line)."""
     node = None
     while True:
-        m = _COLLECTED_TIME.match(text)
+        m = _COLLECTED_TIME.match(text) if not _JOURNAL.match(text) else None   # a journal line's time is its own
         if m is None and node is None:
             m = _KUBECTL.match(text) or _COMPOSE.match(text)
             if m is not None:

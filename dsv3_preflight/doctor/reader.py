@@ -3,7 +3,8 @@
 Inputs are checked before they are read (``expand_inputs``, ``open_log``): a path that is not a regular file
 (a FIFO nobody writes, ``/dev/zero``, ``/dev/urandom``, a socket, a block device) is refused without being
 opened for reading, so the doctor cannot block or read forever; so is a file whose first bytes are not text
-(NUL or control bytes: an archive, a core dump, random data), an xz/zstd/bzip2 file (only gzip is read), a
+(NUL or control bytes: an archive, a core dump, random data; UTF-16 with a byte order mark is text, read as UTF-8),
+an xz/zstd/bzip2 file (only gzip is read), a
 corrupt or truncated gzip, and a gzip that inflates beyond ``MAX_RATIO`` times its size or ``MAX_BYTES``. A
 refused input is an ``InputError`` naming the file; ``dsv3-preflight doctor`` turns it into exit 4.
 
@@ -201,10 +202,43 @@ def open_log(path: str) -> BinaryIO:
     return _sniffed(stream, path, compressed=False)
 
 
+class _Utf16(io.RawIOBase):
+    """UTF-16 text with its byte order mark (what Windows PowerShell 5's ``>`` and ``Out-File`` write, as in
+    ``kubectl logs pod > train.log`` on a laptop) given as UTF-8 bytes; undecodable units are replaced."""
+
+    def __init__(self, inner: BinaryIO):
+        self.text = io.TextIOWrapper(inner, encoding="utf-16", errors="replace", newline="")  # type: ignore[arg-type]
+        self.pending = b""
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b) -> int:  # type: ignore[override]
+        while not self.pending:
+            chars = self.text.read(CHUNK // 4)
+            if not chars:
+                return 0
+            self.pending = chars.encode("utf-8")
+        n = min(len(b), len(self.pending))
+        b[:n] = self.pending[:n]
+        self.pending = self.pending[n:]
+        return n
+
+    def close(self) -> None:
+        try:
+            self.text.close()
+        finally:
+            super().close()
+
+
 def _sniffed(stream: BinaryIO, path: str, compressed: bool) -> BinaryIO:
-    """Refuse a stream whose first bytes are not text: NUL bytes, or many control bytes."""
+    """Refuse a stream whose first bytes are not text: NUL bytes, or many control bytes. UTF-16 with a byte order
+    mark is text: it is read as UTF-8."""
     try:
         head = stream.peek(SNIFF)[:SNIFF]  # type: ignore[attr-defined]
+        if head[:2] in (b"\xff\xfe", b"\xfe\xff"):
+            stream = io.BufferedReader(_Utf16(stream), SNIFF)  # type: ignore[arg-type]
+            head = stream.peek(SNIFF)[:SNIFF]  # type: ignore[attr-defined]
     except InputError:
         stream.close()
         raise
