@@ -117,10 +117,17 @@ STRIPPED = [
      "frame #2: c10::DistNetworkError::DistNetworkError(...)", "trainer-worker-2", None, None),
     ("trainer-2  | [rank1]: torch.cuda.OutOfMemoryError: CUDA out of memory.",
      "[rank1]: torch.cuda.OutOfMemoryError: CUDA out of memory.", "trainer-2", 1, None),
+    # DeepSpeed's pdsh runner over a C++ backtrace (the frame rule reads the line's start)
+    ("worker-5: frame #2: c10::DistNetworkError::DistNetworkError(...)",
+     "frame #2: c10::DistNetworkError::DistNetworkError(...)", "worker-5", None, None),
+    ("[pod/trainer-worker-2/pytorch] worker-5: [rank22]: ValueError: bad", "[rank22]: ValueError: bad", "trainer-worker-2", 22, None),
     # a program's own ISO time without a zone, or a table, is the line itself
     ("2020-08-03T10:20:25 | mmf.trainers.core.training_loop: Starting training...",
      "2020-08-03T10:20:25 | mmf.trainers.core.training_loop: Starting training...", None, None, None),
     ("loss   | 0.3412", "loss   | 0.3412", None, None, None),
+    # our own console's verdict and CLI errors are not a pdsh host's lines
+    ("NO-GO: 1 fail", "NO-GO: 1 fail", None, None, None),
+    ("dsv3-preflight: error: refused input x.log", "dsv3-preflight: error: refused input x.log", None, None, None),
 ]
 
 
@@ -130,6 +137,20 @@ def test_a_collectors_prefix_is_taken_off_and_its_node_kept(line, rest, node, ra
     o = origin_of(line)
     assert (text, collected_on) == (rest, node)
     assert (o.node, o.rank, o.local_rank) == (node, rank, local_rank)
+
+
+@pytest.mark.parametrize("style", ["pdsh", "ours"])
+def test_the_nodes_of_a_multi_node_fixture_in_one_prefixed_file_read_as_the_files_do(style, tmp_path):
+    # one console for all nodes, as DeepSpeed's pdsh runner (`node1: ...`) or our `launch --all-nodes`
+    # (`[node 1 node1] ...`) prints it; the finished run's node-1 backtrace was an error under pdsh's prefix
+    for fixture in ("exit_barrier_after_success", "rdzv_id_closed_by_node1", "abort_at_exit_then_store_lost", "nodes"):
+        files = sorted((DATA / fixture).glob("*.log"))
+        one = tmp_path / f"{fixture}-{style}.log"
+        one.write_text("".join((f"{f.stem}: " if style == "pdsh" else f"[node {r} {f.stem}] ") + line + "\n"
+                               for r, f in enumerate(files) for line in f.read_text(errors="replace").splitlines()))
+        by_files, in_one = triage([str(DATA / fixture)]), triage([str(one)])
+        assert _what(in_one)[:3] == _what(by_files)[:3], fixture
+        assert (in_one["first_failure"] or {}).get("node") == (by_files["first_failure"] or {}).get("node"), fixture
 
 
 def test_a_gzipped_utf16_log_is_read_as_its_text(tmp_path):

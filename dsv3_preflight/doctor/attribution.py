@@ -49,7 +49,8 @@ _COLLECTED_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]
 # "dsv3-preflight launch: [node N <name>] failed first (...)" names the node the same way
 _LAUNCHER = re.compile(r"^(?P<lead>dsv3-preflight launch: )?\[node (?P<node_rank>\d+) (?P<host>[^\]\s]+)\] ")
 _RAY = re.compile(r"\((?P<actor>[A-Za-z_]\w*)? ?pid=(?P<pid>\d+)(?:, ip=(?P<ip>[\d.]+))?\)")
-_NOT_HOSTS = frozenset({"http", "https", "file", "line", "error", "warning", "info", "debug", "note"})
+_NOT_HOSTS = frozenset({"http", "https", "file", "line", "error", "warning", "info", "debug", "note",
+                        "no-go", "dsv3-preflight"})   # our own lines: "NO-GO: 1 fail", "dsv3-preflight: error: …"
 
 _MONTHS = {m: i for i, m in enumerate(("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"), 1)}
 _T = r"(?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)(?:[.,](?P<f>\d+))?"
@@ -81,19 +82,22 @@ def strip_collector(text: str) -> tuple[str, str | None]:
     """``(the line without what a log collector put before it, the node that prefix names)``.
 
     Collectors write their own prefix before the program's line: an RFC 3339 time (``docker logs -t``, ``kubectl
-    logs --timestamps``), a time of moreutils' ``ts`` (``Sep 02 20:12:55 ``, ``2025-09-02 20:12:55 ``), that time and the stream in the kubelet's CRI log files (``/var/log/pods/…/0.log``:
-    ``2025-09-02T20:12:55.418123456Z stderr F ``), the pod (``kubectl logs --prefix``: ``[pod/NAME/CONTAINER] ``,
-    the node NAME) and the service (``docker compose``: ``trainer-2  | ``). Under such a prefix a line's own
-    prefixes (``[default3]:``, srun's ``3: ``, a C++ ``frame #2:``, glog's ``I1124`` severity) are no longer at its
-    start; read without it, the line is what the program printed. The time stays the reader's to take
-    (``time_of`` on the whole line)."""
+    logs --timestamps``), a time of moreutils' ``ts`` (``Sep 02 20:12:55 ``, ``2025-09-02 20:12:55 ``), that time
+    and the stream in the kubelet's CRI log files (``/var/log/pods/…/0.log``: ``2025-09-02T20:12:55.418123456Z
+    stderr F ``), the pod (``kubectl logs --prefix``: ``[pod/NAME/CONTAINER] ``, the node NAME), the service
+    (``docker compose``: ``trainer-2  | ``) and the host of a parallel shell (pdsh, clush, DeepSpeed's multi-node
+    runner: ``worker-5: ``). Under such a prefix a line's own prefixes (``[default3]:``, srun's ``3: ``, a C++
+    ``frame #2:``, glog's ``I1124`` severity) are no longer at its start; read without it, the line is what the
+    program printed. The time stays the reader's to take (``time_of`` on the whole line)."""
     node = None
     while True:
         m = _COLLECTED_TIME.match(text) if not _JOURNAL.match(text) else None   # a journal line's time is its own
-        if m is None and node is None:
-            m = _KUBECTL.match(text) or _COMPOSE.match(text)
+        if m is None:   # the outermost names the node: kubectl's pod before the pdsh host printed in it
+            m = _KUBECTL.match(text) or _COMPOSE.match(text) or _PDSH.match(text)
+            if m is not None and m.group("host").lower() in _NOT_HOSTS:
+                m = None
             if m is not None:
-                node = m.group("host")
+                node = node or m.group("host")
         if m is None:
             return text, node
         text = text[m.end():]
@@ -116,10 +120,6 @@ def origin_of(text: str, outer_node: str | None = None) -> Origin:
     if m:
         o.node = m.group("host")
         o.device = int(m.group("dev"))
-    if o.node is None:
-        m = _PDSH.match(text)
-        if m and m.group("host").lower() not in _NOT_HOSTS:
-            o.node = m.group("host")
     if o.node is None:
         o.node = collected_on
     if o.node is None:
