@@ -83,6 +83,27 @@ def test_every_recorded_log_reads_the_same_under_a_collectors_prefix(collector, 
     assert changed == []
 
 
+LABELS = {   # a launcher's label on every line of one rank's output: it names the rank, the rest must read the same
+    "srun-label": _prefixed(lambda i: "0: "),
+    "mpirun-tag-output": _prefixed(lambda i: "[1,0]<stderr>:"),
+    "torchrun-tee": _prefixed(lambda i: "[default0]:"),
+}
+
+
+@pytest.mark.parametrize("label", sorted(LABELS))
+def test_every_recorded_log_has_the_same_cause_under_a_launchers_rank_label(label, tmp_path):
+    # before: a C++ frame, a wrapped message's second line, "RuntimeError: Broken pipe" alone on its line and a
+    # shell's "Killed" were read at the line's start, where the label now is (6-7 of 341 changed)
+    changed = []
+    for path in LOGS:
+        wrapped = tmp_path / path.name
+        wrapped.write_bytes(LABELS[label](path.read_bytes().split(b"\n")))
+        bare, labelled = _what(triage([str(path)])), _what(triage([str(wrapped)]))
+        if labelled[:3] != bare[:3]:
+            changed.append((str(path.relative_to(DATA)), bare, labelled))
+    assert changed == []
+
+
 def test_a_finished_run_with_its_teardown_backtrace_stays_healthy_in_a_cri_file(tmp_path):
     # the recorded three-node run whose store host left first: node 1's agent printed a C++ backtrace, then the exit
     # barrier's message; read from the kubelet's file it was "cause not recognised" (the frames were matched)

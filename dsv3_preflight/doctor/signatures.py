@@ -62,6 +62,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Pattern
 
+#: the labels a launcher puts before a rank's line, read before a rule about the line's own start: torchrun's
+#: "[default3]:" and torch's "[rank3]:", srun --label's "3: ", Open MPI's "[1,3]<stderr>:", in any number
+LABELS = r"(?:\s*(?:\d{1,5}: |\[\d+,\d+\]<std(?:out|err)>:|\[[^\]]*\]:))*\s*"
+
 CLASSES = ("cuda_fabric", "version_drift", "pci_rank_dup", "port_rendezvous", "nic_iface", "nccl_hang",
            "nccl_transport", "gpu_oom", "host_resources", "lora_empty", "config")
 KINDS = ("cause", "suspect", "symptom", "progress", "benign", "context")
@@ -693,7 +697,7 @@ SIGNATURES: tuple[Signature, ...] = (
       consequence_of=("c10d.store_timeout", "c10d.client_connect_failed", "c10d.numeric_hostname", "c10d.address_in_use",
                       "net.name_resolution"), lost_after_start=True),
     S("elastic.store_call_failed", "port_rendezvous", "cause", (b"Broken pipe", b"Connection reset by peer", b"Connection refused"),
-      r"^\s*(?:RuntimeError|torch\.distributed\.DistNetworkError|DistNetworkError): (?P<err>Broken pipe|Connection reset by peer|Connection refused)\s*$",
+      r"^" + LABELS + r"(?:RuntimeError|torch\.distributed\.DistNetworkError|DistNetworkError): (?P<err>Broken pipe|Connection reset by peer|Connection refused)\s*$",
       "torchrun's rendezvous store connection failed ({err})",
       "The C10d rendezvous backend lost or could not open its connection to the store on the rendezvous endpoint: the "
       "port is not open between the nodes (a firewall, a cloud security group, a cluster that exposes few ports), or "
@@ -1552,7 +1556,7 @@ SIGNATURES: tuple[Signature, ...] = (
                                                  b"SIGKILL: 9", b"killed by signal 9", b"Killed", b"signal: killed", b"code -9",
                                                  b"code 137", b"code: 137", b"status 137", b"Code: 137", b"exitcode: 137"),
       r"exit ?code\s*:?\s*-9\)?(?: local_rank: (?P<local_rank>\d+))?|return code = -9\b|Signal 9 \(SIGKILL\)|<Signals\.SIGKILL: 9>"
-      r"|killed by signal 9|signal: killed|^\W*Killed\W*$|line \d+: +\d+ Killed\b|task \d+: Killed|code -9\b"
+      r"|killed by signal 9|signal: killed|^\W*" + LABELS + r"\W*Killed\W*$|line \d+: +\d+ Killed\b|task \d+: Killed|code -9\b"
       r"|\d(?:it/s|s/it)\]\s*Killed\s*$"   # the shell's "Killed" after a progress bar's last redraw, on its line
       r"|^\[\d+\]\+?\s+Killed\b|(?:exit(?:ed)? (?:status|with code)|[Ee]xit [Cc]ode|exitcode)\s*:?\s*137\b",
       "A rank was killed with SIGKILL (exit -9)",
@@ -2066,7 +2070,7 @@ SIGNATURES: tuple[Signature, ...] = (
       "gpu-node07:24817:24901 [3] proxy.cc:808 NCCL WARN Proxy Call to rank 3 failed (Setup)",
       "NCCL src/proxy.cc, src/init.cc (format strings 2.12-2.17)"),
     S("python.keyboard_interrupt", None, "symptom", (b"KeyboardInterrupt",),
-      r"^\W*(?:\[[^\]]*\]:\s*)?KeyboardInterrupt\b",
+      r"^\W*" + LABELS + r"KeyboardInterrupt\b",
       "A process was interrupted (KeyboardInterrupt: Ctrl-C or SIGINT)",
       "Someone (or a scheduler) sent SIGINT: the run was stopped, it did not fail by itself. If it was stopped because "
       "it hung, `dsv3-preflight doctor --hung` names the phase it hung in.", "", None, 4,
@@ -2176,7 +2180,7 @@ SIGNATURES: tuple[Signature, ...] = (
 
     # ======================================================================== context
     S("elastic.summary_field", None, "context", (b"  host      : ", b"  rank      : ", b"  exitcode  : ", b"  time      : "),
-      r"^\s*(?:\[\d+\]:)?\s*(?P<field>host|rank|exitcode|time)\s+: (?P<value>\S+)(?: \(local_rank: (?P<local_rank>\d+)\))?",
+      r"^" + LABELS + r"(?P<field>host|rank|exitcode|time)\s+: (?P<value>\S+)(?: \(local_rank: (?P<local_rank>\d+)\))?",
       "torchrun failure summary field", example="  rank      : 0 (local_rank: 0)",
       source="torch/distributed/elastic/multiprocessing/errors/__init__.py"),
     S("context.ds_config_frame", None, "context", (b"deepspeed/runtime/config.py", b"accelerate/utils/deepspeed.py",
@@ -2477,8 +2481,8 @@ ERROR_RE = re.compile(
 # (torch's C++ INFO lines: glog's "I1124 00:14:01.93 123 x.cpp:9]" and c10's own "[I1124 00:14:01.939 socket.cpp:931]",
 # "[I socket.cpp:480]": with TORCH_CPP_LOG_LEVEL=INFO the store's client prints "... not yet listening (errno: 111 -
 # Connection refused), will retry" at INFO while it waits for the server: a retry, not an error)
-QUIET_RE = re.compile(r"^\s*frame #\d+: |\bNCCL INFO\b|^\s*(?:\[[^\]]*\]:)?\s*I\d{4} \d\d:\d\d"
-                      r"|^\s*(?:\[[^\]]*\]:)?\s*\[I(?:\d{4} \d\d:\d\d:\d\d\.\d+)? ?\w[\w./-]*\.(?:cpp|cc|hpp|h):\d+\]"
+QUIET_RE = re.compile(r"^" + LABELS + r"frame #\d+: |\bNCCL INFO\b|^" + LABELS + r"I\d{4} \d\d:\d\d"
+                      r"|^" + LABELS + r"\[I(?:\d{4} \d\d:\d\d:\d\d\.\d+)? ?\w[\w./-]*\.(?:cpp|cc|hpp|h):\d+\]"
                       r"|\[INFO\]|\bINFO\b[ :|-]|UserWarning|FutureWarning|DeprecationWarning")
 
 # First words that do not help tell causes apart (for "nearest known causes").

@@ -34,7 +34,7 @@ from .evidence import (FACT_NEEDLES, RAS_NEEDLES, CollectiveTrail, NcclFacts, Ra
 from .gate import GATE_NEEDLES, GateText, gate_json, html_twin, is_preflight_html, is_result_document
 from .reader import (FileStats, InputError, NeedleSet, clean, expand_inputs, labels_for, open_log, scan,
                      unwrap_record)
-from .signatures import (CLASS_TITLES, DERIVED, ERROR_NEEDLES, ERROR_RE, QUIET_RE, SIGNATURES, STOPWORDS, Signature,
+from .signatures import (CLASS_TITLES, DERIVED, ERROR_NEEDLES, ERROR_RE, LABELS, QUIET_RE, SIGNATURES, STOPWORDS, Signature,
                          by_id, DERIVED_NAMES, GATE_ERROR_NOTE, GATE_LAUNCHED, gate_rerun, gate_signature)
 
 #: what a teardown line after the end of a run is (doc["warnings"], role "teardown")
@@ -49,8 +49,9 @@ MAX_ERROR_LINES = 8    # unrecognised error lines kept for the report
 TRACEBACK_LINES = 400  # a traceback header and the exception line that ends it (deep stacks, chained frames)
 _TRACEBACK = re.compile(r"Traceback \(most recent call last\)")
 # the line that ends a Python traceback: the exception's qualified name, a colon (or nothing) and its message
-_EXCEPTION_LINE = re.compile(r"^\W*(?:\[[^\]]*\]:\s*)?(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Interrupt|Exit|Failure)"
+_EXCEPTION_LINE = re.compile(r"^\W*" + LABELS + r"(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Interrupt|Exit|Failure)"
                             r"(?::|\s*$)")
+_LABELS = re.compile(LABELS)
 JSON_LIMIT = 32 << 20  # an input that is one JSON document up to this size is checked for a RAS JSON report
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")
 _OPTIONAL = re.compile(r"\[\[(.*?)\]\]", re.S)   # may span lines (a fix of several commands)
@@ -59,7 +60,7 @@ EXIT = {"healthy": 0, "failure": 1, "unknown": 5}
 #: a frame of a C++ backtrace (c10::Error's "Exception raised from ... (most recent call first):" list). It names
 #: functions, exception classes among them ("frame #2: c10::DistNetworkError::DistNetworkError(...)"), never an event:
 #: the message it belongs to is on the lines before it
-CPP_FRAME = re.compile(r"\s*(?:\[[^\]]*\]:)?\s*frame #\d+: ")
+CPP_FRAME = re.compile(LABELS + r"frame #\d+: ")
 #: progress that does not show the ranks had connected (a bar: model loading prints one before any rendezvous)
 START_EXCLUDED = frozenset({"train.progress_bar"})
 #: the launcher's line for a worker that failed, whatever signature it matched (a signal exit is a crash's or a
@@ -390,6 +391,9 @@ class Triage:
         if sig is None and not benign and nxt.strip() and (is_error_line(text) or len(text) >= 60):
             # a message wrapped over two lines ("... train_batch_size is not" / "equal to ..."; "colle" / "ctive")
             follow = strip_collector(unwrap_record(clean(nxt))[0])[0].strip()
+            label = _LABELS.match(text).group().strip()   # the rank's label goes on the next line of its output too
+            if label and follow.startswith(label):
+                follow = follow[len(label):].strip()
             for sep in (" ", ""):
                 joined = text + sep + follow
                 sig, m, _ = self._matcher.match(joined, ctx, line)
@@ -459,9 +463,12 @@ class Triage:
         the header is not an unrecognised error of its own (it would be the "first failure" before every exception
         line it introduces, so a traceback ending in a known symptom would read as "cause not recognised")."""
         header = self._open_tracebacks.pop(key, None)
-        if header is None and key[2:] != (None, None):
+        if header is None and key[2] is not None:
             # a header printed without a rank prefix whose exception names its rank ("RuntimeError: [Rank 1] Caught
             # collective operation timeout"): the rank came from the exception line's words, not from its origin
+            # (under torchrun --tee the header and the line still share the local rank's "[default0]:")
+            header = self._open_tracebacks.pop(key[:2] + (None, key[3]), None)
+        if header is None and key[2:] != (None, None):
             header = self._open_tracebacks.pop(key[:2] + (None, None), None)
         if header is not None and line - header.line <= TRACEBACK_LINES:
             self.error_count -= 1
