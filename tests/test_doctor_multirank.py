@@ -257,6 +257,21 @@ def test_a_rendezvous_closed_by_the_node_that_timed_out_first_is_a_consequence_o
     assert closed and closed[0]["role"] == "consequence" and closed[0]["nodes"] == ["node0"], doc["summary"]
 
 
+@pytest.mark.parametrize("fixture", ["rdzv_id_closed_by_node1", "abort_at_exit_then_store_lost", "exit_barrier_after_success",
+                                     "nodes"])
+def test_the_first_failure_does_not_depend_on_the_order_the_files_are_given_in(fixture):
+    # `doctor node2.log node0.log node1.log` and `doctor logs/` name the same node: events without a time are
+    # ordered by file name, not by argument order (rdzv_id_closed_by_node1's two timeouts carry no time: the
+    # reversed order named node2 before)
+    files = sorted(str(p) for p in (Path(__file__).parent / "data" / "doctor" / fixture).glob("*.log"))
+    seen = set()
+    for order in (files, files[::-1], files[1:] + files[:1]):
+        doc = triage(order)
+        first = doc["first_failure"] or {}
+        seen.add((doc["cause_class"], first.get("finding"), first.get("node"), first.get("rank"), first.get("line")))
+    assert len(seen) == 1, seen
+
+
 def test_two_store_errors_after_the_start_are_one_consequence(tmp_path):
     log = tmp_path / "node1.log"
     log.write_text("{'loss': 1.2345, 'grad_norm': 0.5, 'learning_rate': 2e-05, 'epoch': 0.1}\n"

@@ -138,14 +138,15 @@ def _fill(template: str, groups: dict[str, str], names: Iterable[str] = (), quot
 
 
 def _earliest(events: Sequence[Event]) -> Event:
-    """The first of several events: by line within one file, else by timestamp, else by file order."""
+    """The first of several events: by line within one file, else by timestamp, else by file name (not the order
+    the files were given in: the same files in another order name the same first failure)."""
     if len({e.file for e in events}) == 1:
         return min(events, key=lambda e: e.line)
     stamped = [e for e in events if e.ts is not None]
     if stamped:
         with_date = all(e.ts.month is not None for e in stamped)
-        return min(stamped, key=lambda e: (stamp_key(e.ts, with_date), e.file, e.line))
-    return min(events, key=lambda e: (e.file, e.line))
+        return min(stamped, key=lambda e: (stamp_key(e.ts, with_date), e.path, e.line))
+    return min(events, key=lambda e: (e.path, e.line))
 
 
 def _before(ev: Event, mark: Event) -> bool:
@@ -842,7 +843,7 @@ class Triage:
         return all(e.file in self.first_progress and e.line < self.first_progress[e.file] for e in f.events)
 
     def _order_key(self, ev: Event) -> tuple:
-        return (ev.ts is None, stamp_key(ev.ts, False) if ev.ts else (0,), ev.file, ev.line)
+        return (ev.ts is None, stamp_key(ev.ts, False) if ev.ts else (0,), ev.path, ev.line)
 
     def _first_failure(self, head: _Finding | None, first_error: Event | None, failing: bool, found: list) -> dict | None:
         if not failing:
