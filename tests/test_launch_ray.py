@@ -134,6 +134,26 @@ def test_one_nodes_failure_stops_the_other_and_the_exit_code_names_it(lab: RayLa
         assert {n for f in diag["findings"] for n in f["nodes"]} <= set(by_rank.values()), (given, diag["summary"])
 
 
+def test_a_node_stalled_before_a_collective_is_named_from_the_launchs_console(lab: RayLab, tmp_path: Path):
+    # node 1's rank sleeps before the all_reduce (a data loader that never returns): node 0's times out in Gloo after
+    # 8 s, its torchrun fails first and the launch stops node 1. Node 1 printed no timeout: it is the stuck one. The
+    # console holds both nodes' lines in one file; the launch's "torchrun pid … on …" lines say which nodes ran
+    proc, doc = launch(lab, tmp_path, "--stall-on-node", "1", "--pg-timeout", "8")
+    by_rank = {r: name for name, r in doc["cluster"]["node_ranks"].items()}
+    assert proc.returncode == 10, proc.stderr[-3000:]
+    assert f"[node 1 {by_rank[1]}] node 1: stalling before the all_reduce" in proc.stdout.splitlines()
+    from dsv3_preflight.doctor import triage
+
+    console = tmp_path / "console.log"
+    console.write_text(proc.stdout + proc.stderr)
+    for given in (console, tmp_path / "logs"):
+        diag = triage([str(given)])
+        first = diag["first_failure"]
+        assert (diag["exit_code"], diag["cause_class"]) == (1, "nccl_hang"), (given, diag["summary"])
+        assert diag["silent_nodes"] == [by_rank[1]] and first["node"] == by_rank[1], (given, diag["summary"], first)
+        assert first["inferred_from"], first
+
+
 def test_all_nodes_dry_run_prints_each_nodes_command_and_starts_nothing(lab: RayLab, tmp_path: Path):
     proc, doc = launch(lab, tmp_path, "--x", "a b", extra=["--dry-run"])
     assert proc.returncode == 0, proc.stderr[-3000:]

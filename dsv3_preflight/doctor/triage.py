@@ -137,6 +137,12 @@ def _fill(template: str, groups: dict[str, str], names: Iterable[str] = (), quot
     return _PLACEHOLDER.sub(sub, _OPTIONAL.sub(optional, template))
 
 
+#: our launcher's start of torchrun on a node, on its console after the "[node R name] " prefix (launch/ray_launch.py):
+#: "torchrun pid 4242 on gpu-node-1; log …"
+_LAUNCH_START_NEEDLES = (b"] torchrun pid ",)
+_LAUNCH_STARTED = re.compile(r"torchrun pid \d+ on \S+; log ")
+
+
 def _earliest(events: Sequence[Event]) -> Event:
     """The first of several events: by line within one file, else by timestamp, else by file name (not the order
     the files were given in: the same files in another order name the same first failure)."""
@@ -238,7 +244,7 @@ class Triage:
         self._matcher = _Matcher(signatures)
         # the signs that a run finished stay read after the first progress: lines after them may be teardown noise
         base = [n for s in signatures if s.kind != "progress" or s.ends_run for n in s.needles] + list(ERROR_NEEDLES)
-        base += list(FACT_NEEDLES) + list(RAS_NEEDLES) + list(GATE_NEEDLES)
+        base += list(FACT_NEEDLES) + list(RAS_NEEDLES) + list(GATE_NEEDLES) + list(_LAUNCH_START_NEEDLES)
         self._needles_all = NeedleSet(base + [n for s in signatures if s.kind == "progress" for n in s.needles])
         self._needles_quiet = NeedleSet(base)   # once progress is seen, its (frequent) needles are dropped
         self._progress_only = frozenset(n for s in signatures if s.kind == "progress" for n in s.needles) - frozenset(base)
@@ -261,6 +267,8 @@ class Triage:
         self.unreadable: list[dict] = []
         self.skipped: list[dict] = []   # inputs read through another (an HTML report through its JSON twin)
         self.summary_hosts: dict[int, str] = {}   # rank → host, from torchrun's failure summaries
+        #: file index → the nodes our launcher started torchrun on, as that file says (its console)
+        self.launch_nodes: dict[int, set[str]] = {}
         self.facts = NcclFacts()
         self.trail = CollectiveTrail()
         self.ras: list[RasText] = []
@@ -374,6 +382,9 @@ class Triage:
         text, collected_on = strip_collector(text)
         text, launched_on = strip_launcher(text)
         origin = origin_of(text, launched_on or collected_on)
+        if launched_on is not None and _LAUNCH_STARTED.match(text):
+            self.launch_nodes.setdefault(fi, set()).add(launched_on)
+            return
         if origin.local_rank is None and ctx.get("local_rank") is not None:   # a torchrun --log-dir rank's own file
             origin.local_rank = ctx["local_rank"]
         if ts is not None:
@@ -873,19 +884,27 @@ class Triage:
                 out.update(rank=silent[0], node=None, inferred_from="the ranks that did not report the timeout")
             elif head.sig.id in TIMEOUTS and (nodes := self._silent_nodes()):
                 out.update(node=nodes[0], rank=None, local_rank=None,
-                           inferred_from="the node whose log does not report the timeout the others' do")
+                           inferred_from="the node whose lines do not report the timeout the others' do")
         return out
 
     def _silent_nodes(self) -> list[str]:
-        """Nodes (one log file each) whose log does not report the collective timeout that the other nodes' logs do:
-        their ranks are the stuck or dead ones (a rank in its data loader, a rank that skipped the collective). With
-        a Gloo job, or NCCL without INFO lines, no world size is printed: the nodes' files stand in for the ranks."""
-        reporting = {e.file for sid in TIMEOUTS if sid in self.findings for e in self.findings[sid].events}
+        """Nodes whose log does not report the collective timeout that the other nodes' logs do: their ranks are the
+        stuck or dead ones (a rank in its data loader, a rank that skipped the collective). With a Gloo job, or NCCL
+        without INFO lines, no world size is printed: the nodes stand in for the ranks. The nodes are the files (one
+        node's log each), or the nodes our launcher says it started in one file holding all their lines (the
+        console of `launch --all-nodes`)."""
+        events = [e for sid in TIMEOUTS if sid in self.findings for e in self.findings[sid].events]
+        reporting = {e.file for e in events}
         nodes = {i: f["node"] for i, f in enumerate(self.files) if f.get("node") and f.get("lines")}
-        if not reporting or len(nodes) < 2 or not reporting <= set(nodes):
-            return []
-        silent = [n for i, n in nodes.items() if i not in reporting]
-        return silent if len(silent) <= len(nodes) // 2 else []
+        if reporting and len(nodes) >= 2 and reporting <= set(nodes):
+            silent = [n for i, n in nodes.items() if i not in reporting]
+            return silent if len(silent) <= len(nodes) // 2 else []
+        for fi, started in sorted(self.launch_nodes.items()):
+            told = {e.node for e in events if e.file == fi}
+            if len(started) >= 2 and told and told <= started:
+                silent = sorted(started - told)
+                return silent if len(silent) <= len(started) // 2 else []
+        return []
 
     def _silent_ranks(self) -> list[int]:
         """Ranks that never reported the collective timeout the others did (they are the stuck or dead ones)."""

@@ -6,17 +6,23 @@ Started by torchrun (it reads RANK/WORLD_SIZE/MASTER_ADDR/... from torchrun's en
 --alloc-on-rank R: rank R asks torch for 1 PiB of host memory after joining the group; torch's real
   "DefaultCPUAllocator: can't allocate memory" error is raised under torchrun's @record, which writes it to the
   rank's error file in torchrun's --log-dir.
+--stall-on-node N: the ranks of node N join the group, then sleep (a data loader that never returns) instead of
+  entering the all_reduce; the others' all_reduce times out after --pg-timeout seconds (Gloo's own timeout).
 """
 import argparse
+import datetime
 import json
 import os
 import sys
+import time
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--out", required=True)
 parser.add_argument("--fail-on-node", type=int, default=None)
 parser.add_argument("--x", default=None)
 parser.add_argument("--alloc-on-rank", type=int, default=None)
+parser.add_argument("--stall-on-node", type=int, default=None)
+parser.add_argument("--pg-timeout", type=float, default=1800.0)
 args = parser.parse_args()
 
 node = int(os.environ.get("GROUP_RANK", "0"))
@@ -35,9 +41,12 @@ def allocate() -> None:
     torch.empty(1 << 50, dtype=torch.uint8)
 
 
-dist.init_process_group("gloo")
+dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=args.pg_timeout))
 if args.alloc_on_rank is not None and dist.get_rank() == args.alloc_on_rank:
     allocate()
+if args.stall_on_node is not None and node == args.stall_on_node:
+    print(f"node {node}: stalling before the all_reduce", flush=True)
+    time.sleep(600)
 value = torch.tensor([float(dist.get_rank() + 1)])
 dist.all_reduce(value)
 if dist.get_rank() == 0:
