@@ -18,6 +18,11 @@ headline root cause when the doctor says ``failure``; ``healthy`` when it exits 
 failure whose cause is not recognised (exit 1, "cause not recognised"); ``no_progress`` for a log with neither
 errors nor progress (exit 5). A healthy excerpt is right only when the doctor exits 0.
 
+``--formats`` measures the same excerpts as they reach the doctor in the field (``log_formats.py``: under Docker's,
+kubectl's and the kubelet's prefixes, Docker's json-file records, CRLF, moreutils' ts, UTF-16, a launcher's rank
+label on every line): right causes per format, beside the bare excerpts, for this doctor and for the baseline
+(default 9d14419, the doctor before it read past those prefixes).
+
 ``--baseline COMMIT`` (repeatable; default: a918243, the doctor as issue 17 found it, and 6ec2f56, the doctor of the
 first corpus round, before round 2's signature work) runs the doctor of that commit from a ``git archive`` copy on
 the same excerpts, its classes mapped onto the new ones; a918243's UNKNOWN verdict exited 0, so it is shown as
@@ -42,7 +47,8 @@ CORPUS = REPO / "tests" / "data" / "doctor" / "corpus"
 CLASSES = ("cuda_fabric", "version_drift", "pci_rank_dup", "port_rendezvous", "nic_iface", "nccl_hang",
            "nccl_transport", "gpu_oom", "host_resources", "lora_empty", "config", "healthy")
 BASELINES = ("a918243", "6ec2f56")   # the doctor as issue 17 measured it; the doctor after the first corpus round
-BASELINE_NAMES = {"a918243": "before issue 17", "6ec2f56": "corpus round 1"}
+BASELINE_NAMES = {"a918243": "before issue 17", "6ec2f56": "corpus round 1", "9d14419": "before log formats"}
+FORMATS_BASELINE = "9d14419"   # the doctor before it read logs in their collectors' and launchers' formats
 
 # The driver runs inside a subprocess (one per doctor version) with that version's package on sys.path.
 DRIVER = r"""
@@ -172,7 +178,12 @@ def main() -> None:
     ap.add_argument("--round", dest="rounds", type=int, action="append", default=None,
                     help="only the manifest rows of this corpus round (repeatable): a new round's first measurement")
     ap.add_argument("--json", dest="as_json", action="store_true", help="print the figures as JSON")
+    ap.add_argument("--formats", action="store_true",
+                    help="right causes with every excerpt in each field format (log_formats.py), beside the bare ones")
     args = ap.parse_args()
+    if args.formats:
+        formats_report(args)
+        return
     baselines = [] if args.no_baseline else (args.baseline or list(BASELINES))
     rows = load_manifest()
     parts = ["heldout", "dev"] if args.part == "both" else [args.part]
@@ -216,6 +227,45 @@ def main() -> None:
         for r in rows:
             if r["split"] == "dev" and preds[r["file"]] != r["class"]:
                 print(f"  {r['file']}: {r['class']} → {preds[r['file']]}")
+
+
+def formats_report(args) -> None:
+    """Right causes per part with every excerpt written in each field format, for this doctor and the baseline."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from log_formats import FORMATS
+
+    baselines = [] if args.no_baseline else (args.baseline or [FORMATS_BASELINE])
+    rows = [r for r in load_manifest() if args.part == "both" or r["split"] == args.part]
+    parts = [p for p in ("heldout", "dev") if any(r["split"] == p for r in rows)]
+    with tempfile.TemporaryDirectory(prefix="doctor_formats_") as tmp:
+        trees = [("this doctor", REPO)] + [(c, baseline_tree(c, Path(tmp) / f"base-{c}")) for c in baselines]
+        written: dict[str, dict[str, str]] = {"bare": {r["file"]: str(CORPUS / r["file"]) for r in rows}}
+        for name, wrap in FORMATS.items():
+            written[name] = {}
+            for r in rows:
+                out = Path(tmp) / name / r["file"]
+                out.parent.mkdir(parents=True, exist_ok=True)
+                out.write_bytes(wrap((CORPUS / r["file"]).read_bytes().split(b"\n")))
+                written[name][r["file"]] = str(out)
+        table = {}
+        for tree_name, tree in trees:
+            for fmt_name, paths in written.items():
+                got = run_driver(tree, list(paths.values()))
+                preds = {f: predict_current(got[p]) for f, p in paths.items()}
+                for part in parts:
+                    sub = [r for r in rows if r["split"] == part]
+                    table[(tree_name, fmt_name, part)] = score(sub, {r["file"]: preds[r["file"]] for r in sub})
+    names = [n for n, _ in trees]
+    for part in parts:
+        print(f"\n=== {'HELD-OUT' if part == 'heldout' else 'DEVELOPMENT'} part: right causes in each format "
+              f"({sum(r['split'] == part for r in rows)} excerpts) ===")
+        print(f"{'format':28s}" + "".join(f"{n[:30]:>32s}" for n in names))
+        for fmt_name in written:
+            cells = []
+            for n in names:
+                s = table[(n, fmt_name, part)]
+                cells.append(f"{s['right']:4d} ({100 * s['rate']:5.1f}%) healthy→failed {s['healthy_called_failed']:2d}")
+            print(f"{fmt_name:28s}" + "".join(f"{c:>32s}" for c in cells))
 
 
 if __name__ == "__main__":

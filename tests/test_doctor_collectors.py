@@ -1,24 +1,15 @@
-"""Logs as collectors hand them over: every line under a prefix the program did not print.
-
-- ``docker logs -t`` / ``kubectl logs --timestamps``: an RFC 3339 time with nanoseconds, ``2025-09-02T20:12:55.418123456Z``
-  (Docker's ``RFC3339Nano``; kubectl passes the kubelet's time through);
-- the kubelet's CRI log files (``/var/log/pods/<ns>_<pod>_<uid>/<container>/0.log``, what node-level agents ship):
-  ``<RFC 3339 time> <stdout|stderr> <F|P> <line>`` (kubernetes' CRI container log format, kubelet's
-  ``pkg/kubelet/kuberuntime/logs``);
-- ``kubectl logs --prefix --timestamps``: ``[pod/NAME/CONTAINER] <time> <line>``;
-- ``docker compose logs``: ``<service>-<n>  | <line>``;
-- Docker's json-file log (``/var/lib/docker/containers/<id>/<id>-json.log``): ``{"log":"<line>\\n","stream":...,
-  "time":...}`` a line;
-- CRLF line breaks (a log saved on Windows, or copied from a browser);
-- moreutils' ``ts`` (``Sep 02 20:12:55 <line>``, ``2025-09-02 20:12:55 <line>``);
-- UTF-16 with a byte order mark (Windows PowerShell 5's ``>``), which the reader refused as binary.
+"""Logs as collectors, launchers and editors hand them over (the formats: benchmarks/log_formats.py): Docker's and
+kubectl's timestamps, the kubelet's CRI files, kubectl --prefix, docker compose, Docker's json-file records, CRLF,
+moreutils' ts, UTF-16 from Windows PowerShell; a launcher's rank label on every line (srun, Open MPI, torchrun --tee);
+one file for every node under pdsh's or our launcher's prefixes.
 
 The program's own prefixes (``[default3]:``, srun's ``3: ``, a C++ ``frame #2: ``, glog's ``I1124`` severity) are then
-no longer at the start of the line. The doctor must read such a log as it reads the bare one: before this, a
-healthy run's teardown (C++ frames) read as a failure, messages wrapped over two lines were lost, and Docker's JSON
-records were read with their escapes.
+no longer at the start of the line. The doctor must read such a log as it reads the bare one: before, a healthy run's
+teardown (C++ frames) read as a failure, messages wrapped over two lines were lost, Docker's JSON records were read
+with their escapes and UTF-16 was refused as binary.
 """
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -26,42 +17,15 @@ import pytest
 from dsv3_preflight.doctor import triage
 from dsv3_preflight.doctor.attribution import origin_of, strip_collector, time_of
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+from log_formats import COLLECTORS, LABELS  # noqa: E402  (the formats, shared with bench_doctor_accuracy --formats)
+
 DATA = Path(__file__).resolve().parent / "data" / "doctor"
 CORPUS = DATA / "corpus"
 HELD_OUT = {CORPUS / json.loads(line)["file"] for line in (CORPUS / "manifest.jsonl").read_text().splitlines()
             if line.strip() and json.loads(line)["split"] == "heldout"}
 # the recorded fixtures and the corpus's development part (the held-out part measures, it is not tested against)
 LOGS = [p for p in sorted(DATA.rglob("*.log")) if p not in HELD_OUT]
-
-
-def _kubectl_t(i: int) -> str:
-    return f"2025-09-02T20:{i // 60 % 60:02d}:{i % 60:02d}.418123456Z"
-
-
-def _prefixed(prefix):
-    return lambda lines: b"\n".join(prefix(i).encode() + line if line else line for i, line in enumerate(lines))
-
-
-def _docker_json_file(lines: list[bytes]) -> bytes:
-    # Docker's json-file driver: one record a line, blank lines too ({"log":"\n"}); no record for the missing last line
-    lines = lines[:-1] if lines and not lines[-1] else lines
-    return b"".join(json.dumps({"log": line.decode("utf-8", "replace") + "\n", "stream": "stderr",
-                                "time": _kubectl_t(i)}).encode() + b"\n" for i, line in enumerate(lines))
-
-
-COLLECTORS = {
-    "docker-logs-t": _prefixed(lambda i: _kubectl_t(i) + " "),
-    "cri-file": _prefixed(lambda i: f"{_kubectl_t(i)[:-1]}+00:00 {('stdout', 'stderr')[i % 2]} F "),
-    "kubectl-prefix-timestamps": _prefixed(lambda i: f"[pod/dsv3-lora-worker-1/pytorch] {_kubectl_t(i)} "),
-    "compose": _prefixed(lambda i: "trainer-1  | "),
-    "docker-json-file": _docker_json_file,
-    "crlf": lambda lines: b"\r\n".join(lines),   # a log saved on Windows or copied from a browser
-    # `... | ts` (moreutils), its default format and '%F %T'
-    "ts": _prefixed(lambda i: f"Sep 02 20:{i // 60 % 60:02d}:{i % 60:02d} "),
-    "ts-iso": _prefixed(lambda i: f"2025-09-02 20:{i // 60 % 60:02d}:{i % 60:02d} "),
-    # Windows PowerShell 5's `kubectl logs pod > train.log`: UTF-16LE with its byte order mark, CRLF
-    "utf-16": lambda lines: b"\r\n".join(lines).decode("utf-8", "replace").encode("utf-16"),
-}
 
 
 def _what(doc: dict) -> tuple:
@@ -81,13 +45,6 @@ def test_every_recorded_log_reads_the_same_under_a_collectors_prefix(collector, 
         if collected != bare:
             changed.append((str(path.relative_to(DATA)), bare, collected))
     assert changed == []
-
-
-LABELS = {   # a launcher's label on every line of one rank's output: it names the rank, the rest must read the same
-    "srun-label": _prefixed(lambda i: "0: "),
-    "mpirun-tag-output": _prefixed(lambda i: "[1,0]<stderr>:"),
-    "torchrun-tee": _prefixed(lambda i: "[default0]:"),
-}
 
 
 @pytest.mark.parametrize("label", sorted(LABELS))

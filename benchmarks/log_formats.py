@@ -1,0 +1,60 @@
+"""How logs reach the doctor in the field: the same lines under what a collector, a launcher or an editor did to them.
+
+Each format is a function from a log's lines (bytes, split on ``\\n``) to the bytes of the file as that tool writes it.
+Used by ``bench_doctor_accuracy.py --formats`` (the corpus's figures in each format) and by
+``tests/test_doctor_collectors.py`` (every recorded log reads the same in each).
+
+- ``docker-logs-t``: ``docker logs -t`` / ``kubectl logs --timestamps`` (Docker's RFC3339Nano before each line);
+- ``cri-file``: the kubelet's CRI log files (``/var/log/pods/…/0.log``): ``<RFC 3339> <stdout|stderr> <F|P> <line>``;
+- ``kubectl-prefix-timestamps``: ``kubectl logs --prefix --timestamps``: ``[pod/NAME/CONTAINER] <time> <line>``;
+- ``compose``: ``docker compose logs``: ``<service>-<n>  | <line>``;
+- ``docker-json-file``: Docker's json-file driver, ``{"log":"<line>\\n","stream":"stderr","time":"…"}`` a line;
+- ``crlf``: CRLF line breaks (a log saved on Windows, or copied from a browser);
+- ``ts``, ``ts-iso``: moreutils' ``ts`` (its default ``%b %d %H:%M:%S`` and ``%F %T``);
+- ``utf-16``: Windows PowerShell 5's ``kubectl logs pod > train.log`` (UTF-16LE with its byte order mark, CRLF).
+
+``LABELS``: a launcher's rank label on every line (srun ``--label``, Open MPI ``--tag-output``, torchrun ``--tee``):
+they name the rank, so only the cause must read the same.
+"""
+from __future__ import annotations
+
+import json
+from typing import Callable
+
+Format = Callable[[list[bytes]], bytes]
+
+
+def _time(i: int) -> str:
+    return f"2025-09-02T20:{i // 60 % 60:02d}:{i % 60:02d}.418123456Z"
+
+
+def _prefixed(prefix: Callable[[int], str]) -> Format:
+    return lambda lines: b"\n".join(prefix(i).encode() + line if line else line for i, line in enumerate(lines))
+
+
+def _docker_json_file(lines: list[bytes]) -> bytes:
+    # one record a line, blank lines too ({"log":"\n"}); no record for the empty piece after the last line break
+    lines = lines[:-1] if lines and not lines[-1] else lines
+    return b"".join(json.dumps({"log": line.decode("utf-8", "replace") + "\n", "stream": "stderr",
+                                "time": _time(i)}).encode() + b"\n" for i, line in enumerate(lines))
+
+
+COLLECTORS: dict[str, Format] = {
+    "docker-logs-t": _prefixed(lambda i: _time(i) + " "),
+    "cri-file": _prefixed(lambda i: f"{_time(i)[:-1]}+00:00 {('stdout', 'stderr')[i % 2]} F "),
+    "kubectl-prefix-timestamps": _prefixed(lambda i: f"[pod/dsv3-lora-worker-1/pytorch] {_time(i)} "),
+    "compose": _prefixed(lambda i: "trainer-1  | "),
+    "docker-json-file": _docker_json_file,
+    "crlf": lambda lines: b"\r\n".join(lines),
+    "ts": _prefixed(lambda i: f"Sep 02 20:{i // 60 % 60:02d}:{i % 60:02d} "),
+    "ts-iso": _prefixed(lambda i: f"2025-09-02 20:{i // 60 % 60:02d}:{i % 60:02d} "),
+    "utf-16": lambda lines: b"\r\n".join(lines).decode("utf-8", "replace").encode("utf-16"),
+}
+
+LABELS: dict[str, Format] = {
+    "srun-label": _prefixed(lambda i: "0: "),
+    "mpirun-tag-output": _prefixed(lambda i: "[1,0]<stderr>:"),
+    "torchrun-tee": _prefixed(lambda i: "[default0]:"),
+}
+
+FORMATS: dict[str, Format] = {**COLLECTORS, **LABELS}
