@@ -30,7 +30,7 @@ import zlib
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, Iterable, Iterator
+from typing import Any, BinaryIO, Iterable, Iterator
 
 from dsv3_preflight.inputs import InputError as SharedInputError
 from dsv3_preflight.inputs import kind_of, open_regular
@@ -135,14 +135,25 @@ def expand_inputs(paths: Iterable[str]) -> tuple[list[str], list[dict]]:
     return unique, refused
 
 
-class _Bounded(io.RawIOBase):
+class StreamFilter(io.RawIOBase):
+    """A readable stream over ``self.inner``, which it closes with itself."""
+    inner: Any
+
+    def readable(self) -> bool:
+        return True
+
+    def close(self) -> None:
+        try:
+            self.inner.close()
+        finally:
+            super().close()
+
+
+class _Bounded(StreamFilter):
     """A stream that refuses to give more than ``limit`` bytes (gzip bombs, endless inputs)."""
 
     def __init__(self, inner: BinaryIO, path: str, limit: int, why: str):
         self.inner, self.path, self.left, self.why = inner, path, limit, why
-
-    def readable(self) -> bool:
-        return True
 
     def readinto(self, b) -> int:  # type: ignore[override]
         want = min(len(b), max(self.left, 0) + 1)
@@ -159,12 +170,6 @@ class _Bounded(io.RawIOBase):
             raise InputError(self.path, self.why)
         self.left -= n
         return n
-
-    def close(self) -> None:
-        try:
-            self.inner.close()
-        finally:
-            super().close()
 
 
 def open_log(path: str) -> BinaryIO:
@@ -202,20 +207,17 @@ def open_log(path: str) -> BinaryIO:
     return _sniffed(stream, path, compressed=False)
 
 
-class _Utf16(io.RawIOBase):
+class _Utf16(StreamFilter):
     """UTF-16 text with its byte order mark (what Windows PowerShell 5's ``>`` and ``Out-File`` write, as in
     ``kubectl logs pod > train.log`` on a laptop) given as UTF-8 bytes; undecodable units are replaced."""
 
     def __init__(self, inner: BinaryIO):
-        self.text = io.TextIOWrapper(inner, encoding="utf-16", errors="replace", newline="")  # type: ignore[arg-type]
+        self.inner = io.TextIOWrapper(inner, encoding="utf-16", errors="replace", newline="")  # type: ignore[arg-type]
         self.pending = b""
-
-    def readable(self) -> bool:
-        return True
 
     def readinto(self, b) -> int:  # type: ignore[override]
         while not self.pending:
-            chars = self.text.read(CHUNK // 4)
+            chars = self.inner.read(CHUNK // 4)
             if not chars:
                 return 0
             self.pending = chars.encode("utf-8")
@@ -223,12 +225,6 @@ class _Utf16(io.RawIOBase):
         b[:n] = self.pending[:n]
         self.pending = self.pending[n:]
         return n
-
-    def close(self) -> None:
-        try:
-            self.text.close()
-        finally:
-            super().close()
 
 
 def _sniffed(stream: BinaryIO, path: str, compressed: bool) -> BinaryIO:

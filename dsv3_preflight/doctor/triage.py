@@ -32,7 +32,7 @@ from .attribution import (Stamp, local_stamp, origin_of, stamp_key, stamp_text, 
 from .evidence import (FACT_NEEDLES, RAS_NEEDLES, CollectiveTrail, NcclFacts, RasText, elastic_error, load_json_document,
                        ras_json)
 from .gate import GATE_NEEDLES, GateText, gate_json, html_twin, is_preflight_html, is_result_document
-from .reader import (FileStats, InputError, NeedleSet, clean, expand_inputs, labels_for, open_log, scan,
+from .reader import (FileStats, InputError, NeedleSet, StreamFilter, clean, expand_inputs, labels_for, open_log, scan,
                      unwrap_record)
 from .signatures import (CLASS_TITLES, DERIVED, ERROR_NEEDLES, ERROR_RE, LABELS, QUIET_RE, SIGNATURES, STOPWORDS, Signature,
                          by_id, DERIVED_NAMES, GATE_ERROR_NOTE, GATE_LAUNCHED, gate_rerun, gate_signature)
@@ -208,14 +208,11 @@ def is_error_line(text: str) -> bool:
     return bool(ERROR_RE.search(text)) and not QUIET_RE.search(text)
 
 
-class _Chain(io.RawIOBase):
-    """``head`` then the rest of ``stream`` (the bytes read to check for a JSON document are not lost)."""
+class _Chain(StreamFilter):
+    """``head`` then the rest of ``inner`` (the bytes read to check for a JSON document are not lost)."""
 
-    def __init__(self, head: bytes, stream):
-        self.head, self.stream = head, stream
-
-    def readable(self) -> bool:
-        return True
+    def __init__(self, head: bytes, inner):
+        self.head, self.inner = head, inner
 
     def readinto(self, b) -> int:  # type: ignore[override]
         if self.head:
@@ -223,15 +220,9 @@ class _Chain(io.RawIOBase):
             b[:n] = self.head[:n]
             self.head = self.head[n:]
             return n
-        data = self.stream.read(len(b))
+        data = self.inner.read(len(b))
         b[:len(data)] = data
         return len(data)
-
-    def close(self) -> None:
-        try:
-            self.stream.close()
-        finally:
-            super().close()
 
 
 class Triage:
