@@ -15,7 +15,7 @@ Recognised prefixes (each seen in public logs of the tools):
 - ``dsv3-preflight launch --all-nodes`` (our own launcher, launch/ray_launch.py): ``[node 1 gpu-node-1] ...``
   → node gpu-node-1; the prefix is taken off before the rest is read (``strip_launcher``)
 - a log collector's prefix before all of these (``docker logs -t``, ``kubectl logs --timestamps``/``--prefix``, the
-  kubelet's CRI files, ``docker compose``) is taken off first (``strip_collector``)
+  kubelet's CRI files, ``docker compose``, moreutils' ``ts``, a pdsh host) is taken off first (``strip_collector``)
 
 Timestamps (``time_of``): glog ``E1206 18:44:12.715`` (torch C++), ``2024-05-08 08:47:31,877`` and ISO
 ``2020-08-03T10:20:25`` (Python logging, DeepSpeed, NeMo), ``08/06/2023 05:26:52`` (HF examples), ``05-29
