@@ -11,6 +11,7 @@ Used by ``bench_doctor_accuracy.py --formats`` (the corpus's figures in each for
 - ``docker-json-file``: Docker's json-file driver, ``{"log":"<line>\\n","stream":"stderr","time":"…"}`` a line;
 - ``crlf``: CRLF line breaks (a log saved on Windows, or copied from a browser);
 - ``ts``, ``ts-iso``: moreutils' ``ts`` (its default ``%b %d %H:%M:%S`` and ``%F %T``);
+- ``journalctl``: a training service's output read back with ``journalctl -u train`` (time, host, process[pid]);
 - ``utf-16``: Windows PowerShell 5's ``kubectl logs pod > train.log`` (UTF-16LE with its byte order mark, CRLF).
 
 ``LABELS``: a launcher's rank label on every line (srun ``--label``, Open MPI ``--tag-output``, torchrun ``--tee``):
@@ -48,6 +49,7 @@ COLLECTORS: dict[str, Format] = {
     "crlf": lambda lines: b"\r\n".join(lines),
     "ts": _prefixed(lambda i: f"Sep 02 20:{i // 60 % 60:02d}:{i % 60:02d} "),
     "ts-iso": _prefixed(lambda i: f"2025-09-02 20:{i // 60 % 60:02d}:{i % 60:02d} "),
+    "journalctl": _prefixed(lambda i: f"Sep 02 20:{i // 60 % 60:02d}:{i % 60:02d} gpu-node-1 python3[4242]: "),
     "utf-16": lambda lines: b"\r\n".join(lines).decode("utf-8", "replace").encode("utf-16"),
 }
 

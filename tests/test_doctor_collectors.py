@@ -1,6 +1,6 @@
 """Logs as collectors, launchers and editors hand them over (the formats: benchmarks/log_formats.py): Docker's and
 kubectl's timestamps, the kubelet's CRI files, kubectl --prefix, docker compose, Docker's json-file records, CRLF,
-moreutils' ts, UTF-16 from Windows PowerShell; a launcher's rank label on every line (srun, Open MPI, torchrun --tee);
+moreutils' ts, journalctl, UTF-16 from Windows PowerShell; a launcher's rank label on every line (srun, Open MPI, torchrun --tee);
 one file for every node under pdsh's or our launcher's prefixes.
 
 The program's own prefixes (``[default3]:``, srun's ``3: ``, a C++ ``frame #2: ``, glog's ``I1124`` severity) are then
@@ -103,6 +103,13 @@ STRIPPED = [
     ("2020-08-03T10:20:25 | mmf.trainers.core.training_loop: Starting training...",
      "2020-08-03T10:20:25 | mmf.trainers.core.training_loop: Starting training...", None, None, None),
     ("loss   | 0.3412", "loss   | 0.3412", None, None, None),
+    # journalctl -u train: the journal's time, host and process[pid]; a time before "CUDA error: ..." is ts's, not one
+    ("Sep 02 20:12:55 gpu-node-2 python3[4242]: frame #2: c10::DistNetworkError::DistNetworkError(...)",
+     "frame #2: c10::DistNetworkError::DistNetworkError(...)", "gpu-node-2", None, None),
+    ("Sep 02 20:12:55 CUDA error: out of memory", "CUDA error: out of memory", None, None, None),
+    # the journal's prefix is the last taken off: a systemd unit's "name.service: " is the message, no pdsh host
+    ("Feb 24 09:28:28 gpu-node-2 systemd[1]: nvidia-fabricmanager.service: Control process exited, code=exited",
+     "nvidia-fabricmanager.service: Control process exited, code=exited", "gpu-node-2", None, None),
     # our own console's verdict and CLI errors are not a pdsh host's lines
     ("NO-GO: 1 fail", "NO-GO: 1 fail", None, None, None),
     ("dsv3-preflight: error: refused input x.log", "dsv3-preflight: error: refused input x.log", None, None, None),

@@ -15,7 +15,8 @@ Recognised prefixes (each seen in public logs of the tools):
 - ``dsv3-preflight launch --all-nodes`` (our own launcher, launch/ray_launch.py): ``[node 1 gpu-node-1] ...``
   → node gpu-node-1; the prefix is taken off before the rest is read (``strip_launcher``)
 - a log collector's prefix before all of these (``docker logs -t``, ``kubectl logs --timestamps``/``--prefix``, the
-  kubelet's CRI files, ``docker compose``, moreutils' ``ts``, a pdsh host) is taken off first (``strip_collector``)
+  kubelet's CRI files, ``docker compose``, moreutils' ``ts``, a pdsh host, the journal's) is taken off first
+  (``strip_collector``)
 
 Timestamps (``time_of``): glog ``E1206 18:44:12.715`` (torch C++), ``2024-05-08 08:47:31,877`` and ISO
 ``2020-08-03T10:20:25`` (Python logging, DeepSpeed, NeMo), ``08/06/2023 05:26:52`` (HF examples), ``05-29
@@ -36,7 +37,8 @@ _RANK = re.compile(r"\[rank(?P<rank>\d+)\]:|\[(?:PG [^\]]*?)?Rank (?P<rank2>\d+)
 _TEE = re.compile(r"^\[(?P<role>[A-Za-z_]+?)(?P<local_rank>\d+)\]:")
 # `worker-5: ...` (pdsh, clush, DeepSpeed's multi-node runner): a host name with a digit or a dash
 _PDSH = re.compile(r"^(?P<host>(?=[\w.-]*[A-Za-z])(?=[\w.-]*[\d-])[A-Za-z][\w.-]*): (?=\S)")
-_JOURNAL = re.compile(r"^[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d (?P<host>[\w.-]+) [\w.@/-]+(?:\[\d+\])?: ")
+# syslog/journal: time, host, then the kernel or a process with its pid ("CUDA error: ..." after a time is no journal)
+_JOURNAL = re.compile(r"^[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d (?P<host>[\w.-]+) (?:kernel|[\w.@/-]+\[\d+\]): ")
 _KUBECTL = re.compile(r"^\[pod/(?P<host>[\w.-]+)/[\w.-]+\] ")
 _COMPOSE = re.compile(r"^(?P<host>[A-Za-z][\w.-]*[-_]\d+)\s+\| ")
 # docker/kubectl --timestamps (RFC 3339, nanoseconds, Z or an offset); a CRI log file adds the stream and F/P (full or
@@ -85,13 +87,17 @@ def strip_collector(text: str) -> tuple[str, str | None]:
     logs --timestamps``), a time of moreutils' ``ts`` (``Sep 02 20:12:55 ``, ``2025-09-02 20:12:55 ``), that time
     and the stream in the kubelet's CRI log files (``/var/log/pods/…/0.log``: ``2025-09-02T20:12:55.418123456Z
     stderr F ``), the pod (``kubectl logs --prefix``: ``[pod/NAME/CONTAINER] ``, the node NAME), the service
-    (``docker compose``: ``trainer-2  | ``) and the host of a parallel shell (pdsh, clush, DeepSpeed's multi-node
-    runner: ``worker-5: ``). Under such a prefix a line's own prefixes (``[default3]:``, srun's ``3: ``, a C++
+    (``docker compose``: ``trainer-2  | ``), the host of a parallel shell (pdsh, clush, DeepSpeed's multi-node
+    runner: ``worker-5: ``) and the journal's time, host and process (``journalctl``, syslog: ``Feb 24 09:28:28
+    gpu-node-2 python3[4242]: ``). Under such a prefix a line's own prefixes (``[default3]:``, srun's ``3: ``, a C++
     ``frame #2:``, glog's ``I1124`` severity) are no longer at its start; read without it, the line is what the
     program printed. The time stays the reader's to take (``time_of`` on the whole line)."""
     node = None
     while True:
-        m = _COLLECTED_TIME.match(text) if not _JOURNAL.match(text) else None   # a journal line's time is its own
+        m = _JOURNAL.match(text)
+        if m is not None:   # the process's own message follows ("nvidia-fabricmanager.service: ..." is no pdsh host)
+            return text[m.end():], node or m.group("host")
+        m = _COLLECTED_TIME.match(text)
         if m is None:   # the outermost names the node: kubectl's pod before the pdsh host printed in it
             m = _KUBECTL.match(text) or _COMPOSE.match(text) or _PDSH.match(text)
             if m is not None and m.group("host").lower() in _NOT_HOSTS:
@@ -122,10 +128,6 @@ def origin_of(text: str, outer_node: str | None = None) -> Origin:
         o.device = int(m.group("dev"))
     if o.node is None:
         o.node = collected_on
-    if o.node is None:
-        m = _JOURNAL.match(text)
-        if m:
-            o.node = m.group("host")
     if o.node is None:
         m = _RAY.search(text)
         if m and m.group("ip"):
