@@ -34,10 +34,12 @@ def _prefixed(prefix: Callable[[int], str]) -> Format:
 
 
 def _docker_json_file(lines: list[bytes]) -> bytes:
-    # one record a line, blank lines too ({"log":"\n"}); no record for the empty piece after the last line break
+    # one record a line, blank lines too ({"log":"\n"}); no record for the empty piece after the last line break;
+    # Go's encoder escapes <, > and & as \u003c, \u003e, \u0026 (Docker's logs show "\u003cnil\u003e")
     lines = lines[:-1] if lines and not lines[-1] else lines
-    return b"".join(json.dumps({"log": line.decode("utf-8", "replace") + "\n", "stream": "stderr",
-                                "time": _time(i)}).encode() + b"\n" for i, line in enumerate(lines))
+    return b"".join(json.dumps({"log": line.decode("utf-8", "replace") + "\n", "stream": "stderr", "time": _time(i)},
+                               separators=(",", ":")).replace("<", "\\u003c").replace(">", "\\u003e")
+                    .replace("&", "\\u0026").encode() + b"\n" for i, line in enumerate(lines))
 
 
 COLLECTORS: dict[str, Format] = {

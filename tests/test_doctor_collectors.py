@@ -159,6 +159,18 @@ def test_a_docker_json_file_record_is_its_line_at_its_time(tmp_path):
     assert (first["rank"], first["time"]) == (3, "11-24 09:15:02.500")
 
 
+def test_a_needle_docker_escaped_in_its_record_is_found(tmp_path):
+    # Go's JSON encoder writes <, > and & as \u003c, \u003e, \u0026: the record's bytes do not hold the words as
+    # printed, and the reader looks for words in the bytes before it decodes a line
+    line = "No valid <IPv4_or_hostname>:<port> pair found"
+    record = json.dumps({"log": line + "\n", "stream": "stderr", "time": "2026-11-24T09:15:02.5Z"}, separators=(",", ":"))
+    log = tmp_path / "c0ffee-json.log"
+    log.write_text(record.replace("<", "\\u003c").replace(">", "\\u003e") + "\n")
+    assert "<" not in log.read_text()
+    doc = triage([str(log)])
+    assert doc["findings"][0]["id"] == "nccl.comm_id_invalid" and doc["first_failure"]["text"] == line
+
+
 def test_the_collectors_time_is_read_from_the_whole_line():
     t = time_of("2025-09-02T20:12:55.418123456Z [rank4]:[E1206 18:44:12.755262105 ProcessGroupNCCL.cpp:607] [Rank 4]")
     assert (t.month, t.day) == (9, 2) and abs(t.seconds - (20 * 3600 + 12 * 60 + 55.418123456)) < 1e-6

@@ -143,6 +143,15 @@ _LAUNCH_START_NEEDLES = (b"] torchrun pid ",)
 _LAUNCH_STARTED = re.compile(r"torchrun pid \d+ on \S+; log ")
 
 
+def _json_escaped(needles: list[bytes]) -> list[bytes]:
+    """The needles, and each as a JSON string escapes it where it differs (a Docker json-file record holds its line
+    escaped, and Go's encoder escapes <, > and & too): the line is found, then decoded (``reader.unwrap_record``)."""
+    def escaped(n: bytes) -> bytes:
+        n = n.replace(b"\\", b"\\\\").replace(b'"', b'\\"').replace(b"\t", b"\\t")
+        return n.replace(b"<", b"\\u003c").replace(b">", b"\\u003e").replace(b"&", b"\\u0026")
+    return needles + [e for n in needles if (e := escaped(n)) != n]
+
+
 def _earliest(events: Sequence[Event]) -> Event:
     """The first of several events: by line within one file, else by timestamp, else by file name (not the order
     the files were given in: the same files in another order name the same first failure)."""
@@ -236,9 +245,11 @@ class Triage:
         # the signs that a run finished stay read after the first progress: lines after them may be teardown noise
         base = [n for s in signatures if s.kind != "progress" or s.ends_run for n in s.needles] + list(ERROR_NEEDLES)
         base += list(FACT_NEEDLES) + list(RAS_NEEDLES) + list(GATE_NEEDLES) + list(_LAUNCH_START_NEEDLES)
-        self._needles_all = NeedleSet(base + [n for s in signatures if s.kind == "progress" for n in s.needles])
+        base = _json_escaped(base)
+        progress = _json_escaped([n for s in signatures if s.kind == "progress" for n in s.needles])
+        self._needles_all = NeedleSet(base + progress)
         self._needles_quiet = NeedleSet(base)   # once progress is seen, its (frequent) needles are dropped
-        self._progress_only = frozenset(n for s in signatures if s.kind == "progress" for n in s.needles) - frozenset(base)
+        self._progress_only = frozenset(progress) - frozenset(base)
         self.findings: dict[str, _Finding] = {}
         self.progress: dict[str, dict] = {}
         self.first_progress: dict[int, int] = {}   # file index → line of its first sign of progress
