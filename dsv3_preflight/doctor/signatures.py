@@ -934,8 +934,9 @@ SIGNATURES: tuple[Signature, ...] = (
       "https://github.com/vllm-project/vllm/issues/6689 (ray src/ray/gcs/gcs_client/global_state_accessor.cc)",
       hang_suspect=True),
     S("ray.node_resource_unreachable", "nic_iface", "cause", (b"fulfill resource request",),
-      # the request's keys come in any order ({'GPU': 1.0, 'node:ADDR': 0.001} too)
-      r"No available node types can fulfill resource request \{[^}]*?['\"]node:(?P<addr>[\w.:-]+)['\"]",
+      # the request's keys come in any order ({'GPU': 1.0, 'node:ADDR': 0.001} too); the address as printed, whatever
+      # it is (an IP, a host name, a reporter's "<IP>")
+      r"No available node types can fulfill resource request \{[^}]*?['\"]node:(?P<addr>[^'\"]+)['\"]",
       "No Ray node has the address {addr} that the job asks for",
       "The job pins work to the Ray node with address {addr} (vLLM pins its first worker to its own detected IP), but "
       "no node of the cluster registered under that address: the process picked another interface's address than "
@@ -943,6 +944,19 @@ SIGNATURES: tuple[Signature, ...] = (
       "(autoscaler +7s) Error: No available node types can fulfill resource request {'node:192.168.50.192': 0.001, "
       "'GPU': 1.0}. Add suitable node types to this cluster to resolve this issue.",
       "https://github.com/vllm-project/vllm/issues/7815 (Ray autoscaler event)"),
+    S("ray.node_demand_pending", "nic_iface", "suspect", (b"pending placement groups",),
+      # `ray status`'s Demands section (python/ray/autoscaler/_private/util.py): "{'node:ADDR': 0.001, 'GPU': 1.0} * 1
+      # (PACK): 1+ pending placement groups"
+      r"\{[^}]*?['\"]node:(?P<addr>[^'\"]+)['\"]: 0\.001[^}]*\} \* \d+.*pending placement groups",
+      "A placement group pinned to the Ray node with address {addr} is pending",
+      "The job pins work to the Ray node registered under {addr} (vLLM pins its first worker to its own detected "
+      "address) and the placement group waits for it: no node of the cluster registered under that address, so the "
+      "job waits for ever. The process picked another interface's address or name than the one Ray uses "
+      "(VLLM_HOST_IP, a second NIC, a host name where Ray has an IP).", RAY_IP_FIX, "net.nic_route", 2,
+      " {'node:ec2-10-0-0-12.us-west-2.compute.amazonaws.com': 0.001, 'GPU': 1.0} * 1, {'GPU': 1.0} * 15 (PACK): "
+      "1+ pending placement groups",
+      "ray python/ray/autoscaler/_private/util.py (ray status, Demands); corpus development excerpt vllm#12670",
+      stall="any"),
     S("vllm.node_ip", "nic_iface", "cause", (b"Every node should have a unique IP address", b"does not allocate any GPUs on the driver node",
                                             b"Can not get local ip from NIC"),
       r"Every node should have a unique IP address\. Got (?P<nodes>\d+) nodes with node ids .*? and (?P<ips>\d+) unique IP addresses (?P<addrs>.*?)\. Please"
@@ -1978,6 +1992,21 @@ SIGNATURES: tuple[Signature, ...] = (
       "RuntimeError: Rank 1 successfully reached monitoredBarrier, but received errors while waiting for send/recv from "
       "rank 0. Please check rank 0 logs for faulty rank.",
       "torch/csrc/distributed/c10d/ProcessGroupGloo.cpp (monitoredBarrier)"),
+    S("pyspy.waiting_in_collective", "nccl_hang", "suspect", (b"torch/cuda/__init__.py:", b"torch/distributed/"),
+      # a py-spy frame: "    synchronize (torch/cuda/__init__.py:954)", innermost first under the thread's header
+      r"^" + LABELS + r"(?P<func>synchronize|wait|barrier|monitored_barrier|all_reduce\w*|all_gather\w*|reduce_scatter\w*|broadcast\w*"
+      r"|all_to_all\w*|gather|scatter|reduce|recv|send|irecv|isend|batch_isend_irecv) "
+      r"\((?:\S*/)?torch/(?:cuda/__init__|distributed/[\w/]+)\.py:\d+\)",
+      "A rank waits in torch's {func} (py-spy dump)",
+      "py-spy shows the rank inside torch's {func}: it waits for the GPU or for peers that never joined that "
+      "collective (a rank stuck elsewhere or dead, ranks out of step, a blocked link).",
+      "# dump every rank on every node and compare: the rank that is not in the same call is the one to look at\n"
+      "for pid in $(pgrep -f \"${SCRIPT:?your training script}\"); do py-spy dump --pid \"$pid\"; done\n"
+      "# then run again with the collectives traced: the flight recorder names the rank that never entered\n"
+      "export TORCH_DISTRIBUTED_DEBUG=DETAIL TORCH_NCCL_TRACE_BUFFER_SIZE=2000 TORCH_NCCL_DUMP_ON_TIMEOUT=1\n"
+      + ALLREDUCE_FIX, "dist.allreduce", 2,
+      "    synchronize (torch/cuda/__init__.py:954)",
+      "py-spy dump's frame format; corpus development excerpt xDiT#363", requires="pyspy", stall="any"),
     S("nccl.watchdog_timeout", "nccl_hang", "symptom", (b"aught collective operation timeout", b"timed out in blocking wait"),
       r"(?:Watchdog c|C)aught collective operation timeout: WorkNCCL\((?:SeqNum=(?P<seq>\d+), )?OpType=(?P<op>\w+)"
       r"(?:.*?Timeout\(ms\)=(?P<timeout>\d+))?"
@@ -2196,6 +2225,11 @@ SIGNATURES: tuple[Signature, ...] = (
       "a frame of peft loading an adapter's weights",
       example='  File "/usr/lib/python3/site-packages/peft/utils/save_and_load.py", line 731, in load_peft_weights',
       source="peft/utils/save_and_load.py (traceback frame format of CPython)"),
+    S("context.pyspy_thread", None, "context", (b"(active): ", b"(idle): ", b"(active+gil): "),   # no quote: JSON escapes it
+      r"^" + LABELS + r"(?P<pyspy>Thread (?:0x[0-9A-Fa-f]+|\d+) \((?:active|idle)[^)]*\): \")",
+      "a thread's header in a py-spy dump (its frames follow, innermost first)",
+      example='Thread 71079 (active): "MainThread"',
+      source="py-spy dump's output format (src/dump.rs)"),
     S("context.rdzv_store_frame", None, "context", (b"c10d_rendezvous_backend.py",),
       r"(?P<rdzv_store>c10d_rendezvous_backend\.py[\\\"]*, line \d+, in _call_store)",
       "a frame of torchrun's C10d rendezvous backend calling its store",
