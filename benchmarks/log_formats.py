@@ -12,7 +12,8 @@ Used by ``bench_doctor_accuracy.py --formats`` (the corpus's figures in each for
 - ``crlf``: CRLF line breaks (a log saved on Windows, or copied from a browser);
 - ``ts``, ``ts-iso``: moreutils' ``ts`` (its default ``%b %d %H:%M:%S`` and ``%F %T``);
 - ``journalctl``: a training service's output read back with ``journalctl -u train`` (time, host, process[pid]);
-- ``utf-16``: Windows PowerShell 5's ``kubectl logs pod > train.log`` (UTF-16LE with its byte order mark, CRLF).
+- ``utf-16``: Windows PowerShell 5's ``kubectl logs pod > train.log`` (UTF-16LE with its byte order mark, CRLF);
+- ``utf-8-bom``: PowerShell 5's ``Out-File -Encoding utf8``, Notepad (UTF-8 with its byte order mark, CRLF).
 
 ``LABELS``: a launcher's rank label on every line (srun ``--label``, Open MPI ``--tag-output``, torchrun ``--tee``):
 they name the rank, so only the cause must read the same.
@@ -53,6 +54,8 @@ COLLECTORS: dict[str, Format] = {
     "ts-iso": _prefixed(lambda i: f"2025-09-02 20:{i // 60 % 60:02d}:{i % 60:02d} "),
     "journalctl": _prefixed(lambda i: f"Sep 02 20:{i // 60 % 60:02d}:{i % 60:02d} gpu-node-1 python3[4242]: "),
     "utf-16": lambda lines: b"\r\n".join(lines).decode("utf-8", "replace").encode("utf-16"),
+    # PowerShell 5's Out-File -Encoding utf8 / Set-Content -Encoding UTF8, Notepad: UTF-8 with a byte order mark, CRLF
+    "utf-8-bom": lambda lines: b"\xef\xbb\xbf" + b"\r\n".join(lines),
 }
 
 LABELS: dict[str, Format] = {

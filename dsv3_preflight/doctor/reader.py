@@ -229,12 +229,16 @@ class _Utf16(StreamFilter):
 
 def _sniffed(stream: BinaryIO, path: str, compressed: bool) -> BinaryIO:
     """Refuse a stream whose first bytes are not text: NUL bytes, or many control bytes. UTF-16 with a byte order
-    mark is text: it is read as UTF-8."""
+    mark is text: it is read as UTF-8; UTF-8's byte order mark is skipped (else the first line's start is not its
+    text's)."""
     try:
         head = stream.peek(SNIFF)[:SNIFF]  # type: ignore[attr-defined]
         if head[:2] in (b"\xff\xfe", b"\xfe\xff"):
             stream = io.BufferedReader(_Utf16(stream), SNIFF)  # type: ignore[arg-type]
             head = stream.peek(SNIFF)[:SNIFF]  # type: ignore[attr-defined]
+        elif head[:3] == b"\xef\xbb\xbf":   # UTF-8's byte order mark (Notepad, PowerShell 5's Out-File -Encoding utf8)
+            stream.read(3)
+            head = head[3:]
     except InputError:
         stream.close()
         raise
