@@ -356,7 +356,12 @@ def _ere_literal(needle: bytes) -> bytes:
 
 def clean(segment: bytes) -> str:
     """Decoded text of one segment: invalid UTF-8 replaced, ANSI codes removed, trailing blanks dropped."""
-    return ANSI_RE.sub("", segment.decode("utf-8", "replace")).rstrip()
+    return plain(segment.decode("utf-8", "replace"))
+
+
+def plain(text: str) -> str:
+    """Text without its ANSI codes and trailing blanks."""
+    return ANSI_RE.sub("", text).rstrip()
 
 
 def unwrap_record(text: str) -> tuple[str, str | None]:
@@ -373,7 +378,7 @@ def unwrap_record(text: str) -> tuple[str, str | None]:
     if not isinstance(line, str):
         return text, None
     when = record.get("time")
-    return ANSI_RE.sub("", line).rstrip(), when if isinstance(when, str) else None
+    return plain(line), when if isinstance(when, str) else None
 
 
 def _segment_bounds(body: bytes, pos: int) -> tuple[int, int]:

@@ -712,13 +712,14 @@ class Triage:
         # no error line outside the known symptoms: the head (the lowest tier, then the earliest: a rank's crash before
         # the launcher's closing signals it caused) is where the failure shows first, even with no class to name
         lead = head if recognised or (first_error is None and not interrupted) else None
-        first = self._first_failure(lead, first_stop if interrupted else first_error, failing, found)
+        silent_ranks, silent_nodes = self._silent_ranks(), self._silent_nodes()
+        first = self._first_failure(lead, first_stop if interrupted else first_error, failing, found,
+                                    silent_ranks, silent_nodes)
         if interrupted and first is not None:
             first["finding"] = stops[id(first_stop)].sig.id
         cause_class = (head.sig.cls if (failing and recognised and head is not None)
                        else "interrupted" if interrupted
                        else "unrecognised" if failing else "healthy" if verdict == "healthy" else "no_progress")
-        silent_ranks = self._silent_ranks()
         doc = {
             "tool": "dsv3-preflight doctor",
             "verdict": verdict,
@@ -734,7 +735,7 @@ class Triage:
             "error_lines": [self._evidence(e.path, e.line, e.text) | {"node": e.node, "rank": e.rank} for e in errors],
             "nearest_causes": self._nearest(errors) if failing and not recognised and not interrupted else [],
             "silent_ranks": silent_ranks,
-            "silent_nodes": [] if silent_ranks else self._silent_nodes(),
+            "silent_nodes": [] if silent_ranks else silent_nodes,
             "healthy_signs": list(self.progress.values()),
             "unrecognised": {"count": error_count,
                              "first": [self._evidence(e.path, e.line, e.text) for e in errors[:self.max_evidence]]},
@@ -858,7 +859,8 @@ class Triage:
     def _order_key(self, ev: Event) -> tuple:
         return (ev.ts is None, stamp_key(ev.ts, False) if ev.ts else (0,), ev.path, ev.line)
 
-    def _first_failure(self, head: _Finding | None, first_error: Event | None, failing: bool, found: list) -> dict | None:
+    def _first_failure(self, head: _Finding | None, first_error: Event | None, failing: bool, found: list,
+                       silent_ranks: list[int], silent_nodes: list[str]) -> dict | None:
         if not failing:
             return None
         ev = _earliest(head.events) if head is not None else first_error
@@ -881,11 +883,10 @@ class Triage:
                "line": ev.line or None, "time": stamp_text(ev.ts), "text": self._evidence(ev.path, ev.line, ev.text)["text"],
                "finding": head.sig.id if head is not None else None, "inferred_from": None}
         if head is not None and head.sig.tier >= 3 and out["rank"] is not None:
-            silent = self._silent_ranks()
-            if silent and len(silent) <= 4:
-                out.update(rank=silent[0], node=None, inferred_from="the ranks that did not report the timeout")
-            elif head.sig.id in TIMEOUTS and (nodes := self._silent_nodes()):
-                out.update(node=nodes[0], rank=None, local_rank=None,
+            if silent_ranks and len(silent_ranks) <= 4:
+                out.update(rank=silent_ranks[0], node=None, inferred_from="the ranks that did not report the timeout")
+            elif head.sig.id in TIMEOUTS and silent_nodes:
+                out.update(node=silent_nodes[0], rank=None, local_rank=None,
                            inferred_from="the node whose lines do not report the timeout the others' do")
         return out
 
