@@ -17,6 +17,10 @@ Used by ``bench_doctor_accuracy.py --formats`` (the corpus's figures in each for
 
 ``LABELS``: a launcher's rank label on every line (srun ``--label``, Open MPI ``--tag-output``, torchrun ``--tee``):
 they name the rank, so only the cause must read the same.
+
+``PASTES``: what a person did to the log before the doctor got it: ``quoted`` (``> `` before each line: a GitHub or
+forum reply quoting the reporter's log, a mailing list), ``fold-80`` and ``fold-120`` (GNU ``fold -w``, or a
+terminal or web console copied as it showed the lines: each line longer than the width cut into pieces of it).
 """
 from __future__ import annotations
 
@@ -64,4 +68,18 @@ LABELS: dict[str, Format] = {
     "torchrun-tee": _prefixed(lambda i: "[default0]:"),
 }
 
-FORMATS: dict[str, Format] = {**COLLECTORS, **LABELS}
+
+
+def _fold(width: int) -> Format:
+    # GNU fold -w WIDTH: a line longer than WIDTH bytes becomes pieces of WIDTH bytes and a last shorter one
+    return lambda lines: b"\n".join(b"\n".join(line[i:i + width] for i in range(0, len(line), width)) if line else line
+                                    for line in lines)
+
+
+PASTES: dict[str, Format] = {
+    "quoted": lambda lines: b"\n".join(b"> " + line if line else b">" for line in lines),
+    "fold-80": _fold(80),
+    "fold-120": _fold(120),
+}
+
+FORMATS: dict[str, Format] = {**COLLECTORS, **LABELS, **PASTES}

@@ -16,6 +16,7 @@ import pytest
 
 from dsv3_preflight.doctor import triage
 from dsv3_preflight.doctor.attribution import origin_of, strip_collector, time_of
+from dsv3_preflight.doctor.reader import open_log
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 from log_formats import COLLECTORS, LABELS  # noqa: E402  (the formats, shared with bench_doctor_accuracy --formats)
@@ -26,6 +27,13 @@ HELD_OUT = {CORPUS / json.loads(line)["file"] for line in (CORPUS / "manifest.js
             if line.strip() and json.loads(line)["split"] == "heldout"}
 # the recorded fixtures and the corpus's development part (the held-out part measures, it is not tested against)
 LOGS = [p for p in sorted(DATA.rglob("*.log")) if p not in HELD_OUT]
+
+
+def _output(path: Path) -> list[bytes]:
+    """The lines the program printed: a log pasted hard-wrapped or quoted (tests/test_doctor_pasted.py) is unwrapped
+    first, as the reader does, since a collector or a launcher prefixes the program's lines, before anyone pastes."""
+    with open_log(str(path)) as stream:
+        return stream.read().split(b"\n")
 
 
 def _what(doc: dict) -> tuple:
@@ -40,7 +48,7 @@ def test_every_recorded_log_reads_the_same_under_a_collectors_prefix(collector, 
     changed = []
     for path in LOGS:
         wrapped = tmp_path / path.name
-        wrapped.write_bytes(wrap(path.read_bytes().split(b"\n")))
+        wrapped.write_bytes(wrap(_output(path)))
         bare, collected = _what(triage([str(path)])), _what(triage([str(wrapped)]))
         if collected != bare:
             changed.append((str(path.relative_to(DATA)), bare, collected))
@@ -54,7 +62,7 @@ def test_every_recorded_log_has_the_same_cause_under_a_launchers_rank_label(labe
     changed = []
     for path in LOGS:
         wrapped = tmp_path / path.name
-        wrapped.write_bytes(LABELS[label](path.read_bytes().split(b"\n")))
+        wrapped.write_bytes(LABELS[label](_output(path)))
         bare, labelled = _what(triage([str(path)])), _what(triage([str(wrapped)]))
         if labelled[:3] != bare[:3]:
             changed.append((str(path.relative_to(DATA)), bare, labelled))

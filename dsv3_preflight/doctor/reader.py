@@ -16,6 +16,7 @@ Memory: about ``4 * CHUNK`` at most, whatever the input.
 """
 from __future__ import annotations
 
+import bisect
 import gzip
 import io
 import functools
@@ -172,7 +173,7 @@ class _Bounded(StreamFilter):
         return n
 
 
-def open_log(path: str) -> BinaryIO:
+def open_log(path: str, needles: "NeedleSet | None" = None) -> BinaryIO:
     """A bounded binary stream of the log's text, gunzipped when it starts with the gzip magic (whatever its name).
 
     Raises ``InputError`` for anything that is not a readable text log (see the module docstring).
@@ -198,13 +199,13 @@ def open_log(path: str) -> BinaryIO:
         why = (f"gzip inflates beyond {MAX_RATIO}x its size ({size} bytes compressed): refused as a decompression bomb"
                if size is not None and limit < MAX_BYTES else f"more than {MAX_BYTES >> 30} GiB of text: refused")
         stream: BinaryIO = io.BufferedReader(_Bounded(gzip.GzipFile(fileobj=raw, mode="rb"), path, limit, why), SNIFF)  # type: ignore[arg-type]
-        return _sniffed(stream, path, compressed=True)
+        return _sniffed(stream, path, True, needles)
     for magic, name in _OTHER_COMPRESSION:
         if head.startswith(magic):
             raw.close()
             raise InputError(path, f"{name} compressed: only plain text and gzip are read (decompress it first)")
     stream = io.BufferedReader(_Bounded(raw, path, MAX_BYTES, f"more than {MAX_BYTES >> 30} GiB: refused"), SNIFF)  # type: ignore[arg-type]
-    return _sniffed(stream, path, compressed=False)
+    return _sniffed(stream, path, False, needles)
 
 
 class _Utf16(StreamFilter):
@@ -227,7 +228,127 @@ class _Utf16(StreamFilter):
         return n
 
 
-def _sniffed(stream: BinaryIO, path: str, compressed: bool) -> BinaryIO:
+_QUOTE_RE = re.compile(rb"^[ \t]{0,3}(?:>[ \t]?)+")
+_WORD = re.compile(r"\w")
+_DIGITS = re.compile(r"\d")
+_SPAN = 96   # bytes each side of a line break in which a needle cut by it is looked for
+_SPAN_TRIES = 64   # line breaks after a longest line looked at so (a table of rows of one length has many)
+WRAPPED_LINES = 2   # different lines cut at the width, each continued by the next: a hard wrap
+
+
+@dataclass(frozen=True)
+class Relining:
+    """How a log's lines were cut or marked by whoever pasted it: ``quoted``, every line under a Markdown or email
+    quote (``> `` from a GitHub reply, a forum post, a mailing list); ``width``, every line longer than it hard-wrapped
+    at that many characters (``fold -w``, a terminal or web console copied as shown, a pager's screen)."""
+    quoted: bool = False
+    width: int | None = None
+    unit: str = "chars"
+
+    def __bool__(self) -> bool:
+        return self.quoted or self.width is not None
+
+
+def relining_of(head: bytes, complete: bool, needles: "NeedleSet | None" = None) -> Relining:
+    """Tell from a log's first bytes whether it was quoted or hard-wrapped (``complete``: ``head`` is the whole
+    log, so its last line is whole too).
+
+    Quoted: at least 3 lines, and 90% of the lines that are not blank, start with ``>`` (a program's own lines
+    rarely do; a quoted log's all do). Hard-wrapped at W (bytes, as GNU fold counts, or characters, as a terminal
+    does): no line is longer than W (W >= 60), and either two different lines of exactly W are each cut inside a
+    word (a word character each side of the break) and followed by a line that does not start as they start (digits
+    aside: a rank's, a host's, a time's next line is the log's own), or a line of W is cut inside a signature's words
+    (``needles``: a message cut once). A log's own longest lines that share a length end a message ("timing out.",
+    a table's border or column) or are followed by the log's next line of the same shape.
+    """
+    lines = re.split(rb"\r?\n|\r", head)
+    if not complete and len(lines) > 1:
+        lines = lines[:-1]   # the sniff's last line may be cut: its length says nothing
+    filled = [line for line in lines if line.strip()]
+    quoted = len(filled) >= 3 and sum(1 for line in filled if _QUOTE_RE.match(line)) >= 0.9 * len(filled)
+    if quoted:
+        lines = [_QUOTE_RE.sub(b"", line, count=1) for line in lines]
+    text = [line.decode("utf-8", "replace") for line in lines]
+    for unit, sizes in (("bytes", [len(line) for line in lines]), ("chars", [len(t) for t in text])):
+        # GNU fold counts bytes; a terminal, characters
+        width = max(sizes, default=0)
+        if width < 60:
+            break
+        cut = {t for i, (t, after) in enumerate(zip(text, text[1:]))   # cut inside a word, and not a new line's start
+               if sizes[i] == width and _WORD.match(t[-1]) and _WORD.match(after[:1])
+               and _DIGITS.sub("0", after[:8]) != _DIGITS.sub("0", t[:8])}
+        longest = [i for i in range(len(lines) - 1) if sizes[i] == width][:_SPAN_TRIES]
+        if len(cut) >= WRAPPED_LINES or (needles is not None and any(_spanned(needles, lines[i], lines[i + 1])
+                                                                     for i in longest)):
+            return Relining(quoted, width, unit)
+    return Relining(quoted)
+
+
+def _spanned(needles: "NeedleSet", line: bytes, after: bytes) -> bool:
+    """Whether a signature's words run on from ``line`` into ``after``: a message cut in two by a wrap."""
+    left, right = line[-_SPAN:], after[:_SPAN]
+    return any(pos < len(left) < pos + len(n) for pos, n in needles.positions(left + right))
+
+
+class _Relined(StreamFilter):
+    """The log's lines as they were before they were quoted or hard-wrapped (``Relining``): a wrapped line's pieces
+    are joined into one line. ``physical`` turns a line number of what it gives back into the file's own (the first
+    piece's). Lines are read whole up to ``MAX_SEGMENT`` bytes; a longer one is passed on in pieces."""
+
+    def __init__(self, inner: BinaryIO, how: Relining):
+        self.inner, self.how, self.pending, self.held = inner, how, b"", b""
+        self.breaks = 0          # line breaks taken out of the line being joined
+        self.given = 1           # the number of the line being given back (its breaks counted)
+        self.joined: list[int] = []   # for each joined line, in order: its number as given back
+        self.taken: list[int] = []    # ... and the breaks taken out up to and with it
+
+    def physical(self, line: int) -> int:
+        """The file's line number of given-back line ``line``."""
+        k = bisect.bisect_left(self.joined, line)
+        return line + (self.taken[k - 1] if k else 0)
+
+    def _line(self, line: bytes) -> bytes:
+        body = line.rstrip(b"\r\n")
+        end = line[len(body):]
+        if self.how.quoted:
+            body = _QUOTE_RE.sub(b"", body, count=1)
+        if self.how.width is None:
+            return body + end
+        size = len(body) if self.how.unit == "bytes" else len(body.decode("utf-8", "replace"))
+        if end and size == self.how.width and len(self.held) < MAX_SEGMENT:
+            self.held += body     # cut at the width: the next line continues it
+            self.breaks += 1
+            return b""
+        out, self.held = self.held + body + end, b""
+        if self.breaks:
+            self.joined.append(self.given)
+            self.taken.append((self.taken[-1] if self.taken else 0) + self.breaks)
+            self.breaks = 0
+        self.given += out.count(b"\n")
+        return out
+
+    def readinto(self, b) -> int:  # type: ignore[override]
+        while not self.pending:
+            line = self.inner.readline(MAX_SEGMENT)
+            if not line:
+                if self.held:
+                    self.pending = self._line(b"")
+                    continue
+                return 0
+            self.pending = self._line(line)
+        n = min(len(b), len(self.pending))
+        b[:n] = self.pending[:n]
+        self.pending = self.pending[n:]
+        return n
+
+
+def relined(stream: BinaryIO) -> "_Relined | None":
+    """The filter that unquoted or unwrapped ``stream`` (``open_log``'s), if one did."""
+    raw = getattr(stream, "raw", None)
+    return raw if isinstance(raw, _Relined) else None
+
+
+def _sniffed(stream: BinaryIO, path: str, compressed: bool, needles: "NeedleSet | None" = None) -> BinaryIO:
     """Refuse a stream whose first bytes are not text: NUL bytes, or many control bytes. UTF-16 with a byte order
     mark is text: it is read as UTF-8; UTF-8's byte order mark is skipped (else the first line's start is not its
     text's)."""
@@ -246,6 +367,9 @@ def _sniffed(stream: BinaryIO, path: str, compressed: bool) -> BinaryIO:
         stream.close()
         what = "gzip of binary data" if compressed else "binary data"
         raise InputError(path, f"{what} (NUL/control bytes), not a text log: refused")
+    how = relining_of(head, len(head) < SNIFF, needles)
+    if how:
+        stream = io.BufferedReader(_Relined(stream, how), SNIFF)  # type: ignore[arg-type]
     return stream
 
 
@@ -427,7 +551,8 @@ def _chunks(stream: BinaryIO, stats: FileStats) -> Iterator[bytes]:
         yield buf[:cut + 1]
 
 
-def scan(stream: BinaryIO, needles, stats: FileStats, skip=None) -> Iterator[tuple[int, bytes, bytes]]:
+def scan(stream: BinaryIO, needles, stats: FileStats, skip=None,
+         unwrapped: "_Relined | None" = None) -> Iterator[tuple[int, bytes, bytes]]:
     """(line number, raw segment, the raw segment after it) for each line segment that contains a needle; fills
     ``stats`` as it goes. The next segment lets the triage read a message wrapped over two lines (issue
     threads and terminals wrap long lines); it is empty at a chunk's end.
@@ -435,7 +560,9 @@ def scan(stream: BinaryIO, needles, stats: FileStats, skip=None) -> Iterator[tup
     ``needles`` is a NeedleSet or a callable returning the NeedleSet to use for the next chunk (the triage drops
     the progress needles once it has seen progress). ``skip``, a callable returning a set of needles, drops the
     segments in which every needle found is in that set (progress lines after the first, inside a chunk).
+    ``unwrapped``: the filter that joined a hard-wrapped log's lines in ``stream``; line numbers are then the file's.
     """
+    physical = unwrapped.physical if unwrapped is not None and unwrapped.how.width else (lambda n: n)
     line_base = 1
     last = b""
     for body in _chunks(stream, stats):
@@ -463,11 +590,13 @@ def scan(stream: BinaryIO, needles, stats: FileStats, skip=None) -> Iterator[tup
                 after = end + (2 if body[end:end + 2] == b"\r\n" else 1)   # a CRLF line break is one break
                 n_end = body.find(b"\n", after, after + MAX_SEGMENT)
                 nxt = body[after:n_end if n_end >= 0 else min(len(body), after + MAX_SEGMENT)]
-            yield cur_line, body[start:end], nxt
+            yield physical(cur_line), body[start:end], nxt
         line_base += body.count(b"\n")
         last = body[-1:]
         stats.tail = _last_line(body) or stats.tail
     stats.lines = line_base - 1 + (1 if last and last != b"\n" else 0)
+    if unwrapped is not None and unwrapped.taken:
+        stats.lines += unwrapped.taken[-1]
 
 
 def label_for(path: str) -> str:

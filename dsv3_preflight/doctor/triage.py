@@ -32,7 +32,7 @@ from .attribution import (Stamp, local_stamp, origin_of, stamp_key, stamp_text, 
 from .evidence import (FACT_NEEDLES, RAS_NEEDLES, CollectiveTrail, NcclFacts, RasText, elastic_error, load_json_document,
                        ras_json)
 from .gate import GATE_NEEDLES, GateText, gate_json, html_twin, is_preflight_html, is_result_document
-from .reader import (FileStats, InputError, NeedleSet, StreamFilter, clean, expand_inputs, labels_for, open_log, scan,
+from .reader import (FileStats, InputError, NeedleSet, StreamFilter, clean, expand_inputs, labels_for, open_log, relined, scan,
                      unwrap_record)
 from .signatures import (CLASS_TITLES, DERIVED, ERROR_NEEDLES, ERROR_RE, LABELS, QUIET_RE, SIGNATURES, STOPWORDS, Signature,
                          by_id, DERIVED_NAMES, GATE_ERROR_NOTE, GATE_LAUNCHED, gate_rerun, gate_signature)
@@ -321,7 +321,8 @@ class Triage:
         lines that do not name their own."""
         stats = FileStats(path)
         fallback_node, file_local_rank = label
-        stream = open_log(path)
+        stream = open_log(path, self._needles_all)   # the needles tell a message cut by a hard wrap
+        unwrapped = relined(stream)
         ctx: dict[str, Any] = {"ras": RasText(), "gate": GateText(), "local_rank": file_local_rank}
         try:
             head = stream.peek(256)[:256]  # type: ignore[attr-defined]
@@ -344,7 +345,7 @@ class Triage:
                     stream = io.BufferedReader(_Chain(data, stream), 8 << 20)  # type: ignore[arg-type]
             file_index = len(self.files)
             self.files.append({"path": path, "node": fallback_node, "lines": 0, "bytes": 0})
-            for line, raw, nxt in scan(stream, self._needles, stats, self._skip):
+            for line, raw, nxt in scan(stream, self._needles, stats, self._skip, unwrapped):
                 self._line(file_index, path, line, clean(raw), fallback_node, ctx, nxt)
             hosts = ctx.get("summary_hosts") or set()
             if fallback_node is not None and len(hosts) == 1:   # the host name torchrun gave the file's node
