@@ -121,6 +121,14 @@ STRIPPED = [
     # our own console's verdict and CLI errors are not a pdsh host's lines
     ("NO-GO: 1 fail", "NO-GO: 1 fail", None, None, None),
     ("dsv3-preflight: error: refused input x.log", "dsv3-preflight: error: refused input x.log", None, None, None),
+    # programs that begin a message with their own name: no host (before, "nvidia-container-cli" was the node)
+    ("nvidia-container-cli: requirement error: unsatisfied condition: cuda>=12.4, please update your driver",
+     "nvidia-container-cli: requirement error: unsatisfied condition: cuda>=12.4, please update your driver", None, None, None),
+    ("python3: can't open file '/work/train.py': [Errno 2] No such file or directory",
+     "python3: can't open file '/work/train.py': [Errno 2] No such file or directory", None, None, None),
+    ("x86_64-linux-gnu-gcc: fatal error: Killed signal terminated program cc1plus",
+     "x86_64-linux-gnu-gcc: fatal error: Killed signal terminated program cc1plus", None, None, None),
+    ("gpu-node-3: python3: can't open file 'x.py'", "python3: can't open file 'x.py'", "gpu-node-3", None, None),
 ]
 
 

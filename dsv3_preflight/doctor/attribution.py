@@ -53,6 +53,12 @@ _LAUNCHER = re.compile(r"^(?P<lead>dsv3-preflight launch: )?\[node (?P<node_rank
 _RAY = re.compile(r"\((?P<actor>[A-Za-z_]\w*)? ?pid=(?P<pid>\d+)(?:, ip=(?P<ip>[\d.]+))?\)")
 _NOT_HOSTS = frozenset({"http", "https", "file", "line", "error", "warning", "info", "debug", "note",
                         "no-go", "dsv3-preflight"})   # our own lines: "NO-GO: 1 fail", "dsv3-preflight: error: …"
+# programs that begin their messages with their own name, as a pdsh host looks: "python3: can't open file …",
+# "nvidia-container-cli: requirement error: …", "x86_64-linux-gnu-gcc: error: …"
+_NOT_HOST_PROGRAMS = re.compile(
+    r"(?:python|pip|pydoc)\d[\d.]*|(?:g\+\+|gcc|cc|clang|cpp)-\d+|(?:x86_64|aarch64|ppc64le)-[\w.-]+"
+    r"|nvidia-(?:container-(?:cli|runtime(?:-hook)?|toolkit)|ctk|smi|persistenced|fabricmanager|modprobe|installer"
+    r"|cuda-mps-(?:control|server)|peermem)|nv-fabricmanager|dcgmi|nv-hostengine", re.I)
 
 _MONTHS = {m: i for i, m in enumerate(("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"), 1)}
 _T = r"(?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)(?:[.,](?P<f>\d+))?"
@@ -100,7 +106,7 @@ def strip_collector(text: str) -> tuple[str, str | None]:
         m = _COLLECTED_TIME.match(text)
         if m is None:   # the outermost names the node: kubectl's pod before the pdsh host printed in it
             m = _KUBECTL.match(text) or _COMPOSE.match(text) or _PDSH.match(text)
-            if m is not None and m.group("host").lower() in _NOT_HOSTS:
+            if m is not None and (m.group("host").lower() in _NOT_HOSTS or _NOT_HOST_PROGRAMS.fullmatch(m.group("host"))):
                 m = None
             if m is not None:
                 node = node or m.group("host")

@@ -410,6 +410,21 @@ SIGNATURES: tuple[Signature, ...] = (
       DRIVER_FIX, "gpu.cuda_init", 0,
       "ERROR: cudaGetDeviceCount CUDA driver version is insufficient for CUDA runtime version",
       "https://github.com/uzh-rpg/rpg_open_remode/issues/9 (cudaGetErrorString(35))"),
+    S("container.cuda_requirement", "version_drift", "cause", (b"unsatisfied condition: cuda",),
+      r"requirement error: unsatisfied condition: (?P<cond>cuda\s*[<>=]+\s*[\d.]+)",
+      "The container needs {cond}, more than the host's driver supports",
+      "The NVIDIA container hook compares the image's CUDA requirement (NVIDIA_REQUIRE_CUDA, set by the CUDA base "
+      "image) with the host driver and refuses to start the container: the image was built for a newer CUDA than "
+      "the node's driver supports.",
+      "nvidia-smi | head -4    # the driver's CUDA version on this node\n"
+      "docker inspect --format '{{range .Config.Env}}{{println .}}{{end}}' \"${IMAGE:?the image}\" | grep NVIDIA_REQUIRE_CUDA\n"
+      "# upgrade the node's driver, or use an image built for the driver's CUDA (an earlier tag)\n"
+      "dsv3-preflight run --only gpu.versions",
+      "gpu.versions", 0,
+      "nvidia-container-cli: requirement error: unsatisfied condition: cuda>=12.4, please update your driver to a newer "
+      "version, or use an earlier cuda container: unknown.",
+      "https://github.com/vllm-project/vllm/issues/5635 (NVIDIA/libnvidia-container src/cli/common.c, "
+      "'unsatisfied condition: %s, please update your driver to a newer version, or use an earlier cuda container')"),
     S("cuda.unsupported_ptx", "version_drift", "cause", (b"unsupported toolchain", b"UnsupportedPtxVersion", b"UNSUPPORTED_PTX_VERSION"),
       r"PTX was compiled with an unsupported toolchain|cudaErrorUnsupportedPtxVersion|CUDA_ERROR_UNSUPPORTED_PTX_VERSION",
       "PTX compiled by a newer CUDA than the driver supports",
@@ -687,6 +702,18 @@ SIGNATURES: tuple[Signature, ...] = (
       "dsv3-preflight run --only net.port_free", "net.port_free", 2,
       "torch.distributed.elastic.rendezvous.api.RendezvousStateError: The rendezvous state is corrupt. See inner exception for details.",
       "torch/distributed/elastic/rendezvous/dynamic_rendezvous.py, c10d_rendezvous_backend.py"),
+    S("elastic.endpoint_invalid", "port_rendezvous", "cause", (b"of the rendezvous endpoint",),
+      r"The (?P<what>hostname|port number) of the rendezvous endpoint '(?P<endpoint>.*)'(?: must be|\s*$)",
+      "The rendezvous endpoint {endpoint} is not a host and port",
+      "torchrun parses --rdzv-endpoint (or --master-addr and --master-port) as HOST[:PORT], a host name or an IPv4 or "
+      "IPv6 address, then a port number; its {what} is neither: a stray quote, a space, a scheme (tcp://) or a second "
+      "colon in the value.",
+      "printf '%s\\n' \"$MASTER_ADDR:$MASTER_PORT\"    # must print HOST:PORT, nothing else (no quotes, no tcp://)\n"
+      "dsv3-preflight run --only env.launch_vars",
+      "env.launch_vars", 1,
+      "ValueError: The hostname of the rendezvous endpoint '127.0.0.1':10764' ",
+      "https://github.com/learnables/learn2learn/issues/263 (torch/distributed/elastic/rendezvous/utils.py, "
+      "parse_rendezvous_endpoint)"),
     S("elastic.rendezvous_connection", "port_rendezvous", "cause", (b"RendezvousConnectionError",),
       r"RendezvousConnectionError",
       "torchrun could not connect to the C10d rendezvous store",
@@ -841,6 +868,23 @@ SIGNATURES: tuple[Signature, ...] = (
       "cluster.master_node", 1,
       "RuntimeError: Unable to detect suitable master address via `hostname -I`, please manually specify one via --master_addr",
       "deepspeed/launcher/runner.py"),
+    # TensorPipe's RPC agents met at the rendezvous already: a refused or unreachable peer is the address it published
+    # (before the generic ECONNREFUSED rule below, which is about the rendezvous endpoint)
+    S("tensorpipe.peer_unreachable", "nic_iface", "cause", (b"encountered error when sending outgoing request",),
+      r"RPC agent for (?P<me>\S+) encountered error when sending outgoing request #\d+ to (?P<peer>\S+): "
+      r"(?P<err>ECONNREFUSED|EHOSTUNREACH|ENETUNREACH|EADDRNOTAVAIL|ETIMEDOUT)",
+      "TensorPipe could not reach RPC peer {peer} ({err})",
+      "The RPC agents met at the rendezvous store, then each one connects to the address its peer published: the "
+      "address its host name resolves to, or TP_SOCKET_IFNAME's. A refused or unreachable connection there means "
+      "{peer} published an address the others cannot reach: a host name resolving to 127.0.1.1, a docker, bridge or "
+      "second interface.",
+      "getent hosts \"$(hostname)\"    # on every node: its address toward the others, not 127.0.1.1\n"
+      "export TP_SOCKET_IFNAME=${IFACE:?interface toward MASTER_ADDR, e.g. eth0}    # TensorPipe's, with Gloo's and NCCL's:\n"
+      + IFACE_FIX, "net.nic_route", 1,
+      "[W tensorpipe_agent.cpp:641] RPC agent for Test0 encountered error when sending outgoing request #0 to Test1: "
+      "ECONNREFUSED: connection refused",
+      "https://github.com/pytorch/tensorpipe/issues/201 (torch/csrc/distributed/rpc/tensorpipe_agent.cpp; "
+      "TP_SOCKET_IFNAME: kSocketIfnameEnvVar there)"),
     S("net.connection_refused", "port_rendezvous", "cause", (b"Errno 111", b"ECONNREFUSED"),
       r"(?:ConnectionRefusedError: )?\[Errno 111\] Connection refused|ECONNREFUSED",
       "A connection was refused: nothing listens at that address and port",
@@ -910,6 +954,18 @@ SIGNATURES: tuple[Signature, ...] = (
       # the store's host waiting on the ranks that could not reach it (the network-namespace lab, c10d rendezvous)
       consequence_of=("c10d.store_timeout", "c10d.store_connect_retry", "c10d.client_connect_failed")),
     # ======================================================================== nic_iface
+    S("tensorpipe.listen_failed", "nic_iface", "cause", (b"transport/uv/listener.cc",),
+      r"In (?P<fn>\w+) at \S*tensorpipe/transport/uv/listener\.cc:\d+ \"(?P<cond>[^\"]*)\"",
+      "TensorPipe could not listen on this node's address ({cond})",
+      "TensorPipe's uv transport listens on the address this node's host name resolves to (or on TP_SOCKET_IFNAME's). "
+      "It fails there on an address it cannot bind: an IPv6 link-local address (fe80::...) without its interface, or "
+      "an address that is not this host's (a stale /etc/hosts entry).",
+      "getent ahosts \"$(hostname)\"    # what TensorPipe binds: an address of this host toward the others, not fe80::...\n"
+      "export TP_SOCKET_IFNAME=${IFACE:?interface toward MASTER_ADDR, e.g. eth0}    # TensorPipe's, with Gloo's and NCCL's:\n"
+      + IFACE_FIX, "net.nic_route", 1,
+      'what():  In initFromLoop at /pytorch/third_party/tensorpipe/tensorpipe/transport/uv/listener.cc:126 "rv < 0: '
+      'invalid argument"',
+      "https://github.com/pytorch/tensorpipe/issues/224 (tensorpipe/transport/uv/listener.cc, TP_THROW_UV_IF)"),
     S("ray.node_ip_mismatch", "nic_iface", "cause", (b"Ray expects this IP address", b"none of these match this node's IP"),
       r"This node has an IP address of (?P<addr>[\w.:-]+), and Ray expects this IP address to be either the GCS address or one of the Raylet addresses"
       r"|none of these match this node's IP (?P<addr2>[\w.:-]+)",
@@ -922,8 +978,10 @@ SIGNATURES: tuple[Signature, ...] = (
       "at 10.41.0.2:6379, and found no Raylet with this IP address. You might need to provide --node-ip-address to "
       "specify the IP address that the head should use when sending to this node.",
       "ray src/ray/gcs/gcs_client/global_state_accessor.cc (Ray 2.60 strings; older wording ray#35022)"),
-    S("ray.no_local_raylet_address", "nic_iface", "suspect", (b"but we cannot find a local Raylet",),
-      r"This node has an IP address of (?P<addr>[\w.:-]+), but we cannot find a local Raylet with the same address",
+    S("ray.no_local_raylet_address", "nic_iface", "suspect", (b"but we cannot find a local Raylet",
+                                                             b"can not find the matched Raylet address"),
+      r"This node has an IP address of (?P<addr>[\w.:*-]+), (?:but we cannot find a local Raylet with the same address"
+      r"|while we can not find the matched Raylet address)",
       "Ray found no local raylet with this node's address {addr}",
       "The process connected to the cluster with an address no raylet of this node registered under (a container, "
       "a second interface): Ray falls back to another raylet, and work scheduled here may not reach this node.",
@@ -1289,16 +1347,32 @@ SIGNATURES: tuple[Signature, ...] = (
       "addresses on every node): multi-node init hangs or times out.", IFACE_FIX, "net.nic_route", 2,
       "paigcr-b-gpu-1012:4152:4206 [0] NCCL INFO NET : Using interface lo:127.0.0.1<0>",
       "https://github.com/horovod/horovod/issues/584", stall="multi_node"),
-    S("nccl.container_bridge_address", "nic_iface", "suspect", (b"172.17.",),
-      r"(?:Bootstrap|NET/Socket) ?: Using (?:interface )?(?:\[\d+\])?(?P<iface>[A-Za-z][\w.-]*):(?P<addr>172\.17\.\d+\.\d+)<",
-      "NCCL selected {iface} with {addr}, an address of Docker's default bridge",
-      "{addr} lies in 172.17.0.0/16, the network Docker gives containers on its default bridge: each host has its own "
+    S("nccl.container_bridge_address", "nic_iface", "suspect", (b"172.17.", b"192.168.122."),
+      r"(?:Bootstrap|NET/Socket) ?: Using (?:interface )?(?:\[\d+\])?(?P<iface>[A-Za-z][\w.-]*):"
+      r"(?P<addr>172\.17\.\d+\.\d+|192\.168\.122\.\d+)<",
+      "NCCL selected {iface} with {addr}, an address of a host's own bridge network",
+      "{addr} lies in 172.17.0.0/16, the network Docker gives containers on its default bridge, or 192.168.122.0/24, "
+      "libvirt's default network (virbr0): each host has its own "
       "such network, so ranks on other nodes cannot reach this address and a multi-node init hangs or times out. "
       "The containers of a multi-node job need the host's network (docker run --network=host, hostNetwork: true in "
       "Kubernetes) or an overlay whose addresses route between the nodes.",
       HOST_NETWORK_FIX, "net.nic_route", 2,
       "c6ad99331184:117277:117277 [0] NCCL INFO Bootstrap : Using [0]eth0:172.17.0.2<0>",
       "https://github.com/NVIDIA/nccl/issues/367 (Docker's default bridge network is 172.17.0.0/16)", stall="multi_node"),
+    # Open MPI's (PRRTE's, ORTE's) out-of-band wire-up lists every address it may use: one of a host's own bridge
+    # network among them is tried too, but runs that list it also work, so it only explains a hang the user reports
+    S("ompi.oob_bridge_address", "nic_iface", "suspect", (b"to our list of V4 connections",),
+      r"oob:tcp:init adding (?P<addr>172\.17\.\d+\.\d+|192\.168\.122\.\d+) to our list of V4 connections",
+      "Open MPI's out-of-band wire-up also uses {addr}, an address of a host's own bridge network",
+      "{addr} lies in Docker's default bridge (172.17.0.0/16) or libvirt's default network (192.168.122.0/24, "
+      "virbr0): every host has its own, so daemons that connect to it reach no one, or the wrong host, and the job's "
+      "start can hang. Exclude the bridge, or include only the interface toward the other nodes.",
+      "dsv3-preflight run --only net.nic_route    # on each node: its interface toward the other nodes\n"
+      "export PRTE_MCA_oob_tcp_if_include=${IFACE:?interface toward the other nodes}    # Open MPI 5 (PRRTE)\n"
+      + OMPI_IFACE_FIX, "net.nic_route", 2,
+      "[ucc-h5:200668] [prte-ucc-h5-200668@0,0] oob:tcp:init adding 192.168.122.195 to our list of V4 connections",
+      "https://github.com/open-mpi/ompi/issues/13155 (prrte src/mca/oob/tcp/oob_tcp_component.c; Open MPI 4's ORTE "
+      "orte/mca/oob/tcp)", hang_suspect=True),
     # a suspect interface listed after a routable first one: NCCL's socket transport may use it too, but runs like this
     # also work (round 4's development part has one), so it never explains a log that just stops
     S("nccl.bad_interface_listed", "nic_iface", "suspect", (b"]lo:", b"]docker", b"virbr", b"veth", b"]cni", b"flannel", b"]br-"),
@@ -1681,6 +1755,18 @@ SIGNATURES: tuple[Signature, ...] = (
       "peft/config.py (PeftConfigMixin.from_pretrained, _get_peft_type)"),
 
     # ======================================================================== config
+    S("nccl.graph_file_device_missing", "config", "cause", (b"XML Import Channel",),
+      r"XML Import Channel ?: dev (?P<dev>\d+) not found",
+      "NCCL's graph file names device {dev}, which this machine does not have",
+      "NCCL_GRAPH_FILE (with NCCL_TOPO_FILE, often set by a cloud image for one machine size, in the environment or "
+      "/etc/nccl.conf) describes channels over more GPUs or NICs than this machine has: NCCL cannot import it and "
+      "its init fails.",
+      "env | grep -E '^NCCL_(GRAPH|TOPO)_FILE='; grep -s -E 'NCCL_(GRAPH|TOPO)_FILE' /etc/nccl.conf ~/.nccl.conf\n"
+      "unset NCCL_GRAPH_FILE    # or point it at the file for this machine's GPUs and NICs\n" + ALLREDUCE_FIX,
+      "dist.allreduce", 1,
+      "::16674:17023 [0] graph/search.cc:703 NCCL WARN XML Import Channel : dev 1 not found.",
+      "https://github.com/Azure/azhpc-images/issues/327 (NCCL src/graph/search.cc, 'XML Import Channel : dev %d not "
+      "found.')"),
     # transformers/huggingface_hub take a local path that is not a directory with the files for a Hub repo id
     # (transformers/utils/hub.py, configuration_utils.py, tokenization_utils_base.py, modeling_utils.py;
     # huggingface_hub/utils/_validators.py): only paths that look local, a Hub id that fails is another story
