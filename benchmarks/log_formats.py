@@ -25,6 +25,7 @@ terminal or web console copied as it showed the lines: each line longer than the
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Callable
 
 Format = Callable[[list[bytes]], bytes]
@@ -83,3 +84,12 @@ PASTES: dict[str, Format] = {
 }
 
 FORMATS: dict[str, Format] = {**COLLECTORS, **LABELS, **PASTES}
+
+
+def recorded_logs(data: Path = Path(__file__).resolve().parent.parent / "tests" / "data" / "doctor") -> list[Path]:
+    """The recorded fixtures and the corpus's development part: what the format tests read (the held-out part
+    measures the doctor; it is never tested against)."""
+    manifest = (data / "corpus" / "manifest.jsonl").read_text().splitlines()
+    held_out = {data / "corpus" / json.loads(line)["file"] for line in manifest
+                if line.strip() and json.loads(line)["split"] == "heldout"}
+    return [p for p in sorted(data.rglob("*.log")) if p not in held_out]

@@ -19,14 +19,10 @@ from dsv3_preflight.doctor.attribution import origin_of, strip_collector, time_o
 from dsv3_preflight.doctor.reader import open_log
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
-from log_formats import COLLECTORS, LABELS  # noqa: E402  (the formats, shared with bench_doctor_accuracy --formats)
+from log_formats import COLLECTORS, LABELS, recorded_logs  # noqa: E402  (the formats, shared with bench_doctor_accuracy --formats)
 
 DATA = Path(__file__).resolve().parent / "data" / "doctor"
-CORPUS = DATA / "corpus"
-HELD_OUT = {CORPUS / json.loads(line)["file"] for line in (CORPUS / "manifest.jsonl").read_text().splitlines()
-            if line.strip() and json.loads(line)["split"] == "heldout"}
-# the recorded fixtures and the corpus's development part (the held-out part measures, it is not tested against)
-LOGS = [p for p in sorted(DATA.rglob("*.log")) if p not in HELD_OUT]
+LOGS = recorded_logs(DATA)   # the recorded fixtures and the corpus's development part
 
 
 def _output(path: Path) -> list[bytes]:

@@ -9,7 +9,6 @@ The doctor now unquotes a log whose lines are nearly all quoted, and joins the p
 the file's own line numbers.
 """
 import gzip
-import json
 import sys
 from pathlib import Path
 
@@ -20,13 +19,11 @@ from dsv3_preflight.doctor.triage import Triage
 from dsv3_preflight.doctor.reader import SNIFF, relining_of
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
-from log_formats import PASTES  # noqa: E402  (shared with bench_doctor_accuracy --formats)
+from log_formats import PASTES, recorded_logs  # noqa: E402  (shared with bench_doctor_accuracy --formats)
 
 DATA = Path(__file__).resolve().parent / "data" / "doctor"
 CORPUS = DATA / "corpus"
-HELD_OUT = {CORPUS / json.loads(line)["file"] for line in (CORPUS / "manifest.jsonl").read_text().splitlines()
-            if line.strip() and json.loads(line)["split"] == "heldout"}
-LOGS = [p for p in sorted(DATA.rglob("*.log")) if p not in HELD_OUT]
+LOGS = recorded_logs(DATA)   # the recorded fixtures and the corpus's development part
 
 
 def triage_needles():
