@@ -51,12 +51,12 @@ _COLLECTED_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]
 # "dsv3-preflight launch: [node N <name>] failed first (...)" names the node the same way
 _LAUNCHER = re.compile(r"^(?P<lead>dsv3-preflight launch: )?\[node (?P<node_rank>\d+) (?P<host>[^\]\s]+)\] ")
 _RAY = re.compile(r"\((?P<actor>[A-Za-z_]\w*)? ?pid=(?P<pid>\d+)(?:, ip=(?P<ip>[\d.]+))?\)")
-_NOT_HOSTS = frozenset({"http", "https", "file", "line", "error", "warning", "info", "debug", "note",
-                        "no-go", "dsv3-preflight"})   # our own lines: "NO-GO: 1 fail", "dsv3-preflight: error: …"
-# programs that begin their messages with their own name, as a pdsh host looks: "python3: can't open file …",
-# "nvidia-container-cli: requirement error: …", "x86_64-linux-gnu-gcc: error: …"
-_NOT_HOST_PROGRAMS = re.compile(
-    r"(?:python|pip|pydoc)\d[\d.]*|(?:g\+\+|gcc|cc|clang|cpp)-\d+|(?:x86_64|aarch64|ppc64le)-[\w.-]+"
+# what looks like a pdsh host and is not: a URL's scheme, a log's own words, our own lines ("NO-GO: 1 fail",
+# "dsv3-preflight: error: …"), and programs that begin their messages with their own name ("python3: can't open file
+# …", "nvidia-container-cli: requirement error: …", "x86_64-linux-gnu-gcc: error: …")
+_NOT_HOSTS = re.compile(
+    r"https?|file|line|error|warning|info|debug|note|no-go|dsv3-preflight"
+    r"|(?:python|pip|pydoc)\d[\d.]*|(?:g\+\+|gcc|cc|clang|cpp)-\d+|(?:x86_64|aarch64|ppc64le)-[\w.-]+"
     r"|nvidia-(?:container-(?:cli|runtime(?:-hook)?|toolkit)|ctk|smi|persistenced|fabricmanager|modprobe|installer"
     r"|cuda-mps-(?:control|server)|peermem)|nv-fabricmanager|dcgmi|nv-hostengine", re.I)
 
@@ -106,7 +106,7 @@ def strip_collector(text: str) -> tuple[str, str | None]:
         m = _COLLECTED_TIME.match(text)
         if m is None:   # the outermost names the node: kubectl's pod before the pdsh host printed in it
             m = _KUBECTL.match(text) or _COMPOSE.match(text) or _PDSH.match(text)
-            if m is not None and (m.group("host").lower() in _NOT_HOSTS or _NOT_HOST_PROGRAMS.fullmatch(m.group("host"))):
+            if m is not None and _NOT_HOSTS.fullmatch(m.group("host")):
                 m = None
             if m is not None:
                 node = node or m.group("host")

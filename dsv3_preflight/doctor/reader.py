@@ -208,24 +208,33 @@ def open_log(path: str, needles: "NeedleSet | None" = None) -> BinaryIO:
     return _sniffed(stream, path, False, needles)
 
 
-class _Utf16(StreamFilter):
+class _Transcoded(StreamFilter):
+    """A stream of what ``_more`` makes of ``inner``, piece by piece (b"" at its end)."""
+    pending = b""
+
+    def _more(self) -> bytes:
+        raise NotImplementedError
+
+    def readinto(self, b) -> int:  # type: ignore[override]
+        while not self.pending:
+            self.pending = self._more()
+            if not self.pending:
+                return 0
+        n = min(len(b), len(self.pending))
+        b[:n] = self.pending[:n]
+        self.pending = self.pending[n:]
+        return n
+
+
+class _Utf16(_Transcoded):
     """UTF-16 text with its byte order mark (what Windows PowerShell 5's ``>`` and ``Out-File`` write, as in
     ``kubectl logs pod > train.log`` on a laptop) given as UTF-8 bytes; undecodable units are replaced."""
 
     def __init__(self, inner: BinaryIO):
         self.inner = io.TextIOWrapper(inner, encoding="utf-16", errors="replace", newline="")  # type: ignore[arg-type]
-        self.pending = b""
 
-    def readinto(self, b) -> int:  # type: ignore[override]
-        while not self.pending:
-            chars = self.inner.read(CHUNK // 4)
-            if not chars:
-                return 0
-            self.pending = chars.encode("utf-8")
-        n = min(len(b), len(self.pending))
-        b[:n] = self.pending[:n]
-        self.pending = self.pending[n:]
-        return n
+    def _more(self) -> bytes:
+        return self.inner.read(CHUNK // 4).encode("utf-8")
 
 
 _QUOTE_RE = re.compile(rb"^[ \t]{0,3}(?:>[ \t]?)+")
@@ -268,6 +277,8 @@ def relining_of(head: bytes, complete: bool, needles: "NeedleSet | None" = None)
     quoted = len(filled) >= 3 and sum(1 for line in filled if _QUOTE_RE.match(line)) >= 0.9 * len(filled)
     if quoted:
         lines = [_QUOTE_RE.sub(b"", line, count=1) for line in lines]
+    if max(map(len, lines), default=0) < 60:   # (bytes: never fewer than the characters) nothing as long as a wrap
+        return Relining(quoted)
     text = [line.decode("utf-8", "replace") for line in lines]
     for unit, sizes in (("bytes", [len(line) for line in lines]), ("chars", [len(t) for t in text])):
         # GNU fold counts bytes; a terminal, characters
@@ -290,13 +301,13 @@ def _spanned(needles: "NeedleSet", line: bytes, after: bytes) -> bool:
     return any(pos < len(left) < pos + len(n) for pos, n in needles.positions(left + right))
 
 
-class _Relined(StreamFilter):
+class _Relined(_Transcoded):
     """The log's lines as they were before they were quoted or hard-wrapped (``Relining``): a wrapped line's pieces
     are joined into one line. ``physical`` turns a line number of what it gives back into the file's own (the first
     piece's). Lines are read whole up to ``MAX_SEGMENT`` bytes; a longer one is passed on in pieces."""
 
     def __init__(self, inner: BinaryIO, how: Relining):
-        self.inner, self.how, self.pending, self.held = inner, how, b"", b""
+        self.inner, self.how, self.held = inner, how, b""
         self.breaks = 0          # line breaks taken out of the line being joined
         self.given = 1           # the number of the line being given back (its breaks counted)
         self.joined: list[int] = []   # for each joined line, in order: its number as given back
@@ -327,19 +338,14 @@ class _Relined(StreamFilter):
         self.given += out.count(b"\n")
         return out
 
-    def readinto(self, b) -> int:  # type: ignore[override]
-        while not self.pending:
+    def _more(self) -> bytes:
+        while True:   # a wrapped line's pieces give nothing until its last
             line = self.inner.readline(MAX_SEGMENT)
-            if not line:
-                if self.held:
-                    self.pending = self._line(b"")
-                    continue
-                return 0
-            self.pending = self._line(line)
-        n = min(len(b), len(self.pending))
-        b[:n] = self.pending[:n]
-        self.pending = self.pending[n:]
-        return n
+            if not line and not self.held:
+                return b""
+            out = self._line(line)
+            if out:
+                return out
 
 
 def relined(stream: BinaryIO) -> "_Relined | None":
@@ -562,7 +568,7 @@ def scan(stream: BinaryIO, needles, stats: FileStats, skip=None,
     segments in which every needle found is in that set (progress lines after the first, inside a chunk).
     ``unwrapped``: the filter that joined a hard-wrapped log's lines in ``stream``; line numbers are then the file's.
     """
-    physical = unwrapped.physical if unwrapped is not None and unwrapped.how.width else (lambda n: n)
+    physical = unwrapped.physical if unwrapped is not None else (lambda n: n)
     line_base = 1
     last = b""
     for body in _chunks(stream, stats):
