@@ -108,6 +108,22 @@ def test_healthy_log_is_healthy_and_the_ipv6_lookup_warning_is_only_a_warning():
     assert {h["id"] for h in doc["healthy_signs"]} >= {"nccl.init_complete"}
 
 
+def test_nccl_connected_all_channels_is_set_up_progress_but_not_past_an_error(tmp_path):
+    # a log cut after NCCL connected its rings and trees (before "Init COMPLETE"): the set-up worked
+    log = tmp_path / "run.log"
+    lines = "".join(f"dsw-1:261724:36{r} [{r}] NCCL INFO Connected all {w}\n" for r in range(4) for w in ("rings", "trees"))
+    log.write_text(lines)
+    doc = triage([str(log)])
+    assert (doc["verdict"], doc["exit_code"]) == ("healthy", 0)
+    assert [h["id"] for h in doc["healthy_signs"]] == ["nccl.connected_all"]
+    # the same lines before an error: a failure
+    log.write_text(lines + "RuntimeError: CUDA error: an illegal memory access was encountered\n")
+    assert triage([str(log)])["exit_code"] == 1
+    # "Connected all rings" is no NCCL INFO line (a user's own print): not a sign
+    log.write_text("Connected all rings\n")
+    assert triage([str(log)])["exit_code"] == 5
+
+
 def test_log_without_errors_or_progress_is_unknown_and_exits_5_not_0():
     doc = triage([str(DATA / "no_known_failure.log")])
     assert (doc["verdict"], doc["exit_code"], doc["cause_class"]) == ("unknown", 5, "no_progress")

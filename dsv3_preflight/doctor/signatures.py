@@ -2359,6 +2359,14 @@ SIGNATURES: tuple[Signature, ...] = (
     S("nccl.init_complete", None, "progress", (b"Init COMPLETE",), r"Init COMPLETE", "NCCL communicator initialised",
       example="simple-layoutlm:97:176 [0] NCCL INFO comm 0x7ff1ec001060 rank 0 nranks 2 cudaDev 0 busId 100000 - Init COMPLETE",
       source="https://github.com/huggingface/transformers/issues/11658 (NCCL src/init.cc)", setup=True),
+    # printed once ncclTransportP2pSetup has connected every ring (tree) channel to its peers: NCCL 2.9-2.21 during
+    # init, just before "Init COMPLETE"; 2.22+ (NCCL_RUNTIME_CONNECT=1, the default) at the first collective, so then
+    # the connections of a real collective were made. A log cut before "Init COMPLETE" can end on it
+    S("nccl.connected_all", None, "progress", (b"Connected all rings", b"Connected all trees"),
+      r"NCCL INFO Connected all (?:rings|trees)\b", "NCCL connected its channels to the peers",
+      example="dsw-27183-759b57b4d6-kz2vc:261724:362 [0] NCCL INFO Connected all trees",
+      source="https://github.com/google-research/distilling-step-by-step/issues/3 (NCCL src/init.cc 2.9-2.21, "
+             "src/transport/generic.cc 2.22+: after ncclTransportP2pSetup/ncclTransportRingConnect succeed)", setup=True),
     S("nccltests.result_row", None, "progress", (b"float", b"half", b"bfloat16", b"double", b"int32", b"int8", b"Avg bus bandwidth"),
       r"(?:^|[:\s])\d+\s+\d+\s+(?:float|half|bfloat16|double|u?int8|u?int32|u?int64)\s+(?:sum|prod|max|min|avg|none|mulsum|\d+)\s+-?\d+\s+[\d.]+"
       r"|(?:^|[:\s])\d+\s+\d+\s+(?:float|half|bfloat16|double|u?int8|u?int32|u?int64)\s+(?:sum|prod|max|min|avg|none|\d+)\s+[\d.]+\s+[\d.]+"
