@@ -124,6 +124,31 @@ def test_nccl_connected_all_channels_is_set_up_progress_but_not_past_an_error(tm
     assert triage([str(log)])["exit_code"] == 5
 
 
+@pytest.mark.parametrize("line", [
+    "[1,0]<stdout>:Iter #3: 181.2 img/sec per GPU",                      # Horovod's pytorch_synthetic_benchmark.py
+    "[1,0]<stdout>:Total img/sec on 16 GPU(s): 2890.4 +-12.1",
+    "total images/sec: 1234.56",                                          # tf_cnn_benchmarks
+    "[1,31]<stdout>:Process 31 - Throughput: 9.91 samples/second",
+])
+def test_throughput_lines_are_progress(tmp_path, line):
+    log = tmp_path / "run.log"
+    log.write_text(line + "\n")
+    doc = triage([str(log)])
+    assert (doc["verdict"], doc["exit_code"]) == ("healthy", 0), doc["summary"]
+    assert [h["id"] for h in doc["healthy_signs"]] == ["train.finished"]
+
+
+def test_ray_falling_back_to_loopback_is_the_wrong_interface(tmp_path):
+    log = tmp_path / "gcs_server.err"
+    log.write_text("[2020-09-07 10:17:16,129 E 20818 20818] network_util.cc:62] Failed to find other valid local IP. "
+                   "Using 127.0.0.1, not possible to go distributed!\n")
+    doc = triage([str(log)])
+    top = doc["findings"][0]
+    assert (doc["exit_code"], doc["cause_class"], top["id"]) == (1, "nic_iface", "ray.local_ip_loopback")
+    assert top["title"] == "Ray found no address for this node but 127.0.0.1"
+    assert "--node-ip-address" in top["fix"]
+
+
 def test_log_without_errors_or_progress_is_unknown_and_exits_5_not_0():
     doc = triage([str(DATA / "no_known_failure.log")])
     assert (doc["verdict"], doc["exit_code"], doc["cause_class"]) == ("unknown", 5, "no_progress")

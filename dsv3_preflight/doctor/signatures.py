@@ -978,6 +978,19 @@ SIGNATURES: tuple[Signature, ...] = (
       "at 10.41.0.2:6379, and found no Raylet with this IP address. You might need to provide --node-ip-address to "
       "specify the IP address that the head should use when sending to this node.",
       "ray src/ray/gcs/gcs_client/global_state_accessor.cc (Ray 2.60 strings; older wording ray#35022)"),
+    # GetValidLocalIp finds the node's address by connecting toward a public DNS server and, when that fails, by
+    # probing the non-virtual interfaces; with neither it falls back to loopback: an air-gapped node, or one whose
+    # only route is through an interface Ray excludes (docker, br-, veth, virbr, tun)
+    S("ray.local_ip_loopback", "nic_iface", "cause", (b"not possible to go distributed",),
+      r"Failed to find other valid local IP\. Using (?P<addr>\S+?),? not possible to go distributed",
+      "Ray found no address for this node but {addr}",
+      "Ray could not tell which of this node's addresses the other nodes reach (it asks the route toward a public DNS "
+      "server, then probes the Ethernet and Wi-Fi interfaces) and uses loopback: no other node can reach this one. "
+      "On a node without internet access, or whose only route is a bridge or tunnel interface, give Ray the address.",
+      RAY_IP_FIX, "net.nic_route", 1,
+      "[2020-09-07 10:17:16,129 E 20818 20818] network_util.cc:62] Failed to find other valid local IP. Using "
+      "127.0.0.1, not possible to go distributed!",
+      "https://github.com/ray-project/ray/issues/10574 (ray src/ray/common/network_util.cc, GetValidLocalIp)"),
     S("ray.no_local_raylet_address", "nic_iface", "suspect", (b"but we cannot find a local Raylet",
                                                              b"can not find the matched Raylet address"),
       r"This node has an IP address of (?P<addr>[\w.:*-]+), (?:but we cannot find a local Raylet with the same address"
@@ -2385,13 +2398,18 @@ SIGNATURES: tuple[Signature, ...] = (
       example="Training Epoch: 1:   1%|███▉      | 1/79 [00:11<14:38, 11.26s/it]",
       source="https://github.com/meta-llama/llama-cookbook/pull/691 (tqdm format)"),
     S("train.finished", None, "progress", (b"SUCCEEDED", b"Saving model checkpoint", b"save model", b"Running training", b"initialize [end]", b"SUCCESS", b"RunningAvgSamplesPerSec",
-                                         b"samples/s", b"tokens/s", b"global_step", b"epoch: [", b"checkpoint of size"),
+                                         b"samples/s", b"tokens/s", b"global_step", b"epoch: [", b"checkpoint of size",
+                                         b"mg/sec", b"mages/sec"),
       r"SUCCEEDED|Saving model checkpoint|save model|Running training|DeepSpeedZeRoOffload initialize \[end\]|SUCCESS Step|RunningAvgSamplesPerSec"
-      r"|[\d.]+ (?:samples|tokens)/s\b|global_step|epoch: \[\d"
+      r"|[\d.]+ (?:samples|tokens)/s(?:ec(?:ond)?)?\b|global_step|epoch: \[\d"
+      r"|\b(?:Img|[Ii]mages?)/sec(?: per \w+)?:? ?[\d.]+|[\d.]+ img/sec per \w+|Total img/sec on \d+"
       r"|(?:Model|Adapter|Recipe) checkpoint of size [\d.]+ GiB saved to",   # torchtune's checkpointers
       "the run progressed",
       example="Saving model checkpoint to saves/llama3-8b/lora/sft/checkpoint-500",
-      source="transformers Trainer (_save_checkpoint's log line)"),
+      source="transformers Trainer (_save_checkpoint's log line); throughput: Horovod's and BytePS's "
+             "pytorch_synthetic_benchmark.py ('Iter #0: 181.2 img/sec per GPU', 'Img/sec per GPU: ...', 'Total img/sec "
+             "on 16 GPU(s): ...'), tf_cnn_benchmarks ('total images/sec: ...'), a per-rank 'samples/second' "
+             "(https://github.com/aws/aws-k8s-tester/pull/467)"),
 )
 
 # ============================================================================ our own preflight's verdict
