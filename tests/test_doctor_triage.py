@@ -149,6 +149,20 @@ def test_ray_falling_back_to_loopback_is_the_wrong_interface(tmp_path):
     assert "--node-ip-address" in top["fix"]
 
 
+def test_nccl_peers_on_different_networks_from_the_socket_handshake_type(tmp_path):
+    # NCCL 2.16+ socket.cc: a peer's connection carries its type (3 the socket transport, 4 IB's out-of-band socket)
+    log = tmp_path / "run.log"
+    log.write_text("user:16899:16961 [0] misc/socket.cc:441 NCCL WARN socketFinalizeAccept: wrong type 4 != 3\n"
+                   "user:16899:16961 [0] NCCL INFO misc/socket.cc:561 -> 3\n")
+    top = triage([str(log)])["findings"][0]
+    assert (top["id"], top["class"]) == ("nccl.socket_type_mismatch", "nccl_transport")
+    assert "type 4 at a listener of type 3" in top["title"] and "NCCL_IB_DISABLE" in top["fix"]
+    # a bootstrap/proxy type mismatch (1, 2) is not a network mismatch
+    log.write_text("user:16899:16961 [0] misc/socket.cc:441 NCCL WARN socketFinalizeAccept: wrong type 1 != 2\n")
+    doc = triage([str(log)])
+    assert doc["exit_code"] == 1 and "nccl.socket_type_mismatch" not in {f["id"] for f in doc["findings"]}
+
+
 def test_log_without_errors_or_progress_is_unknown_and_exits_5_not_0():
     doc = triage([str(DATA / "no_known_failure.log")])
     assert (doc["verdict"], doc["exit_code"], doc["cause_class"]) == ("unknown", 5, "no_progress")
