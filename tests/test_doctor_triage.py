@@ -157,6 +157,10 @@ def test_nccl_peers_on_different_networks_from_the_socket_handshake_type(tmp_pat
     top = triage([str(log)])["findings"][0]
     assert (top["id"], top["class"]) == ("nccl.socket_type_mismatch", "nccl_transport")
     assert "type 4 at a listener of type 3" in top["title"] and "NCCL_IB_DISABLE" in top["fix"]
+    log.write_text("gpu-b:7781:7790 [0] misc/socket.cc:612 NCCL WARN socketFinalizeAccept from 10.1.0.2<43017>: "
+                   "wrong type 3 != 4\n")   # NCCL 2.27+ names the peer
+    top = triage([str(log)])["findings"][0]
+    assert top["id"] == "nccl.socket_type_mismatch" and "type 3 at a listener of type 4" in top["title"]
     # a bootstrap/proxy type mismatch (1, 2) is not a network mismatch
     log.write_text("user:16899:16961 [0] misc/socket.cc:441 NCCL WARN socketFinalizeAccept: wrong type 1 != 2\n")
     doc = triage([str(log)])

@@ -1401,8 +1401,8 @@ SIGNATURES: tuple[Signature, ...] = (
     # ======================================================================== nccl_transport
     # NCCL 2.16+ sends its socket's type after the magic (include/socket.h: 3 = the socket transport, 4 = IB's
     # out-of-band socket): a peer of type 4 at a listener of type 3 (or the reverse) runs the other network
-    S("nccl.socket_type_mismatch", "nccl_transport", "cause", (b"socketFinalizeAccept: wrong type",),
-      r"socketFinalizeAccept: wrong type (?P<got>[34]) != (?P<want>[34])\b",
+    S("nccl.socket_type_mismatch", "nccl_transport", "cause", (b"socketFinalizeAccept",),
+      r"socketFinalizeAccept(?: from \S+?)?: wrong type (?P<got>[34]) != (?P<want>[34])\b",   # 2.27+: "from <peer>"
       "Ranks chose different NCCL networks (a peer's connection of type {got} at a listener of type {want}; "
       "3 = sockets, 4 = InfiniBand)",
       "NCCL's connection handshake carries the transport: type 3 is the TCP socket transport, type 4 InfiniBand/"
@@ -1412,7 +1412,8 @@ SIGNATURES: tuple[Signature, ...] = (
       "ibv_devinfo | head; echo \"NCCL_IB_DISABLE=${NCCL_IB_DISABLE-} NCCL_NET=${NCCL_NET-} NCCL_IB_HCA=${NCCL_IB_HCA-}\"    # on each node: the same everywhere\n"
       + ALLREDUCE_FIX, "dist.allreduce", 1,
       "user:16899:16961 [0] misc/socket.cc:441 NCCL WARN socketFinalizeAccept: wrong type 4 != 3",
-      "https://github.com/NVIDIA/nccl-tests/issues/188 (NCCL 2.16+ src/misc/socket.cc socketFinalizeAccept; "
+      "https://github.com/NVIDIA/nccl-tests/issues/188 (NCCL 2.16+ src/misc/socket.cc socketFinalizeAccept, 2.27+ "
+      "'socketFinalizeAccept from 10.1.0.2<43017>: wrong type 4 != 3'; "
       "src/include/socket.h ncclSocketType)"),
     S("nccl.shm_no_space", "nccl_transport", "cause", (b"/dev/shm/nccl", b"posix_fallocate failed", b"shared memory segment",
                                                       b"shmutils", b"nccl-shm", b"Call to shm_open failed"),
