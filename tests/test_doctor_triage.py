@@ -141,7 +141,7 @@ def test_throughput_lines_are_progress(tmp_path, line):
 def test_ray_falling_back_to_loopback_is_the_wrong_interface(tmp_path):
     log = tmp_path / "gcs_server.err"
     log.write_text("[2020-09-07 10:17:16,129 E 20818 20818] network_util.cc:62] Failed to find other valid local IP. "
-                   "Using 127.0.0.1, not possible to go distributed!\n")
+                   "Using 127.0.0.1, not possible to go distributed!\n")   # Ray's glog prefix before the quoted line
     doc = triage([str(log)])
     top = doc["findings"][0]
     assert (doc["exit_code"], doc["cause_class"], top["id"]) == (1, "nic_iface", "ray.local_ip_loopback")

@@ -988,8 +988,7 @@ SIGNATURES: tuple[Signature, ...] = (
       "server, then probes the Ethernet and Wi-Fi interfaces) and uses loopback: no other node can reach this one. "
       "On a node without internet access, or whose only route is a bridge or tunnel interface, give Ray the address.",
       RAY_IP_FIX, "net.nic_route", 1,
-      "[2020-09-07 10:17:16,129 E 20818 20818] network_util.cc:62] Failed to find other valid local IP. Using "
-      "127.0.0.1, not possible to go distributed!",
+      "network_util.cc:62] Failed to find other valid local IP. Using 127.0.0.1, not possible to go distributed!",
       "https://github.com/ray-project/ray/issues/10574 (ray src/ray/common/network_util.cc, GetValidLocalIp)"),
     S("ray.no_local_raylet_address", "nic_iface", "suspect", (b"but we cannot find a local Raylet",
                                                              b"can not find the matched Raylet address"),
