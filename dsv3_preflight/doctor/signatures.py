@@ -1557,6 +1557,34 @@ SIGNATURES: tuple[Signature, ...] = (
       "gpu.inventory", 1,
       "gpu-a:4101:4190 [0] include/alloc.h:186 NCCL WARN Failed to CUDA calloc 6291456 bytes",
       "NCCL 2.21.5 src/include/alloc.h:186 (format string)"),
+    # Ray's memory monitor (src/ray/raylet/node_manager.cc, worker_killing_policy): when a node's host RAM passes
+    # RAY_memory_usage_threshold (0.95) it kills the most recently scheduled worker and raises ray.exceptions.
+    # OutOfMemoryError in its caller; the raylet prints a summary per period. Host memory, not the GPU's: ahead of
+    # the CUDA rule, whose bare "OutOfMemoryError" would take the line
+    S("ray.memory_monitor_kill", "host_resources", "cause", (b"running low on memory", b"killed due to memory pressure"),
+      r"(?:Task was killed|\d+ worker\(s\) were killed) due to the node running low on memory\.?"
+      r"(?:\s*Memory on the node \(IP: (?P<ip2>[\w.:]+))?"
+      r"|(?P<count>\d+) Workers \(tasks / actors\) killed due to memory pressure \(OOM\).*?at node \(ID: \w+, IP: (?P<ip>[\w.:]+)\)"
+      r"|killed due to memory pressure \(OOM\)",
+      "Ray killed workers: host memory ran low[[ on node {ip}]]",
+      "The node's host RAM passed Ray's memory threshold (RAY_memory_usage_threshold, 0.95 by default), and Ray's "
+      "memory monitor killed the most recently scheduled worker (its caller gets ray.exceptions.OutOfMemoryError). "
+      "CPU-side copies do it: every rank loading the checkpoint at once, CPU offload, dataloader workers, an object "
+      "store on the same RAM.",
+      "[[ray logs raylet.out -ip {ip}||ray logs raylet.out -ip \"${NODE_IP:?address of the node Ray names}\"]] "
+      "| grep -i -A3 memory    # who used the memory\n"
+      "free -g    # on that node\n"
+      "# load checkpoints on one rank, lower CPU offload or dataloader workers, or give the node more memory; raising\n"
+      "# RAY_memory_usage_threshold only hands the kill to the kernel's OOM killer\n"
+      "dsv3-preflight run --only host.resources",
+      "host.resources", 1,
+      "(raylet) [2023-04-09 07:23:59,445 E 395 395] (raylet) node_manager.cc:3049: 10 Workers (tasks / actors) killed "
+      "due to memory pressure (OOM), 0 Workers crashed due to other reasons at node (ID: "
+      "e5d953ef03e55e26f13973ea1b5a0fd0ecc729cd820bc89e4aa50451, IP: 10.0.62.231) over the last time period. To see "
+      "more information about the Workers killed on this node, use `ray logs raylet.out -ip 10.0.62.231`",
+      "https://docs.ray.io/en/latest/ray-core/scheduling/ray-oom-prevention.html (ray doc/source/ray-core/scheduling/"
+      "ray-oom-prevention.rst: the raylet's summary and ray.exceptions.OutOfMemoryError's 'Task was killed due to the "
+      "node running low on memory')"),
     S("cuda.out_of_memory", "gpu_oom", "cause", (b"out of memory", b"OutOfMemoryError", b"MemoryAllocation", b"OUT_OF_MEMORY",
                                                b"CUBLAS_STATUS_ALLOC_FAILED", b"No available memory for the cache blocks",
                                                b"maximum number of tokens that can be stored in KV cache"),
