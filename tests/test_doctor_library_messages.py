@@ -135,6 +135,11 @@ CHILD = textwrap.dedent(r'''
             return torch.ones(2)
 
     case("dataloader_worker_killed", lambda: [b for b in DataLoader(Dies(), num_workers=1, batch_size=2)])
+
+    # host RAM that cannot be had (64 TiB): torch's CPU allocator and numpy's array, not the GPU's memory
+    import numpy
+    case("cpu_tensor_too_large", lambda: torch.empty(1 << 46, dtype=torch.uint8))
+    case("numpy_array_too_large", lambda: numpy.empty(1 << 43))
 ''')
 
 # case → (class, headline signature)
@@ -158,6 +163,8 @@ EXPECTED = {
     "adapter_weights_missing": ("lora_empty", "peft.adapter_weights_missing"),
     "gloo_interface_missing": ("nic_iface", "gloo.no_address_for_interface"),
     "dataloader_worker_killed": ("host_resources", "host.dataloader_worker_killed"),
+    "cpu_tensor_too_large": ("host_resources", "host.cpu_memory"),
+    "numpy_array_too_large": ("host_resources", "host.cpu_memory"),
     "torch_cpu_build_cuda": ("version_drift", "torch.cpu_build"),
     "torch_cpu_build_set_device": ("version_drift", "torch.cpu_build"),
     "torch_cpu_build_nccl": ("version_drift", "torch.cpu_build"),

@@ -1588,7 +1588,7 @@ SIGNATURES: tuple[Signature, ...] = (
     S("cuda.out_of_memory", "gpu_oom", "cause", (b"out of memory", b"OutOfMemoryError", b"MemoryAllocation", b"OUT_OF_MEMORY",
                                                b"CUBLAS_STATUS_ALLOC_FAILED", b"No available memory for the cache blocks",
                                                b"maximum number of tokens that can be stored in KV cache"),
-      r"(?:OutOfMemoryError: )?CUDA out of memory\.?(?: Tried to allocate (?P<size>[\d.]+ [KMGT]?i?B))?|OutOfMemoryError|CUDA error: out of memory"
+      r"(?:OutOfMemoryError: )?CUDA out of memory\.?(?: Tried to allocate (?P<size>[\d.]+ [KMGT]?i?B))?|(?<!java\.lang\.)OutOfMemoryError|CUDA error: out of memory"
       r"|cudaErrorMemoryAllocation|CUDA_ERROR_OUT_OF_MEMORY|CUBLAS_STATUS_ALLOC_FAILED|HIP out of memory|Cuda failure '?out of memory"
       r"|No available memory for the cache blocks|maximum number of tokens that can be stored in KV cache",
       "GPU out of memory[[ (tried to allocate {size})]]",
@@ -1643,8 +1643,9 @@ SIGNATURES: tuple[Signature, ...] = (
       "RuntimeError: DataLoader worker (pid 56811) is killed by signal: Bus error. It is possible that dataloader's workers are out of shared memory. Please try to raise your shared memory limit.",
       "https://github.com/NVIDIA/Megatron-LM/issues/878 (torch/utils/data/_utils/signal_handling.py)"),
     S("host.cpu_memory", "host_resources", "cause", (b"can't allocate memory", b"bad_alloc", b"MemoryError", b"Cannot allocate memory",
-                                                    b"cannot allocate memory", b"[Errno 12]", b"malloc"),
+                                                    b"cannot allocate memory", b"[Errno 12]", b"malloc", b"for an array with shape"),
       r"DefaultCPUAllocator: can't allocate memory|std::bad_alloc|(?<!\w)MemoryError\b|[Cc]annot allocate memory|\[Errno 12\]"
+      r"|Unable to allocate [\d.]+ ?[KMGTPE]?i?B for an array with shape"   # numpy's _ArrayMemoryError
       r"|Failed to malloc \d+ bytes|malloc\(size=\d+\) returned null|malloc of \d+ bytes failed",  # NCCL include/alloc.h
       "Host memory allocation failed",
       "A rank could not allocate host RAM: CPU offload, checkpoint loading on every rank, or too many dataloader workers.",
@@ -1653,7 +1654,7 @@ SIGNATURES: tuple[Signature, ...] = (
       "dsv3-preflight run --only host.resources",
       "host.resources", 1,
       "RuntimeError: [enforce fail at alloc_cpu.cpp:83] err == 0. DefaultCPUAllocator: can't allocate memory: you tried to allocate 2147483648 bytes.",
-      "torch c10/core/impl/alloc_cpu.cpp"),
+      "torch c10/core/impl/alloc_cpu.cpp; numpy/_core/_exceptions.py (_ArrayMemoryError)"),
     S("host.ulimit", "host_resources", "cause", (b"RLIMIT_MEMLOCK", b"memlock", b"can't start new thread", b"Resource temporarily unavailable",
                                                 b"pthread_create"),
       r"RLIMIT_MEMLOCK|memlock.{0,40}(?:limit|too low|ulimit)|can't start new thread|pthread_create\S* failed|fork.{0,20}Resource temporarily unavailable",
