@@ -167,6 +167,26 @@ def test_nccl_peers_on_different_networks_from_the_socket_handshake_type(tmp_pat
     assert doc["exit_code"] == 1 and "nccl.socket_type_mismatch" not in {f["id"] for f in doc["findings"]}
 
 
+def test_torch_trying_ipv6_first_on_a_host_without_it_is_no_failure(tmp_path):
+    # socket.cpp warns for each address whose socket() fails (errno 97: IPv6 disabled) and goes on with IPv4
+    warns = ("[W1226 15:35:11.626067741 socket.cpp:752] [c10d] The client socket cannot be initialized to connect to "
+             "[sws-8h100grid-05.mpi-sws.org]:8000 (errno: 97 - Address family not supported by protocol).\n"
+             "[W socket.cpp:436] [c10d] The server socket cannot be initialized on [::]:29500 (errno: 97 - Address "
+             "family not supported by protocol).\n")
+    log = tmp_path / "run.log"
+    log.write_text(warns + "{'loss': 1.234, 'learning_rate': 1e-05, 'epoch': 0.1}\n")
+    doc = triage([str(log)])
+    assert (doc["verdict"], doc["exit_code"], doc["findings"]) == ("healthy", 0, [])
+    log.write_text(warns)
+    assert triage([str(log)])["exit_code"] == 5
+    # when no address could be listened on, torch says so once: that is the failure
+    log.write_text(warns + "torch.distributed.DistNetworkError: The server socket has failed to listen on any local "
+                   "network address. The server socket has failed to bind to 0.0.0.0:29500 (errno: 98 - Address "
+                   "already in use).\n")
+    doc = triage([str(log)])
+    assert (doc["exit_code"], doc["cause_class"]) == (1, "port_rendezvous")
+
+
 def test_log_without_errors_or_progress_is_unknown_and_exits_5_not_0():
     doc = triage([str(DATA / "no_known_failure.log")])
     assert (doc["verdict"], doc["exit_code"], doc["cause_class"]) == ("unknown", 5, "no_progress")

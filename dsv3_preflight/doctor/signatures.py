@@ -226,6 +226,17 @@ SIGNATURES: tuple[Signature, ...] = (
       "NCCL found no network plugin and uses its own transports (normal without one installed)",
       example="node1:97:97 [0] NCCL WARN NET/Plugin : Plugin load (libnccl-net.so) returned 2 : libnccl-net.so: cannot open shared object file: No such file or directory",
       source="NCCL src/plugin/net.cc (older versions print it at WARN)"),
+    # torch's socket.cpp tries every address of a listen or connect in turn (IPv6 [::] first, then IPv4) and warns
+    # for each whose socket() fails: errno 97 on a host with IPv6 disabled, after which IPv4 is used. Only the final
+    # "has failed to listen on any local network address" / "failed to connect to any network address" fails
+    S("c10d.ipv6_socket_unsupported", None, "benign", (b"socket cannot be initialized",),
+      r"The (?:server|client) socket cannot be initialized (?:on|to connect to) \S+ \(errno: 97 - Address family not "
+      r"supported by protocol\)",
+      "torch could not open an IPv6 socket (IPv6 is disabled here) and used IPv4",
+      example="[W1226 15:35:11.626067741 socket.cpp:752] [c10d] The client socket cannot be initialized to connect to "
+              "[sws-8h100grid-05.mpi-sws.org]:8000 (errno: 97 - Address family not supported by protocol).",
+      source="https://github.com/sgl-project/sglang/issues/2561 (torch/csrc/distributed/c10d/socket.cpp: tryListen / "
+             "tryConnect's recordError 'cannot be initialized' after ::socket() fails; EAFNOSUPPORT)"),
     # NCCL goes on after each of these (CollNet falls back to the network; CUDA replaces NVML; ncclCudaLibraryInit's
     # result is ignored in init.cc): NCCL 2.6-2.17 printed them at WARN
     S("nccl.fallback_warn", None, "benign", (b"Cannot initialize CollNet", b"CollNet currently only supports",
@@ -770,11 +781,9 @@ SIGNATURES: tuple[Signature, ...] = (
       "cluster.master_node", 1,
       "[W socket.cpp:436] [c10d] The server socket has failed to bind to 10.0.0.1:29500 (errno: 99 - Cannot assign requested address).",
       "torch/csrc/distributed/c10d/socket.cpp (strerror(EADDRNOTAVAIL))"),
-    S("c10d.bind_failed", "port_rendezvous", "cause", (b"server socket has failed to bind", b"server socket has failed to listen",
-                                                      b"server socket cannot be initialized"),
+    S("c10d.bind_failed", "port_rendezvous", "cause", (b"server socket has failed to bind", b"server socket has failed to listen"),
       r"server socket has failed to bind to (?P<addr>\S+?) \((?:errno|system error): (?P<errno>\d+) - (?P<err>[^)]*)\)"
-      r"|server socket has failed to (?:listen on any local network address|listen on (?P<addr2>\S+)|bind\b)"
-      r"|server socket cannot be initialized on (?P<addr3>\S+)",
+      r"|server socket has failed to (?:listen on any local network address|listen on (?P<addr2>\S+)|bind\b)",
       "The rendezvous store cannot listen[[ on {addr}]][[ ({err})]]",
       "The process that hosts the store (node rank 0) could not open MASTER_PORT: the port is held by another process, "
       "below 1024 (only root may bind it: errno 13, Permission denied), or the address is not one of this host's.",
