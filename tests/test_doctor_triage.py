@@ -187,6 +187,25 @@ def test_torch_trying_ipv6_first_on_a_host_without_it_is_no_failure(tmp_path):
     assert (doc["exit_code"], doc["cause_class"]) == (1, "port_rendezvous")
 
 
+def test_deepspeed_accepting_a_cuda_minor_version_mismatch_is_no_failure(tmp_path):
+    # deepspeed/ops/op_builder/builder.py assert_no_cuda_mismatch: same major, listed minors: accepted and said so
+    log = tmp_path / "run.log"
+    progress = "{'loss': 1.234, 'learning_rate': 1e-05, 'epoch': 0.1}\n"
+    log.write_text("Installed CUDA version 12.1 does not match the version torch was compiled with 12.4 but since the "
+                   "APIs are compatible, accepting this combination\n" + progress)
+    assert triage([str(log)])["exit_code"] == 0
+    log.write_text(" [WARNING]  DeepSpeed Op Builder: Installed CUDA version 11.8 does not match the version torch was "
+                   "compiled with 12.1.Detected `DS_SKIP_CUDA_CHECK=1`: Allowing this combination of CUDA, but it may "
+                   "result in unexpected behavior.\n" + progress)
+    assert triage([str(log)])["exit_code"] == 0
+    # another major: DeepSpeed stops, and that is the cause
+    log.write_text("deepspeed.ops.op_builder.builder.CUDAMismatchException: >- DeepSpeed Op Builder: Installed CUDA "
+                   "version 11.8 does not match the version torch was compiled with 12.1, unable to compile cuda/cpp "
+                   "extensions without a matching cuda version.\n")
+    doc = triage([str(log)])
+    assert (doc["exit_code"], doc["cause_class"], doc["findings"][0]["id"]) == (1, "version_drift", "deepspeed.torch_mismatch")
+
+
 def test_log_without_errors_or_progress_is_unknown_and_exits_5_not_0():
     doc = triage([str(DATA / "no_known_failure.log")])
     assert (doc["verdict"], doc["exit_code"], doc["cause_class"]) == ("unknown", 5, "no_progress")

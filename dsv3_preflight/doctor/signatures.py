@@ -237,6 +237,16 @@ SIGNATURES: tuple[Signature, ...] = (
               "[sws-8h100grid-05.mpi-sws.org]:8000 (errno: 97 - Address family not supported by protocol).",
       source="https://github.com/sgl-project/sglang/issues/2561 (torch/csrc/distributed/c10d/socket.cpp: tryListen / "
              "tryConnect's recordError 'cannot be initialized' after ::socket() fails; EAFNOSUPPORT)"),
+    # DeepSpeed's op builder accepts a CUDA toolkit whose minor version differs from torch's (same major), or any with
+    # DS_SKIP_CUDA_CHECK=1, and says so; only "unable to compile cuda/cpp extensions without a matching cuda version"
+    # stops it (deepspeed.torch_mismatch)
+    S("deepspeed.cuda_minor_mismatch_accepted", None, "benign", (b"this combination",),
+      r"does not match the version torch was compiled with \S+? ?(?:but since the APIs are compatible, accepting this "
+      r"combination|.*Allowing this combination)",
+      "DeepSpeed accepted a CUDA toolkit of another minor version than torch's (same major)",
+      example="Installed CUDA version 12.1 does not match the version torch was compiled with 12.4 but since the APIs are "
+              "compatible, accepting this combination",
+      source="deepspeed/ops/op_builder/builder.py (assert_no_cuda_mismatch: cuda_minor_mismatch_ok, DS_SKIP_CUDA_CHECK)"),
     # NCCL goes on after each of these (CollNet falls back to the network; CUDA replaces NVML; ncclCudaLibraryInit's
     # result is ignored in init.cc): NCCL 2.6-2.17 printed them at WARN
     S("nccl.fallback_warn", None, "benign", (b"Cannot initialize CollNet", b"CollNet currently only supports",
