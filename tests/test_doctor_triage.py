@@ -206,6 +206,34 @@ def test_deepspeed_accepting_a_cuda_minor_version_mismatch_is_no_failure(tmp_pat
     assert (doc["exit_code"], doc["cause_class"], doc["findings"][0]["id"]) == (1, "version_drift", "deepspeed.torch_mismatch")
 
 
+def test_an_nccl_warning_the_run_went_on_after_is_no_failure(tmp_path):
+    # NCCL 2.21 graph/xml.cc and misc/nvmlwrap.cc print these and go on (a VM's PCI tree, a container without NVML)
+    warns = ("gpu1:123:456 [0] graph/xml.cc:420 NCCL WARN Could not find real path of "
+             "/sys/class/pci_bus/0000:00/../../0000:00:04.0\n"
+             "gpu1:123:456 [0] misc/nvmlwrap.cc:66 NCCL WARN Failed to open libnvidia-ml.so.1\n")
+    init = "gpu1:123:456 [0] NCCL INFO comm 0x1 rank 0 nranks 16 cudaDev 0 busId 1000 - Init COMPLETE\n"
+    loss = "{'loss': 1.234, 'learning_rate': 1e-05, 'epoch': 0.1}\n"
+    log = tmp_path / "run.log"
+    log.write_text(warns + init + loss)
+    doc = triage([str(log)])
+    assert (doc["verdict"], doc["exit_code"], doc["error_lines"]) == ("healthy", 0, [])
+    went_on = [w for w in doc["warnings"] if w["role"] == "went_on"]
+    assert [w["id"] for w in went_on] == ["nccl.warned_then_progressed"] and went_on[0]["count"] == 2
+    assert "Could not find real path" in went_on[0]["title"] and "2 NCCL warning(s)" in doc["summary"]
+    # the same warnings with nothing after them: unknown errors, a failure
+    log.write_text(warns)
+    doc = triage([str(log)])
+    assert (doc["exit_code"], doc["cause_class"], len(doc["error_lines"])) == (1, "unrecognised", 2)
+    # a warning after the progress is still an error line
+    log.write_text(init + loss + warns)
+    assert triage([str(log)])["exit_code"] == 1
+    # NCCL's IB warnings before the progress (one HCA of several it cannot open) are suspects, not the cause
+    log.write_text("gpu1:123:456 [0] transport/net_ib.cc:426 NCCL WARN NET/IB : Unable to open device mlx5_2\n"
+                   + init + loss)
+    doc = triage([str(log)])
+    assert doc["exit_code"] == 0 and [w["id"] for w in doc["warnings"]] == ["nccl.ib_warning"]
+
+
 def test_log_without_errors_or_progress_is_unknown_and_exits_5_not_0():
     doc = triage([str(DATA / "no_known_failure.log")])
     assert (doc["verdict"], doc["exit_code"], doc["cause_class"]) == ("unknown", 5, "no_progress")

@@ -196,15 +196,17 @@ def test_doctor_warnings_are_labelled_suspect_or_teardown_noise_not_consequence(
     from dsv3_preflight.doctor import triage
 
     log = tmp_path / "run.log"
-    log.write_text("gpu-a:1:1 [0] NCCL INFO NET/Socket : Using [0]lo:127.0.0.1<0> [1]eth0:10.0.0.5<0>\n"
+    log.write_text("gpu-a:1:1 [0] graph/xml.cc:420 NCCL WARN Could not find real path of /sys/class/pci_bus/0000:00\n"
+                   "gpu-a:1:1 [0] NCCL INFO NET/Socket : Using [0]lo:127.0.0.1<0> [1]eth0:10.0.0.5<0>\n"
                    "{'loss': 1.23, 'epoch': 0.5}\n{'train_runtime': 12.5, 'train_loss': 1.1, 'epoch': 1.0}\n"
                    "gpu-a:1:2 [0] proxy.cc:1521 NCCL WARN [Proxy Service 0] Failed to execute operation Close from rank 0, retcode 3\n")
     found = triage([str(log)])
-    assert {w["role"] for w in found["warnings"]} == {"warning", "teardown"}
+    assert {w["role"] for w in found["warnings"]} == {"warning", "teardown", "went_on"}
     doc = copy.deepcopy(load("cluster_dead_node_duplicate_rank.json"))
     doc["doctor"]["warnings"] = found["warnings"]
     html = render_html(doc)
     doctor = Page(html[html.index('id="doctor"'):html.index('id="failures"')]).text
-    assert "Warnings (suspects, teardown noise)" in doctor
+    assert "Warnings (suspects, lines the run went past, teardown noise)" in doctor
     assert "SUSPECT NCCL" in doctor and "TEARDOWN NOISE NCCL's proxy service lost a local rank while closing" in doctor
+    assert "NOT A FAILURE NCCL warned, and the run went on: Could not find real path" in doctor
     assert doctor.count("→ CONSEQUENCE") == sum(f["role"] == "consequence" for f in doc["doctor"]["findings"])

@@ -1546,7 +1546,8 @@ SIGNATURES: tuple[Signature, ...] = (
       "ibstat; ibv_devinfo | grep -E 'state|link_layer'    # on the nodes named\n" + ALLREDUCE_FIX,
       "dist.allreduce", 2,
       "node1:1234:1290 [0] transport/net_ib.cc:1101 NCCL WARN NET/IB : req 3/1 tag 7 peer 10.0.0.2<4242> collective mismatch error, local size 4096 remote size 2048",
-      "NCCL src/transport/net_ib.cc (every WARN there starts with 'NET/IB :')"),
+      "NCCL src/transport/net_ib.cc (every WARN there starts with 'NET/IB :')",
+      transient=True),   # before the run's progress (one HCA of several unusable, an async port event): NCCL went on
     S("gpu.nvlink_xid", "nccl_transport", "cause", (b"Xid", b"NVLink"),
       r"NVRM: Xid \([^)]*\): (?P<xid>74|92)\b|NVLink.{0,40}(?:error|fatal|failed|down)",
       "NVLink error[[ (Xid {xid})]]",
@@ -2553,6 +2554,13 @@ GATE_NO_GO = S(
 # Findings made from more than one line (dsv3_preflight.doctor.evidence, .flight_recorder, the triage): the same
 # fields, so they are listed, documented and their fixes tested like the line signatures; the matcher never uses them.
 DERIVED: tuple[Signature, ...] = (
+    # an NCCL WARN no signature knows, printed before the run's first progress in its file: NCCL went on (a fatal
+    # error ends its init: no "Init COMPLETE", no step after it), so the line is no failure (triage: _went_on)
+    S("nccl.warned_then_progressed", None, "benign", (b"NCCL WARN",), r"NCCL WARN (?P<what>.+)",
+      "NCCL warned, and the run went on: {what}",
+      example="gpu1:123:456 [0] graph/xml.cc:420 NCCL WARN Could not find real path of /sys/class/pci_bus/0000:00/../../0000:00:04.0",
+      source="NCCL: a WARN that fails a call returns an error up to ncclCommInitRank / the collective, which then never "
+             "reports Init COMPLETE nor lets the step finish"),
     S("nccl.version_drift", "version_drift", "cause", (b"NCCL version",), r"NCCL version (?P<values>\S+)",
       "NCCL versions differ between nodes ({values})",
       "The nodes run different NCCL libraries (different containers, torch wheels or system NCCL): NCCL refuses to "

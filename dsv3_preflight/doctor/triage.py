@@ -41,11 +41,16 @@ from .signatures import (CLASS_TITLES, DERIVED, ERROR_NEEDLES, ERROR_RE, LABELS,
 TEARDOWN_NOTE = ("Printed while the processes exited, after the log says the run finished: teardown noise, not a failure "
                  "of the run. Ending the training script with torch.distributed.destroy_process_group() on every rank "
                  "closes NCCL and the store in order and quiets it.")
+#: what an unrecognised NCCL WARN the run went past is (doc["warnings"], role "went_on")
+WENT_ON_NOTE = ("NCCL printed this warning and went on: the run shows progress after it (a fatal NCCL error stops the "
+                "init or the step it happens in), so it is no failure. It may still cost speed or a transport; "
+                "NCCL_DEBUG=INFO tells what NCCL used instead.")
 MAX_TEXT = 400
 CONTEXT_LINES = 12     # a torchrun summary's host/rank applies to the lines just after it
 REQUIRES_LINES = 40    # a `requires` context must have been seen this many lines before
 MAX_LISTED = 64        # nodes/ranks listed per finding
 MAX_ERROR_LINES = 8    # unrecognised error lines kept for the report
+MAX_NCCL_WARNS = 10_000   # unrecognised NCCL WARN lines remembered per file (see Triage._went_on)
 TRACEBACK_LINES = 400  # a traceback header and the exception line that ends it (deep stacks, chained frames)
 _TRACEBACK = re.compile(r"Traceback \(most recent call last\)")
 # the line that ends a Python traceback: the exception's qualified name, a colon (or nothing) and its message
@@ -264,6 +269,7 @@ class Triage:
         self._work_seen = False
         self.errors: list[Event] = []
         self._open_tracebacks: dict[tuple, Event] = {}   # origin → its last traceback header not yet ended
+        self._nccl_warns: dict[int, list[Event]] = {}     # file → its unrecognised "NCCL WARN" error lines (bounded)
         self.error_count = 0
         self.files: list[dict] = []
         self.unreadable: list[dict] = []
@@ -468,6 +474,10 @@ class Triage:
             self._open_tracebacks[key] = ev
         elif _EXCEPTION_LINE.match(text):   # an unknown exception ends its traceback: it, not the header, is the error
             self._end_traceback(key, line)
+        if "NCCL WARN" in text:
+            warns = self._nccl_warns.setdefault(fi, [])
+            if len(warns) < MAX_NCCL_WARNS:
+                warns.append(ev)
         if len(self.errors) < MAX_ERROR_LINES:
             self.errors.append(ev)
         elif ts is not None and self.errors[-1].ts is not None and ts < self.errors[-1].ts:
@@ -619,8 +629,25 @@ class Triage:
                     f.extra["launched"] = True   # the launcher's line
 
     # -- judging --------------------------------------------------------------------------
+    def _went_on(self) -> None:
+        """Unrecognised NCCL WARN lines before the first sign of progress in their file are no error: NCCL went on
+        after them (a fatal NCCL error fails the init or the collective it happened in, so neither "Init COMPLETE"
+        nor a finished step follows it). They are counted out of the error lines (only those this file's progress
+        follows: a WARN after it is still an error) and listed, as a finding that is never a cause."""
+        went_on = [ev for fi, warns in self._nccl_warns.items() if fi in self.first_progress
+                   for ev in warns if ev.line < self.first_progress[fi]]
+        if not went_on:
+            return
+        gone = {id(ev) for ev in went_on}
+        self.errors = [e for e in self.errors if id(e) not in gone]
+        self.error_count -= len(went_on)
+        for ev in went_on:
+            m = _DERIVED["nccl.warned_then_progressed"].regex.search(ev.text)
+            self._record(_DERIVED["nccl.warned_then_progressed"], {"what": m.group("what").strip()[:120] if m else ""}, ev)
+
     def document(self) -> dict:
         self._derive()
+        self._went_on()
         found = list(self.findings.values())
         for f in found:  # torchrun's summary names the host of a rank whose own lines do not
             for ev in f.events:
@@ -710,6 +737,8 @@ class Triage:
                 findings[0]["headline"] = True
         warnings = [self._render(f, "warning", None) for f in found if kind[f.sig.id] == "suspect" and not failing]
         warnings += [dict(self._render(f, "teardown", None), root_cause=TEARDOWN_NOTE, fix="", check=None) for f in after_end]
+        warnings += [dict(self._render(f, "went_on", None), root_cause=WENT_ON_NOTE, fix="", check=None)
+                     for f in found if f.sig.id == "nccl.warned_then_progressed" and f not in after_end]
         # no error line outside the known symptoms: the head (the lowest tier, then the earliest: a rank's crash before
         # the launcher's closing signals it caused) is where the failure shows first, even with no class to name
         lead = head if recognised or (first_error is None and not interrupted) else None
@@ -1009,7 +1038,9 @@ class Triage:
             return f"no readable log ({len(self.unreadable)} unreadable input(s))"
         if verdict == "healthy":
             teardown = sum(w["count"] for w in doc["warnings"] if w["role"] == "teardown")
+            went_on = sum(w["count"] for w in doc["warnings"] if w["role"] == "went_on")
             noise = f"; {teardown} line(s) printed at teardown after it finished (not a failure)" if teardown else ""
+            noise += f"; {went_on} NCCL warning(s) the run went on after (not a failure)" if went_on else ""
             return (f"no error; the log shows progress ({', '.join(h['title'] for h in self.progress.values())}){noise} "
                     f"in {where}")
         bar = self._zero_bar()
