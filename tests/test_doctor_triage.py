@@ -227,6 +227,11 @@ def test_an_nccl_warning_the_run_went_on_after_is_no_failure(tmp_path):
     # a warning after the progress is still an error line
     log.write_text(init + loss + warns)
     assert triage([str(log)])["exit_code"] == 1
+    # set-up only: the process that warned must be the one that connected after it (GPU 1 warned, GPU 0 connected)
+    log.write_text("gpu1:123:457 [1] misc/nvmlwrap.cc:66 NCCL WARN Failed to open libnvidia-ml.so.1\n" + init)
+    assert triage([str(log)])["exit_code"] == 1
+    log.write_text(warns + init)
+    assert triage([str(log)])["exit_code"] == 0
     # NCCL's IB warnings before the progress (one HCA of several it cannot open) are suspects, not the cause
     log.write_text("gpu1:123:456 [0] transport/net_ib.cc:426 NCCL WARN NET/IB : Unable to open device mlx5_2\n"
                    + init + loss)

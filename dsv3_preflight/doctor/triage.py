@@ -269,7 +269,10 @@ class Triage:
         self._work_seen = False
         self.errors: list[Event] = []
         self._open_tracebacks: dict[tuple, Event] = {}   # origin → its last traceback header not yet ended
-        self._nccl_warns: dict[int, list[Event]] = {}     # file → its unrecognised "NCCL WARN" error lines (bounded)
+        self._nccl_warns: dict[int, list[tuple[Event, int | None]]] = {}   # file → its unrecognised "NCCL WARN"
+        #                                                 error lines and their GPU (bounded; see _went_on)
+        self._setup_last: dict[tuple, int] = {}   # (file, node, GPU) → the last line where that process's NCCL connected
+        self._first_work: dict[int, int] = {}     # file → its first sign of work (a step, not set-up)
         self.error_count = 0
         self.files: list[dict] = []
         self.unreadable: list[dict] = []
@@ -441,6 +444,10 @@ class Triage:
                     self.progress[sig.id] = {"id": sig.id, "title": sig.title, "count": 0, "first": self._evidence(path, line, text)}
                 self.progress[sig.id]["count"] += 1
                 self._work_seen = self._work_seen or sig.id not in self._setup
+                if sig.id in self._setup:   # NCCL connected: which process, for the warnings it went on after
+                    self._setup_last[(fi, origin.node or fallback_node, origin.device)] = line
+                else:
+                    self._first_work.setdefault(fi, line)
             # a progress bar or a traceback frame can carry an error on the same line ("... 3.06it/s]Killed")
             if not benign and is_error_line(text):
                 self._error_line(fi, path, line, ts, origin, fallback_node, text)
@@ -477,7 +484,7 @@ class Triage:
         if "NCCL WARN" in text:
             warns = self._nccl_warns.setdefault(fi, [])
             if len(warns) < MAX_NCCL_WARNS:
-                warns.append(ev)
+                warns.append((ev, origin.device))
         if len(self.errors) < MAX_ERROR_LINES:
             self.errors.append(ev)
         elif ts is not None and self.errors[-1].ts is not None and ts < self.errors[-1].ts:
@@ -630,12 +637,18 @@ class Triage:
 
     # -- judging --------------------------------------------------------------------------
     def _went_on(self) -> None:
-        """Unrecognised NCCL WARN lines before the first sign of progress in their file are no error: NCCL went on
-        after them (a fatal NCCL error fails the init or the collective it happened in, so neither "Init COMPLETE"
-        nor a finished step follows it). They are counted out of the error lines (only those this file's progress
-        follows: a WARN after it is still an error) and listed, as a finding that is never a cause."""
-        went_on = [ev for fi, warns in self._nccl_warns.items() if fi in self.first_progress
-                   for ev in warns if ev.line < self.first_progress[fi]]
+        """Unrecognised NCCL WARN lines that the run went on after are no error: a fatal NCCL error fails the init
+        or the collective it happens in, so neither that process's "Init COMPLETE" (or "Connected all rings") nor a
+        finished step follows it. Went on after: a step of the work later in the file, or the same process (node
+        and GPU of NCCL's prefix) connecting later. They are counted out of the error lines and listed, as a
+        finding that is never a cause; a WARN after the file's last such sign is still an error."""
+        def after(fi: int, ev: Event, gpu: int | None) -> bool:
+            work = self._first_work.get(fi)
+            if work is not None and ev.line < work:
+                return True
+            setup = self._setup_last.get((fi, ev.node, gpu)) if ev.node is not None and gpu is not None else None
+            return setup is not None and ev.line < setup
+        went_on = [ev for fi, warns in self._nccl_warns.items() for ev, gpu in warns if after(fi, ev, gpu)]
         if not went_on:
             return
         gone = {id(ev) for ev in went_on}
