@@ -239,6 +239,20 @@ def test_an_nccl_warning_the_run_went_on_after_is_no_failure(tmp_path):
     assert doc["exit_code"] == 0 and [w["id"] for w in doc["warnings"]] == ["nccl.ib_warning"]
 
 
+@pytest.mark.parametrize("line", [
+    "Error in cpuinfo: prctl(PR_SVE_GET_VL) failed",                                        # an ARM host without SVE
+    "Error in cpuinfo: failed to parse the list of possible processors in /sys/devices/system/cpu/possible",
+    "wandb: ERROR Failed to sample metric: Not Supported",
+    "ERROR: ld.so: object '/usr/lib/x86_64-linux-gnu/libjemalloc.so.2' from LD_PRELOAD cannot be preloaded (cannot "
+    "open shared object file): ignored.",
+])
+def test_other_tools_errors_that_they_go_on_after_are_no_failure(tmp_path, line):
+    log = tmp_path / "run.log"
+    log.write_text(line + "\n{'loss': 1.234, 'learning_rate': 1e-05, 'epoch': 0.1}\n")
+    doc = triage([str(log)])
+    assert (doc["exit_code"], doc["error_lines"]) == (0, []), doc["summary"]
+
+
 def test_log_without_errors_or_progress_is_unknown_and_exits_5_not_0():
     doc = triage([str(DATA / "no_known_failure.log")])
     assert (doc["verdict"], doc["exit_code"], doc["cause_class"]) == ("unknown", 5, "no_progress")

@@ -247,6 +247,18 @@ SIGNATURES: tuple[Signature, ...] = (
       example="Installed CUDA version 12.1 does not match the version torch was compiled with 12.4 but since the APIs are "
               "compatible, accepting this combination",
       source="deepspeed/ops/op_builder/builder.py (assert_no_cuda_mismatch: cuda_minor_mismatch_ok, DS_SKIP_CUDA_CHECK)"),
+    # other tools' errors that their tool goes on after: pytorch/cpuinfo probing ARM's SVE or a container's missing
+    # /sys/devices/system/cpu lists (torch imports it), wandb's system monitor missing a GPU metric NVML does not
+    # support, the dynamic loader skipping an LD_PRELOAD library it cannot open ("ignored")
+    S("tools.error_they_go_on_after", None, "benign", (b"Error in cpuinfo", b"Failed to sample metric", b"cannot be preloaded"),
+      r"Error in cpuinfo: (?:prctl\(PR_SVE_GET_VL\) failed|failed to parse (?:the list of (?:possible|present) "
+      r"processors|both lists of possible and present processors))|wandb: ERROR Failed to sample metric"
+      r"|ERROR: ld\.so: object '[^']*' from LD_PRELOAD cannot be preloaded \([^)]*\): ignored",
+      "a tool reported an error it goes on after (cpuinfo, wandb's system monitor, the loader's LD_PRELOAD)",
+      example="Error in cpuinfo: prctl(PR_SVE_GET_VL) failed",
+      source="pytorch/cpuinfo (src/arm/linux, src/linux/processors.c: logged, initialisation goes on); wandb "
+             "sdk/internal/system/assets (termerror 'Failed to sample metric: ...', repeat=False); glibc elf/rtld.c "
+             "('cannot be preloaded ...: ignored.')"),
     # NCCL goes on after each of these (CollNet falls back to the network; CUDA replaces NVML; ncclCudaLibraryInit's
     # result is ignored in init.cc): NCCL 2.6-2.17 printed them at WARN
     S("nccl.fallback_warn", None, "benign", (b"Cannot initialize CollNet", b"CollNet currently only supports",
