@@ -253,6 +253,24 @@ def test_other_tools_errors_that_they_go_on_after_are_no_failure(tmp_path, line)
     assert (doc["exit_code"], doc["error_lines"]) == (0, []), doc["summary"]
 
 
+@pytest.mark.parametrize("end, want", [
+    ("wandb: Waiting for W&B process to finish... (success).", 0),   # wandb.finish(): the exit code was 0
+    ("gpu-a:1:1 [0] NCCL INFO comm 0x55d1e0a0 rank 0 nranks 16 cudaDev 0 busId 18000 - Destroy COMPLETE", 0),
+    ("wandb: Waiting for W&B process to finish... (failed 1). Press Control-C to abort syncing.", 1),
+    ("gpu-a:1:1 [0] NCCL INFO comm 0x55d1e0a0 rank 0 nranks 16 cudaDev 0 busId 18000 - Abort COMPLETE", 1),
+])
+def test_the_end_of_a_run_decides_what_the_proxy_lines_after_it_are(tmp_path, end, want):
+    # the NCCL proxy's WARNs while the processes exit: teardown noise after a finish line, a failure otherwise
+    log = tmp_path / "run.log"
+    log.write_text("{'loss': 1.234, 'learning_rate': 1e-05, 'epoch': 0.1}\n" + end + "\n"
+                   "gpu-a:1:2 [0] proxy.cc:1521 NCCL WARN [Proxy Service 0] Failed to execute operation Close from "
+                   "rank 0, retcode 3\n")
+    doc = triage([str(log)])
+    assert doc["exit_code"] == want, doc["summary"]
+    if want == 0:
+        assert [w["role"] for w in doc["warnings"]] == ["teardown"]
+
+
 def test_log_without_errors_or_progress_is_unknown_and_exits_5_not_0():
     doc = triage([str(DATA / "no_known_failure.log")])
     assert (doc["verdict"], doc["exit_code"], doc["cause_class"]) == ("unknown", 5, "no_progress")

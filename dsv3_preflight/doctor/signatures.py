@@ -2439,6 +2439,18 @@ SIGNATURES: tuple[Signature, ...] = (
       source="https://github.com/pytorch/examples/pull/1387; torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp "
              "(~ProcessGroupNCCL; torch 2.4-2.5 wording 'process group has NOT been destroyed before we destruct "
              "ProcessGroupNCCL')"),
+    # wandb.finish() (at a script's exit) reports the exit code: "(success)" for 0, "(failed N)" otherwise (an error
+    # line); wandb <= 0.10 printed "Program ended successfully."
+    S("train.wandb_finished", None, "progress", (b"W&B process to finish", b"Program ended successfully"),
+      r"Waiting for W&B process to finish\.\.\. \(success\)|wandb: Program ended successfully",
+      "the script exited with code 0 (wandb's exit status)", ends_run=True,
+      example="wandb: Waiting for W&B process to finish... (success).",
+      source="wandb sdk/wandb_run.py (_display_exit_status: '(success)' when the exit code is 0, else '(failed N)')"),
+    # ncclCommDestroy's last line; an abort ends "- Abort COMPLETE" instead (src/init.cc)
+    S("nccl.destroy_complete", None, "progress", (b"Destroy COMPLETE",), r" - Destroy COMPLETE",
+      "NCCL communicator destroyed in order (destroy_process_group: the rank finished)", ends_run=True,
+      example="gpu-a:4242:4242 [0] NCCL INFO comm 0x55d1e0a0 rank 0 nranks 16 cudaDev 0 busId 18000 - Destroy COMPLETE",
+      source="NCCL src/init.cc (commDestroy/commReclaim: '%s COMPLETE', Destroy or Abort)"),
     S("train.metric", None, "progress", (b"acc", b"Acc"),
       r"\b(?:best|val|valid|eval|train|test)?_?[Aa]cc(?:uracy)?(?:@\d+)?['\"]?\s*[:=]\s*-?\d",
       "an accuracy metric reported",
