@@ -271,6 +271,15 @@ def test_the_end_of_a_run_decides_what_the_proxy_lines_after_it_are(tmp_path, en
         assert [w["role"] for w in doc["warnings"]] == ["teardown"]
 
 
+@pytest.mark.parametrize("line", ["[2025-01-08 10:12:41] The server is fired up and ready to roll!",   # SGLang
+                                  "INFO:     Application startup complete."])                         # vLLM (uvicorn)
+def test_an_inference_server_that_came_up_is_progress(tmp_path, line):
+    log = tmp_path / "serve.log"
+    log.write_text("node0:71:71 [0] NCCL INFO Bootstrap : Using eth0:10.1.0.4<0>\n" + line + "\n")
+    doc = triage([str(log)])
+    assert (doc["exit_code"], [h["id"] for h in doc["healthy_signs"]]) == (0, ["serve.ready"])
+
+
 def test_log_without_errors_or_progress_is_unknown_and_exits_5_not_0():
     doc = triage([str(DATA / "no_known_failure.log")])
     assert (doc["verdict"], doc["exit_code"], doc["cause_class"]) == ("unknown", 5, "no_progress")

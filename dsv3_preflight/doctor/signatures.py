@@ -2451,6 +2451,14 @@ SIGNATURES: tuple[Signature, ...] = (
       "NCCL communicator destroyed in order (destroy_process_group: the rank finished)", ends_run=True,
       example="gpu-a:4242:4242 [0] NCCL INFO comm 0x55d1e0a0 rank 0 nranks 16 cudaDev 0 busId 18000 - Destroy COMPLETE",
       source="NCCL src/init.cc (commDestroy/commReclaim: '%s COMPLETE', Destroy or Abort)"),
+    # a multi-node inference server that came up: its engine (and NCCL across the nodes) initialised. SGLang prints its
+    # line after a warm-up request succeeded; uvicorn's after the app's start-up (vLLM's OpenAI server) finished
+    S("serve.ready", None, "progress", (b"fired up and ready to roll", b"Application startup complete"),
+      r"The server is fired up and ready to roll!|INFO:\s+Application startup complete\.",
+      "the inference server came up and serves",
+      example="[2025-01-08 10:12:41] The server is fired up and ready to roll!",
+      source="SGLang srt/entrypoints/http_server.py (_wait_and_warmup, after the warm-up request); uvicorn "
+             "lifespan/on.py ('Application startup complete.'), vLLM's OpenAI-compatible server"),
     S("train.metric", None, "progress", (b"acc", b"Acc"),
       r"\b(?:best|val|valid|eval|train|test)?_?[Aa]cc(?:uracy)?(?:@\d+)?['\"]?\s*[:=]\s*-?\d",
       "an accuracy metric reported",
