@@ -79,9 +79,9 @@ def open_regular(path: str | os.PathLike, *, what: str = "input", allow_stdin: b
     try:
         fd = os.open(text, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
-        raise _error(what, text, f"no such file") from None
+        raise _error(what, text, "no such file") from None
     except IsADirectoryError:
-        raise _error(what, text, f"is a directory, not a file") from None
+        raise _error(what, text, "is a directory, not a file") from None
     except OSError as exc:
         raise _error(what, text, f"cannot open: {exc.strerror or exc}") from None
     try:
@@ -161,7 +161,7 @@ def parse_json(text: str | bytes, *, source: str, what: str = "JSON", max_depth:
     try:
         value = json.loads(text, parse_constant=None if allow_nan else _no_constant)
     except RecursionError:
-        raise _error(what, source, f"nested too deeply to parse") from None
+        raise _error(what, source, "nested too deeply to parse") from None
     except (ValueError, UnicodeDecodeError) as exc:
         raise _error(what, source, f"not valid JSON: {exc}") from None
     return _bounded(value, source, what, max_depth)
@@ -178,7 +178,7 @@ def read_toml(path: str | os.PathLike, *, what: str = "TOML file", max_bytes: in
     try:
         value = tomllib.loads(text)
     except RecursionError:
-        raise _error(what, os.fspath(path), f"nested too deeply to parse") from None
+        raise _error(what, os.fspath(path), "nested too deeply to parse") from None
     except tomllib.TOMLDecodeError as exc:
         raise _error(what, os.fspath(path), f"invalid TOML: {exc}") from None
     return _bounded(value, os.fspath(path), what, max_depth)
@@ -193,7 +193,7 @@ def read_yaml(path: str | os.PathLike, *, what: str = "YAML file", max_bytes: in
     try:
         value = yaml.safe_load(io.StringIO(text))
     except RecursionError:
-        raise _error(what, os.fspath(path), f"nested too deeply to parse") from None
+        raise _error(what, os.fspath(path), "nested too deeply to parse") from None
     except yaml.YAMLError as exc:
         raise _error(what, os.fspath(path), f"invalid YAML: {str(exc).splitlines()[0]}") from None
     return _bounded(value, os.fspath(path), what, max_depth)

@@ -7,7 +7,6 @@ fact store per pytest process, so each probe runs once per process (once per xdi
 from __future__ import annotations
 
 import json
-import os
 import warnings
 from pathlib import Path
 from typing import Any
