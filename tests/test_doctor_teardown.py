@@ -117,3 +117,33 @@ def test_an_agent_failing_its_exit_barrier_after_its_workers_succeeded_keeps_a_f
                         "memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.10 GiB") for l in node1]
     doc = _doc(tmp_path, broken)
     assert (doc["exit_code"], doc["cause_class"]) == (1, "gpu_oom"), doc["summary"]
+
+
+def test_torchrun_saying_its_workers_succeeded_makes_their_exit_lines_teardown_noise(tmp_path):
+    # a real torchrun (one Gloo worker on 127.0.0.1, LOGLEVEL=INFO) logs its agent's lines; the workers' exit-time lines
+    # come before them in the node's log, yet after the workers finished: noise of that node (workers_done)
+    import os
+    import socket
+    import sys
+
+    script = tmp_path / "train.py"
+    script.write_text("import torch.distributed as dist\ndist.init_process_group('gloo')\n"
+                      "print({'loss': 1.2345, 'epoch': 1.0}, flush=True)\ndist.destroy_process_group()\n")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    torchrun = os.path.join(os.path.dirname(sys.executable), "torchrun")
+    p = subprocess.run([torchrun, "--nproc_per_node=1", "--master_addr=127.0.0.1", f"--master_port={port}", str(script)],
+                       capture_output=True, text=True, timeout=120, cwd=tmp_path,
+                       env={**os.environ, "LOGLEVEL": "INFO", "TMPDIR": str(tmp_path)})
+    assert p.returncode == 0, p.stderr[-2000:]
+    out = p.stdout + p.stderr
+    assert "worker group successfully finished" in out
+    lines = out.splitlines()
+    agent = next(i for i, ln in enumerate(lines) if "worker group successfully finished" in ln)
+    doc = _doc(tmp_path, lines[:agent] + [PROXY_CLOSE, DRIVER_DOWN] + lines[agent:])
+    assert (doc["verdict"], doc["exit_code"]) == ("healthy", 0), doc["summary"]
+    assert "elastic.workers_succeeded" in {h["id"] for h in doc["healthy_signs"]}
+    assert {w["role"] for w in doc["warnings"]} == {"teardown"}
+    # without the agent's line the same exit-time lines are a failure
+    assert _doc(tmp_path, lines[:agent] + [PROXY_CLOSE, DRIVER_DOWN])["exit_code"] == 1

@@ -48,8 +48,9 @@ Fields:
   work in some file, and in the line's own file not after it), only says the store went away: it becomes the derived
   symptom ``store.lost_after_start`` (no class), and the failure of the store's host is looked for elsewhere.
 - ``workers_done``: a teardown symptom printed only once this node's workers had all succeeded (torchrun waits at
-  its exit barrier only then): every teardown symptom of that file is noise, wherever it stands in the file (the
-  store's own error lines come before the agent's message).
+  its exit barrier only then), or the agent's own message that they did: every teardown symptom of that file is
+  noise, wherever it stands in the file (the store's own error lines, the workers' exit-time lines, come before the
+  agent's message).
 - ``hang_suspect``: a suspect without ``stall`` that still explains a hang the user reports (``doctor --hung``):
   a log that merely stops is not blamed on it (healthy runs print it too), a run the user says hung is. Harmless
   suspects (an IPv6 lookup) have neither and are never a hang's cause.
@@ -136,8 +137,8 @@ class Signature:
             raise ValueError(f"signature {self.id}: stop is '', 'signal' or 'relay'")
         if self.lost_after_start and self.kind != "cause":
             raise ValueError(f"signature {self.id}: lost_after_start is for a cause")
-        if self.workers_done and not self.teardown:
-            raise ValueError(f"signature {self.id}: workers_done is for a teardown symptom")
+        if self.workers_done and not (self.teardown or self.ends_run):
+            raise ValueError(f"signature {self.id}: workers_done is for a teardown symptom or a run's end")
         if (self.ends_run or self.setup) and self.kind != "progress":
             raise ValueError(f"signature {self.id}: ends_run and setup are for a progress signature")
         object.__setattr__(self, "regex", re.compile(self.pattern))
@@ -2417,6 +2418,16 @@ SIGNATURES: tuple[Signature, ...] = (
       source="deepspeed/runtime/engine.py (traceback frame format of CPython)"),
 
     # ======================================================================== progress (the run was working)
+    # torchrun's agent once every local worker exited 0 (elastic/agent/server/api.py _invoke_run, _exit_barrier): the
+    # workers' exit-time lines printed before it are teardown noise of that node (workers_done)
+    S("elastic.workers_succeeded", None, "progress", (b"worker group successfully finished", b"Local worker group finished (",
+                                                       b"Done waiting for other agents"),
+      r"\[[\w-]+\] worker group successfully finished|Local worker group finished \((?:WorkerState\.)?SUCCEEDED\)"
+      r"|Done waiting for other agents",
+      "torchrun: this node's workers all exited 0", ends_run=True, workers_done=True,
+      example="INFO:torch.distributed.elastic.agent.server.api:[default] worker group successfully finished. Waiting "
+              "300 seconds for other agents to finish.",
+      source="torch/distributed/elastic/agent/server/api.py (_invoke_run on WorkerState.SUCCEEDED, _exit_barrier)"),
     S("train.completed", None, "progress", (b"exits successfully", b"raining finished", b"raining complete", b"Finished training",
                                           b"train_runtime", b"Trainer.fit` stopped", b"Reached max steps", b"Avg bus bandwidth",
                                           b"train metrics", b"after training is done"),

@@ -440,6 +440,8 @@ class Triage:
                     self.work_start.setdefault(fi, line)
                 if sig.ends_run:
                     self.run_end.setdefault(fi, line)
+                if sig.workers_done:
+                    self.workers_done.add(fi)
                 if sig.id not in self.progress:
                     self.progress[sig.id] = {"id": sig.id, "title": sig.title, "count": 0, "first": self._evidence(path, line, text)}
                 self.progress[sig.id]["count"] += 1
