@@ -204,6 +204,9 @@ LAUNCHER_LINES = [
      "failed: Connection refused", "nic_iface", "ucx.connect_failed"),
     ("[node-a:07356] pml_ucx.c:424  Error: ucp_ep_create(proc=3) failed: Destination is unreachable", "nic_iface",
      "ucx.connect_failed"),
+    # UCX's wire-up finding no transport to the peer among those UCX_TLS / UCX_NET_DEVICES allow (ucp/wireup/select.c)
+    ("[1736788625.693157] [cnode001:521140:0]          select.c:630  UCX  ERROR   no active messages transport to <no "
+     "debug data>: self/memory - Destination is unreachable", "nic_iface", "ucx.connect_failed"),
     ("RuntimeError: Every node should have a unique IP address. Got 2 nodes with node ids ['a1', 'b2'] and 1 unique IP "
      "addresses {'172.17.0.2'}. Please check your network configuration.", "nic_iface", "vllm.node_ip"),
     ("ERROR 02-09 02:31:11 engine.py:389] Ray does not allocate any GPUs on the driver node. Consider adjusting the Ray "

@@ -1249,16 +1249,22 @@ SIGNATURES: tuple[Signature, ...] = (
     S("ucx.connect_failed", "nic_iface", "cause", (b"UCX  ERROR", b"UCX ERROR", b"ucp_ep_create", b"Failed to resolve UCX endpoint"),
       r"UCX\s+ERROR\s+connect\(fd=\d+, dest_addr=(?P<addr>[\w.:%\[\]-]+?):\d+\) failed: (?P<err>[^.\n]+)"
       r"|ucp_ep_create\(proc=\d+\) failed: (?P<err2>Destination is unreachable|[^.\n]+)"
-      r"|Failed to resolve UCX endpoint for rank (?P<rank>\d+)",
+      r"|Failed to resolve UCX endpoint for rank (?P<rank>\d+)"
+      # ucp/wireup/select.c "no %s transport to %s: %s": no transport UCX_TLS / UCX_NET_DEVICES allow reaches the peer
+      r"|no active messages transport to [^:]*: (?P<err3>.+)",
       "UCX could not connect to a peer[[ at {addr}]][[ ({err})]]",
       "Open MPI's UCX layer connects the ranks over the addresses each one published. A refused connection or an "
       "unreachable destination means a rank published an interface the others cannot reach (docker0's 172.17.0.1, a "
-      "bridge, a second NIC on another network), or a firewall blocks the ports UCX picked.",
+      "bridge, a second NIC on another network), or a firewall blocks the ports UCX picked. \"No active messages "
+      "transport\" means none of the transports UCX_TLS and UCX_NET_DEVICES leave (shared memory alone between two "
+      "hosts, a device not on the peer's network) reaches the peer.",
       "export UCX_NET_DEVICES=\"${IFACE:?interface toward the other nodes, e.g. eth0 or mlx5_0:1}\"    # mpirun -x UCX_NET_DEVICES ...\n"
       + OMPI_IFACE_FIX + "\n" + IFACE_FIX, "net.nic_route", 1,
       "[1700554343.440877] [node-a:7356 :0]            sock.c:323  UCX  ERROR   connect(fd=48, dest_addr=10.0.0.7:42887) "
       "failed: Connection refused",
-      "openucx/ucx src/ucs/sys/sock.c (ucs_socket_connect), Open MPI ompi/mca/pml/ucx/pml_ucx.c (ucp_ep_create failed)"),
+      "openucx/ucx src/ucs/sys/sock.c (ucs_socket_connect), src/ucp/wireup/select.c ('no active messages transport "
+      "to <no debug data>: self/memory - Destination is unreachable'), Open MPI ompi/mca/pml/ucx/pml_ucx.c "
+      "(ucp_ep_create failed)"),
     S("nccl.socket_connect_failed", "nic_iface", "cause", (b"Connect to ", b"Call to connect", b"connect() to ", b"socketStartConnect",
                                                           b"connect to ", b"PollConnect"),
       r"(?:socketStartConnect|socketPollConnect|socketFinalizeConnect)?:? ?Connect to (?P<peer>\S+) failed ?: (?P<err>.+)"
