@@ -16,7 +16,7 @@ import textwrap
 import pytest
 
 from dsv3_preflight.doctor import triage
-from netns_lab import LabUnavailable, NetnsLab
+from netns_lab import netns_lab  # noqa: F401 - the lab's fixture
 
 pytestmark = [pytest.mark.slow, pytest.mark.netns, pytest.mark.ray]
 
@@ -41,32 +41,22 @@ DRIVER = textwrap.dedent(r'''
 ''')
 
 
-@pytest.fixture(scope="module")
-def ray_oom_log():
-    try:
-        lab = NetnsLab(nodes=2).start()
-    except LabUnavailable as exc:
-        pytest.skip(f"netns lab unavailable: {exc}")
-    tmp = tempfile.mkdtemp(prefix="d3ray-")
+def test_rays_memory_monitor_kill_is_host_memory_not_the_gpus(netns_lab):
+    tmp = tempfile.mkdtemp(prefix="d3ray-")   # short: Ray's socket paths live under RAY_TMPDIR
     try:
         env = {"RAY_TMPDIR": tmp, "RAY_DISABLE_USAGE_STATS": "1", "RAY_AUTH_MODE": "disabled",
                "RAY_memory_usage_threshold": "0.01", "RAY_memory_monitor_refresh_ms": "100",
                "RAY_task_oom_retries": "0", "RAY_event_stats_print_interval_ms": "1000"}
-        proc = lab.exec(0, [sys.executable, "-c", DRIVER, lab.addr(0)], timeout=150, env=env)
+        addr = netns_lab.addr(0)
+        proc = netns_lab.exec(0, [sys.executable, "-c", DRIVER, addr], timeout=150, env=env)
+        text = proc.stdout + proc.stderr
+        assert "OutOfMemoryError" in text and "running low on memory" in text, text[-3000:]
         log = os.path.join(tmp, "driver.log")
         with open(log, "w") as f:
-            f.write(proc.stdout + proc.stderr)
-        text = proc.stdout + proc.stderr
-        yield log, text, lab.addr(0)
+            f.write(text)
+        doc = triage([log])
     finally:
-        lab.close()
         shutil.rmtree(tmp, ignore_errors=True)
-
-
-def test_rays_memory_monitor_kill_is_host_memory_not_the_gpus(ray_oom_log):
-    log, text, addr = ray_oom_log
-    assert "OutOfMemoryError" in text and "running low on memory" in text, text[-3000:]
-    doc = triage([log])
     top = doc["findings"][0]
     assert (doc["exit_code"], doc["cause_class"], top["id"]) == (1, "host_resources", "ray.memory_monitor_kill"), \
         (doc["summary"], [f["id"] for f in doc["findings"]])

@@ -1610,8 +1610,8 @@ SIGNATURES: tuple[Signature, ...] = (
       "memory monitor killed the most recently scheduled worker (its caller gets ray.exceptions.OutOfMemoryError). "
       "CPU-side copies do it: every rank loading the checkpoint at once, CPU offload, dataloader workers, an object "
       "store on the same RAM.",
-      "[[ray logs raylet.out -ip {ip}||ray logs raylet.out -ip \"${NODE_IP:?address of the node Ray names}\"]] "
-      "| grep -i -A3 memory    # who used the memory\n"
+      "ray logs raylet.out -ip [[{ip}||\"${NODE_IP:?address of the node Ray names}\"]] | grep -i -A3 memory    "
+      "# who used the memory\n"
       "free -g    # on that node\n"
       "# load checkpoints on one rank, lower CPU offload or dataloader workers, or give the node more memory; raising\n"
       "# RAY_memory_usage_threshold only hands the kill to the kernel's OOM killer\n"

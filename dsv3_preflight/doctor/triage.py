@@ -753,7 +753,7 @@ class Triage:
         warnings = [self._render(f, "warning", None) for f in found if kind[f.sig.id] == "suspect" and not failing]
         warnings += [dict(self._render(f, "teardown", None), root_cause=TEARDOWN_NOTE, fix="", check=None) for f in after_end]
         warnings += [dict(self._render(f, "went_on", None), root_cause=WENT_ON_NOTE, fix="", check=None)
-                     for f in found if f.sig.id == "nccl.warned_then_progressed" and f not in after_end]
+                     for f in found if f.sig.id == "nccl.warned_then_progressed"]
         # no error line outside the known symptoms: the head (the lowest tier, then the earliest: a rank's crash before
         # the launcher's closing signals it caused) is where the failure shows first, even with no class to name
         lead = head if recognised or (first_error is None and not interrupted) else None
