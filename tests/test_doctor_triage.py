@@ -232,6 +232,9 @@ def test_an_nccl_warning_the_run_went_on_after_is_no_failure(tmp_path):
     assert triage([str(log)])["exit_code"] == 1
     log.write_text(warns + init)
     assert triage([str(log)])["exit_code"] == 0
+    # a progress bar is no step done: model loading prints one before the ranks connect
+    log.write_text(warns + "Loading checkpoint shards:  50%|█████     | 1/2 [00:03<00:03,  3.10s/it]\n")
+    assert triage([str(log)])["exit_code"] == 1
     # NCCL's IB warnings before the progress (one HCA of several it cannot open) are suspects, not the cause
     log.write_text("gpu1:123:456 [0] transport/net_ib.cc:426 NCCL WARN NET/IB : Unable to open device mlx5_2\n"
                    + init + loss)

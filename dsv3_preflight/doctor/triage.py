@@ -272,7 +272,7 @@ class Triage:
         self._nccl_warns: dict[int, list[tuple[Event, int | None]]] = {}   # file → its unrecognised "NCCL WARN"
         #                                                 error lines and their GPU (bounded; see _went_on)
         self._setup_last: dict[tuple, int] = {}   # (file, node, GPU) → the last line where that process's NCCL connected
-        self._first_work: dict[int, int] = {}     # file → its first sign of work (a step, not set-up)
+        self._first_work: dict[int, int] = {}     # file → its first sign of work (a step: not set-up, not a bar)
         self.error_count = 0
         self.files: list[dict] = []
         self.unreadable: list[dict] = []
@@ -448,7 +448,7 @@ class Triage:
                 self._work_seen = self._work_seen or sig.id not in self._setup
                 if sig.id in self._setup:   # NCCL connected: which process, for the warnings it went on after
                     self._setup_last[(fi, origin.node or fallback_node, origin.device)] = line
-                else:
+                elif sig.id not in START_EXCLUDED:   # a step of the work (not a bar: model loading prints one first)
                     self._first_work.setdefault(fi, line)
             # a progress bar or a traceback frame can carry an error on the same line ("... 3.06it/s]Killed")
             if not benign and is_error_line(text):
