@@ -240,6 +240,11 @@ def test_an_nccl_warning_the_run_went_on_after_is_no_failure(tmp_path):
                    + init + loss)
     doc = triage([str(log)])
     assert doc["exit_code"] == 0 and [w["id"] for w in doc["warnings"]] == ["nccl.ib_warning"]
+    # ... by the same rule as the unknown warnings: a loading bar after it is no sign that NCCL went on
+    log.write_text("gpu1:123:456 [0] transport/net_ib.cc:426 NCCL WARN NET/IB : Unable to open device mlx5_2\n"
+                   "Loading checkpoint shards:  50%|█████     | 1/2 [00:03<00:03,  3.10s/it]\n")
+    doc = triage([str(log)])
+    assert (doc["exit_code"], doc["findings"][0]["id"]) == (1, "nccl.ib_warning")
 
 
 @pytest.mark.parametrize("line", [

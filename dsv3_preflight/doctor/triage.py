@@ -92,6 +92,7 @@ class Event:
     rank: int | None
     local_rank: int | None
     text: str
+    device: int | None = None   # the GPU of NCCL's "host:pid:tid [GPU]" prefix (with the node: which process)
 
 
 @dataclass(eq=False)
@@ -269,8 +270,7 @@ class Triage:
         self._work_seen = False
         self.errors: list[Event] = []
         self._open_tracebacks: dict[tuple, Event] = {}   # origin → its last traceback header not yet ended
-        self._nccl_warns: dict[int, list[tuple[Event, int | None]]] = {}   # file → its unrecognised "NCCL WARN"
-        #                                                 error lines and their GPU (bounded; see _went_on)
+        self._nccl_warns: dict[int, list[Event]] = {}   # file → its unrecognised "NCCL WARN" error lines (bounded)
         self._setup_last: dict[tuple, int] = {}   # (file, node, GPU) → the last line where that process's NCCL connected
         self._first_work: dict[int, int] = {}     # file → its first sign of work (a step: not set-up, not a bar)
         self.error_count = 0
@@ -466,7 +466,7 @@ class Triage:
                 # summaries name several hosts is not one node's: from its second host on, the summary's host is the node
                 node = node or ctx.get("summary_host")
         node = node or fallback_node
-        ev = Event(fi, path, line, ts, node, rank, local_rank, text)
+        ev = Event(fi, path, line, ts, node, rank, local_rank, text, origin.device)
         if sig.workers_done:
             self.workers_done.add(fi)
         if sig.id == STORE_CLOSED:
@@ -477,7 +477,7 @@ class Triage:
     def _error_line(self, fi: int, path: str, line: int, ts, origin, fallback_node: str | None, text: str) -> None:
         """An error line no cause or symptom signature knows."""
         self.error_count += 1
-        ev = Event(fi, path, line, ts, origin.node or fallback_node, origin.rank, origin.local_rank, text)
+        ev = Event(fi, path, line, ts, origin.node or fallback_node, origin.rank, origin.local_rank, text, origin.device)
         key = (fi, ev.node, ev.rank, ev.local_rank)
         if _TRACEBACK.search(text):
             self._open_tracebacks[key] = ev
@@ -486,7 +486,7 @@ class Triage:
         if "NCCL WARN" in text:
             warns = self._nccl_warns.setdefault(fi, [])
             if len(warns) < MAX_NCCL_WARNS:
-                warns.append((ev, origin.device))
+                warns.append(ev)
         if len(self.errors) < MAX_ERROR_LINES:
             self.errors.append(ev)
         elif ts is not None and self.errors[-1].ts is not None and ts < self.errors[-1].ts:
@@ -638,19 +638,23 @@ class Triage:
                     f.extra["launched"] = True   # the launcher's line
 
     # -- judging --------------------------------------------------------------------------
-    def _went_on(self) -> None:
-        """Unrecognised NCCL WARN lines that the run went on after are no error: a fatal NCCL error fails the init
-        or the collective it happens in, so neither that process's "Init COMPLETE" (or "Connected all rings") nor a
-        finished step follows it. Went on after: a step of the work later in the file, or the same process (node
-        and GPU of NCCL's prefix) connecting later. They are counted out of the error lines and listed, as a
-        finding that is never a cause; a WARN after the file's last such sign is still an error."""
-        def after(fi: int, ev: Event, gpu: int | None) -> bool:
-            work = self._first_work.get(fi)
+    def _gone_past(self, ev: Event) -> bool:
+        """The run went on after ``ev``. An NCCL line: a step of the work later in its file, or its own process
+        (node and GPU of NCCL's prefix) connecting later; a fatal NCCL error fails the init or the collective it
+        happens in, so neither follows it, while another rank's "Init COMPLETE" or a model-loading bar may. Any
+        other line (a store or connect retry): any sign of progress later in its file."""
+        if "NCCL " in ev.text:
+            work = self._first_work.get(ev.file)
             if work is not None and ev.line < work:
                 return True
-            setup = self._setup_last.get((fi, ev.node, gpu)) if ev.node is not None and gpu is not None else None
+            setup = self._setup_last.get((ev.file, ev.node, ev.device)) if None not in (ev.node, ev.device) else None
             return setup is not None and ev.line < setup
-        went_on = [ev for fi, warns in self._nccl_warns.items() for ev, gpu in warns if after(fi, ev, gpu)]
+        return ev.file in self.first_progress and ev.line < self.first_progress[ev.file]
+
+    def _went_on(self) -> None:
+        """Unrecognised NCCL WARN lines that the run went on after (``_gone_past``) are no error: they are counted out
+        of the error lines and listed, as a finding that is never a cause."""
+        went_on = [ev for warns in self._nccl_warns.values() for ev in warns if self._gone_past(ev)]
         if not went_on:
             return
         gone = {id(ev) for ev in went_on}
@@ -898,8 +902,8 @@ class Triage:
         return [f for f in found if f not in lost] + [merged]
 
     def _resolved(self, f: _Finding) -> bool:
-        """A transient finding (a retry) whose every occurrence came before the run showed progress in that file."""
-        return all(e.file in self.first_progress and e.line < self.first_progress[e.file] for e in f.events)
+        """A transient finding (a retry, a warning NCCL goes on after) that the run went on after, every time."""
+        return all(self._gone_past(e) for e in f.events)
 
     def _order_key(self, ev: Event) -> tuple:
         return (ev.ts is None, stamp_key(ev.ts, False) if ev.ts else (0,), ev.path, ev.line)
