@@ -100,21 +100,25 @@ def render_text(diagnosis: dict) -> str:
                    + ", ".join(d["silent_nodes"]))
     warnings = d.get("warnings") or []
     teardown = [w for w in warnings if w.get("role") == "teardown"]
-    for w in (w for w in warnings if w.get("role") != "teardown"):
+    survived = [w for w in warnings if w.get("role") == "survived"]
+    for w in (w for w in warnings if w.get("role") not in ("teardown", "survived")):
         ev = (w.get("evidence") or [{}])[0]
         out.append("")
         out.append(f"! {w['title']}  {ev.get('file', '')}:{ev.get('line', '')}")
         out.append(f"   {w['root_cause']}")
         if w.get("check"):
             out.append(f"   check: dsv3-preflight run --only {w['check']}")
-    if teardown:
+    for group, head in ((survived, "survived: printed before the log says the run succeeded"),
+                        (teardown, "teardown noise, printed after the log says the run finished")):
+        if not group:
+            continue
         out.append("")
-        out.append("teardown noise, printed after the log says the run finished:")
-        for w in teardown:
+        out.append(head + ":")
+        for w in group:
             ev = (w.get("evidence") or [{}])[0]
             count = f" ×{w['count']}" if w.get("count", 1) > 1 else ""
             out.append(f"  - {w['title']}{count}  {ev.get('file', '')}:{ev.get('line', '')}")
-        out.append(f"  {teardown[0]['root_cause']}")
+        out.append(f"  {group[0]['root_cause']}")
     if verdict == "healthy" and d.get("healthy_signs"):
         out.append("")
         out.append("signs of progress: " + ", ".join(f"{h['title']} ×{h['count']}" for h in d["healthy_signs"]))

@@ -51,10 +51,20 @@ def test_the_same_lines_without_a_sign_that_the_run_finished_are_a_failure(tmp_p
     assert (doc["verdict"], doc["exit_code"]) == ("failure", 1)
 
 
-def test_teardown_lines_before_the_finish_in_the_same_file_stay_a_failure(tmp_path):
-    doc = _doc(tmp_path, [LOSS, HEARTBEAT, FINISHED])
+def test_teardown_lines_before_a_sign_that_only_a_process_ended_stay_a_failure(tmp_path):
+    # torch's exit warning ends a process (ends_run), but a rank that crashed prints it too: it says nothing of success
+    exit_warning = ("[rank0]:[W825 13:09:39.967659278 ProcessGroupNCCL.cpp:1538] Warning: WARNING: destroy_process_group() "
+                    "was not called before program exit, which can leak resources.")
+    doc = _doc(tmp_path, [LOSS, HEARTBEAT, exit_warning])
     assert (doc["verdict"], doc["exit_code"]) == ("failure", 1)
     assert "torch.heartbeat_store_gone" in [f["id"] for f in doc["findings"]]
+
+
+def test_teardown_lines_before_the_run_succeeded_in_the_same_file_were_survived(tmp_path):
+    # the training loop returned after them (train_runtime): listed as survived, not teardown and not a failure
+    doc = _doc(tmp_path, [LOSS, HEARTBEAT, FINISHED])
+    assert (doc["verdict"], doc["exit_code"]) == ("healthy", 0)
+    assert {w["id"]: w["role"] for w in doc["warnings"]} == {"torch.heartbeat_store_gone": "survived"}
 
 
 def test_a_real_failure_after_the_finish_is_still_the_cause(tmp_path):

@@ -206,7 +206,7 @@ def test_doctor_warnings_are_labelled_suspect_or_teardown_noise_not_consequence(
     doc["doctor"]["warnings"] = found["warnings"]
     html = render_html(doc)
     doctor = Page(html[html.index('id="doctor"'):html.index('id="failures"')]).text
-    assert "Warnings (suspects, lines the run went past, teardown noise)" in doctor
+    assert "Warnings (suspects, lines the run went past or survived, teardown noise)" in doctor
     assert "SUSPECT NCCL" in doctor and "TEARDOWN NOISE NCCL's proxy service lost a local rank while closing" in doctor
     assert "NOT A FAILURE NCCL warned, and the run went on: Could not find real path" in doctor
     assert doctor.count("→ CONSEQUENCE") == sum(f["role"] == "consequence" for f in doc["doctor"]["findings"])

@@ -36,7 +36,9 @@ The document (plain JSON types)::
                                            # "warning"), and lines printed while processes exited after the log
                                            # says the run finished (role "teardown": noise, not a failure), and
                                            # NCCL WARN lines no signature knows that the run went past (role
-                                           # "went_on": before the first progress of their file; not a failure)
+                                           # "went_on": before the first progress of their file; not a failure),
+                                           # and, in a run that succeeded after them, its errors (role "survived":
+                                           # each before a sign of success in its own file; not a failure)
       "error_lines": [{"file", "line", "text", "node", "rank"}],   # error lines no signature knows
       "nearest_causes": [{"id", "class", "title", "check", "score"}],   # when the cause is not recognised
       "silent_ranks": [5],                 # ranks that did not report the collective timeout the others did

@@ -44,6 +44,12 @@ Fields:
   finished (``ends_run``) it is teardown noise: listed as a warning, not an error, so a finished run stays healthy.
 - ``ends_run``: a progress signature that says the run (or this process) finished: ``train_runtime``, "exits
   successfully", nccl-tests' average bus bandwidth.
+- ``succeeded``: a run's end (``ends_run``) that says the work succeeded, not only that a process ended: torchrun's
+  agent saw every local worker exit 0, the training loop returned (``train_runtime``), wandb saw exit code 0. A
+  process that says so survived the errors it printed before (a batch-size finder's caught OOM, a torchrun restart):
+  when every error line of every file comes before such a line in its own file, the run is healthy and those lines
+  are listed as survived (triage: ``_survived``). nccl-tests' last line is no such sign: a run with wrong results
+  prints it too, and torch's exit warning is printed by a rank that crashed as well.
 - ``lost_after_start``: a cause about reaching the rendezvous store that, once the run has started (a sign of the
   work in some file, and in the line's own file not after it), only says the store went away: it becomes the derived
   symptom ``store.lost_after_start`` (no class), and the failure of the store's host is looked for elsewhere.
@@ -113,6 +119,7 @@ class Signature:
     stop: str = ""       # printed because someone stopped the run: "signal" (a process got Ctrl-C or a kill),
                          # "relay" (the launcher passing a stop on: it does so after a rank's own failure too)
     ends_run: bool = False
+    succeeded: bool = False   # see the module docstring
     workers_done: bool = False   # see the module docstring
     lost_after_start: bool = False   # see the module docstring
     setup: bool = False   # a progress sign of set-up (NCCL connected), not of the work: see triage's zero-bar rule
@@ -141,6 +148,8 @@ class Signature:
             raise ValueError(f"signature {self.id}: workers_done is for a teardown symptom or a run's end")
         if (self.ends_run or self.setup) and self.kind != "progress":
             raise ValueError(f"signature {self.id}: ends_run and setup are for a progress signature")
+        if self.succeeded and not self.ends_run:
+            raise ValueError(f"signature {self.id}: succeeded is for a run's end (ends_run)")
         object.__setattr__(self, "regex", re.compile(self.pattern))
         if self.tier is None:
             default = {"cause": 1, "suspect": 2, "symptom": 3 if self.cls else 4}.get(self.kind, 9)
@@ -2430,19 +2439,25 @@ SIGNATURES: tuple[Signature, ...] = (
                                                        b"Done waiting for other agents"),
       r"\[[\w-]+\] worker group successfully finished|Local worker group finished \((?:WorkerState\.)?SUCCEEDED\)"
       r"|Done waiting for other agents",
-      "torchrun: this node's workers all exited 0", ends_run=True, workers_done=True,
+      "torchrun: this node's workers all exited 0", ends_run=True, succeeded=True, workers_done=True,
       example="INFO:torch.distributed.elastic.agent.server.api:[default] worker group successfully finished. Waiting "
               "300 seconds for other agents to finish.",
       source="torch/distributed/elastic/agent/server/api.py (_invoke_run on WorkerState.SUCCEEDED, _exit_barrier)"),
+    # nccl-tests' last line: the test ran to its end, but a run with wrong results ("Out of bounds values : 24 FAILED")
+    # prints it too, so it is no sign that the work succeeded
+    S("nccltests.finished", None, "progress", (b"Avg bus bandwidth",), r"Avg bus bandwidth\s*:\s*[\d.]+",
+      "nccl-tests ran to its end", ends_run=True,
+      example="# Avg bus bandwidth    : 95.7821",
+      source="nccl-tests src/common.cu (printed after every size, whatever the '#wrong' columns say)"),
     S("train.completed", None, "progress", (b"exits successfully", b"raining finished", b"raining complete", b"Finished training",
-                                          b"train_runtime", b"Trainer.fit` stopped", b"Reached max steps", b"Avg bus bandwidth",
+                                          b"train_runtime", b"Trainer.fit` stopped", b"Reached max steps",
                                           b"train metrics", b"after training is done"),
       r"exits successfully|[Tt]raining (?:finished|completed?)\b|Finished training|train_runtime|Trainer\.fit` stopped"
-      r"|Reached max steps|Avg bus bandwidth\s*:\s*[\d.]+|\*{3,} train metrics \*{3,}|\[after training is done\]",
-      "the run finished", ends_run=True,
+      r"|Reached max steps|\*{3,} train metrics \*{3,}|\[after training is done\]",
+      "the run finished", ends_run=True, succeeded=True,
       example="work-1: [2023-08-06 05:27:07,537] [INFO] [launch.py:347:main] Process 1555224 exits successfully.",
       source="https://github.com/hiyouga/LlamaFactory/issues/381 (deepspeed/launcher/launch.py); transformers Trainer "
-             "(train_runtime, '***** train metrics *****'); Lightning ('`Trainer.fit` stopped'); nccl-tests src/common.cu; "
+             "(train_runtime, '***** train metrics *****'); Lightning ('`Trainer.fit` stopped'); "
              "Megatron-LM training.py ('[after training is done]')"),
     # printed by ProcessGroupNCCL's destructor when the interpreter exits normally (torch 2.4+): the process reached
     # its end; a rank that crashed also prints it, after its traceback (an error line, so never healthy)
@@ -2460,7 +2475,7 @@ SIGNATURES: tuple[Signature, ...] = (
     # line); wandb <= 0.10 printed "Program ended successfully."
     S("train.wandb_finished", None, "progress", (b"W&B process to finish", b"Program ended successfully"),
       r"Waiting for W&B process to finish\.\.\. \(success\)|wandb: Program ended successfully",
-      "the script exited with code 0 (wandb's exit status)", ends_run=True,
+      "the script exited with code 0 (wandb's exit status)", ends_run=True, succeeded=True,
       example="wandb: Waiting for W&B process to finish... (success).",
       source="wandb sdk/wandb_run.py (_display_exit_status: '(success)' when the exit code is 0, else '(failed N)')"),
     # ncclCommDestroy's last line; an abort ends "- Abort COMPLETE" instead (src/init.cc)
@@ -2493,10 +2508,9 @@ SIGNATURES: tuple[Signature, ...] = (
       example="dsw-27183-759b57b4d6-kz2vc:261724:362 [0] NCCL INFO Connected all trees",
       source="https://github.com/google-research/distilling-step-by-step/issues/3 (NCCL src/init.cc 2.9-2.21, "
              "src/transport/generic.cc 2.22+: after ncclTransportP2pSetup/ncclTransportRingConnect succeed)", setup=True),
-    S("nccltests.result_row", None, "progress", (b"float", b"half", b"bfloat16", b"double", b"int32", b"int8", b"Avg bus bandwidth"),
+    S("nccltests.result_row", None, "progress", (b"float", b"half", b"bfloat16", b"double", b"int32", b"int8"),
       r"(?:^|[:\s])\d+\s+\d+\s+(?:float|half|bfloat16|double|u?int8|u?int32|u?int64)\s+(?:sum|prod|max|min|avg|none|mulsum|\d+)\s+-?\d+\s+[\d.]+"
-      r"|(?:^|[:\s])\d+\s+\d+\s+(?:float|half|bfloat16|double|u?int8|u?int32|u?int64)\s+(?:sum|prod|max|min|avg|none|\d+)\s+[\d.]+\s+[\d.]+"
-      r"|Avg bus bandwidth\s*:\s*[\d.]+",
+      r"|(?:^|[:\s])\d+\s+\d+\s+(?:float|half|bfloat16|double|u?int8|u?int32|u?int64)\s+(?:sum|prod|max|min|avg|none|\d+)\s+[\d.]+\s+[\d.]+",
       "nccl-tests result rows",
       example="   127926280      31981570     float     sum      -1   2560.7   49.96   95.75      0   2556.2   50.05   95.92      0",
       source="nccl-tests src/common.cu"),
@@ -2610,6 +2624,13 @@ DERIVED: tuple[Signature, ...] = (
       example="gpu1:123:456 [0] graph/xml.cc:420 NCCL WARN Could not find real path of /sys/class/pci_bus/0000:00/../../0000:00:04.0",
       source="NCCL: a WARN that fails a call returns an error up to ncclCommInitRank / the collective, which then never "
              "reports Init COMPLETE nor lets the step finish"),
+    # an error line no signature knows, printed before its file says the run succeeded (train_runtime, torchrun's
+    # workers all exited 0), when every error of the logs was: the run survived it (triage: _survived)
+    S("run.error_survived", None, "benign", (b"",), r"(?P<what>.+)",
+      "An error line, and the run succeeded after it: {what}",
+      example="torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.",
+      source="transformers Trainer (auto_find_batch_size catches the OOM and halves the batch); torchrun's restarts "
+             "(--max-restarts) before '[default] worker group successfully finished'"),
     S("nccl.version_drift", "version_drift", "cause", (b"NCCL version",), r"NCCL version (?P<values>\S+)",
       "NCCL versions differ between nodes ({values})",
       "The nodes run different NCCL libraries (different containers, torch wheels or system NCCL): NCCL refuses to "

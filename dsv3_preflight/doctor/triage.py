@@ -45,6 +45,10 @@ TEARDOWN_NOTE = ("Printed while the processes exited, after the log says the run
 WENT_ON_NOTE = ("NCCL printed this warning and went on: the run shows progress after it (a fatal NCCL error stops the "
                 "init or the step it happens in), so it is no failure. It may still cost speed or a transport; "
                 "NCCL_DEBUG=INFO tells what NCCL used instead.")
+#: what an error line before the run's successful end is (doc["warnings"], role "survived")
+SURVIVED_NOTE = ("Printed before the log says the run succeeded (its training loop returned, its workers exited 0), in "
+                 "the same file: the run survived it (a caught and retried error, a restart by torchrun), so it is no "
+                 "failure. Worth a look if it recurs: a retry costs time.")
 MAX_TEXT = 400
 CONTEXT_LINES = 12     # a torchrun summary's host/rank applies to the lines just after it
 REQUIRES_LINES = 40    # a `requires` context must have been seen this many lines before
@@ -107,6 +111,7 @@ class _Finding:
     ranks: list[int] = field(default_factory=list)
     extra: dict = field(default_factory=dict)
     fix: str | None = None   # a fix given whole by its source (the preflight's report), not filled from the signature
+    last: dict[int, int] = field(default_factory=dict)   # file index → the line where it was last seen there
 
 
 def _groups(m: re.Match) -> dict[str, str]:
@@ -260,6 +265,8 @@ class Triage:
         self.progress: dict[str, dict] = {}
         self.first_progress: dict[int, int] = {}   # file index → line of its first sign of progress
         self.run_end: dict[int, int] = {}   # file index → line of its first sign that the run finished
+        self.succeeded_last: dict[int, int] = {}   # file index → line of its last sign that the run succeeded
+        self._last_error: dict[int, int] = {}   # file index → its last unrecognised error line that is no NCCL WARN
         self.worker_exit: dict[int, int] = {}  # file index → the line where its launcher first saw a worker fail
         self.store_gone: dict[int, int] = {}   # file index → its first line saying the store closed the connection
         self.work_start: dict[int, int] = {}   # file index → its first sign that the run started (START_EXCLUDED aside)
@@ -440,6 +447,8 @@ class Triage:
                     self.work_start.setdefault(fi, line)
                 if sig.ends_run:
                     self.run_end.setdefault(fi, line)
+                if sig.succeeded:
+                    self.succeeded_last[fi] = line
                 if sig.workers_done:
                     self.workers_done.add(fi)
                 if sig.id not in self.progress:
@@ -487,6 +496,10 @@ class Triage:
             warns = self._nccl_warns.setdefault(fi, [])
             if len(warns) < MAX_NCCL_WARNS:
                 warns.append(ev)
+            else:   # more than are remembered: none of them is known to be survived or gone past
+                self._last_error[fi] = line
+        else:
+            self._last_error[fi] = line
         if len(self.errors) < MAX_ERROR_LINES:
             self.errors.append(ev)
         elif ts is not None and self.errors[-1].ts is not None and ts < self.errors[-1].ts:
@@ -530,6 +543,7 @@ class Triage:
         if f is None:
             f = self.findings[sig.id] = _Finding(sig, dict(groups), ev)
         f.count += 1
+        f.last[ev.file] = max(ev.line, f.last.get(ev.file, 0))
         for k, v in groups.items():   # later lines may carry what the first did not
             f.groups.setdefault(k, v)
         if extra:
@@ -684,6 +698,16 @@ class Triage:
         found = self._store_lost(found)
         kind = {f.sig.id: ("suspect" if f.sig.transient and self._resolved(f) else f.sig.kind) for f in found}
         failing = errors_present or any(kind[f.sig.id] in ("cause", "symptom") for f in found)
+        # every error of every file printed before its file says the run succeeded: the run survived them
+        survived: list[_Finding] = []
+        if failing and not self.hung and self._survived(found, kind):
+            survived = [f for f in found if kind[f.sig.id] in ("cause", "symptom")]
+            found = [f for f in found if f not in survived]
+            for ev in errors:   # the unrecognised ones (the first few kept) as one finding
+                self._record(_DERIVED["run.error_survived"], {"what": ev.text.strip()[:120]}, ev)
+            if errors:
+                survived.append(self.findings["run.error_survived"])
+            errors, error_count, errors_present, failing = [], 0, False, False
         # a log that stops with no error and no progress where a suspect that explains a hang was seen: that suspect
         # is the suspected cause (exit 1), not "no progress" (exit 5)
         stalled = not failing and not self.progress and any(f.sig.stall for f in found)
@@ -756,6 +780,7 @@ class Triage:
                 findings[0]["headline"] = True
         warnings = [self._render(f, "warning", None) for f in found if kind[f.sig.id] == "suspect" and not failing]
         warnings += [dict(self._render(f, "teardown", None), root_cause=TEARDOWN_NOTE, fix="", check=None) for f in after_end]
+        warnings += [dict(self._render(f, "survived", None), root_cause=SURVIVED_NOTE, fix="") for f in survived]
         warnings += [dict(self._render(f, "went_on", None), root_cause=WENT_ON_NOTE, fix="", check=None)
                      for f in found if f.sig.id == "nccl.warned_then_progressed"]
         # no error line outside the known symptoms: the head (the lowest tier, then the earliest: a rank's crash before
@@ -799,6 +824,24 @@ class Triage:
         if self.unreadable:
             doc["exit_code"] = 4
         return doc
+
+    def _survived(self, found: list[_Finding], kind: dict[str, str]) -> bool:
+        """Every error in the logs was printed before a sign that the run succeeded (``succeeded``) in its own file:
+        each failing finding everywhere it was seen, every unrecognised error line (NCCL WARN lines the run went
+        past aside). A file with an error and no such sign, or an error after it, and the run did not survive."""
+        end = self.succeeded_last
+        if not end:
+            return False
+
+        def before(fi: int, line: int) -> bool:
+            return fi in end and line < end[fi]
+
+        if not all(before(fi, line) for fi, line in self._last_error.items()):
+            return False
+        if not all(before(ev.file, ev.line) or self._gone_past(ev) for warns in self._nccl_warns.values() for ev in warns):
+            return False
+        failing = [f for f in found if kind[f.sig.id] in ("cause", "symptom")]
+        return all(f.last and all(before(fi, line) for fi, line in f.last.items()) for f in failing)
 
     def _zero_bar(self) -> tuple[int, str] | None:
         """(file index, bar) when the only progress is set-up (NCCL connected) and a file ends on a progress bar
@@ -1058,7 +1101,10 @@ class Triage:
         if verdict == "healthy":
             teardown = sum(w["count"] for w in doc["warnings"] if w["role"] == "teardown")
             went_on = sum(w["count"] for w in doc["warnings"] if w["role"] == "went_on")
+            survived = sum(w["count"] for w in doc["warnings"] if w["role"] == "survived")
             noise = f"; {teardown} line(s) printed at teardown after it finished (not a failure)" if teardown else ""
+            noise += (f"; {survived} error line(s) printed before the run succeeded (survived, not a failure)"
+                      if survived else "")
             noise += f"; {went_on} NCCL warning(s) the run went on after (not a failure)" if went_on else ""
             return (f"no error; the log shows progress ({', '.join(h['title'] for h in self.progress.values())}){noise} "
                     f"in {where}")
