@@ -64,7 +64,7 @@ dist.destroy_process_group()
 """
 
 
-def run_job(lab, tmp_path, env_by_node=None, stop_after_s=None, torchrun_args=()):
+def run_job(lab, tmp_path, env_by_node=None, stop_after_s=None, torchrun_args=(), master_addr=None):
     """Three torchrun nodes, one process each; returns the logs directory and the nodes' exit codes.
     ``torchrun_args``: more arguments for every node, or a dict of them by node. With
     ``stop_after_s``, the job is stopped that long after every node printed its first step (a scheduler's time limit
@@ -78,7 +78,7 @@ def run_job(lab, tmp_path, env_by_node=None, stop_after_s=None, torchrun_args=()
     procs, files = [], []
     for n in range(3):
         argv = [sys.executable, "-m", "torch.distributed.run", "--nnodes", "3", "--nproc-per-node", "1",
-                "--node-rank", str(n), "--master-addr", lab.addr(0), "--master-port", str(PORT),
+                "--node-rank", str(n), "--master-addr", master_addr or lab.addr(0), "--master-port", str(PORT),
                 *(torchrun_args.get(n, ()) if isinstance(torchrun_args, dict) else torchrun_args), str(script)]
         fh = open(logs / f"node{n}.log", "w")
         files.append(fh)
@@ -277,3 +277,25 @@ def test_torchrun_log_dirs_collected_from_every_node_name_the_node_and_local_ran
     assert (ff["node"], ff["rank"], ff["local_rank"]) == ("node1", 2, 0), ff   # rank 2 = node 1's first process
     assert {n for f in doc["findings"] for n in f["nodes"]} <= {"node0", "node1", "node2"}, doc["summary"]
     assert sorted({f["node"] for f in doc["files"]}) == ["node0", "node1", "node2"], doc["files"]
+
+
+def test_a_master_addr_on_the_heads_container_bridge_names_the_address_not_the_port(netns_lab, tmp_path):
+    # MASTER_ADDR given as the head's container-bridge address (172.17.0.2 on its docker0): the head reaches its own
+    # store there, node 1 has its own 172.17.0.0/16 (its docker0) and node 2 routes it nowhere: a wrong address for
+    # the other nodes, whatever the port
+    for argv in (["ip", "link", "add", "docker0", "type", "bridge"], ["ip", "addr", "add", "172.17.0.2/16", "dev", "docker0"],
+                 ["ip", "link", "set", "docker0", "up"]):
+        netns_lab.exec(0, argv, check=True)
+    env = {n: {"GLOO_SOCKET_IFNAME": netns_lab.PRIMARY_IF} for n in range(3)}
+    logs, rcs = run_job(netns_lab, tmp_path, env, torchrun_args=("--rdzv-conf", "timeout=15"),
+                        master_addr="172.17.0.2")
+    assert any(rc not in (0, None) for rc in rcs), rcs
+    doc = triage([str(logs)])
+    text = "\n".join(p.read_text() for p in sorted(logs.iterdir()))
+    assert "172.17.0.2" in text, text[-3000:]
+    assert (doc["exit_code"], doc["cause_class"]) == (1, "nic_iface"), (doc["summary"], text[-3000:])
+    head = doc["findings"][0]
+    assert head["id"] == "c10d.store_on_local_address" and head.get("headline"), doc["summary"]
+    assert "172.17.0.2" in head["title"] and "--network=host" in head["fix"], head
+    assert set(head["nodes"]) <= {"node1", "node2"} and head["nodes"], head
+    assert not [f for f in doc["findings"][1:] if f["role"] == "root_cause"], doc["summary"]

@@ -630,6 +630,28 @@ SIGNATURES: tuple[Signature, ...] = (
       "[rank0]:[E1021 10:00:00.000000000 ProcessGroupNCCL.cpp:2241] Rank 0 Failed to retrieve TORCH_NCCL_DESYNC_DEBUG report.  "
       "Please file an issue. Error: Socket Timeout",
       "torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp (DesyncDebugger::run)"),
+    # the store's client trying an address that only its own host reaches: the head's host name on Debian's 127.0.1.1
+    # line (torchrun's c10d rendezvous hands the head's host name to the workers as MASTER_ADDR), or a container's
+    # bridge address given as MASTER_ADDR. Whatever the port, a rank on another node cannot get there
+    S("c10d.store_on_local_address", "nic_iface", "cause", (b"client socket has", b"failed to connect/validate"),
+      r"(?:client socket has timed out after \S+ while trying to connect to \(|client socket has failed to connect to \[?"
+      r"|TCP client failed to connect/validate to host \[?)"
+      r"(?:(?P<loop>127\.0\.1\.1)|(?P<bridge>172\.(?:1[7-9]|2\d|30)\.0\.\d{1,3}|192\.168\.122\.\d{1,3}))\]?[:,] ?(?P<port>\d+)",
+      "The rendezvous store is sought at [[{loop}]][[{bridge}]]:{port}, an address only its own host reaches",
+      "[[{loop} is a loopback address: Debian and Ubuntu map the host name to it in /etc/hosts, so a head whose "
+      "address was handed out by its host name (torchrun's c10d rendezvous gives the workers the head's host name as "
+      "MASTER_ADDR; a launcher that resolves its own name) is, on every other node, that node itself.]]"
+      "[[{bridge} lies in a container bridge's network (Docker's 172.17-172.30.0.x, libvirt's 192.168.122.x): every "
+      "host has its own, so MASTER_ADDR set to the head container's bridge address leads the other nodes to no one, "
+      "or to their own bridge.]] Whatever the port, a rank on another node cannot reach the store there.",
+      "getent hosts \"$(hostname)\"    # on the head: a 127.x answer is the cause; map the name to its routable address\n"
+      "# or name the head by the address the other nodes reach it at: torchrun --rdzv-endpoint IP:PORT (--master-addr IP)\n"
+      + HOST_NETWORK_FIX, "net.nic_route", 1,
+      "[E521 15:43:02.707733876 socket.cpp:1023] [c10d] The client socket has timed out after 600000ms while trying to "
+      "connect to (172.17.0.2, 29500).",
+      "torch/csrc/distributed/c10d/socket.cpp and TCPStore.cpp (the client's connect lines); Debian's /etc/hosts "
+      "'127.0.1.1 <hostname>'; Docker's address pools https://docs.docker.com/engine/network/",
+      transient=True, multi_node_only=True),
     # torch 2.4+ TCPStore client: a connect attempt that it retries (workers often start before the master listens);
     # the terminal form ends "- timed out" and is c10d.store_timeout
     S("c10d.store_connect_retry", "port_rendezvous", "cause", (b"failed to connect/validate",),
@@ -642,7 +664,7 @@ SIGNATURES: tuple[Signature, ...] = (
       "(try=0, timeout=1800000ms, delay=1496ms): Connection refused",
       "torch/csrc/distributed/c10d/TCPStore.cpp (TCPClient::connect, torch 2.4+)", transient=True,
       # the retries of the attempt whose timeout is the failure (both name the same store)
-      consequence_of=("c10d.numeric_hostname", "c10d.address_in_use", "net.name_resolution", "c10d.store_timeout",
+      consequence_of=("c10d.store_on_local_address", "c10d.numeric_hostname", "c10d.address_in_use", "net.name_resolution", "c10d.store_timeout",
                       "elastic.rendezvous_timeout")),
     # torchrun's dynamic (c10d, etcd) rendezvous: the store answered (an unreachable one raises
     # RendezvousConnectionError) but the rendezvous did not complete before join_timeout. Produced here: a three-node
@@ -678,7 +700,7 @@ SIGNATURES: tuple[Signature, ...] = (
       "[E108 20:04:34.467642512 socket.cpp:957] [c10d] The client socket has timed out after 900s while trying to connect to (33.145.124.128, 29500).",
       "https://github.com/pytorch/pytorch/issues/105782 (torch/csrc/distributed/c10d/socket.cpp; TCPStore.cpp "
       "'Timed out after {} seconds waiting for clients. {}/{} clients joined.')",
-      consequence_of=("c10d.numeric_hostname", "c10d.address_in_use", "net.name_resolution", "c10d.bind_failed",
+      consequence_of=("c10d.store_on_local_address", "c10d.numeric_hostname", "c10d.address_in_use", "net.name_resolution", "c10d.bind_failed",
                       "c10d.env_var_missing")),
     S("c10d.client_connect_failed", "port_rendezvous", "cause", (b"client socket has failed to connect",
                                                                 b"client socket cannot be initialized",
@@ -694,7 +716,7 @@ SIGNATURES: tuple[Signature, ...] = (
       # torch 2.4+ prints these per-address lines under its TCPStore client's own line for the same attempt, which
       # names the host and port as configured (torch 2.13's per-address addresses can be garbage: "[::]:25987" for
       # 10.77.0.99:29531, seen in the network-namespace lab)
-      consequence_of=("c10d.numeric_hostname", "c10d.address_in_use", "net.name_resolution", "c10d.store_connect_retry",
+      consequence_of=("c10d.store_on_local_address", "c10d.numeric_hostname", "c10d.address_in_use", "net.name_resolution", "c10d.store_connect_retry",
                       "c10d.store_timeout"), transient=True),
     S("store.retry_not_listening", "port_rendezvous", "suspect", (b"while the server is not yet listening",),
       r"Retry to connect to (?!127\.)(?P<target>\S+?):(?P<port>\d+) while the server is not yet listening",  # 127.x: below
@@ -764,7 +786,7 @@ SIGNATURES: tuple[Signature, ...] = (
       STORE_FIX, "net.port_reach", 1,
       "torch.distributed.elastic.rendezvous.api.RendezvousConnectionError: The connection to the C10d store has failed. See inner exception for details.",
       "https://github.com/pytorch/pytorch/issues/107021",
-      consequence_of=("c10d.store_timeout", "c10d.client_connect_failed", "c10d.numeric_hostname", "c10d.address_in_use",
+      consequence_of=("c10d.store_on_local_address", "c10d.store_timeout", "c10d.client_connect_failed", "c10d.numeric_hostname", "c10d.address_in_use",
                       "net.name_resolution"), lost_after_start=True),
     S("elastic.store_call_failed", "port_rendezvous", "cause", (b"Broken pipe", b"Connection reset by peer", b"Connection refused"),
       r"^" + LABELS + r"(?:RuntimeError|torch\.distributed\.DistNetworkError|DistNetworkError): (?P<err>Broken pipe|Connection reset by peer|Connection refused)\s*$",
