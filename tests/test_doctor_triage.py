@@ -138,6 +138,59 @@ def test_throughput_lines_are_progress(tmp_path, line):
     assert [h["id"] for h in doc["healthy_signs"]] == ["train.finished"]
 
 
+@pytest.mark.parametrize("line,sign", [
+    ("[2024-01-05 10:00:00,000] [INFO] [logging.py:96:log_dist] [Rank 0] step=10, skipped=0, lr=[0.0001], "
+     "mom=[(0.9, 0.999)]", "deepspeed.step_report"),                    # DeepSpeed engine._report_progress
+    ("INFO 10-17 09:12:44 distributed_gpu_executor.py:57] # GPU blocks: 27668, # CPU blocks: 4681", "vllm.engine_ready"),
+    ("(EngineCore_DP0 pid=2412130) INFO 12-11 00:06:53 [kv_cache_utils.py:1286] GPU KV cache size: 686,320 tokens",
+     "vllm.engine_ready"),                                               # vLLM v1
+    ("INFO 10-17 09:13:02 model_runner.py:1530] Graph capturing finished in 18 secs.", "vllm.engine_ready"),
+    ("Training finished iteration 3 at 2025-08-20 08:40:43. Total running time: 10min 34s", "train.finished"),  # Ray Train
+])
+def test_library_progress_lines_are_progress(tmp_path, line, sign):
+    log = tmp_path / "run.log"
+    log.write_text(line + "\n")
+    doc = triage([str(log)])
+    assert (doc["verdict"], doc["exit_code"]) == ("healthy", 0), doc["summary"]
+    assert [h["id"] for h in doc["healthy_signs"]] == [sign]
+
+
+def test_ray_trains_iteration_report_is_no_end_of_the_run(tmp_path):
+    # "Training finished iteration N" follows every reported iteration: a teardown line after it is no noise
+    log = tmp_path / "run.log"
+    log.write_text("Training finished iteration 1 at 2025-08-20 08:40:43. Total running time: 10min 34s\n"
+                   "gpu-a:1:2 [0] proxy.cc:1521 NCCL WARN [Proxy Service 0] Failed to execute operation Close from "
+                   "rank 0, retcode 3\n")
+    assert triage([str(log)])["exit_code"] == 1
+
+
+def test_a_real_ddp_step_logs_that_its_buckets_were_rebuilt_and_that_is_progress(tmp_path):
+    # torch's DistributedDataParallel logs it (INFO) at the forward after the first backward (torch < 2 through the root
+    # logger, so every INFO log showed it; mmcv prints it through its own)
+    import socket
+    import subprocess
+    import sys
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    script = ("import logging, torch, torch.distributed as dist\n"
+              "logging.basicConfig(level=logging.INFO)\n"   # torch 2.x holds its own loggers at WARNING unless told
+              "logging.getLogger('torch.nn.parallel.distributed').setLevel(logging.INFO)\n"
+              f"dist.init_process_group('gloo', init_method='tcp://127.0.0.1:{port}', rank=0, world_size=1)\n"
+              "m = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(4, 2))\n"
+              "for _ in range(2):\n    m(torch.ones(3, 4)).sum().backward()\n"
+              "dist.destroy_process_group()\n")
+    p = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert "Reducer buckets have been rebuilt in this iteration." in p.stderr
+    log = tmp_path / "run.log"
+    log.write_text(p.stdout + p.stderr)
+    doc = triage([str(log)])
+    assert (doc["verdict"], doc["exit_code"]) == ("healthy", 0), doc["summary"]
+    assert "ddp.buckets_rebuilt" in {h["id"] for h in doc["healthy_signs"]}
+
+
 def test_ray_falling_back_to_loopback_is_the_wrong_interface(tmp_path):
     log = tmp_path / "gcs_server.err"
     log.write_text("[2020-09-07 10:17:16,129 E 20818 20818] network_util.cc:62] Failed to find other valid local IP. "

@@ -2474,7 +2474,7 @@ SIGNATURES: tuple[Signature, ...] = (
     S("train.completed", None, "progress", (b"exits successfully", b"raining finished", b"raining complete", b"Finished training",
                                           b"train_runtime", b"Trainer.fit` stopped", b"Reached max steps",
                                           b"train metrics", b"after training is done"),
-      r"exits successfully|[Tt]raining (?:finished|completed?)\b|Finished training|train_runtime|Trainer\.fit` stopped"
+      r"exits successfully|[Tt]raining (?:finished|completed?)\b(?! iteration)|Finished training|train_runtime|Trainer\.fit` stopped"
       r"|Reached max steps|\*{3,} train metrics \*{3,}|\[after training is done\]",
       "the run finished", ends_run=True, succeeded=True,
       example="work-1: [2023-08-06 05:27:07,537] [INFO] [launch.py:347:main] Process 1555224 exits successfully.",
@@ -2513,6 +2513,33 @@ SIGNATURES: tuple[Signature, ...] = (
       example="[2025-01-08 10:12:41] The server is fired up and ready to roll!",
       source="SGLang srt/entrypoints/http_server.py (_wait_and_warmup, after the warm-up request); uvicorn "
              "lifespan/on.py ('Application startup complete.'), vLLM's OpenAI-compatible server"),
+    # vLLM's engine came up: its KV-cache profiling ran the model (a forward over every tensor-parallel rank, their
+    # all-reduces included) and the cache was allocated; CUDA graphs were captured. Set-up, before any request
+    S("vllm.engine_ready", None, "progress", (b"blocks: ", b"GPU KV cache size:", b"init engine (profile", b"Graph capturing finished"),
+      r"# (?:GPU|cuda|CUDA|NPU|XPU|HPU) blocks: \d+, # CPU blocks: \d+|GPU KV cache size: [\d,]+ tokens"
+      r"|init engine \(profile, create kv cache, warmup model\) took [\d.]+ seconds|Graph capturing finished in [\d.]+ secs",
+      "vLLM's engine came up (the model ran across its ranks, the KV cache was allocated)",
+      example="INFO 10-17 09:12:44 distributed_gpu_executor.py:57] # GPU blocks: 27668, # CPU blocks: 4681",
+      source="vLLM 0.6 executor/gpu_executor.py and distributed_gpu_executor.py ('# GPU blocks: %d, # CPU blocks: %d'), "
+             "worker/model_runner.py ('Graph capturing finished in %.0f secs.'); vLLM v1 kv_cache_utils.py ('GPU KV cache "
+             "size: %s tokens') and engine/core.py ('init engine (profile, create kv cache, warmup model) took %.2f seconds')",
+      setup=True),
+    # DDP logs it at the forward after the first backward (torch/nn/parallel/distributed.py, logger.info): a first
+    # step, its gradient all-reduce included, finished
+    S("ddp.buckets_rebuilt", None, "progress", (b"Reducer buckets have been rebuilt",),
+      r"Reducer buckets have been rebuilt in this iteration",
+      "DDP finished its first step (its gradient buckets were rebuilt)",
+      example="2023-05-16 21:24:13,031 INFO Reducer buckets have been rebuilt in this iteration.",
+      source="torch/nn/parallel/distributed.py (DistributedDataParallel._pre_forward, logger.info after the first "
+             "iteration's backward); mmcv's MMDistributedDataParallel prints the same line"),
+    # DeepSpeed's engine every steps_per_print optimizer steps (runtime/engine.py _report_progress, rank 0)
+    S("deepspeed.step_report", None, "progress", (b", skipped=",),
+      r"\bstep=\d+, skipped=\d+, lr=",
+      "DeepSpeed reported optimizer steps",
+      example="[2024-01-05 10:00:00,000] [INFO] [logging.py:96:log_dist] [Rank 0] step=10, skipped=0, lr=[0.0001], "
+              "mom=[(0.9, 0.999)]",
+      source="deepspeed/runtime/engine.py (DeepSpeedEngine._report_progress: log_dist('step={step}, "
+             "skipped={self.skipped_steps}, lr={lr}, mom={mom}', ranks=[0]))"),
     S("train.metric", None, "progress", (b"acc", b"Acc"),
       r"\b(?:best|val|valid|eval|train|test)?_?[Aa]cc(?:uracy)?(?:@\d+)?['\"]?\s*[:=]\s*-?\d",
       "an accuracy metric reported",
@@ -2548,17 +2575,18 @@ SIGNATURES: tuple[Signature, ...] = (
       source="https://github.com/meta-llama/llama-cookbook/pull/691 (tqdm format)"),
     S("train.finished", None, "progress", (b"SUCCEEDED", b"Saving model checkpoint", b"save model", b"Running training", b"initialize [end]", b"SUCCESS", b"RunningAvgSamplesPerSec",
                                          b"samples/s", b"tokens/s", b"global_step", b"epoch: [", b"checkpoint of size",
-                                         b"mg/sec", b"mages/sec"),
+                                         b"mg/sec", b"mages/sec", b"finished iteration"),
       r"SUCCEEDED|Saving model checkpoint|save model|Running training|DeepSpeedZeRoOffload initialize \[end\]|SUCCESS Step|RunningAvgSamplesPerSec"
       r"|[\d.]+ (?:samples|tokens)/s(?:ec(?:ond)?)?\b|global_step|epoch: \[\d"
       r"|\b(?:Img|[Ii]mages?)/sec(?: per \w+)?:? ?[\d.]+|[\d.]+ img/sec per \w+|Total img/sec on \d+"
-      r"|(?:Model|Adapter|Recipe) checkpoint of size [\d.]+ GiB saved to",   # torchtune's checkpointers
+      r"|(?:Model|Adapter|Recipe) checkpoint of size [\d.]+ GiB saved to"   # torchtune's checkpointers
+      r"|Training finished iteration \d+",   # Ray Train's report after each iteration
       "the run progressed",
       example="Saving model checkpoint to saves/llama3-8b/lora/sft/checkpoint-500",
       source="transformers Trainer (_save_checkpoint's log line); throughput: Horovod's and BytePS's "
              "pytorch_synthetic_benchmark.py ('Iter #0: 181.2 img/sec per GPU', 'Img/sec per GPU: ...', 'Total img/sec "
              "on 16 GPU(s): ...'), tf_cnn_benchmarks ('total images/sec: ...'), a per-rank 'samples/second' "
-             "(https://github.com/aws/aws-k8s-tester/pull/467)"),
+             "(https://github.com/aws/aws-k8s-tester/pull/467); Ray Train / Tune's 'Training finished iteration N at ...'"),
 )
 
 # ============================================================================ our own preflight's verdict
