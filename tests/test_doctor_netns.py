@@ -24,6 +24,11 @@ the job), and ``dsv3-preflight doctor`` reads the directory.
   waited, and node 2's lost store connection under it.
 - torchrun ``--log-dir`` on every node, the per-rank files collected under one directory: the failing rank is named
   with its node and local rank from the files' paths.
+- ``--master-addr`` set to the head's own container-bridge address (172.17.0.2 on its docker0): the address, not
+  the port, is the cause (c10d.store_on_local_address).
+- Two nodes given the same ``--node-rank`` (static rendezvous): the store answers and every agent waits for the
+  rank nobody took; the doctor names the two nodes and the rank. ``--nnodes 4`` on three nodes: a node rank never
+  joined, and no network fix is given.
 - The same job with the fix the doctor prints (GLOO_SOCKET_IFNAME set to the interface toward MASTER_ADDR) runs:
   the doctor says healthy, exit 0.
 """
@@ -299,3 +304,37 @@ def test_a_master_addr_on_the_heads_container_bridge_names_the_address_not_the_p
     assert "172.17.0.2" in head["title"] and "--network=host" in head["fix"], head
     assert set(head["nodes"]) <= {"node1", "node2"} and head["nodes"], head
     assert not [f for f in doc["findings"][1:] if f["role"] == "root_cause"], doc["summary"]
+
+
+def test_two_nodes_given_one_node_rank_are_named_with_the_rank(netns_lab, tmp_path):
+    # static rendezvous, node 2 started with --node-rank 1 as well: the store answers, node rank 2 never writes its
+    # info, every agent waits until the rendezvous timeout (15 s here)
+    conf = ("--rdzv-conf", "timeout=15")
+    env = {n: {"GLOO_SOCKET_IFNAME": netns_lab.PRIMARY_IF} for n in range(3)}
+    logs, rcs = run_job(netns_lab, tmp_path, env, torchrun_args={0: conf, 1: conf, 2: (*conf, "--node-rank", "1")})
+    assert all(rc not in (0, None) for rc in rcs), rcs
+    text = "\n".join(p.read_text() for p in sorted(logs.iterdir()))
+    assert text.count("torchelastic/assigned_ranks/1") >= 2, text[-3000:]
+    doc = triage([str(logs)])
+    assert (doc["exit_code"], doc["cause_class"]) == (1, "pci_rank_dup"), doc["summary"]
+    head = doc["findings"][0]
+    assert head["id"] == "elastic.duplicate_node_rank" and head.get("headline"), doc["summary"]
+    assert head["title"] == "Two nodes run with --node-rank 1: node1, node2", head["title"]
+    assert head["check"] == "cluster.node_rank" and "--node-rank" in head["fix"]
+    roles = {f["id"]: f["role"] for f in doc["findings"]}
+    assert roles["elastic.ranks_not_assigned"] == "consequence", roles
+    assert not [f for f in doc["findings"][1:] if f["role"] == "root_cause"], doc["summary"]
+
+
+def test_a_node_rank_nobody_started_is_a_rendezvous_that_did_not_complete_not_the_network(netns_lab, tmp_path):
+    # --nnodes 4 on three nodes: node rank 3 never comes; the store answered, so no port or firewall advice
+    args = ("--rdzv-conf", "timeout=15", "--nnodes", "4")
+    env = {n: {"GLOO_SOCKET_IFNAME": netns_lab.PRIMARY_IF} for n in range(3)}
+    logs, rcs = run_job(netns_lab, tmp_path, env, torchrun_args=args)
+    assert all(rc not in (0, None) for rc in rcs), rcs
+    doc = triage([str(logs)])
+    assert (doc["exit_code"], doc["cause_class"]) == (1, "port_rendezvous"), doc["summary"]
+    head = doc["findings"][0]
+    assert head["id"] == "elastic.ranks_not_assigned" and head.get("headline"), doc["summary"]
+    assert "no network problem" in head["root_cause"] and "nc -vz" not in head["fix"], head
+    assert "elastic.duplicate_node_rank" not in {f["id"] for f in doc["findings"]}

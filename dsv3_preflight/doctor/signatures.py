@@ -680,6 +680,25 @@ SIGNATURES: tuple[Signature, ...] = (
       "dsv3-preflight run --only cluster.node_count", "cluster.node_count", 1,
       "torch.distributed.elastic.rendezvous.api.RendezvousTimeoutError",
       "torch/distributed/elastic/rendezvous/dynamic_rendezvous.py (_RendezvousJoinOp: raise RendezvousTimeoutError)"),
+    # torchrun's agents exchange their node's info through the store (agent/server/api.py _assign_worker_ranks, torch
+    # 2.3+): each writes torchelastic/role_info/<node rank>, node rank 0 reads them all and writes
+    # torchelastic/assigned_ranks/<node rank>, which each agent waits for. A wait on these keys that times out: the
+    # store answered, a node rank never wrote. Produced here (netns lab): three nodes, two given --node-rank 1
+    S("elastic.ranks_not_assigned", "port_rendezvous", "cause", (b"torchelastic/role_info/", b"torchelastic/assigned_ranks/"),
+      r"wait timeout after (?P<ms>\d+)ms, keys: \S*torchelastic/(?P<kind>role_info|assigned_ranks)/(?P<rank>\d+)",
+      "torchrun's rendezvous: the store answered, but not every node rank joined",
+      "The rendezvous store was reached (no network problem): torchrun's agents write their node's info under its "
+      "--node-rank, and node rank 0 hands out the global ranks once every node rank from 0 to NNODES-1 has written. "
+      "One never did: a node did not start (or started with another --nnodes, --master-addr or --master-port), or "
+      "two nodes were given the same --node-rank, so one rank is claimed twice and another by no one.",
+      "ps -eo args | grep -E '[t]orchrun|[t]orch[.]distributed[.]run'    # on each node: its --node-rank and --nnodes\n"
+      "# every node a distinct --node-rank from 0 to NNODES-1 (0 on the node at --master-addr), all the same --nnodes\n"
+      "dsv3-preflight run --all-nodes --only cluster.node_rank,cluster.node_count", "cluster.node_rank", 1,
+      "torch.distributed.DistStoreError: wait timeout after 15000ms, keys: /none/torchelastic/assigned_ranks/1",
+      "torch/distributed/elastic/agent/server/api.py (SimpleElasticAgent._assign_worker_ranks: store.multi_get of "
+      "role_info/<i>, store.get of assigned_ranks/<node rank>); produced here by torch 2.13 torchrun on three "
+      "network-namespace nodes, two with --node-rank 1 (tests/test_doctor_netns.py)",
+      consequence_of=("elastic.duplicate_node_rank",)),
     S("c10d.store_timeout", "port_rendezvous", "cause", (b"client socket has timed out", b"failed to connect/validate",
                                                         b"connect() timed out", b"Socket Timeout", b"waiting for clients",
                                                         b"store based barrier", b"wait timeout after",
@@ -1015,7 +1034,8 @@ SIGNATURES: tuple[Signature, ...] = (
       "addr=[node-0.company.net]:43590, remote=[node-0.company.net]:20000) timed out after 1800000ms",
       "https://github.com/sgl-project/sglang/issues/7478 (torch/csrc/distributed/c10d/socket.cpp)",
       # the store's host waiting on the ranks that could not reach it (the network-namespace lab, c10d rendezvous)
-      consequence_of=("c10d.store_timeout", "c10d.store_connect_retry", "c10d.client_connect_failed")),
+      consequence_of=("c10d.store_timeout", "c10d.store_connect_retry", "c10d.client_connect_failed",
+                      "elastic.ranks_not_assigned", "elastic.duplicate_node_rank")),
     # ======================================================================== nic_iface
     S("tensorpipe.listen_failed", "nic_iface", "cause", (b"transport/uv/listener.cc",),
       r"In (?P<fn>\w+) at \S*tensorpipe/transport/uv/listener\.cc:\d+ \"(?P<cond>[^\"]*)\"",
@@ -2681,6 +2701,20 @@ DERIVED: tuple[Signature, ...] = (
       example="torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.",
       source="transformers Trainer (auto_find_batch_size catches the OOM and halves the batch); torchrun's restarts "
              "(--max-restarts) before '[default] worker group successfully finished'"),
+    # two nodes' agents waiting for the global ranks of the same node rank (torchelastic/assigned_ranks/<N>), or two
+    # waiting, as node rank 0, for every node's info: two nodes run with one --node-rank (triage: _derive)
+    S("elastic.duplicate_node_rank", "pci_rank_dup", "cause", (b"torchelastic/",), r"torchelastic/",
+      "Two nodes run with --node-rank {rank}: {nodes}",
+      "torchrun numbers the nodes by --node-rank: {nodes} both took node rank {rank}, so its workers were started twice "
+      "and a node rank nobody took was waited for until the rendezvous timed out. Had it passed, two processes would "
+      "hold each of those global ranks (NCCL's 'Duplicate GPU detected', ranks that never meet).",
+      "ps -eo args | grep -E '[t]orchrun|[t]orch[.]distributed[.]run'    # on each node: its --node-rank\n"
+      "# every node a distinct --node-rank from 0 to NNODES-1, 0 on the node at --master-addr (Slurm: \"$SLURM_NODEID\"),\n"
+      "# or let torchrun number them: --rdzv-backend c10d --rdzv-endpoint \"$MASTER_ADDR:$MASTER_PORT\" instead of --node-rank\n"
+      "dsv3-preflight run --all-nodes --only cluster.node_rank", "cluster.node_rank", 0,
+      "node1: ... keys: /none/torchelastic/assigned_ranks/1; node2: ... keys: /none/torchelastic/assigned_ranks/1",
+      "torch/distributed/elastic/agent/server/api.py (_assign_worker_ranks: each agent waits for assigned_ranks/<its "
+      "node rank>, node rank 0 for role_info/<every rank>); produced here (tests/test_doctor_netns.py)"),
     S("nccl.version_drift", "version_drift", "cause", (b"NCCL version",), r"NCCL version (?P<values>\S+)",
       "NCCL versions differ between nodes ({values})",
       "The nodes run different NCCL libraries (different containers, torch wheels or system NCCL): NCCL refuses to "

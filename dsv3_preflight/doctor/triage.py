@@ -608,6 +608,7 @@ class Triage:
             for w in d["where"]:
                 self._record(_DERIVED["c10d.fingerprints_diverge"], groups,
                              Event(w["fi"], w["path"], w["line"], w["ts"], w["node"], w["rank"], None, w["text"]))
+        self._derive_node_rank()
         self._derive_gate(file_of)
         for ras in self.ras:
             for key, sid in (("mismatch", "ras.mismatch"), ("dead", "ras.dead"), ("missing", "ras.incomplete"),
@@ -619,6 +620,27 @@ class Triage:
                     f = self._record(_DERIVED[sid], groups, ev)
                     if ras.mismatch_detail:
                         f.extra.setdefault("detail", ras.mismatch_detail[:4])
+
+    def _derive_node_rank(self) -> None:
+        """Two nodes (files) whose torchrun agents waited for the same node rank's share of the global ranks, or both
+        as node rank 0 for every node's info: two nodes run with one --node-rank."""
+        f = self.findings.get("elastic.ranks_not_assigned")
+        if f is None:
+            return
+        by_rank: dict[str, list[Event]] = {}
+        for ev in f.events:
+            m = f.sig.regex.search(ev.text)
+            if m is None:
+                continue
+            rank = "0" if m.group("kind") == "role_info" else m.group("rank")   # only node rank 0 waits for role_info
+            if all((e.file, e.node) != (ev.file, ev.node) for e in by_rank.get(rank, [])):
+                by_rank.setdefault(rank, []).append(ev)
+        for rank, evs in sorted(by_rank.items()):
+            if len(evs) < 2:
+                continue
+            names = [ev.node or ev.path for ev in evs]
+            for ev in evs:
+                self._record(_DERIVED["elastic.duplicate_node_rank"], {"rank": rank, "nodes": ", ".join(names)}, ev)
 
     def _derive_gate(self, file_of: dict[str, int]) -> None:
         """One finding per check our preflight reported FAIL or ERROR; its NO-GO line alone when no input names one."""
