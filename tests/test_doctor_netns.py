@@ -338,3 +338,21 @@ def test_a_node_rank_nobody_started_is_a_rendezvous_that_did_not_complete_not_th
     assert head["id"] == "elastic.ranks_not_assigned" and head.get("headline"), doc["summary"]
     assert "no network problem" in head["root_cause"] and "nc -vz" not in head["fix"], head
     assert "elastic.duplicate_node_rank" not in {f["id"] for f in doc["findings"]}
+
+
+def test_a_rendezvous_port_the_heads_firewall_drops_is_the_store_unreachable_from_the_workers(netns_lab, tmp_path):
+    # the guide's "rendezvous port unreachable from workers": the head drops every packet to the store's port from
+    # outside; its own agent reaches the store over loopback, the workers time out
+    netns_lab.add_rule(0, ["-A", "INPUT", "-p", "tcp", "--dport", str(PORT), "!", "-i", "lo", "-j", "DROP"])
+    conf = ("--rdzv-conf", "timeout=15")
+    env = {n: {"GLOO_SOCKET_IFNAME": netns_lab.PRIMARY_IF} for n in range(3)}
+    logs, rcs = run_job(netns_lab, tmp_path, env, torchrun_args=conf)
+    assert any(rc not in (0, None) for rc in rcs), rcs
+    doc = triage([str(logs)])
+    text = "\n".join(p.read_text() for p in sorted(logs.iterdir()))
+    assert (doc["exit_code"], doc["cause_class"]) == (1, "port_rendezvous"), (doc["summary"], text[-3000:])
+    head = doc["findings"][0]
+    assert head["id"] in ("c10d.store_timeout", "c10d.client_connect_failed"), doc["summary"]
+    assert {"node1", "node2"} <= set(head["nodes"]), head   # the head's own "1/3 clients joined" is the same finding
+    assert "nc -vz" in head["fix"] and head["check"] == "net.port_reach", head
+    assert netns_lab.addr(0) in head["title"] and str(PORT) in head["title"], head["title"]
