@@ -547,3 +547,34 @@ def test_a_gloo_connect_retry_that_succeeded_is_no_failure(tmp_path):
     assert [w["id"] for w in doc["warnings"]] == ["gloo.connect_retry"]
     doc = _doc(tmp_path, [retry])
     assert (doc["exit_code"], _ids(doc)[0]) == (1, "gloo.connect_retry"), doc["summary"]
+
+
+def test_a_rank_beyond_the_visible_gpus_and_busy_devices_in_cuda_11s_wording(tmp_path):
+    # torch's lazy CUDA init asserts LOCAL_RANK < the GPUs it sees (CUDAContext.cpp); CUDA 11+ words error 46 anew
+    doc = _doc(tmp_path, ["torch.cuda.DeferredCudaCallError: CUDA call failed lazily at initialization with error: "
+                          "device >= 0 && device < num_gpus INTERNAL ASSERT FAILED at \"../aten/src/ATen/cuda/"
+                          "CUDAContext.cpp\":50, please report a bug to PyTorch. device=1, num_gpus=1"])
+    assert (doc["cause_class"], _ids(doc)[0]) == ("pci_rank_dup", "cuda.invalid_device_ordinal")
+    doc = _doc(tmp_path, ["RuntimeError: CUDA error: CUDA-capable device(s) is/are busy or unavailable"])
+    assert (doc["cause_class"], _ids(doc)[0]) == ("pci_rank_dup", "cuda.devices_busy")
+
+
+def test_the_store_sought_at_a_loopback_or_bridge_address_is_the_address_not_the_port(tmp_path):
+    for line in ("[W socket.cpp:663] [c10d] The client socket has failed to connect to [127.0.1.1]:29500 (errno: 111 - "
+                 "Connection refused).",
+                 "[E1108 20:04:34.467642512 socket.cpp:957] [c10d] The client socket has timed out after 900s while "
+                 "trying to connect to (172.17.0.2, 29500).",
+                 "[W1021 10:00:00.123 TCPStore.cpp:358] [c10d] TCP client failed to connect/validate to host "
+                 "192.168.122.1:29500 - timed out (try=9, timeout=1800000ms): Connection refused"):
+        doc = _doc(tmp_path, [line])
+        assert (doc["cause_class"], _ids(doc)[0]) == ("nic_iface", "c10d.store_on_local_address"), line
+        assert ":29500" in doc["findings"][0]["title"]
+    # a routable address, and 127.0.0.1 (a one-node job's): the port and the store, as before
+    for addr in ("10.0.0.5", "127.0.0.1"):
+        doc = _doc(tmp_path, [f"[W socket.cpp:663] [c10d] The client socket has failed to connect to [{addr}]:29500 "
+                              "(errno: 111 - Connection refused)."])
+        assert doc["cause_class"] == "port_rendezvous", addr
+    # a retry that the run got past is a warning
+    doc = _doc(tmp_path, ["[W socket.cpp:663] [c10d] The client socket has failed to connect to [172.17.0.2]:29500 "
+                          "(errno: 111 - Connection refused).", *PROGRESS])
+    assert (doc["verdict"], doc["exit_code"]) == ("healthy", 0)

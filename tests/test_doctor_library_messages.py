@@ -59,6 +59,8 @@ CHILD = textwrap.dedent(r'''
     for var in ("MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE"):
         os.environ.pop(var, None)
     case("env_vars_missing", lambda: dist.init_process_group("gloo", init_method="env://", rank=0, world_size=1))
+    import torch
+    case("process_group_not_initialized", lambda: dist.all_reduce(torch.ones(1)))   # plain python, no init
 
     from transformers import TrainingArguments
     with tempfile.TemporaryDirectory() as d:
@@ -149,6 +151,7 @@ EXPECTED = {
     "workers_never_join": ("port_rendezvous", "c10d.store_timeout"),
     "store_key_never_set": ("port_rendezvous", "c10d.store_timeout"),
     "env_vars_missing": ("port_rendezvous", "c10d.env_var_missing"),
+    "process_group_not_initialized": ("config", "c10d.not_initialized"),
     "trainer_strategies_differ": ("config", "hf.training_arguments_invalid"),
     "trainer_bf16_without_gpu": ("config", "hf.precision_unsupported"),
     "trainer_fp16_and_bf16": ("config", "hf.training_arguments_invalid"),

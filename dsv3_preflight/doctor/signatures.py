@@ -538,8 +538,10 @@ SIGNATURES: tuple[Signature, ...] = (
       "gpu.rank_mapping", 2,
       "gpu-a:4101:4190 [0] NCCL INFO Detected ranks 3 and 11 sharing GPU with bus 53000 on this node",
       "NCCL 2.30.3 src/graph/topo.cc ncclCheckMultiRank (format string)"),
-    S("cuda.invalid_device_ordinal", "pci_rank_dup", "cause", (b"invalid device ordinal", b"cudaErrorInvalidDevice", b"CUDA_ERROR_INVALID_DEVICE"),
-      r"invalid device ordinal|cudaErrorInvalidDevice\b|CUDA_ERROR_INVALID_DEVICE\b",
+    S("cuda.invalid_device_ordinal", "pci_rank_dup", "cause", (b"invalid device ordinal", b"cudaErrorInvalidDevice",
+                                                                 b"CUDA_ERROR_INVALID_DEVICE", b"device < num_gpus"),
+      r"invalid device ordinal|cudaErrorInvalidDevice\b|CUDA_ERROR_INVALID_DEVICE\b"
+      r"|device >= 0 && device < num_gpus INTERNAL ASSERT FAILED",   # torch's CUDAContext.cpp (lazy CUDA init)
       "CUDA error: invalid device ordinal (a rank asked for a GPU that is not there)",
       "More ranks per node than visible GPUs (--nproc_per_node larger than the GPU count, or CUDA_VISIBLE_DEVICES "
       "narrower than the launch), so LOCAL_RANK names a GPU that does not exist.",
@@ -548,9 +550,11 @@ SIGNATURES: tuple[Signature, ...] = (
       "dsv3-preflight run --only gpu.rank_mapping",
       "gpu.rank_mapping", 1,
       "RuntimeError: CUDA error: invalid device ordinal",
-      "https://github.com/cfzd/Ultra-Fast-Lane-Detection/issues/193 (cudaGetErrorString(101))"),
+      "https://github.com/cfzd/Ultra-Fast-Lane-Detection/issues/193 (cudaGetErrorString(101)); torch "
+      "aten/src/ATen/cuda/CUDAContext.cpp (TORCH_INTERNAL_ASSERT(device >= 0 && device < num_gpus, 'device=', ...))"),
     S("cuda.devices_busy", "pci_rank_dup", "cause", (b"busy or unavailable", b"cudaErrorDevicesUnavailable"),
-      r"all CUDA-capable devices are busy or unavailable|cudaErrorDevicesUnavailable",
+      r"all CUDA-capable devices are busy or unavailable|CUDA-capable device\(s\) is/are busy or unavailable"
+      r"|cudaErrorDevicesUnavailable",   # CUDA 11+ words cudaGetErrorString(46) the second way
       "CUDA devices busy or unavailable",
       "The GPU is in exclusive-process mode and already used: two ranks share one GPU, or another job holds it.",
       "nvidia-smi --query-gpu=index,compute_mode --format=csv; nvidia-smi --query-compute-apps=pid,gpu_uuid --format=csv\n"
@@ -879,6 +883,18 @@ SIGNATURES: tuple[Signature, ...] = (
       LAUNCH_FIX, "env.launch_vars", 1,
       "ValueError: Error initializing torch.distributed using env:// rendezvous: environment variable MASTER_ADDR expected, but not set",
       "torch/distributed/rendezvous.py (_env_error, _error); deepspeed/runtime/engine.py (LOCAL_RANK assertion)"),
+    # a collective or dist.get_rank() before init_process_group: the script was started without the launcher its
+    # framework expects (plain python), or its own init was skipped. A rank whose init failed prints its own error
+    # first; this line is then its consequence (tier 2: any cause of tier 1 leads)
+    S("c10d.not_initialized", "config", "cause", (b"process group has not been initialized",),
+      r"Default process group has not been initialized, please make sure to call init_process_group",
+      "A collective was called before init_process_group",
+      "torch.distributed was used (a collective, get_rank, a DeepSpeed/accelerate step) in a process whose default "
+      "process group was never created: the script was started with plain python instead of its launcher, or the "
+      "code that calls init_process_group (deepspeed.init_distributed, Accelerator()) did not run first.",
+      LAUNCH_FIX, "env.launch_vars", 2,
+      "ValueError: Default process group has not been initialized, please make sure to call init_process_group.",
+      "torch/distributed/distributed_c10d.py (_get_default_group)"),
     S("c10d.store_error", "port_rendezvous", "cause", (b"DistStoreError", b"DistNetworkError", b"TCPStore", b"Stop_waiting response"),
       # not the source file of a C++ log line ("[I... TCPStoreLibUvBackend.cpp:1354] [c10d] uv_loop_close failed": the
       # store's server closing its event loop at exit, logged at INFO while it retries)
