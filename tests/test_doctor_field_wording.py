@@ -578,3 +578,20 @@ def test_the_store_sought_at_a_loopback_or_bridge_address_is_the_address_not_the
     doc = _doc(tmp_path, ["[W socket.cpp:663] [c10d] The client socket has failed to connect to [172.17.0.2]:29500 "
                           "(errno: 111 - Connection refused).", *PROGRESS])
     assert (doc["verdict"], doc["exit_code"]) == ("healthy", 0)
+
+
+def test_nccls_first_interface_on_a_link_local_address_is_the_suspect_of_a_log_that_stops(tmp_path):
+    # GH200's BMC USB network (169.254.3.1 on every node: uccl-project/uccl#1034) and a tunnel's fe80:: (nccl#529)
+    for line, addr in (("gh200-1:2211:2211 [0] NCCL INFO Bootstrap : Using [0]usb0:169.254.3.1<0>", "169.254.3.1"),
+                       ("yt-1:97:221 [0] NCCL INFO Bootstrap : Using [0]ip6tnl0:fe80::e866:19ff:fe1e:a688%ip6tnl0<0> "
+                        "[1]veth0:2a02:6b8:fc1d:3606:0:4457:edef:600a<0>", "fe80::e866:19ff:fe1e:a688%ip6tnl0")):
+        doc = _doc(tmp_path, [line])
+        assert (doc["exit_code"], doc["cause_class"], doc["stalled"]) == (1, "nic_iface", True), line
+        assert _ids(doc)[0] == "nccl.link_local_interface" and addr in doc["findings"][0]["title"]
+    # a link-local address after a routable first interface: NCCL uses the first; the log just stops (exit 5)
+    doc = _doc(tmp_path, ["n1:1:1 [0] NCCL INFO Bootstrap : Using [0]ens5:172.31.0.137<0> "
+                          "[1]veth75fa783:fe80::14ad:64ff:fe64:b31e%veth75fa783<0>"])
+    assert "nccl.link_local_interface" not in _ids(doc) and doc["exit_code"] == 5
+    # and a run that went on past it is healthy
+    doc = _doc(tmp_path, ["gh200-1:2211:2211 [0] NCCL INFO Bootstrap : Using [0]usb0:169.254.3.1<0>", *PROGRESS])
+    assert (doc["verdict"], doc["exit_code"]) == ("healthy", 0)

@@ -1476,6 +1476,23 @@ SIGNATURES: tuple[Signature, ...] = (
       HOST_NETWORK_FIX, "net.nic_route", 2,
       "c6ad99331184:117277:117277 [0] NCCL INFO Bootstrap : Using [0]eth0:172.17.0.2<0>",
       "https://github.com/NVIDIA/nccl/issues/367 (Docker's default bridge network is 172.17.0.0/16)", stall="multi_node"),
+    # NCCL's first (or only) interface holds a link-local address only: fe80::/10 or 169.254.0.0/16 are not routed
+    # between hosts, and appliance interfaces carry the same one on every node (the BMC's USB network of GH200 and
+    # DGX nodes, 169.254.3.1). A later interface with one is no such sign: NCCL uses its first
+    S("nccl.link_local_interface", "nic_iface", "suspect", (b"fe80:", b"169.254."),
+      r"(?:Bootstrap|NET/Socket) ?: Using (?:\[0\])?(?P<iface>[A-Za-z][\w.-]*):"
+      r"(?P<addr>fe80:[0-9a-fA-F:]*(?:%[\w.-]+)?|169\.254\.\d{1,3}\.\d{1,3})<",
+      "NCCL's first interface {iface} has only a link-local address ({addr})",
+      "{addr} is link-local (IPv6 fe80::/10, IPv4 169.254.0.0/16): such addresses are not routed between hosts, and "
+      "an appliance interface carries the same one on every node (the BMC's USB network on GH200 and DGX nodes is "
+      "169.254.3.1 everywhere). NCCL listens and publishes its bootstrap address on {iface}, so ranks on other nodes "
+      "cannot reach it: a multi-node init hangs or its connections are refused.",
+      IFACE_FIX + "\nexport NCCL_SOCKET_FAMILY=AF_INET    # when the interface has IPv4 too but NCCL took its IPv6 address",
+      "net.nic_route", 2,
+      "gh200-1:2211:2211 [0] NCCL INFO Bootstrap : Using [0]usb0:169.254.3.1<0>",
+      "https://github.com/uccl-project/uccl/pull/1034 (NCCL bootstrap on GH200's 169.254.3.1 link-local NIC: "
+      "'Connection refused' across two nodes); https://github.com/NVIDIA/nccl/issues/529 (ip6tnl0:fe80::... first)",
+      stall="multi_node"),
     # Open MPI's (PRRTE's, ORTE's) out-of-band wire-up lists every address it may use: one of a host's own bridge
     # network among them is tried too, but runs that list it also work, so it only explains a hang the user reports
     S("ompi.oob_bridge_address", "nic_iface", "suspect", (b"to our list of V4 connections",),
