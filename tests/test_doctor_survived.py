@@ -106,3 +106,18 @@ def test_an_end_that_is_no_success_excuses_nothing(tmp_path):
 def test_a_run_the_user_says_hung_is_not_excused(tmp_path):
     doc = _doc(tmp_path, [OOM, LOSS, FINISHED], hung=True)
     assert doc["exit_code"] == 1
+
+
+def test_teardown_lines_before_and_after_the_success_are_survived_and_noise(tmp_path):
+    heartbeat = ("[rank5]:[W509 02:29:39.508328002 ProcessGroupNCCL.cpp:1771] [PG ID 0 PG GUID 0 Rank 5] Failed to check "
+                 "the \"should dump\" flag on TCPStore, (maybe TCPStore server has shut down too early), with error: "
+                 "Broken pipe")
+    doc = _doc(tmp_path, [LOSS, heartbeat, FINISHED, heartbeat])
+    assert (doc["verdict"], doc["exit_code"]) == ("healthy", 0), doc["summary"]
+
+
+def test_the_survived_count_is_every_unrecognised_line_not_the_few_kept(tmp_path):
+    doc = _doc(tmp_path, [f"RuntimeError: the reward model returned an empty batch ({i})" for i in range(20)]
+               + [LOSS, FINISHED])
+    assert (doc["verdict"], doc["exit_code"]) == ("healthy", 0)
+    assert "20 error line(s) printed before the run succeeded" in doc["summary"], doc["summary"]

@@ -725,10 +725,11 @@ class Triage:
         if failing and not self.hung and self._survived(found, kind):
             survived = [f for f in found if kind[f.sig.id] in ("cause", "symptom")]
             found = [f for f in found if f not in survived]
-            for ev in errors:   # the unrecognised ones (the first few kept) as one finding
+            for ev in errors:   # the unrecognised ones (the first few kept) as one finding, counted in full
                 self._record(_DERIVED["run.error_survived"], {"what": ev.text.strip()[:120]}, ev)
             if errors:
                 survived.append(self.findings["run.error_survived"])
+                survived[-1].count = error_count
             errors, error_count, errors_present, failing = [], 0, False, False
         # a log that stops with no error and no progress where a suspect that explains a hang was seen: that suspect
         # is the suspected cause (exit 1), not "no progress" (exit 5)
@@ -863,7 +864,10 @@ class Triage:
         if not all(before(ev.file, ev.line) or self._gone_past(ev) for warns in self._nccl_warns.values() for ev in warns):
             return False
         failing = [f for f in found if kind[f.sig.id] in ("cause", "symptom")]
-        return all(f.last and all(before(fi, line) for fi, line in f.last.items()) for f in failing)
+        # a teardown line after the end of its file (or in a file without an end beside one that has it) is noise
+        # wherever the same finding also stands before the success
+        return all(f.last and all(before(fi, line) or (f.sig.teardown and self._after_end_at(fi, line))
+                                  for fi, line in f.last.items()) for f in failing)
 
     def _zero_bar(self) -> tuple[int, str] | None:
         """(file index, bar) when the only progress is set-up (NCCL connected) and a file ends on a progress bar
@@ -880,12 +884,15 @@ class Triage:
     def _after_end(self, ev: Event) -> bool:
         """``ev`` came after a sign that the run finished: later in its own file, or in a file without such a sign
         when another file has one (a rank's teardown lines beside rank 0's ``train_runtime``)."""
-        if ev.file in self.workers_done:
+        return self._after_end_at(ev.file, ev.line)
+
+    def _after_end_at(self, fi: int, line: int) -> bool:
+        if fi in self.workers_done:
             return True
         if not self.run_end:
             return False
-        end = self.run_end.get(ev.file)
-        return ev.line > end if end is not None else True
+        end = self.run_end.get(fi)
+        return line > end if end is not None else True
 
     def _without_the_stop(self, found: list[_Finding], errors: list[Event],
                           error_count: int) -> tuple[list[_Finding], list[Event], int]:
