@@ -595,3 +595,17 @@ def test_nccls_first_interface_on_a_link_local_address_is_the_suspect_of_a_log_t
     # and a run that went on past it is healthy
     doc = _doc(tmp_path, ["gh200-1:2211:2211 [0] NCCL INFO Bootstrap : Using [0]usb0:169.254.3.1<0>", *PROGRESS])
     assert (doc["verdict"], doc["exit_code"]) == ("healthy", 0)
+
+
+def test_a_multi_node_only_cause_in_a_one_node_job_reads_as_the_rest_of_the_table_reads_it(tmp_path):
+    # NCCL's lines show both ranks' GPUs on one host: a container bridge's address is right there, so the store line
+    # is the store's timeout (not the address), and never dropped: a failure line is never "no error"
+    one_node = ["gpu-a:1:1 [0] NCCL INFO Bootstrap : Using eth0:172.17.0.2<0>",
+                "gpu-a:1:1 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 busId 1000 - Init START",
+                "gpu-a:2:2 [1] NCCL INFO comm 0x2 rank 1 nranks 2 cudaDev 1 busId 2000 - Init START"]
+    doc = _doc(tmp_path, [*one_node, "[E1108 20:04:34.467642512 socket.cpp:957] [c10d] The client socket has timed out "
+                                     "after 900s while trying to connect to (172.17.0.2, 29500)."])
+    assert (doc["exit_code"], doc["cause_class"], _ids(doc)[0]) == (1, "port_rendezvous", "c10d.store_timeout")
+    doc = _doc(tmp_path, [*one_node, "gpu-a:1:3 [0] misc/socket.cc:484 NCCL WARN Net : Connect to 172.17.0.3<43210> "
+                                     "failed : Connection refused"])
+    assert doc["exit_code"] == 1 and "nccl.bridge_peer" not in _ids(doc), doc["summary"]

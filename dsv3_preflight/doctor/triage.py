@@ -206,11 +206,15 @@ class _Matcher:
         found = [i for n, owners in self.owner_items if n in text for i in owners]
         return sorted(set(found))
 
-    def match(self, text: str, ctx: dict, line: int) -> tuple[Signature | None, re.Match | None, bool]:
+    def match(self, text: str, ctx: dict, line: int,
+              one_node: bool = False) -> tuple[Signature | None, re.Match | None, bool]:
+        """``one_node``: as the line reads in a one-node job, where the multi-node-only causes do not hold."""
         benign = False
         for i in self.candidates(text):
             sig = self.signatures[i]
             if benign and sig.kind not in ("progress", "context"):
+                continue
+            if one_node and sig.multi_node_only:
                 continue
             if sig.requires and not (line - ctx.get(sig.requires, -10**9) <= REQUIRES_LINES):
                 continue
@@ -269,6 +273,10 @@ class Triage:
         self._last_error: dict[int, int] = {}   # file index → its last unrecognised error line that is no NCCL WARN
         self.worker_exit: dict[int, int] = {}  # file index → the line where its launcher first saw a worker fail
         self.store_gone: dict[int, int] = {}   # file index → its first line saying the store closed the connection
+        #: what the lines of the multi-node-only causes are in a one-node job: the next signature of the table that
+        #: takes them (findings, recorded apart), or, when none does, unrecognised error lines (the events)
+        self._one_node_findings: dict[str, _Finding] = {}
+        self._one_node_errors: list[Event] = []
         self.work_start: dict[int, int] = {}   # file index → its first sign that the run started (START_EXCLUDED aside)
         self.workers_done: set[int] = set()   # files whose node's workers all succeeded (a workers_done symptom)
         self.tails: dict[int, str] = {}     # file index → its last line that is not blank
@@ -481,6 +489,12 @@ class Triage:
         if sig.id == STORE_CLOSED:
             self.store_gone.setdefault(fi, line)
         self._record(sig, groups, ev, m.start())
+        if sig.multi_node_only:
+            alt, am, _ = self._matcher.match(text, ctx, line, one_node=True)
+            if alt is not None and alt.kind in ("cause", "symptom", "suspect"):
+                self._record(alt, _groups(am), ev, am.start(), into=self._one_node_findings)
+            elif is_error_line(text):
+                self._one_node_errors.append(ev)
         self._end_traceback((fi, origin.node or fallback_node, origin.rank, origin.local_rank), line)
 
     def _error_line(self, fi: int, path: str, line: int, ts, origin, fallback_node: str | None, text: str) -> None:
@@ -538,10 +552,12 @@ class Triage:
         elif fld in ("time", "exitcode"):
             ctx["summary_line"] = line
 
-    def _record(self, sig: Signature, groups: dict, ev: Event, pos: int = 0, extra: dict | None = None) -> _Finding:
-        f = self.findings.get(sig.id)
+    def _record(self, sig: Signature, groups: dict, ev: Event, pos: int = 0, extra: dict | None = None,
+                into: dict[str, _Finding] | None = None) -> _Finding:
+        findings = self.findings if into is None else into
+        f = findings.get(sig.id)
         if f is None:
-            f = self.findings[sig.id] = _Finding(sig, dict(groups), ev)
+            f = findings[sig.id] = _Finding(sig, dict(groups), ev)
         f.count += 1
         f.last[ev.file] = max(ev.line, f.last.get(ev.file, 0))
         for k, v in groups.items():   # later lines may carry what the first did not
@@ -717,12 +733,29 @@ class Triage:
         errors_present = error_count > 0
         if self.facts.one_node():   # loopback or a container bridge is the right interface for a one-node job
             found = [f for f in found if f.sig.stall != "multi_node" and not f.sig.multi_node_only]
+            # their lines read as the rest of the table reads them (a store timeout, a closed connection), or as
+            # error lines no signature knows: a failure line is never dropped
+            for alt in self._one_node_findings.values():
+                mine = self.findings.get(alt.sig.id)
+                if mine is None:
+                    found.append(alt)
+                elif mine in found:   # (one set aside above, as teardown after the end, takes these with it)
+                    mine.count += alt.count
+                    mine.events += [e for e in alt.events if len(mine.events) < MAX_LISTED]
+                    for fi, ln in alt.last.items():
+                        mine.last[fi] = max(ln, mine.last.get(fi, 0))
+            errors = errors + self._one_node_errors[:max(0, MAX_ERROR_LINES - len(errors))]
+            error_count += len(self._one_node_errors)
+            errors_present = error_count > 0
+            one_node_errors = self._one_node_errors
+        else:
+            one_node_errors = []
         found = self._store_lost(found)
         kind = {f.sig.id: ("suspect" if f.sig.transient and self._resolved(f) else f.sig.kind) for f in found}
         failing = errors_present or any(kind[f.sig.id] in ("cause", "symptom") for f in found)
         # every error of every file printed before its file says the run succeeded: the run survived them
         survived: list[_Finding] = []
-        if failing and not self.hung and self._survived(found, kind):
+        if failing and not self.hung and self._survived(found, kind, one_node_errors):
             survived = [f for f in found if kind[f.sig.id] in ("cause", "symptom")]
             found = [f for f in found if f not in survived]
             for ev in errors:   # the unrecognised ones (the first few kept) as one finding, counted in full
@@ -848,7 +881,7 @@ class Triage:
             doc["exit_code"] = 4
         return doc
 
-    def _survived(self, found: list[_Finding], kind: dict[str, str]) -> bool:
+    def _survived(self, found: list[_Finding], kind: dict[str, str], more_errors: list[Event]) -> bool:
         """Every error in the logs was printed before a sign that the run succeeded (``succeeded``) in its own file:
         each failing finding everywhere it was seen, every unrecognised error line (NCCL WARN lines the run went
         past aside). A file with an error and no such sign, or an error after it, and the run did not survive."""
@@ -860,6 +893,8 @@ class Triage:
             return fi in end and line < end[fi]
 
         if not all(before(fi, line) for fi, line in self._last_error.items()):
+            return False
+        if not all(before(ev.file, ev.line) for ev in more_errors):
             return False
         if not all(before(ev.file, ev.line) or self._gone_past(ev) for warns in self._nccl_warns.values() for ev in warns):
             return False
