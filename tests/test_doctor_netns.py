@@ -356,3 +356,42 @@ def test_a_rendezvous_port_the_heads_firewall_drops_is_the_store_unreachable_fro
     assert {"node1", "node2"} <= set(head["nodes"]), head   # the head's own "1/3 clients joined" is the same finding
     assert "nc -vz" in head["fix"] and head["check"] == "net.port_reach", head
     assert netns_lab.addr(0) in head["title"] and str(PORT) in head["title"], head["title"]
+
+
+C10D = ("--rdzv-backend", "c10d", "--rdzv-id", "job1")
+
+
+def test_a_c10d_endpoint_no_node_recognises_as_its_own_is_a_store_nobody_hosted(netns_lab, tmp_path):
+    # the host name on 127.0.1.1 on every node (Debian's line) and --rdzv-endpoint the head's IP address: torchrun's
+    # C10d backend hosts the store only where the host name resolves to the endpoint, so nobody does
+    netns_lab.map_host(socket.gethostname(), "127.0.1.1")
+    args = (*C10D, "--rdzv-endpoint", f"{netns_lab.addr(0)}:{PORT}", "--rdzv-conf", "join_timeout=20,read_timeout=10")
+    env = {n: {"GLOO_SOCKET_IFNAME": netns_lab.PRIMARY_IF} for n in range(3)}
+    logs, rcs = run_job(netns_lab, tmp_path, env, torchrun_args=args)
+    assert any(rc not in (0, None) for rc in rcs), rcs
+    doc = triage([str(logs)])
+    assert (doc["exit_code"], doc["cause_class"]) == (1, "port_rendezvous"), doc["summary"]
+    head = doc["findings"][0]
+    assert head["id"] == "elastic.c10d_store_not_hosted" and head.get("headline"), doc["summary"]
+    assert f"{netns_lab.addr(0)}:{PORT}" in head["title"] and "node0, node1, node2" in head["title"], head["title"]
+    assert f"--rdzv-conf is_host=1 --local-addr {netns_lab.addr(0)}" in head["fix"], head["fix"]
+    # the fix it prints, on the head only: the job runs
+    fixed = {0: (*args[:-1], "join_timeout=20,read_timeout=10,is_host=1", "--local-addr", netns_lab.addr(0)), 1: args, 2: args}
+    logs2 = tmp_path / "fixed"
+    logs2.mkdir()
+    logs, rcs = run_job(netns_lab, logs2, env, torchrun_args=fixed)
+    assert rcs == [0, 0, 0], [(p.name, p.read_text()[-1500:]) for p in sorted(logs.iterdir())]
+    assert triage([str(logs)])["exit_code"] == 0
+
+
+def test_a_c10d_store_the_heads_firewall_hides_is_not_called_unhosted(netns_lab, tmp_path):
+    # every node resolves its name to itself: the head hosts the store and waits for nodes its firewall keeps out
+    netns_lab.map_own_host(socket.gethostname())
+    netns_lab.add_rule(0, ["-A", "INPUT", "-p", "tcp", "--dport", str(PORT), "!", "-i", "lo", "-j", "DROP"])
+    args = (*C10D, "--rdzv-endpoint", f"{netns_lab.addr(0)}:{PORT}", "--rdzv-conf", "join_timeout=20,read_timeout=10")
+    env = {n: {"GLOO_SOCKET_IFNAME": netns_lab.PRIMARY_IF} for n in range(3)}
+    logs, rcs = run_job(netns_lab, tmp_path, env, torchrun_args=args)
+    assert any(rc not in (0, None) for rc in rcs), rcs
+    doc = triage([str(logs)])
+    assert (doc["exit_code"], doc["cause_class"]) == (1, "port_rendezvous"), doc["summary"]
+    assert "elastic.c10d_store_not_hosted" not in {f["id"] for f in doc["findings"]}, doc["summary"]

@@ -669,7 +669,7 @@ SIGNATURES: tuple[Signature, ...] = (
       "torch/csrc/distributed/c10d/TCPStore.cpp (TCPClient::connect, torch 2.4+)", transient=True,
       # the retries of the attempt whose timeout is the failure (both name the same store)
       consequence_of=("c10d.store_on_local_address", "c10d.numeric_hostname", "c10d.address_in_use", "net.name_resolution", "c10d.store_timeout",
-                      "elastic.rendezvous_timeout")),
+                      "elastic.rendezvous_timeout", "elastic.c10d_store_not_hosted")),
     # torchrun's dynamic (c10d, etcd) rendezvous: the store answered (an unreachable one raises
     # RendezvousConnectionError) but the rendezvous did not complete before join_timeout. Produced here: a three-node
     # job whose third node was given another --rdzv-id, and one whose third node started 40 s late (join_timeout=25)
@@ -724,7 +724,7 @@ SIGNATURES: tuple[Signature, ...] = (
       "https://github.com/pytorch/pytorch/issues/105782 (torch/csrc/distributed/c10d/socket.cpp; TCPStore.cpp "
       "'Timed out after {} seconds waiting for clients. {}/{} clients joined.')",
       consequence_of=("c10d.store_on_local_address", "c10d.numeric_hostname", "c10d.address_in_use", "net.name_resolution", "c10d.bind_failed",
-                      "c10d.env_var_missing")),
+                      "c10d.env_var_missing", "elastic.c10d_store_not_hosted")),
     S("c10d.client_connect_failed", "port_rendezvous", "cause", (b"client socket has failed to connect",
                                                                 b"client socket cannot be initialized",
                                                                 b"RuntimeError: No route to host", b"RuntimeError: Network is unreachable"),
@@ -810,7 +810,7 @@ SIGNATURES: tuple[Signature, ...] = (
       "torch.distributed.elastic.rendezvous.api.RendezvousConnectionError: The connection to the C10d store has failed. See inner exception for details.",
       "https://github.com/pytorch/pytorch/issues/107021",
       consequence_of=("c10d.store_on_local_address", "c10d.store_timeout", "c10d.client_connect_failed", "c10d.numeric_hostname", "c10d.address_in_use",
-                      "net.name_resolution"), lost_after_start=True),
+                      "net.name_resolution", "elastic.c10d_store_not_hosted"), lost_after_start=True),
     S("elastic.store_call_failed", "port_rendezvous", "cause", (b"Broken pipe", b"Connection reset by peer", b"Connection refused"),
       r"^" + LABELS + r"(?:RuntimeError|torch\.distributed\.DistNetworkError|DistNetworkError): (?P<err>Broken pipe|Connection reset by peer|Connection refused)\s*$",
       "torchrun's rendezvous store connection failed ({err})",
@@ -2673,7 +2673,7 @@ _GATE_ROOT = ("The preflight judged this before the run[[ (who must act: {who})]
 GATE_LAUNCHED = "this launch did not start it, so no training ran"
 #: placeholders filled by the triage itself, not by a signature's pattern (derived findings, the preflight's verdict)
 DERIVED_NAMES = frozenset({"values", "node", "rank", "pid", "error", "seq", "op", "ahead", "who", "also", "report",
-                           "error_note", "nodes", "launched"})
+                           "error_note", "nodes", "launched", "host", "port"})
 #: what an ERROR is (the root cause's {error_note} for a check that is ERROR)
 GATE_ERROR_NOTE = "ERROR: the check could not run (its probe failed or timed out); unknown is never taken as healthy."
 
@@ -2748,6 +2748,27 @@ DERIVED: tuple[Signature, ...] = (
       "node1: ... keys: /none/torchelastic/assigned_ranks/1; node2: ... keys: /none/torchelastic/assigned_ranks/1",
       "torch/distributed/elastic/agent/server/api.py (_assign_worker_ranks: each agent waits for assigned_ranks/<its "
       "node rank>, node rank 0 for role_info/<every rank>); produced here (tests/test_doctor_netns.py)"),
+    # every node's torchrun (two or more files) timed out connecting to the same c10d rendezvous endpoint: nobody
+    # hosted the store. The C10d backend starts it only on the node whose host name resolves to the endpoint's
+    # address (rendezvous/utils.py _matches_machine_hostname) unless --rdzv-conf is_host says so (triage: _derive)
+    S("elastic.c10d_store_not_hosted", "port_rendezvous", "cause", (b"RendezvousConnectionError",), r"RendezvousConnectionError",
+      "No node hosted the c10d rendezvous store at {host}:{port} ({nodes} all timed out connecting)",
+      "Every node's torchrun timed out connecting to the rendezvous endpoint {host}:{port}, the node at that address "
+      "among them if its log is here. torchrun's C10d backend starts the store only on the node whose host name "
+      "resolves to the endpoint's address (torch's _matches_machine_hostname); when the endpoint is an IP address "
+      "and that node's name resolves elsewhere (Debian and Ubuntu map it to 127.0.1.1 in /etc/hosts; a second "
+      "NIC's address), no node hosts it and every node times out. A firewall on that port gives the same lines on "
+      "the other nodes only: the node at {host} would then be waiting for them, not timing out.",
+      "getent hosts \"$(hostname)\"    # on the node at {host}: the store is hosted only where this answers {host}\n"
+      "# on that node only, add to its torchrun command: --rdzv-conf is_host=1 --local-addr {host}\n"
+      "# (--local-addr also hands the workers {host} as MASTER_ADDR instead of the host name, which resolves the same way)\n"
+      "# or map the host name to {host} in /etc/hosts on that node (Debian and Ubuntu map it to 127.0.1.1)\n"
+      "nc -vz -w 3 {host} {port}    # from every node, once the store runs", "net.port_reach", 0,
+      "node0, node1, node2: The client socket has timed out after 60000ms while trying to connect to (10.77.0.10, "
+      "29531); torch.distributed.elastic.rendezvous.api.RendezvousConnectionError",
+      "torch/distributed/elastic/rendezvous/c10d_rendezvous_backend.py (_create_tcp_store: is_host from the "
+      "is_host config, else _matches_machine_hostname); produced here (tests/test_doctor_netns.py: the host name on "
+      "127.0.1.1 on every node, --rdzv-endpoint the head's IP address)"),
     S("nccl.version_drift", "version_drift", "cause", (b"NCCL version",), r"NCCL version (?P<values>\S+)",
       "NCCL versions differ between nodes ({values})",
       "The nodes run different NCCL libraries (different containers, torch wheels or system NCCL): NCCL refuses to "

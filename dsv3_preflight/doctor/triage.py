@@ -625,6 +625,7 @@ class Triage:
                 self._record(_DERIVED["c10d.fingerprints_diverge"], groups,
                              Event(w["fi"], w["path"], w["line"], w["ts"], w["node"], w["rank"], None, w["text"]))
         self._derive_node_rank()
+        self._derive_c10d_store()
         self._derive_gate(file_of)
         for ras in self.ras:
             for key, sid in (("mismatch", "ras.mismatch"), ("dead", "ras.dead"), ("missing", "ras.incomplete"),
@@ -657,6 +658,33 @@ class Triage:
             names = [ev.node or ev.path for ev in evs]
             for ev in evs:
                 self._record(_DERIVED["elastic.duplicate_node_rank"], {"rank": rank, "nodes": ", ".join(names)}, ev)
+
+    def _derive_c10d_store(self) -> None:
+        """Every file read is a node whose torchrun timed out connecting to one rendezvous endpoint, the C10d
+        backend's RendezvousConnectionError in one of them at least, two files at least, no progress anywhere:
+        nobody hosted the store. A node that hosted it would wait for the others instead, so one file without the timeout (or a
+        launcher's log beside them) and nothing is derived."""
+        conn, timeout = self.findings.get("elastic.rendezvous_connection"), self.findings.get("c10d.store_timeout")
+        if conn is None or timeout is None or self.progress or len(self.files) < 2:
+            return
+        endpoints: dict[int, set[tuple[str, str]]] = {}
+        events: dict[int, Event] = {}
+        for ev in timeout.events:
+            m = timeout.sig.regex.search(ev.text)
+            groups = _groups(m) if m else {}
+            if groups.get("host") and groups.get("port"):
+                endpoints.setdefault(ev.file, set()).add((groups["host"], groups["port"]))
+                events.setdefault(ev.file, ev)
+        files = set(endpoints)   # (the others, stopped once one failed, may not have printed the backend's error)
+        if len(files) != len(self.files):
+            return
+        common = set.intersection(*(endpoints[fi] for fi in files))
+        if len(common) != 1:
+            return
+        host, port = next(iter(common))
+        names = ", ".join(events[fi].node or events[fi].path for fi in sorted(files))
+        for fi in sorted(files):
+            self._record(_DERIVED["elastic.c10d_store_not_hosted"], {"host": host, "port": port, "nodes": names}, events[fi])
 
     def _derive_gate(self, file_of: dict[str, int]) -> None:
         """One finding per check our preflight reported FAIL or ERROR; its NO-GO line alone when no input names one."""
