@@ -112,6 +112,18 @@ def run_job(lab, tmp_path, env_by_node=None, stop_after_s=None, torchrun_args=()
     return logs, [p.returncode for p in procs]
 
 
+def failed_job_doc(lab, tmp_path, torchrun_args, want_class: str, every_node: bool = False) -> dict:
+    """A job with Gloo on eth0 and ``torchrun_args`` that fails (on ``every_node``, or on one at least): the doctor's
+    document on its logs, which must name a cause of ``want_class``."""
+    env = {n: {"GLOO_SOCKET_IFNAME": lab.PRIMARY_IF} for n in range(3)}
+    logs, rcs = run_job(lab, tmp_path, env, torchrun_args=torchrun_args)
+    assert (all if every_node else any)(rc not in (0, None) for rc in rcs), rcs
+    doc = triage([str(logs)])
+    text = "\n".join(p.read_text() for p in sorted(logs.iterdir()))
+    assert (doc["exit_code"], doc["cause_class"]) == (1, want_class), (doc["summary"], text[-3000:])
+    return doc
+
+
 def test_gloo_falling_back_to_loopback_on_every_node_is_the_root_cause_of_the_refused_mesh(netns_lab, tmp_path):
     logs, rcs = run_job(netns_lab, tmp_path)
     assert any(rc not in (0, None) for rc in rcs), rcs
@@ -310,13 +322,8 @@ def test_two_nodes_given_one_node_rank_are_named_with_the_rank(netns_lab, tmp_pa
     # static rendezvous, node 2 started with --node-rank 1 as well: the store answers, node rank 2 never writes its
     # info, every agent waits until the rendezvous timeout (15 s here)
     conf = ("--rdzv-conf", "timeout=15")
-    env = {n: {"GLOO_SOCKET_IFNAME": netns_lab.PRIMARY_IF} for n in range(3)}
-    logs, rcs = run_job(netns_lab, tmp_path, env, torchrun_args={0: conf, 1: conf, 2: (*conf, "--node-rank", "1")})
-    assert all(rc not in (0, None) for rc in rcs), rcs
-    text = "\n".join(p.read_text() for p in sorted(logs.iterdir()))
-    assert text.count("torchelastic/assigned_ranks/1") >= 2, text[-3000:]
-    doc = triage([str(logs)])
-    assert (doc["exit_code"], doc["cause_class"]) == (1, "pci_rank_dup"), doc["summary"]
+    doc = failed_job_doc(netns_lab, tmp_path, {0: conf, 1: conf, 2: (*conf, "--node-rank", "1")}, "pci_rank_dup",
+                         every_node=True)
     head = doc["findings"][0]
     assert head["id"] == "elastic.duplicate_node_rank" and head.get("headline"), doc["summary"]
     assert head["title"] == "Two nodes run with --node-rank 1: node1, node2", head["title"]
@@ -328,12 +335,8 @@ def test_two_nodes_given_one_node_rank_are_named_with_the_rank(netns_lab, tmp_pa
 
 def test_a_node_rank_nobody_started_is_a_rendezvous_that_did_not_complete_not_the_network(netns_lab, tmp_path):
     # --nnodes 4 on three nodes: node rank 3 never comes; the store answered, so no port or firewall advice
-    args = ("--rdzv-conf", "timeout=15", "--nnodes", "4")
-    env = {n: {"GLOO_SOCKET_IFNAME": netns_lab.PRIMARY_IF} for n in range(3)}
-    logs, rcs = run_job(netns_lab, tmp_path, env, torchrun_args=args)
-    assert all(rc not in (0, None) for rc in rcs), rcs
-    doc = triage([str(logs)])
-    assert (doc["exit_code"], doc["cause_class"]) == (1, "port_rendezvous"), doc["summary"]
+    doc = failed_job_doc(netns_lab, tmp_path, ("--rdzv-conf", "timeout=15", "--nnodes", "4"), "port_rendezvous",
+                         every_node=True)
     head = doc["findings"][0]
     assert head["id"] == "elastic.ranks_not_assigned" and head.get("headline"), doc["summary"]
     assert "no network problem" in head["root_cause"] and "nc -vz" not in head["fix"], head
@@ -344,13 +347,7 @@ def test_a_rendezvous_port_the_heads_firewall_drops_is_the_store_unreachable_fro
     # the guide's "rendezvous port unreachable from workers": the head drops every packet to the store's port from
     # outside; its own agent reaches the store over loopback, the workers time out
     netns_lab.add_rule(0, ["-A", "INPUT", "-p", "tcp", "--dport", str(PORT), "!", "-i", "lo", "-j", "DROP"])
-    conf = ("--rdzv-conf", "timeout=15")
-    env = {n: {"GLOO_SOCKET_IFNAME": netns_lab.PRIMARY_IF} for n in range(3)}
-    logs, rcs = run_job(netns_lab, tmp_path, env, torchrun_args=conf)
-    assert any(rc not in (0, None) for rc in rcs), rcs
-    doc = triage([str(logs)])
-    text = "\n".join(p.read_text() for p in sorted(logs.iterdir()))
-    assert (doc["exit_code"], doc["cause_class"]) == (1, "port_rendezvous"), (doc["summary"], text[-3000:])
+    doc = failed_job_doc(netns_lab, tmp_path, ("--rdzv-conf", "timeout=15"), "port_rendezvous")
     head = doc["findings"][0]
     assert head["id"] in ("c10d.store_timeout", "c10d.client_connect_failed"), doc["summary"]
     assert {"node1", "node2"} <= set(head["nodes"]), head   # the head's own "1/3 clients joined" is the same finding
@@ -366,11 +363,7 @@ def test_a_c10d_endpoint_no_node_recognises_as_its_own_is_a_store_nobody_hosted(
     # C10d backend hosts the store only where the host name resolves to the endpoint, so nobody does
     netns_lab.map_host(socket.gethostname(), "127.0.1.1")
     args = (*C10D, "--rdzv-endpoint", f"{netns_lab.addr(0)}:{PORT}", "--rdzv-conf", "join_timeout=20,read_timeout=10")
-    env = {n: {"GLOO_SOCKET_IFNAME": netns_lab.PRIMARY_IF} for n in range(3)}
-    logs, rcs = run_job(netns_lab, tmp_path, env, torchrun_args=args)
-    assert any(rc not in (0, None) for rc in rcs), rcs
-    doc = triage([str(logs)])
-    assert (doc["exit_code"], doc["cause_class"]) == (1, "port_rendezvous"), doc["summary"]
+    doc = failed_job_doc(netns_lab, tmp_path, args, "port_rendezvous")
     head = doc["findings"][0]
     assert head["id"] == "elastic.c10d_store_not_hosted" and head.get("headline"), doc["summary"]
     assert f"{netns_lab.addr(0)}:{PORT}" in head["title"] and "node0, node1, node2" in head["title"], head["title"]
@@ -379,6 +372,7 @@ def test_a_c10d_endpoint_no_node_recognises_as_its_own_is_a_store_nobody_hosted(
     fixed = {0: (*args[:-1], "join_timeout=20,read_timeout=10,is_host=1", "--local-addr", netns_lab.addr(0)), 1: args, 2: args}
     logs2 = tmp_path / "fixed"
     logs2.mkdir()
+    env = {n: {"GLOO_SOCKET_IFNAME": netns_lab.PRIMARY_IF} for n in range(3)}
     logs, rcs = run_job(netns_lab, logs2, env, torchrun_args=fixed)
     assert rcs == [0, 0, 0], [(p.name, p.read_text()[-1500:]) for p in sorted(logs.iterdir())]
     assert triage([str(logs)])["exit_code"] == 0
@@ -389,9 +383,5 @@ def test_a_c10d_store_the_heads_firewall_hides_is_not_called_unhosted(netns_lab,
     netns_lab.map_own_host(socket.gethostname())
     netns_lab.add_rule(0, ["-A", "INPUT", "-p", "tcp", "--dport", str(PORT), "!", "-i", "lo", "-j", "DROP"])
     args = (*C10D, "--rdzv-endpoint", f"{netns_lab.addr(0)}:{PORT}", "--rdzv-conf", "join_timeout=20,read_timeout=10")
-    env = {n: {"GLOO_SOCKET_IFNAME": netns_lab.PRIMARY_IF} for n in range(3)}
-    logs, rcs = run_job(netns_lab, tmp_path, env, torchrun_args=args)
-    assert any(rc not in (0, None) for rc in rcs), rcs
-    doc = triage([str(logs)])
-    assert (doc["exit_code"], doc["cause_class"]) == (1, "port_rendezvous"), doc["summary"]
+    doc = failed_job_doc(netns_lab, tmp_path, args, "port_rendezvous")
     assert "elastic.c10d_store_not_hosted" not in {f["id"] for f in doc["findings"]}, doc["summary"]
