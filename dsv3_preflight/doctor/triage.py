@@ -286,6 +286,7 @@ class Triage:
         self.errors: list[Event] = []
         self._open_tracebacks: dict[tuple, Event] = {}   # origin → its last traceback header not yet ended
         self._nccl_warns: dict[int, list[Event]] = {}   # file → its unrecognised "NCCL WARN" error lines (bounded)
+        self._went_past: set[int] = set()   # ids of those the run went on after (``_went_on``): no errors
         self._setup_last: dict[tuple, int] = {}   # (file, node, GPU) → the last line where that process's NCCL connected
         self._first_work: dict[int, int] = {}     # file → its first sign of work (a step: not set-up, not a bar)
         self.error_count = 0
@@ -662,8 +663,8 @@ class Triage:
     def _derive_c10d_store(self) -> None:
         """Every file read is a node whose torchrun timed out connecting to one rendezvous endpoint, the C10d
         backend's RendezvousConnectionError in one of them at least, two files at least, no progress anywhere:
-        nobody hosted the store. A node that hosted it would wait for the others instead, so one file without the timeout (or a
-        launcher's log beside them) and nothing is derived."""
+        nobody hosted the store. A node that hosted it would wait for the others instead, so one file without the
+        timeout (or a launcher's log beside them) and nothing is derived."""
         conn, timeout = self.findings.get("elastic.rendezvous_connection"), self.findings.get("c10d.store_timeout")
         if conn is None or timeout is None or self.progress or len(self.files) < 2:
             return
@@ -737,7 +738,7 @@ class Triage:
         went_on = [ev for warns in self._nccl_warns.values() for ev in warns if self._gone_past(ev)]
         if not went_on:
             return
-        gone = {id(ev) for ev in went_on}
+        self._went_past = gone = {id(ev) for ev in went_on}
         self.errors = [e for e in self.errors if id(e) not in gone]
         self.error_count -= len(went_on)
         for ev in went_on:
@@ -758,26 +759,13 @@ class Triage:
         found = [f for f in found if f not in after_end]
         if self.hung:   # the user says it hung and stopped it: what the stop printed (Ctrl-C, SIGTERM) is not the failure
             found, errors, error_count = self._without_the_stop(found, errors, error_count)
-        errors_present = error_count > 0
+        one_node_errors: list[Event] = []
         if self.facts.one_node():   # loopback or a container bridge is the right interface for a one-node job
-            found = [f for f in found if f.sig.stall != "multi_node" and not f.sig.multi_node_only]
-            # their lines read as the rest of the table reads them (a store timeout, a closed connection), or as
-            # error lines no signature knows: a failure line is never dropped
-            for alt in self._one_node_findings.values():
-                mine = self.findings.get(alt.sig.id)
-                if mine is None:
-                    found.append(alt)
-                elif mine in found:   # (one set aside above, as teardown after the end, takes these with it)
-                    mine.count += alt.count
-                    mine.events += [e for e in alt.events if len(mine.events) < MAX_LISTED]
-                    for fi, ln in alt.last.items():
-                        mine.last[fi] = max(ln, mine.last.get(fi, 0))
-            errors = errors + self._one_node_errors[:max(0, MAX_ERROR_LINES - len(errors))]
-            error_count += len(self._one_node_errors)
-            errors_present = error_count > 0
+            found = self._as_one_node(found)
             one_node_errors = self._one_node_errors
-        else:
-            one_node_errors = []
+            errors = errors + one_node_errors[:max(0, MAX_ERROR_LINES - len(errors))]
+            error_count += len(one_node_errors)
+        errors_present = error_count > 0
         found = self._store_lost(found)
         kind = {f.sig.id: ("suspect" if f.sig.transient and self._resolved(f) else f.sig.kind) for f in found}
         failing = errors_present or any(kind[f.sig.id] in ("cause", "symptom") for f in found)
@@ -791,7 +779,7 @@ class Triage:
             if errors:
                 survived.append(self.findings["run.error_survived"])
                 survived[-1].count = error_count
-            errors, error_count, errors_present, failing = [], 0, False, False
+            errors, error_count, failing = [], 0, False
         # a log that stops with no error and no progress where a suspect that explains a hang was seen: that suspect
         # is the suspected cause (exit 1), not "no progress" (exit 5)
         stalled = not failing and not self.progress and any(f.sig.stall for f in found)
@@ -909,6 +897,22 @@ class Triage:
             doc["exit_code"] = 4
         return doc
 
+    def _as_one_node(self, found: list[_Finding]) -> list[_Finding]:
+        """The findings as a one-node job reads them: no multi-node-only cause, no stall suspect of a multi-node job.
+        The lines those causes took read as the rest of the table reads them (a store timeout, a closed connection);
+        the ones no other signature takes are ``_one_node_errors``: a failure line is never dropped."""
+        found = [f for f in found if f.sig.stall != "multi_node" and not f.sig.multi_node_only]
+        for alt in self._one_node_findings.values():
+            mine = self.findings.get(alt.sig.id)
+            if mine is None:
+                found.append(alt)
+            elif mine in found:   # (one set aside as teardown after the end takes these with it)
+                mine.count += alt.count
+                mine.events += [e for e in alt.events if len(mine.events) < MAX_LISTED]
+                for fi, ln in alt.last.items():
+                    mine.last[fi] = max(ln, mine.last.get(fi, 0))
+        return found
+
     def _survived(self, found: list[_Finding], kind: dict[str, str], more_errors: list[Event]) -> bool:
         """Every error in the logs was printed before a sign that the run succeeded (``succeeded``) in its own file:
         each failing finding everywhere it was seen, every unrecognised error line (NCCL WARN lines the run went
@@ -924,7 +928,8 @@ class Triage:
             return False
         if not all(before(ev.file, ev.line) for ev in more_errors):
             return False
-        if not all(before(ev.file, ev.line) or self._gone_past(ev) for warns in self._nccl_warns.values() for ev in warns):
+        if not all(before(ev.file, ev.line) or id(ev) in self._went_past
+                   for warns in self._nccl_warns.values() for ev in warns):
             return False
         failing = [f for f in found if kind[f.sig.id] in ("cause", "symptom")]
         # a teardown line after the end of its file (or in a file without an end beside one that has it) is noise
