@@ -64,6 +64,7 @@ def test_an_error_on_two_nodes_is_one_cause_with_both_nodes_and_each_nodes_own_f
         assert head["nodes"] == ["gpu-b", "gpu-c"] and "ERROR on gpu-b, gpu-c" in head["title"]
         assert "could not run" in head["root_cause"] and "the network" in head["root_cause"]
         assert not d["error_lines"], d["error_lines"]
+        assert head["actor"] == "network", path   # the preflight's own "who acts", not a guess from the check's class
         _bash_n(head["fix"])
     fix = triage([report])["findings"][0]["fix"]
     assert "# on gpu-b:\n" + FIX_A in fix and "# on gpu-c:\n" + FIX_B in fix   # each node's own values

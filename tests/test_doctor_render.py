@@ -43,3 +43,15 @@ def test_a_log_that_only_stops_is_rendered_as_a_suspected_cause(tmp_path):
     assert text.startswith("doctor: FAILURE (exit 1) — suspected cause: NCCL selected interface lo (127.0.0.1): "
                            "the log stops there")
     assert "\n   suspected cause: NCCL uses lo," in text and "\n   cause:" not in text
+
+
+def test_the_root_cause_says_who_acts_and_names_the_node_to_repair(tmp_path):
+    (tmp_path / "fm.log").write_text("node2: [rank9]: RuntimeError: CUDA error: system not yet initialized\n")
+    doc = triage([str(tmp_path / "fm.log")])
+    head = doc["findings"][0]
+    assert (head["actor"], head["nodes"]) == ("node", ["node2"])
+    assert "\n   who acts: the node's administrator (repair or drain the node) — on node2\n" in render_text(doc)
+    doc = triage([str(DATA / "multirank_interleaved.log")])   # a rank out of GPU memory: the job's to change
+    assert doc["findings"][0]["actor"] == "job"
+    assert all(f["actor"] is None for f in doc["findings"] if f["role"] == "consequence")
+    assert "\n   who acts: the job's configuration (paste the fix)\n" in render_text(doc)

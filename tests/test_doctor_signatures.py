@@ -111,3 +111,29 @@ def test_every_nic_cause_points_at_the_preflight_for_the_exports():
     nic = [s for s in ALL if s.cls == "nic_iface" and s.kind in ("cause", "suspect")]
     assert len(nic) >= 8
     assert all("net.nic_route" in s.fix for s in nic), [s.id for s in nic if "net.nic_route" not in s.fix]
+
+
+def test_every_cause_says_who_acts_unless_the_log_cannot():
+    """Root cause first, and who must act on it: the job's configuration, the node's administrator or the network's.
+    Only a hang without a culprit (a timeout, a rank behind) and the preflight's own verdict (it says who, per failure)
+    leave it to the log."""
+    from dsv3_preflight.doctor.signatures import ACTOR_OF, ACTORS, CLASS_ACTOR, GATE_SIGNATURES
+
+    table = SIGNATURES + DERIVED
+    assert set(ACTOR_OF) <= {s.id for s in table}, set(ACTOR_OF) - {s.id for s in table}
+    assert set(CLASS_ACTOR) == set(CLASSES) | {GATE_CLASS}   # a new class comes with a decision
+    assert ACTORS == ("job", "node", "network")
+    unsaid = {s.id for s in table if s.kind in ("cause", "suspect") and s.actor is None and s not in GATE_SIGNATURES
+              and s.id != "preflight.no_go"}
+    assert all(next(s for s in table if s.id == i).cls == "nccl_hang" for i in unsaid), unsaid
+    assert all(s.actor is None for s in GATE_SIGNATURES)
+    assert all(s.actor is None for s in table if s.kind in ("progress", "benign", "context") or s.cls is None)
+    by = {s.id: s.actor for s in table}
+    # the guide's own failures: who acts on each
+    assert by["cuda.error_802"] == by["fabricmanager.service_failed"] == "node"          # Fabric Manager stopped
+    assert by["nccl.duplicate_gpu"] == by["elastic.duplicate_node_rank"] == "job"        # two ranks on one GPU
+    assert by["c10d.address_in_use"] == "job" and by["net.name_resolution"] == "node"  # port held; DNS
+    assert by["nccl.bad_interface_selected"] == by["hang.nccl_init"] == "job"            # NCCL_SOCKET_IFNAME
+    assert by["deepspeed.not_gathered_on_save"] == by["peft.target_modules_not_found"] == "job"   # empty adapters
+    assert by["nccl.ib_completion_error"] == "network" and by["nccl.watchdog_timeout"] is None
+    assert by["torch.driver_too_old"] == "job" and by["nvml.driver_library_mismatch"] == "node"

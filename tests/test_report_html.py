@@ -210,3 +210,17 @@ def test_doctor_warnings_are_labelled_suspect_or_teardown_noise_not_consequence(
     assert "SUSPECT NCCL" in doctor and "TEARDOWN NOISE NCCL's proxy service lost a local rank while closing" in doctor
     assert "NOT A FAILURE NCCL warned, and the run went on: Could not find real path" in doctor
     assert doctor.count("→ CONSEQUENCE") == sum(f["role"] == "consequence" for f in doc["doctor"]["findings"])
+
+
+def test_the_doctors_root_cause_says_who_acts_and_on_which_node(tmp_path):
+    from dsv3_preflight.doctor import triage
+
+    log = tmp_path / "node2.log"
+    log.write_text("node2: [rank9]: RuntimeError: CUDA error: system not yet initialized\n")
+    doc = copy.deepcopy(load("cluster_dead_node_duplicate_rank.json"))
+    doc["doctor"] = triage([str(log)])
+    html = render_html(doc)
+    doctor = Page(html[html.index('id="doctor"'):html.index('id="failures"')]).text
+    assert "who acts: the node's administrator (repair or drain the node) (node2)" in doctor
+    old = render_html(load("cluster_dead_node_duplicate_rank.json"))   # a document from before actors: nothing said
+    assert "who acts" not in old[old.index('id="doctor"'):old.index('id="failures"')]

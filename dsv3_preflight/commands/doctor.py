@@ -55,12 +55,12 @@ def run(args) -> int:
 def _list_signatures(args) -> int:
     from ..doctor.signatures import DERIVED, SIGNATURES
 
-    rows = [{"id": s.id, "class": s.cls, "kind": s.kind, "tier": s.tier, "check": s.check, "title": s.title,
-             "source": s.source} for s in SIGNATURES + DERIVED]
+    rows = [{"id": s.id, "class": s.cls, "kind": s.kind, "tier": s.tier, "check": s.check, "actor": s.actor,
+             "title": s.title, "source": s.source} for s in SIGNATURES + DERIVED]
     if args.as_json:
         print(json.dumps(rows, indent=2))
         return 0
     width = max(len(r["id"]) for r in rows)
     for r in rows:
-        print(f"{r['id']:<{width}}  {r['kind']:<8} {str(r['class'] or '-'):<16} {str(r['check'] or '-'):<22} {r['title']}")
+        print(f"{r['id']:<{width}}  {r['kind']:<8} {str(r['class'] or '-'):<16} {str(r['check'] or '-'):<22} {str(r['actor'] or '-'):<7} {r['title']}")
     return 0

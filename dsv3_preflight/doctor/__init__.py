@@ -25,6 +25,8 @@ The document (plain JSON types)::
          "role": "root_cause" | "consequence", "headline": true,   # headline only on the first
          "title": "...", "root_cause": "...", "fix": "lines that paste into bash",
          "check": "gpu.fabric_manager" | null,   # the preflight check that catches it before launch
+         "actor": "job" | "node" | "network" | null,   # who acts (null: the log does not say; null on consequences)
+         "actor_label": "the node's administrator (repair or drain the node)" | null,
          "node": "node2" | null, "rank": 16 | null, "local_rank": 0 | null, "time": "03-21 02:05:38.764" | null,
          "nodes": [...], "ranks": [...], "count": 8,
          "first_seen": {"file": "...", "line": 12},

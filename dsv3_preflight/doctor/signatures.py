@@ -69,6 +69,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Pattern
 
+from ..result import Actor
+
 #: the labels a launcher puts before a rank's line, read before a rule about the line's own start: torchrun's
 #: "[default3]:" and torch's "[rank3]:", srun --label's "3: ", Open MPI's "[1,3]<stderr>:", in any number
 LABELS = r"(?:\s*(?:\d{1,5}: |\[\d+,\d+\]<std(?:out|err)>:|\[[^\]]*\]:))*\s*"
@@ -92,6 +94,40 @@ CLASS_TITLES = {
     "lora_empty": "LoRA adapters empty, targets not found, or weights files corrupt",
     "config": "DeepSpeed / accelerate / trainer configuration",
     GATE_CLASS: "the preflight found a problem before the run (its gate keeps torchrun from starting)",
+}
+
+
+#: Who must act on a cause, in the preflight's own terms (:class:`dsv3_preflight.result.Actor`): ``"job"`` (the job's
+#: configuration: whoever launches pastes the fix), ``"node"`` (the node's administrator repairs it or drains it from
+#: the job), ``"network"`` (the network's administrator opens or fixes a path between the nodes). A class's usual
+#: actor; a signature whose fix falls to someone else is listed in ``ACTOR_OF``. None: the log does not say who (a
+#: collective that timed out names no culprit). The preflight's checks draw the same lines (gpu.versions: a package
+#: on one node is the job's, a driver the node's; a CUDA build newer than the driver is the job's to change).
+#: the actors, as dsv3_preflight.result.Actor's values
+ACTORS = tuple(a.value for a in Actor)
+CLASS_ACTOR: dict[str, str | None] = {
+    "cuda_fabric": "node", "version_drift": "job", "pci_rank_dup": "job", "port_rendezvous": "job",
+    "nic_iface": "job", "nccl_hang": None, "nccl_transport": "node", "gpu_oom": "job", "host_resources": "node",
+    "lora_empty": "job", "config": "job", GATE_CLASS: None,
+}
+#: signatures whose actor is not their class's (ids of SIGNATURES and DERIVED; a test holds every key to one)
+ACTOR_OF: dict[str, str | None] = {
+    # cuda_fabric: a forward-compatibility libcuda and a rank that sees no GPU are the job's environment
+    "cuda.error_804": "job", "cuda.no_device_visible": "job",
+    # version_drift: what is installed on the node itself (the driver, its libraries, NCCL's network plugin)
+    "nvml.driver_library_mismatch": "node", "nccl.cuda_graph_unsupported": "node", "cuda.driver_drift": "node",
+    "nccl.plugin_drift": "node",
+    # pci_rank_dup: GPUs held by other processes or in an exclusive compute mode are the node's state
+    "cuda.devices_busy": "node",
+    # port_rendezvous: how the node resolves names (DNS, /etc/hosts) is its administrator's
+    "net.name_resolution": "node", "c10d.ipv6_lookup": "node",
+    # nccl_hang: a cause that names the code (different collectives, diverging fingerprints) is the job's
+    "nccl.mismatched_collective": "job", "c10d.fingerprints_diverge": "job", "fr.desync": "job",
+    # nccl_transport: the job's environment picks the transports; the fabric carries the completions
+    "nccl.no_transport": "job", "nccl.net_not_found": "job", "nccl.ib_completion_error": "network",
+    # host_resources: the job's memory use (RAM, workers, offload) is the job's; disks, limits, /dev/shm the node's
+    "host.oom_killer": "job", "host.cpu_memory": "job", "host.dataloader_worker_killed": "job", "host.sigkill": "job",
+    "ray.memory_monitor_kill": "job",
 }
 
 
@@ -123,6 +159,7 @@ class Signature:
     workers_done: bool = False   # see the module docstring
     lost_after_start: bool = False   # see the module docstring
     setup: bool = False   # a progress sign of set-up (NCCL connected), not of the work: see triage's zero-bar rule
+    actor: str | None = ""   # who must act (CLASS_ACTOR, ACTOR_OF); "": the table's; None: the log does not say
     regex: Pattern[str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -151,6 +188,11 @@ class Signature:
         if self.succeeded and not self.ends_run:
             raise ValueError(f"signature {self.id}: succeeded is for a run's end (ends_run)")
         object.__setattr__(self, "regex", re.compile(self.pattern))
+        if self.actor == "":
+            named = self.kind in ("cause", "suspect") or (self.kind == "symptom" and self.cls is not None)
+            object.__setattr__(self, "actor", ACTOR_OF.get(self.id, CLASS_ACTOR.get(self.cls or "")) if named else None)
+        if self.actor not in (None, *ACTORS):
+            raise ValueError(f"signature {self.id}: actor is one of {ACTORS} or None")
         if self.tier is None:
             default = {"cause": 1, "suspect": 2, "symptom": 3 if self.cls else 4}.get(self.kind, 9)
             object.__setattr__(self, "tier", default)
@@ -2697,7 +2739,8 @@ def gate_signature(check: str) -> Signature:
         sig = _GATE_SIGNATURES[check] = S(
             f"preflight.{check}", CHECK_CLASS.get(check, GATE_CLASS), "cause", ("\u2718 FAIL ".encode(),),
             GATE_CAUSE_RE.format(check=re.escape(check)), _GATE_TITLE, _GATE_ROOT, _gate_fix(check), check, 1,
-            f"1. \u2718 FAIL {check}: the summary the check gave", "dsv3-preflight's console (reports/console.py: the causes of a NO-GO)")
+            f"1. \u2718 FAIL {check}: the summary the check gave", "dsv3-preflight's console (reports/console.py: the causes of a NO-GO)",
+            actor=None)   # who acts is the preflight's word on each failure (its "who acts" line), not a guess per check
     return sig
 
 

@@ -26,6 +26,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
+from ..result import Actor
 from ..secrets import mask_text
 from .attribution import (Stamp, local_stamp, origin_of, stamp_key, stamp_text, strip_collector, strip_launcher,
                           time_of)
@@ -111,6 +112,7 @@ class _Finding:
     ranks: list[int] = field(default_factory=list)
     extra: dict = field(default_factory=dict)
     fix: str | None = None   # a fix given whole by its source (the preflight's report), not filled from the signature
+    actor: str | None = ""   # who must act, given by its source (the preflight's "who acts"); "": the signature's
     last: dict[int, int] = field(default_factory=dict)   # file index → the line where it was last seen there
 
 
@@ -123,6 +125,17 @@ def _groups(m: re.Match) -> dict[str, str]:
         base = k.rstrip("0123456789") or k
         out.setdefault(base, v)
     return out
+
+
+def actor_of_label(label: str | None) -> str | None:
+    """The actor a preflight "who acts: ..." line names (its label, or the bare value), None for none or another."""
+    text = (label or "").strip()
+    return next((a.value for a in Actor if text in (a.value, a.label)), None)
+
+
+def _actor_fields(actor: str | None) -> dict:
+    """A finding's "actor" (job, node, network or null when the log does not say) and its label."""
+    return {"actor": actor, "actor_label": Actor(actor).label if actor else None}
 
 
 def _fill(template: str, groups: dict[str, str], names: Iterable[str] = (), quote: bool = False) -> str:
@@ -706,6 +719,7 @@ class Triage:
                 for node in e["nodes"] or [e.get("node")]:
                     f = self._record(sig, groups, Event(file_of.get(e["file"], -1), e["file"], e["line"], None, node,
                                                         None, None, e["text"]))
+                f.actor = actor_of_label(e.get("who"))
                 if e.get("fix"):   # the preflight's own fix (JSON report), with the node's values: pasted as it is
                     f.fix = e["fix"] + "\n" + gate_rerun(e["check"])
                 f.extra["launched"] = launched
@@ -1154,6 +1168,7 @@ class Triage:
             "role": role,
             "title": _fill(s.title, f.groups, names), "root_cause": _fill(s.root_cause, f.groups, names),
             "fix": f.fix if f.fix is not None else _fill(s.fix, f.groups, names, quote=True), "check": s.check,
+            **_actor_fields(None if role == "consequence" else s.actor if f.actor == "" else f.actor),
             "node": ev.node, "rank": ev.rank, "local_rank": ev.local_rank, "time": stamp_text(ev.ts),
             "nodes": f.nodes, "ranks": f.ranks, "count": f.count,
             "first_seen": {"file": ev.path or None, "line": ev.line or None},
