@@ -4,13 +4,15 @@ Each command module defines ``NAME``, ``HELP``, ``add_arguments(parser)`` and ``
 and imports nothing heavy at module level: ``--help`` must not import torch, ray or deepspeed.
 
 Exit codes (pytest's): 0 no FAIL/ERROR · 1 some FAIL/ERROR · 2 interrupted · 3 internal error ·
-4 usage or config error · 5 nothing selected.
+4 usage or config error · 5 nothing selected. 141 (128 + SIGPIPE, what a shell reports for a command its pipe's
+reader stopped): standard output was closed before everything was printed (``| head``); nothing more is said.
 """
 from __future__ import annotations
 
 import argparse
 import contextlib
 import importlib
+import os
 import pkgutil
 import sys
 from typing import Sequence
@@ -21,6 +23,7 @@ from .result import ExitCode
 EXIT_OK, EXIT_RED, EXIT_INTERRUPTED, EXIT_INTERNAL, EXIT_USAGE, EXIT_NOTHING = (
     int(ExitCode.OK), int(ExitCode.RED), int(ExitCode.INTERRUPTED), int(ExitCode.INTERNAL), int(ExitCode.USAGE),
     int(ExitCode.NOTHING))
+EXIT_BROKEN_PIPE = 141   # 128 + SIGPIPE: what a shell reports for a writer whose pipe's reader stopped
 
 
 class _Parser(argparse.ArgumentParser):
@@ -119,6 +122,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt as exc:  # SIGINT, SIGTERM, SIGHUP (signals.Interrupted) or Ctrl-C
         code = EXIT_INTERRUPTED
         _interrupted(getattr(exc, "signum", None) or signals.received())
+    except BrokenPipeError:   # the reader of standard output stopped (`| head`): not an error of ours
+        with contextlib.suppress(OSError, ValueError):   # nothing more can reach it, not even the flush at exit
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        code = EXIT_BROKEN_PIPE
     except Exception as exc:  # noqa: BLE001 - the one path for internal errors
         if args.debug:
             raise

@@ -243,3 +243,16 @@ def test_logs_attached_to_a_run_put_the_doctor_findings_in_the_document_and_repo
     assert "system not yet initialized" in html.read_text()
     bad = run_cli("run", "--profile", "cpu", *CORE, "--logs", str(tmp_path / "missing.log"), "--no-report")
     assert bad.returncode == 4 and "--logs" in bad.stderr
+
+
+@pytest.mark.parametrize("args", [("doctor", "--list-signatures"), ("list", "--json")])
+def test_a_reader_that_stops_early_is_no_internal_error(args):
+    """`dsv3-preflight doctor --list-signatures | head -1`: the reader closes the pipe; the command stops quietly
+    with 141 (what a shell reports for SIGPIPE), not "internal error" and a traceback on stderr."""
+    r, w = os.pipe()
+    os.close(r)   # a reader that already stopped
+    try:
+        p = subprocess.run(python_cli(*args), stdout=w, stderr=subprocess.PIPE, text=True, timeout=120)
+    finally:
+        os.close(w)
+    assert p.returncode == 141 and p.stderr == "", (p.returncode, p.stderr)
