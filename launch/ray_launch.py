@@ -6,13 +6,19 @@ each actor builds its node's command with the pure builder (the node's own envir
 the preflight gathered there), starts torchrun in its own session, and writes every output line to
 a node-local log file. The driver streams the lines with a ``[node R name]`` prefix. When one
 node's torchrun exits non-zero, the others are stopped (SIGTERM to their process group, SIGKILL
-after the grace period) and the exit code is ``10 + R`` of the node that failed first.
+after the grace period) and the exit code is ``10 + R`` of the node that failed first. The driver then
+runs the doctor on what every node printed (as it received it) and prints its root cause, who acts and the fix
+above its closing line: the first failure is named the moment the run ends, not after someone collects the logs.
 """
 from __future__ import annotations
 
+import collections
 import os
+import re
+import shlex
 import signal
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -21,6 +27,10 @@ from typing import Any, Mapping, Sequence
 FAILED_NODE_BASE = 10
 RAY_CALL_TIMEOUT_S = 60.0
 POLL_INTERVAL_S = 0.3
+#: the last lines of each node's output the driver keeps for the doctor (a failure's cause is near its end)
+DOCTOR_TAIL_LINES = 20000
+#: how the driver's doctor block starts (the doctor reads it back as this launcher's own line, not a run's)
+DOCTOR_HEAD = "dsv3-preflight launch: doctor: "
 
 
 class NodeTorchrun:
@@ -210,6 +220,7 @@ def launch_all_nodes(doc: Mapping[str, Any], *, training: Sequence[str], reports
     from dsv3_preflight.launch.gate import write_launch_log
 
     nodes = _nodes_from_doc(doc)
+    nodes_by_rank = {n["node_rank"]: n for n in nodes}
     now = {n.node_id: n.node_rank for n in assign_node_ranks(unique_names(alive_nodes()), profile.master_addr)}
     judged = {n["node_id"]: n["node_rank"] for n in nodes}
     if now != judged:
@@ -229,6 +240,7 @@ def launch_all_nodes(doc: Mapping[str, Any], *, training: Sequence[str], reports
         ).remote()
     failed: tuple[int, str] | None = None
     cursors = dict.fromkeys(actors, 0)
+    seen = {rank: collections.deque(maxlen=DOCTOR_TAIL_LINES) for rank in actors}   # for the doctor
     previous_term = _sigterm_interrupts()
     try:
         starts = {}
@@ -261,6 +273,7 @@ def launch_all_nodes(doc: Mapping[str, Any], *, training: Sequence[str], reports
                     failed = (rank, f"lost: {_why(exc)}")
                     break
                 cursors[rank] += len(lines)
+                seen[rank].extend(lines)
                 for line in lines:
                     print(f"{labels[rank]} {line}", flush=True)
                 if code is not None:
@@ -282,6 +295,7 @@ def launch_all_nodes(doc: Mapping[str, Any], *, training: Sequence[str], reports
                 lines, _ = ray.get(actor.poll.remote(cursors[rank]), timeout=10.0)
             except Exception:  # noqa: BLE001 - a lost node has no more output
                 continue
+            seen[rank].extend(lines)
             for line in lines:
                 print(f"{labels[rank]} {line}", flush=True)
         for actor in actors.values():
@@ -299,10 +313,52 @@ def launch_all_nodes(doc: Mapping[str, Any], *, training: Sequence[str], reports
         line = (f"dsv3-preflight launch: {labels[rank]} failed first ({failed[1]}); stopped the others"
                 + (f": {', '.join(others)}" if others else "") + f"; exit {FAILED_NODE_BASE + rank}")
         code = FAILED_NODE_BASE + rank
+        block = doctor_block({nodes_by_rank[r]["name"]: list(seen[r]) for r in actors}, log_dir)
+        for text in block:
+            print(text, file=sys.stderr, flush=True)
+        if launch_log and block:   # its headline lines (the doctor reads them back as the launcher's own)
+            write_launch_log(launch_log, "".join(f"# {t}\n" for t in block if t.startswith(DOCTOR_HEAD)))
     print(line, file=sys.stderr, flush=True)
     if launch_log:
         write_launch_log(launch_log, f"# {line}\n")
     return code
+
+
+def doctor_block(outputs: Mapping[str, Sequence[str]], log_dir: str | Path | None = None) -> list[str]:
+    """The doctor's root cause of a failed launch, from each node's output (node name → its lines): its headline,
+    who acts, and the fix flush left under the console's "fix: (paste as is)" (so it pastes, and the doctor reading
+    this console back takes it as the launcher's own, not as a run's lines). Nothing when it finds no failure; a line
+    saying why when it cannot run (the launch's exit code does not depend on it)."""
+    from dsv3_preflight.doctor import triage
+
+    try:
+        with tempfile.TemporaryDirectory(prefix="dsv3-launch-doctor-") as tmp:
+            paths = []
+            for i, (name, lines) in enumerate(outputs.items()):
+                safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in name)[:60] or f"node{i}"
+                path = Path(tmp) / f"{safe}.log"
+                path.write_text("".join(f"{line}\n" for line in lines), encoding="utf-8", errors="replace")
+                paths.append(str(path))
+            diag = triage(paths)
+    except Exception as exc:  # noqa: BLE001 - the launch's verdict stands without the doctor's
+        return [f"{DOCTOR_HEAD}could not read the nodes' output: {_why(exc)}"]
+    if diag.get("verdict") != "failure":
+        return []
+    # its summary counts the files it read: here, one per node
+    out = [DOCTOR_HEAD + re.sub(r" in (\d+) file\(s\), ", r" in the output of \1 node(s), ", diag["summary"])]
+    head = next((f for f in diag.get("findings") or [] if f.get("role") == "root_cause"), None)
+    more = ([f"{DOCTOR_HEAD}all of it (the error lines, the consequences): dsv3-preflight doctor "
+             f"{shlex.quote(str(log_dir))}    # each node writes its log there, on its own machine"] if log_dir else [])
+    if head is None:
+        return out + more
+    who = head.get("actor_label") or "not said by the log"
+    check = f"; caught before launch by: dsv3-preflight run --only {head['check']}" if head.get("check") else ""
+    out.append(f"{DOCTOR_HEAD}who acts: {who}{check}")
+    out += more
+    if head.get("fix"):
+        out.append("   fix: (paste as is)")
+        out += head["fix"].splitlines()
+    return out
 
 
 def dry_run_text(doc: Mapping[str, Any], profile: Any, training: Sequence[str], torchrun: Sequence[str] | None) -> str:

@@ -19,6 +19,8 @@ from cluster_lab import MASTER_PORT, LabUnavailable, RayLab  # noqa: E402
 pytestmark = [pytest.mark.slow, pytest.mark.netns, pytest.mark.ray]
 #: what the launch needs judged, cheaply (no GPU or collective probes on 2 cores)
 ONLY = "env.*,net.nic_route,cluster.*"
+from dsv3_preflight.launch.ray_launch import DOCTOR_HEAD
+
 TRAIN = Path(__file__).resolve().parent / "data" / "launch" / "train_allreduce.py"
 NNODES = 2
 
@@ -122,6 +124,10 @@ def test_one_nodes_failure_stops_the_other_and_the_exit_code_names_it(lab: RayLa
     assert "failing on purpose" in logs[1]
     assert re.search(r"# torchrun exited with -?\d+\s*$", logs[0]) and "exited with 0" not in logs[0]
     assert last in (tmp_path / "launch.log").read_text()
+    # the launch ran the doctor on both nodes' output and said what it found, above its closing line
+    said = [line for line in proc.stderr.splitlines() if line.startswith(DOCTOR_HEAD)]
+    assert said and f"(node {by_rank[1]}" in said[0] and "in the output of 2 node(s)" in said[0], proc.stderr[-3000:]
+    assert f"# {said[0]}\n" in (tmp_path / "launch.log").read_text()
     # `dsv3-preflight doctor` on what the launch printed, and on the nodes' logs it wrote: the node that failed first
     # is named by its name, from the "[node N name]" prefixes and from the logs' file names
     from dsv3_preflight.doctor import triage
@@ -152,6 +158,10 @@ def test_a_node_stalled_before_a_collective_is_named_from_the_launchs_console(la
         assert (diag["exit_code"], diag["cause_class"]) == (1, "nccl_hang"), (given, diag["summary"])
         assert diag["silent_nodes"] == [by_rank[1]] and first["node"] == by_rank[1], (given, diag["summary"], first)
         assert first["inferred_from"], first
+    # the launch's own doctor block says the same at once: a hang names no culprit's actor
+    said = [line for line in proc.stderr.splitlines() if line.startswith(DOCTOR_HEAD)]
+    assert said[0].startswith(DOCTOR_HEAD + "root cause: ") and "in the output of 2 node(s)" in said[0], said
+    assert said[1].startswith(DOCTOR_HEAD + "who acts: not said by the log"), said
 
 
 def test_all_nodes_dry_run_prints_each_nodes_command_and_starts_nothing(lab: RayLab, tmp_path: Path):

@@ -26,7 +26,7 @@ from ..result import NO_GO
 from .signatures import GATE_CAUSE_RE, GATE_NO_GO
 
 GATE_NEEDLES: tuple[bytes, ...] = ("\u2718 FAIL ".encode(), "\u203c ERROR ".encode(), b"who acts: ", b"also blocks: ",
-                                   b"NO-GO", b"# report: ", b"(paste as is)", b"! WARN ", b"GO: ")
+                                   b"NO-GO", b"# report: ", b"(paste as is)", b"! WARN ", b"GO: ", b"launch: doctor: ")
 _CAUSE = re.compile(GATE_CAUSE_RE.format(check=r"[A-Za-z_][\w.-]*"))
 _WHO = re.compile(r"^\s*(?:#\s*)?who acts: (?P<who>.+)$")
 _ALSO = re.compile(r"^\s*(?:#\s*)?also blocks: (?P<also>.+?)(?: \(same cause\))?$")
@@ -41,7 +41,11 @@ _FOLLOW = 4
 #: the console's "fix: (paste as is)" (or "fix on node1:"): the fix's lines follow, up to the next cause or the verdict
 _FIX_HEAD = re.compile(r"^\s*fix(?: on [^:]+)?: \(paste as is\)$")
 #: what ends a fix: the next cause (a warning's too), the verdict line, a note of the run
-_FIX_END = re.compile(r"^\s*(?:\d+\. (?:\u2718 FAIL|\u203c ERROR|! WARN) |(?:GO|NO-GO|NOTHING SELECTED): |note: )")
+_FIX_END = re.compile(r"^\s*(?:\d+\. (?:\u2718 FAIL|\u203c ERROR|! WARN) |(?:GO|NO-GO|NOTHING SELECTED): |note: "
+                      r"|dsv3-preflight launch: )")
+#: the launcher's own account of a failed launch (launch --all-nodes runs the doctor and prints its root cause): a copy
+#: of what the doctor found, not a line of the run
+_LAUNCH_DOCTOR = re.compile(r"^\s*(?:# )?dsv3-preflight launch: doctor: ")
 #: a fix is at most this many lines (a console cut after a fix does not swallow the rest of the file)
 _FIX_LINES = 60
 
@@ -68,6 +72,8 @@ class GateText:
             if file == where["file"] and 0 < where["line"] - start <= _FIX_LINES and not _FIX_END.match(text):
                 return True   # a line of the preflight's fix: its words ("refused", "failed") are no error of a run
             self._fix_from = None
+        if _LAUNCH_DOCTOR.match(text):
+            return True
         m = _CAUSE.search(text)
         if m:
             nodes = [n.strip() for n in (m.group("nodes") or "").split(",") if n.strip() and n.strip() != CLUSTER]
