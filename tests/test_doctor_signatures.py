@@ -11,7 +11,7 @@ from dsv3_preflight.doctor.signatures import NO_PREFLIGHT_CHECK
 
 from conftest import python_cli
 from paste_lint import paste_problems
-from dsv3_preflight.doctor.signatures import CLASSES, DERIVED, DERIVED_NAMES, GATE_CLASS, SIGNATURES
+from dsv3_preflight.doctor.signatures import CLASSES, DERIVED, DERIVED_NAMES, EXTRA_CLASSES, GATE_CLASS, GPU_FAULT_CLASS, SIGNATURES
 from dsv3_preflight.doctor.triage import _Matcher, _fill, _groups
 
 MATCHER = _Matcher(SIGNATURES)
@@ -52,6 +52,9 @@ def test_signature_texts_fill_every_placeholder_from_its_example(sig):
     assert m, f"{sig.id}: pattern does not match its example"
     groups = _groups(m)
     names = {k.rstrip("0123456789") or k for k in sig.regex.groupindex}
+    if sig.enrich is not None:   # what the triage adds from the groups (an Xid's meaning) is filled as well
+        groups.update(sig.enrich(groups))
+        names |= DERIVED_NAMES
     for text in (sig.title, sig.root_cause):
         filled = _fill(text, groups, names)
         left = [n for n in re.findall(r"\{(\w+)\}", filled) if n in names]
@@ -65,6 +68,8 @@ def test_every_fix_passes_bash_n(sig):
     """A fix is pasted into a shell: commands, ${NAME:?what} placeholders, prose only in # comments."""
     m = sig.regex.search(sig.example)
     groups = _groups(m) if m else {}
+    if m and sig.enrich is not None:
+        groups.update(sig.enrich(groups))
     names = {k.rstrip("0123456789") or k for k in sig.regex.groupindex} | DERIVED_NAMES
     for filled in (_fill(sig.fix, groups, names, quote=True), _fill(sig.fix, {}, names, quote=True),
                    _fill(sig.fix, {k: "x'; rm -rf / #" for k in names}, names, quote=True)):
@@ -75,7 +80,8 @@ def test_every_fix_passes_bash_n(sig):
 
 @pytest.mark.parametrize("sig", [s for s in ALL if s.kind in ("cause", "suspect")], ids=lambda s: s.id)
 def test_every_cause_says_why_how_to_fix_and_which_existing_check_catches_it(sig, check_names):
-    assert sig.root_cause and sig.fix and (sig.cls in CLASSES or sig.cls == GATE_CLASS and sig.id.startswith("preflight."))
+    assert sig.root_cause and sig.fix and (sig.cls in CLASSES or sig.cls == GPU_FAULT_CLASS
+                                                  or sig.cls == GATE_CLASS and sig.id.startswith("preflight."))
     if sig.id in NO_PREFLIGHT_CHECK:  # the training script itself (its argument checks, its collectives): no check sees it
         assert sig.check is None
     else:
@@ -97,7 +103,7 @@ def test_signature_ids_are_unique():
 def test_every_class_of_the_issue_has_a_cause_signature():
     assert set(CLASSES) == {"cuda_fabric", "version_drift", "pci_rank_dup", "port_rendezvous", "nic_iface", "nccl_hang",
                             "nccl_transport", "gpu_oom", "host_resources", "lora_empty", "config"}
-    assert {s.cls for s in ALL if s.kind == "cause"} == set(CLASSES) | {GATE_CLASS}   # and our own preflight's verdict
+    assert {s.cls for s in ALL if s.kind == "cause"} == set(CLASSES) | set(EXTRA_CLASSES)   # and our own preflight's verdict
 
 
 def test_interface_fixes_do_not_send_the_head_to_lo():
@@ -121,7 +127,7 @@ def test_every_cause_says_who_acts_unless_the_log_cannot():
 
     table = SIGNATURES + DERIVED
     assert set(ACTOR_OF) <= {s.id for s in table}, set(ACTOR_OF) - {s.id for s in table}
-    assert set(CLASS_ACTOR) == set(CLASSES) | {GATE_CLASS}   # a new class comes with a decision
+    assert set(CLASS_ACTOR) == set(CLASSES) | set(EXTRA_CLASSES)   # a new class comes with a decision
     assert ACTORS == ("job", "node", "network")
     unsaid = {s.id for s in table if s.kind in ("cause", "suspect") and s.actor is None and s not in GATE_SIGNATURES
               and s.id != "preflight.no_go"}

@@ -67,8 +67,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Pattern
+from typing import Callable, Pattern
 
+from ..gpu.xid import XIDS, meaning as xid_meaning
+from ..gpu.xid_rules import NVLINK_XIDS
 from ..result import Actor
 
 #: the labels a launcher puts before a rank's line, read before a rule about the line's own start: torchrun's
@@ -81,6 +83,11 @@ KINDS = ("cause", "suspect", "symptom", "progress", "benign", "context")
 #: the class of a failure our own preflight reported (its gate kept torchrun from starting): not a corpus class, the
 #: check that failed says what it is (``CHECK_CLASS`` gives the corpus class where the check guards only one)
 GATE_CLASS = "preflight_gate"
+#: a GPU or its driver state failed on a node (an Xid that needs a reset or a reboot, a GPU fallen off the bus, an
+#: uncorrectable ECC error): not a corpus class (the issue's classes have none for it), a cause of its own all the same
+GPU_FAULT_CLASS = "gpu_fault"
+#: the classes the doctor names beyond the corpus's
+EXTRA_CLASSES = (GATE_CLASS, GPU_FAULT_CLASS)
 CLASS_TITLES = {
     "cuda_fabric": "CUDA cannot initialise (driver / Fabric Manager / NVSwitch)",
     "version_drift": "versions that do not fit together (driver vs CUDA build, NCCL or torch across nodes)",
@@ -94,6 +101,7 @@ CLASS_TITLES = {
     "lora_empty": "LoRA adapters empty, targets not found, or weights files corrupt",
     "config": "DeepSpeed / accelerate / trainer configuration",
     GATE_CLASS: "the preflight found a problem before the run (its gate keeps torchrun from starting)",
+    GPU_FAULT_CLASS: "a GPU fault on a node (an Xid needing a reset or reboot, fallen off the bus, uncorrectable ECC)",
 }
 
 
@@ -108,7 +116,7 @@ ACTORS = tuple(a.value for a in Actor)
 CLASS_ACTOR: dict[str, str | None] = {
     "cuda_fabric": "node", "version_drift": "job", "pci_rank_dup": "job", "port_rendezvous": "job",
     "nic_iface": "job", "nccl_hang": None, "nccl_transport": "node", "gpu_oom": "job", "host_resources": "node",
-    "lora_empty": "job", "config": "job", GATE_CLASS: None,
+    "lora_empty": "job", "config": "job", GATE_CLASS: None, GPU_FAULT_CLASS: "node",
 }
 #: signatures whose actor is not their class's (ids of SIGNATURES and DERIVED; a test holds every key to one)
 ACTOR_OF: dict[str, str | None] = {
@@ -129,6 +137,26 @@ ACTOR_OF: dict[str, str | None] = {
     "host.oom_killer": "job", "host.cpu_memory": "job", "host.dataloader_worker_killed": "job", "host.sigkill": "job",
     "ray.memory_monitor_kill": "job",
 }
+
+
+#: NVIDIA's Xid catalogue (the gpu.xid check's table): the Xids that are an NVLink's fault, the node's (a reset or a
+#: reboot: NVIDIA's "node" bucket, the contained memory error that stopped the program that touched it, a resource
+#: retirement that needs a reset), and an application's
+XID_FAULTS = tuple(sorted(x for x, m in XIDS.items() if x not in NVLINK_XIDS
+                          and (m.kind == "node" or x in (94, 156))))
+XID_APPLICATION = tuple(sorted(x for x, m in XIDS.items() if m.kind == "app"))
+
+
+def xid_texts(groups: dict[str, str]) -> dict[str, str]:
+    """An Xid line's meaning and NVIDIA's action from the catalogue, and the GPU's bus id as nvidia-smi takes it."""
+    out: dict[str, str] = {}
+    if groups.get("xid", "").isdigit():
+        m = xid_meaning(int(groups["xid"]))
+        out["meaning"] = m.meaning.split(":")[0]
+        out["action"] = "NVIDIA: " + m.nvidia_action
+    if groups.get("pci"):
+        out["bus"] = groups["pci"].lower() + ".0"
+    return out
 
 
 @dataclass(frozen=True)
@@ -160,12 +188,15 @@ class Signature:
     lost_after_start: bool = False   # see the module docstring
     setup: bool = False   # a progress sign of set-up (NCCL connected), not of the work: see triage's zero-bar rule
     actor: str | None = ""   # who must act (CLASS_ACTOR, ACTOR_OF); "": the table's; None: the log does not say
+    #: more values for the texts, computed from the pattern's groups (an Xid's meaning from NVIDIA's catalogue); the
+    #: names it fills are DERIVED_NAMES
+    enrich: Callable[[dict[str, str]], dict[str, str]] | None = field(default=None, compare=False, repr=False)
     regex: Pattern[str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise ValueError(f"signature {self.id}: unknown kind {self.kind!r}")
-        if self.cls is not None and self.cls not in CLASSES and self.cls != GATE_CLASS:
+        if self.cls is not None and self.cls not in CLASSES and self.cls not in EXTRA_CLASSES:
             raise ValueError(f"signature {self.id}: unknown class {self.cls!r}")
         if self.kind in ("cause", "suspect") and self.cls is None:
             raise ValueError(f"signature {self.id}: a {self.kind} needs a class")
@@ -396,9 +427,11 @@ SIGNATURES: tuple[Signature, ...] = (
       "node23:12098:12141 [2] transport/nvls.cc:244 NCCL WARN Cuda failure 1 'invalid argument'",
       "https://github.com/NVIDIA/nccl/issues/1488 (NCCL src/transport/nvls.cc)"),
     S("cuda.no_driver", "cuda_fabric", "cause", (b"Found no NVIDIA driver", b"NVIDIA driver is not loaded", b"driver initialization failed",
+                                               b"nvml error: driver not loaded",
                                                b"NVIDIA-SMI has failed because it couldn't communicate", b"failed: Driver Not Loaded"),
       r"Found no NVIDIA driver on your system|CUDA driver initialization failed|NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver"
-      r"|nvmlInit\w*\(\) failed: Driver Not Loaded",  # NCCL <= 2.17 misc/nvmlwrap.cc
+      r"|nvmlInit\w*\(\) failed: Driver Not Loaded"  # NCCL <= 2.17 misc/nvmlwrap.cc
+      r"|nvml error: driver not loaded",  # libnvidia-container's hook starting a container on a node without the driver
       "No usable NVIDIA driver",
       "The kernel driver is not loaded (or not visible in the container): CUDA cannot initialise.",
       "nvidia-smi; lsmod | grep nvidia; dmesg | grep -i nvrm | tail\n"
@@ -495,6 +528,32 @@ SIGNATURES: tuple[Signature, ...] = (
       DRIVER_FIX, "gpu.cuda_init", 0,
       "ERROR: cudaGetDeviceCount CUDA driver version is insufficient for CUDA runtime version",
       "https://github.com/uzh-rpg/rpg_open_remode/issues/9 (cudaGetErrorString(35))"),
+    S("container.no_gpu_runtime", "cuda_fabric", "cause", (b"could not select device driver",),
+      r"could not select device driver \"[^\"]*\" with capabilities: \[\[gpu\]\]",
+      "The container runtime on this node cannot give containers GPUs (no NVIDIA container toolkit)",
+      "Docker was asked for GPUs (--gpus) and has no device driver for them: the NVIDIA container toolkit is not "
+      "installed on the node, or Docker was not restarted after it was.",
+      "nvidia-ctk --version; docker info --format '{{json .Runtimes}}'    # on that node: the toolkit and Docker's runtimes\n"
+      "# install nvidia-container-toolkit, then: nvidia-ctk runtime configure --runtime=docker && systemctl restart docker\n"
+      "dsv3-preflight run --only gpu.cuda_init    # inside the job's container, on that node",
+      "gpu.cuda_init", 0,
+      "docker: Error response from daemon: could not select device driver \"\" with capabilities: [[gpu]].",
+      "Docker's daemon (daemon/devices.go: 'could not select device driver %q with capabilities: %v'); NVIDIA "
+      "container toolkit install guide"),
+    S("container.nvml_lost", "cuda_fabric", "cause", (b"Failed to initialize NVML: Unknown Error",),
+      r"Failed to initialize NVML: Unknown Error",
+      "NVML cannot reach the GPUs from inside the container (Failed to initialize NVML: Unknown Error)",
+      "A running container lost its GPUs: with systemd managing the container's cgroups, a reload of systemd's units "
+      "(systemctl daemon-reload, often a package upgrade's) drops the GPU device rules, and recent runc needs "
+      "/dev/char symlinks to restore them (NVIDIA/nvidia-docker#1730). The host still sees the GPUs; the container "
+      "must be recreated.",
+      "nvidia-smi -L    # on the host: the GPUs are there\n"
+      "# recreate the job's containers (a restart of the pod or container gives the GPUs back); so it does not recur:\n"
+      "nvidia-ctk system create-dev-char-symlinks --create-all    # or run Docker with native.cgroupdriver=cgroupfs\n"
+      "dsv3-preflight run --only gpu.cuda_init    # inside the job's container, on that node",
+      "gpu.cuda_init", 0,
+      "Failed to initialize NVML: Unknown Error",
+      "NVML's wording; NVIDIA/nvidia-docker#1730 (containers losing access to GPUs after a systemd reload)"),
     S("container.cuda_requirement", "version_drift", "cause", (b"unsatisfied condition: cuda",),
       r"requirement error: unsatisfied condition: (?P<cond>cuda\s*[<>=]+\s*[\d.]+)",
       "The container needs {cond}, more than the host's driver supports",
@@ -1694,13 +1753,76 @@ SIGNATURES: tuple[Signature, ...] = (
       "NCCL src/transport/net_ib.cc (every WARN there starts with 'NET/IB :')",
       transient=True),   # before the run's progress (one HCA of several unusable, an async port event): NCCL went on
     S("gpu.nvlink_xid", "nccl_transport", "cause", (b"Xid", b"NVLink"),
-      r"NVRM: Xid \([^)]*\): (?P<xid>74|92)\b|NVLink.{0,40}(?:error|fatal|failed|down)",
+      r"NVRM: Xid \([^)]*\): (?P<xid>" + "|".join(map(str, sorted(NVLINK_XIDS))) + r")\b|NVLink.{0,40}(?:error|fatal|failed|down)"
+      # Xid 45, the cleanup of a process, names the Xid that caused it when that came first ("caused by previous Xid 149")
+      r"|caused by previous Xid (?P<xid2>" + "|".join(map(str, sorted(NVLINK_XIDS))) + r")\b",
       "NVLink error[[ (Xid {xid})]]",
       "An NVLink link reported errors: collectives over it fail or hang.",
       "nvidia-smi nvlink --status; nvidia-smi -q | grep -i -A3 nvlink\n# drain the node and reset the GPU (nvidia-smi -r) or have the link inspected",
       "gpu.nvlink", 1,
       "NVRM: Xid (PCI:0000:07:00): 74, pid=2345, NVLink: fatal error detected on link 3",
       "NVIDIA Xid catalogue (Xid 74 NVLink error)"),
+    # ======================================================================== gpu_fault (not a corpus class)
+    # NVIDIA's Xid catalogue (dsv3_preflight.gpu.xid, the same table the gpu.xid check reads the kernel log with): the
+    # Xids that need a GPU reset or a reboot are the node's fault; an application's fault names no class (the program's
+    # own error is the cause); those NVIDIA says to ignore (45: the cleanup after any killed process) are no error
+    S("gpu.xid_fault", GPU_FAULT_CLASS, "cause", (b"Xid",),
+      r"NVRM: Xid \((?:PCI:)?(?P<pci>[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2})[^)]*\): (?:(?P<xid>"
+      + "|".join(map(str, XID_FAULTS)) + r")\b|45\b.*caused by previous Xid (?P<xid2>" + "|".join(map(str, XID_FAULTS)) + r")\b)",
+      "GPU fault: Xid {xid}[[ ({meaning})]] on the GPU at PCI {pci}",
+      "The NVIDIA kernel driver logged Xid {xid} for the GPU at {pci}[[: {meaning}]]. NVIDIA's catalogue resolves it "
+      "on the node[[ ({action})]], not in the job: until then CUDA on that GPU fails or hangs, and every collective "
+      "with it. The ranks' own errors (CUDA errors, NCCL timeouts) are its consequences.",
+      "nvidia-smi -q -i [[{bus}||\"${GPU_BUS_ID:?PCI bus id of the GPU, from the Xid line}\"]] | grep -i -A2 -E 'Reset Status|Recovery Action|Pending|Remapp'    # on that node\n"
+      "journalctl -k -b --no-pager | grep -i -E 'Xid' | tail -20\n"
+      "# drain the node from the job (the others can run without it), then reset that GPU; Xid 79 or a refused reset: reboot\n"
+      "nvidia-smi -r -i [[{bus}||\"${GPU_BUS_ID}\"]]\n"
+      "dsv3-preflight run --only gpu.xid,gpu.memory_errors,gpu.reset_pending    # after the repair: the node is clean again",
+      "gpu.xid", 0,
+      "[ 3201.581234] NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, name=python, GPU has fallen off the bus.",
+      "NVIDIA Xid catalogue (docs.nvidia.com/deploy/xid-errors); the driver's NVRM lines as the kernel log prints them",
+      enrich=xid_texts),
+    S("gpu.xid_application", None, "symptom", (b"Xid",),
+      r"NVRM: Xid \((?:PCI:)?(?P<pci>[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2})[^)]*\): (?P<xid>"
+      + "|".join(map(str, XID_APPLICATION)) + r")\b",
+      "The GPU stopped a program: Xid {xid}[[ ({meaning})]]",
+      "An application fault on the GPU (an illegal address, a bad instruction): the GPU stays healthy; the failing "
+      "rank's own error (an illegal memory access, a CUDA error) and the code behind it are the cause.", "", None, 4,
+      "NVRM: Xid (PCI:0000:18:00): 31, pid=85132, name=python, Ch 00000008, intr 00000000. MMU Fault: ENGINE GRAPHICS",
+      "NVIDIA Xid catalogue (Xid 13, 31, 43: application faults)", enrich=xid_texts),
+    S("gpu.lost", GPU_FAULT_CLASS, "cause", (b"fallen off the bus", b"GPU is lost", b"GpuIsLost", b"GPU_IS_LOST",
+                                             b"RmInitAdapter failed", b"Unable to determine the device handle",
+                                             b"probe routine failed"),
+      r"(?:GPU (?P<bus>[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d): )?GPU has fallen off the bus"
+      r"|Unable to determine the device handle for GPU ?(?P<bus2>[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d): "
+      r"(?:GPU is lost|Unknown Error)|NVMLError_GpuIsLost|NVML_ERROR_GPU_IS_LOST|\bGPU is lost\b"
+      r"|GPU (?P<bus3>[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d): RmInitAdapter failed|RmInitAdapter failed"
+      # the driver's message wrapped over three kernel-log lines, and its failure to probe the GPU at the next load
+      r"|NVRM: fallen off the bus and is not responding|The NVIDIA probe routine failed for \d+ device",
+      "A GPU is lost to the driver[[ (PCI {bus})]]: fallen off the bus or failed to initialise",
+      "The driver can no longer reach a GPU over PCI Express (Xid 79, 'GPU is lost') or could not initialise it "
+      "(RmInitAdapter failed): a fault of the node's hardware, power or firmware, not of the job. Only a reboot "
+      "brings the GPU back, and a GPU that falls off again needs its hardware inspected.",
+      "nvidia-smi -L; journalctl -k -b --no-pager | grep -i -E 'Xid|fallen off|RmInitAdapter' | tail -20    # on that node\n"
+      "# drain the node from the job (the others can run without it), then reboot it; again after a reboot: have it repaired\n"
+      "dsv3-preflight run --only gpu.inventory,gpu.xid    # after the reboot: every GPU back and no new Xid",
+      "gpu.inventory", 0,
+      "Unable to determine the device handle for GPU 0000:3B:00.0: GPU is lost.  Reboot the system to recover this GPU",
+      "nvidia-smi's and pynvml's wording (NVML_ERROR_GPU_IS_LOST); the driver's NVRM 'GPU has fallen off the bus' and "
+      "'RmInitAdapter failed' lines",
+      consequence_of=("gpu.xid_fault",)),   # the driver prints it after its Xid 79 line
+    S("cuda.ecc_uncorrectable", GPU_FAULT_CLASS, "cause", (b"uncorrectable ECC error", b"ECCUncorrectable", b"ECC_UNCORRECTABLE"),
+      r"uncorrectable ECC error encountered|cudaErrorECCUncorrectable|CUDA_ERROR_ECC_UNCORRECTABLE",
+      "Uncorrectable ECC error on a GPU",
+      "A GPU's memory had an error ECC could not correct: the CUDA context that touched it is gone, and the GPU "
+      "needs a reset (row remapping happens at the reset) before it can be trusted again.",
+      "nvidia-smi -q -d ECC,ROW_REMAPPER | grep -i -E 'Volatile|Uncorr|Pending|Failure'    # on that node: which GPU, and what it needs\n"
+      "# drain the node from the job, then reset the GPU (nvidia-smi -r -i <bus id>) or reboot the node\n"
+      "dsv3-preflight run --only gpu.memory_errors,gpu.xid    # after the repair",
+      "gpu.memory_errors", 0,
+      "RuntimeError: CUDA error: uncorrectable ECC error encountered",
+      "CUDA runtime's cudaErrorECCUncorrectable string (cudaGetErrorString)",
+      consequence_of=("gpu.xid_fault",)),   # the rank's view of the node's Xid 48 / 94 / 95
     S("nccl.ofi_error", "nccl_transport", "cause", (b"NET/OFI",),
       r"NET/OFI.{0,80}(?:[Ff]ailed|[Ee]rror|[Uu]nable)",
       "AWS EFA / libfabric (NET/OFI) error",
@@ -2413,6 +2535,14 @@ SIGNATURES: tuple[Signature, ...] = (
       "it hung, `dsv3-preflight doctor --hung` names the phase it hung in.", "", None, 4,
       "[rank1]: KeyboardInterrupt",
       "CPython's SIGINT handler; produced here by Ctrl-C on a torchrun job", stop="signal"),
+    S("slurm.step_cancelled", None, "symptom", (b" CANCELLED AT ",),
+      r"\*\*\* (?:STEP|JOB) (?P<step>\S+) ON (?P<where>\S+) CANCELLED AT \S+ (?:DUE TO (?P<why>TIME LIMIT|PREEMPTION) )?\*\*\*",
+      "Slurm cancelled job step {step} on {where}[[ (due to {why})]]",
+      "Slurm stopped the step (its time limit, a preemption, or scancel): every task got SIGTERM, then SIGKILL. "
+      "Nothing in the run failed by then unless an error comes before this line.", "", None, 4,
+      "slurmstepd: error: *** STEP 1234.0 ON gpu-node-1 CANCELLED AT 2024-05-01T10:00:00 DUE TO TIME LIMIT ***",
+      "Slurm's slurmstepd (src/slurmd/slurmstepd/req.c: '*** %s ON %s CANCELLED AT %s DUE TO TIME LIMIT ***')",
+      stop="signal"),
     S("elastic.signal_exception", None, "symptom", (b"SignalException", b"got signal: ", b"death signal"),
       r"SignalException: Process (?P<pid>\d+) got signal: (?P<sig>\d+)|Process (?P<pid2>\d+) got signal: (?P<sig2>\d+)"
       r"|(?:\b(?P<pid3>\d+) \S*api\.py:\d+\] )?Received (?P<sig3>\d+) death signal",
@@ -2697,10 +2827,10 @@ CHECK_CLASS: dict[str, str] = {
     "cluster.env_consistency": GATE_CLASS, "cluster.master_node": "port_rendezvous", "cluster.node_count": "port_rendezvous",
     "cluster.node_rank": "pci_rank_dup", "dist.allreduce": GATE_CLASS, "dist.allreduce_cluster": GATE_CLASS,
     "dist.pairs": GATE_CLASS, "env.launch_vars": GATE_CLASS, "gpu.clocks": GATE_CLASS, "gpu.cuda_init": GATE_CLASS,
-    "gpu.fabric_manager": "cuda_fabric", "gpu.inventory": GATE_CLASS, "gpu.memory_errors": GATE_CLASS,
+    "gpu.fabric_manager": "cuda_fabric", "gpu.inventory": GATE_CLASS, "gpu.memory_errors": GPU_FAULT_CLASS,
     "gpu.modes": GATE_CLASS, "gpu.nvlink": "nccl_transport", "gpu.pcie_link": GATE_CLASS,
-    "gpu.rank_mapping": "pci_rank_dup", "gpu.rank_mapping_cluster": "pci_rank_dup", "gpu.reset_pending": GATE_CLASS,
-    "gpu.versions": "version_drift", "gpu.xid": GATE_CLASS, "host.resources": GATE_CLASS,
+    "gpu.rank_mapping": "pci_rank_dup", "gpu.rank_mapping_cluster": "pci_rank_dup", "gpu.reset_pending": GPU_FAULT_CLASS,
+    "gpu.versions": "version_drift", "gpu.xid": GPU_FAULT_CLASS, "host.resources": GATE_CLASS,
     "lora.adapter_base": "lora_empty", "lora.deepspeed_config": GATE_CLASS, "lora.output_dir": GATE_CLASS,
     "lora.targets": "lora_empty", "net.mtu": GATE_CLASS, "net.nic_route": "nic_iface", "net.port_free": "port_rendezvous",
     "net.port_reach": "port_rendezvous",
@@ -2715,7 +2845,7 @@ _GATE_ROOT = ("The preflight judged this before the run[[ (who must act: {who})]
 GATE_LAUNCHED = "this launch did not start it, so no training ran"
 #: placeholders filled by the triage itself, not by a signature's pattern (derived findings, the preflight's verdict)
 DERIVED_NAMES = frozenset({"values", "node", "rank", "pid", "error", "seq", "op", "ahead", "who", "also", "report",
-                           "error_note", "nodes", "launched", "host", "port"})
+                           "error_note", "nodes", "launched", "host", "port", "meaning", "action", "bus"})
 #: what an ERROR is (the root cause's {error_note} for a check that is ERROR)
 GATE_ERROR_NOTE = "ERROR: the check could not run (its probe failed or timed out); unknown is never taken as healthy."
 
@@ -2938,7 +3068,7 @@ ERROR_NEEDLES: tuple[bytes, ...] = (
     b"[E", b"[F",   # glog's ERROR/FATAL prefix (torch's C++)
 )
 ERROR_RE = re.compile(
-    r"Traceback \(most recent call last\)|(?:^|[\s\]:>('\"])(?:[A-Za-z_][\w.]*)?(?:Error|Exception)\b(?=:|\s*$| \()"
+    r"Traceback \(most recent call last\)|(?:^|[\s\]:>('\"])(?:[A-Za-z_][\w.]*)?(?:Error|Exception)(?:_[A-Za-z]\w*)?\b(?=:|\s*$| \()"
     r"|\bERROR\b|\bFATAL\b|\bCRITICAL\b|\b[Ff]atal\b|NCCL WARN|\bWARN\b.*\b(?:[Ff]ail|[Ee]rror)"
     r"|terminate called|core dumped|Segmentation fault|\bAborted\b|\bKilled\b|\b(?:CUDA|[Cc]uda|NCCL) (?:error|failure)\b"
     r"|\b(?:failed|FAILED|Failed to)\b|\berror(?:[:=]| \d| code|s? occurred)|[Tt]imed out"
@@ -2951,7 +3081,7 @@ ERROR_RE = re.compile(
 # Connection refused), will retry" at INFO while it waits for the server: a retry, not an error)
 QUIET_RE = re.compile(r"^" + LABELS + r"frame #\d+: |\bNCCL INFO\b|^" + LABELS + r"I\d{4} \d\d:\d\d"
                       r"|^" + LABELS + r"\[I(?:\d{4} \d\d:\d\d:\d\d\.\d+)? ?\w[\w./-]*\.(?:cpp|cc|hpp|h):\d+\]"
-                      r"|\[INFO\]|\bINFO\b[ :|-]|UserWarning|FutureWarning|DeprecationWarning")
+                      r"|\[INFO\]|(?<!=)\bINFO\b[ :|-]|UserWarning|FutureWarning|DeprecationWarning")
 
 # First words that do not help tell causes apart (for "nearest known causes").
 STOPWORDS = frozenset("""the a an of to in on for and or is was not no be by at with from this that it as are

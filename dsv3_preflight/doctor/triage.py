@@ -460,6 +460,8 @@ class Triage:
                 self._error_line(fi, path, line, ts, origin, fallback_node, text)
             return
         groups = _groups(m)
+        if sig.enrich is not None:
+            groups.update(sig.enrich(groups))
         if sig.kind in ("context", "progress"):
             if sig.kind == "context":
                 self._context(groups, line, ctx)
