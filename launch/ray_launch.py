@@ -330,6 +330,7 @@ def doctor_block(outputs: Mapping[str, Sequence[str]], log_dir: str | Path | Non
     this console back takes it as the launcher's own, not as a run's lines). Nothing when it finds no failure; a line
     saying why when it cannot run (the launch's exit code does not depend on it)."""
     from dsv3_preflight.doctor import triage
+    from dsv3_preflight.reports.doctor_text import who_acts
 
     try:
         with tempfile.TemporaryDirectory(prefix="dsv3-launch-doctor-") as tmp:
@@ -337,6 +338,8 @@ def doctor_block(outputs: Mapping[str, Sequence[str]], log_dir: str | Path | Non
             for i, (name, lines) in enumerate(outputs.items()):
                 safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in name)[:60] or f"node{i}"
                 path = Path(tmp) / f"{safe}.log"
+                if path.exists():   # two names that differ only in characters a file name cannot hold
+                    path = Path(tmp) / f"{safe}-{i}.log"
                 path.write_text("".join(f"{line}\n" for line in lines), encoding="utf-8", errors="replace")
                 paths.append(str(path))
             diag = triage(paths)
@@ -351,7 +354,7 @@ def doctor_block(outputs: Mapping[str, Sequence[str]], log_dir: str | Path | Non
              f"{shlex.quote(str(log_dir))}    # each node writes its log there, on its own machine"] if log_dir else [])
     if head is None:
         return out + more
-    who = head.get("actor_label") or "not said by the log"
+    who = who_acts(head)
     check = f"; caught before launch by: dsv3-preflight run --only {head['check']}" if head.get("check") else ""
     out.append(f"{DOCTOR_HEAD}who acts: {who}{check}")
     out += more

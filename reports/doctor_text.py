@@ -24,7 +24,7 @@ def _where(f: dict) -> str:
     return ", ".join(parts)
 
 
-def _who(f: dict) -> str:
+def who_acts(f: dict) -> str:
     """Who must act on a root cause (the finding's actor), with the nodes when it is theirs to repair or drain."""
     if not f.get("actor"):
         return "not said by the log (read the first failing rank's lines first)"
@@ -91,7 +91,7 @@ def render_text(diagnosis: dict) -> str:
         if f.get("fix"):
             out.append("   fix:")
             out.append(_indent(f["fix"], "     "))
-        out.append(f"   who acts: {_who(f)}")
+        out.append(f"   who acts: {who_acts(f)}")
         if str(f.get("id", "")).startswith("preflight."):   # the preflight's own verdict: it did catch it
             launched = (f.get("detail") or {}).get("launched")
             out.append(f"   found by the preflight{' check ' + f['check'] if f.get('check') else ''}"

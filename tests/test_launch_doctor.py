@@ -51,3 +51,12 @@ def test_a_launch_whose_output_shows_no_failure_gets_no_block_and_a_doctor_error
     block = doctor_block({"a": ["RuntimeError: something nobody has seen before"]}, "logs")
     assert len(block) == 2 and block[0].startswith(DOCTOR_HEAD) and "not recognised" in block[0], block
     assert block[1].startswith(DOCTOR_HEAD + "all of it (the error lines, the consequences): dsv3-preflight doctor logs")
+
+
+def test_a_node_to_repair_is_named_in_who_acts():
+    kmsg = Path(__file__).resolve().parent / "data" / "gpu" / "kmsg" / "ogkm1151_xid79.log"   # a real node's kernel log
+    node2 = ["[rank11]: RuntimeError: CUDA error: unspecified launch failure",
+             *(line for line in kmsg.read_text().splitlines() if not line.startswith("#"))]
+    block = doctor_block({"gpu-node-1": ["rank 3 all_reduce sum 3"], "gpu-node-2": node2})
+    assert block[0].startswith(DOCTOR_HEAD + "root cause: GPU fault: Xid 79"), block
+    assert block[1].startswith(DOCTOR_HEAD + "who acts: the node's administrator (repair or drain the node) — on gpu-node-2")

@@ -161,7 +161,7 @@ def test_a_node_stalled_before_a_collective_is_named_from_the_launchs_console(la
     # the launch's own doctor block says the same at once: a hang names no culprit's actor
     said = [line for line in proc.stderr.splitlines() if line.startswith(DOCTOR_HEAD)]
     assert said[0].startswith(DOCTOR_HEAD + "root cause: ") and "in the output of 2 node(s)" in said[0], said
-    assert said[1].startswith(DOCTOR_HEAD + "who acts: not said by the log"), said
+    assert said[1].startswith(DOCTOR_HEAD + "who acts: not said by the log (read the first failing rank's lines first)"), said
 
 
 def test_all_nodes_dry_run_prints_each_nodes_command_and_starts_nothing(lab: RayLab, tmp_path: Path):
