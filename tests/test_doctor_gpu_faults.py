@@ -106,3 +106,14 @@ def test_slurm_cancelling_the_step_is_a_stop_and_an_error_before_it_still_leads(
                     "FAILURE, SEE SLURMCTLD LOG FOR DETAILS ***")
     d = _doctor(tmp_path, run=[node_failure])   # no stop of the user's: a failure whose cause the log does not give
     assert (d["exit_code"], d["cause_class"]) == (1, "unrecognised"), d["summary"]
+
+
+def test_an_infiniband_port_that_keeps_going_down_is_the_networks_to_fix(tmp_path):
+    # what nccl#905's log was full of; NCCL 2.19+ names the device and port before "Got async event"
+    lines = ["gpu-a:1:2 [0] transport/net_ib.cc:1295 NCCL WARN NET/IB : Got async event : port error",
+             "gpu-a:1:2 [0] transport/net_ib.cc:1295 NCCL WARN NET/IB : mlx5_0:1 Got async event : port error"]
+    for line in lines:
+        d = _doctor(tmp_path, run=[line])
+        head = d["findings"][0]
+        assert (head["id"], head["actor"]) == ("nccl.ib_port_event", "network"), (line, d["summary"])
+        assert head["title"] == "An InfiniBand/RoCE port changed state during the run (port error)"

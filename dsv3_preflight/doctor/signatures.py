@@ -133,6 +133,7 @@ ACTOR_OF: dict[str, str | None] = {
     "nccl.mismatched_collective": "job", "c10d.fingerprints_diverge": "job", "fr.desync": "job",
     # nccl_transport: the job's environment picks the transports; the fabric carries the completions
     "nccl.no_transport": "job", "nccl.net_not_found": "job", "nccl.ib_completion_error": "network",
+    "nccl.ib_port_event": "network",
     # host_resources: the job's memory use (RAM, workers, offload) is the job's; disks, limits, /dev/shm the node's
     "host.oom_killer": "job", "host.cpu_memory": "job", "host.dataloader_worker_killed": "job", "host.sigkill": "job",
     "ray.memory_monitor_kill": "job",
@@ -1675,6 +1676,23 @@ SIGNATURES: tuple[Signature, ...] = (
       "kp-ddp-worker-0:3468:3905 [4] ib_plugin.c:1615 NCCL WARN NET/IB : Got completion from peer 10.216.210.236<54862> "
       "with status=12 opcode=0 len=0 vendor err 129 (Recv)",
       "https://github.com/NVIDIA/nccl/issues/1405 (NCCL src/transport/net_ib.cc)"),
+    # the fabric's own events, as NCCL's async thread reports them (ibv_get_async_event): a port that goes down, again and
+    # again, is a flapping link; the subnet manager reassigning LIDs is the fabric's too. The network's administrator acts
+    S("nccl.ib_port_event", "nccl_transport", "cause", (b"Got async event",),
+      r"(?:NET/IB ?: (?:\S+:\d+ )?|\bIB )Got async event ?: (?P<event>port error|LID change|SM change|client reregistration)",
+      "An InfiniBand/RoCE port changed state during the run ({event})",
+      "NCCL's RDMA device reported '{event}': the link of that port went down (a 'port error' again and again is a "
+      "flapping link: a cable, a transceiver or a switch port) or the subnet manager changed the fabric under the job. "
+      "Transfers over it fail or stall; the collectives' errors and timeouts follow from it.",
+      "ibstat | grep -E 'CA |State|Physical state|Rate'    # on the node that reports it: each port Active / LinkUp at its rate\n"
+      "ibqueryerrors    # the fabric's error counters (symbol errors, link downed), from a node with the IB tools\n"
+      "# a port that keeps going down: have its cable, transceiver and switch port checked; drain the node meanwhile\n"
+      + ALLREDUCE_FIX,
+      "dist.allreduce", 1,
+      "gpu-a:1:2 [0] transport/net_ib.cc:1295 NCCL WARN NET/IB : Got async event : port error",
+      "NCCL src/transport/net_ib.cc (ncclIbAsyncThreadMain: 'NET/IB : Got async event : %s'; net_ib forks of later "
+      "releases name the device and port first, 'NET/IB : %s:%d Got async event : %s'; NCCL 2.3's 'IB Got async event'); "
+      "https://github.com/NVIDIA/nccl/issues/905 (the maintainer: a log full of port errors is a flapping link)"),
     S("nccl.ibv_call_failed", "nccl_transport", "cause", (b"Call to ibv_", b"ibv_modify_qp", b"ibv_create_qp", b"ibv_reg_mr",
                                                          b"ibv_open_device", b"Got async event", b"ibv_post_"),
       r"Call to (?P<call>ibv_\w+) failed|(?P<call2>ibv_(?:modify_qp|create_qp|reg_mr|reg_dmabuf_mr|open_device|create_cq)) failed"
