@@ -69,7 +69,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable, Pattern
 
-from ..gpu.xid import XIDS, meaning as xid_meaning
+from ..gpu.xid import PCI, XIDS, meaning as xid_meaning, pci_key
 from ..gpu.xid_rules import NVLINK_XIDS
 from ..result import Actor
 
@@ -146,6 +146,13 @@ ACTOR_OF: dict[str, str | None] = {
 XID_FAULTS = tuple(sorted(x for x, m in XIDS.items() if x not in NVLINK_XIDS
                           and (m.kind == "node" or x in (94, 156))))
 XID_APPLICATION = tuple(sorted(x for x, m in XIDS.items() if m.kind == "app"))
+#: the start of the driver's Xid line, up to the Xid number (the GPU's address in ``pci``)
+_XID_LINE = r"NVRM: Xid \((?:PCI:)?(?P<pci>" + PCI + r")[^)]*\): "
+
+
+def _one_of(xids) -> str:
+    """A regex alternative of Xid numbers."""
+    return "|".join(map(str, sorted(xids)))
 
 
 def xid_texts(groups: dict[str, str]) -> dict[str, str]:
@@ -156,7 +163,7 @@ def xid_texts(groups: dict[str, str]) -> dict[str, str]:
         out["meaning"] = m.meaning.split(":")[0]
         out["action"] = "NVIDIA: " + m.nvidia_action
     if groups.get("pci"):
-        out["bus"] = groups["pci"].lower() + ".0"
+        out["bus"] = pci_key(groups["pci"]) + ".0"
     return out
 
 
@@ -1771,9 +1778,9 @@ SIGNATURES: tuple[Signature, ...] = (
       "NCCL src/transport/net_ib.cc (every WARN there starts with 'NET/IB :')",
       transient=True),   # before the run's progress (one HCA of several unusable, an async port event): NCCL went on
     S("gpu.nvlink_xid", "nccl_transport", "cause", (b"Xid", b"NVLink"),
-      r"NVRM: Xid \([^)]*\): (?P<xid>" + "|".join(map(str, sorted(NVLINK_XIDS))) + r")\b|NVLink.{0,40}(?:error|fatal|failed|down)"
+      r"NVRM: Xid \([^)]*\): (?P<xid>" + _one_of(NVLINK_XIDS) + r")\b|NVLink.{0,40}(?:error|fatal|failed|down)"
       # Xid 45, the cleanup of a process, names the Xid that caused it when that came first ("caused by previous Xid 149")
-      r"|caused by previous Xid (?P<xid2>" + "|".join(map(str, sorted(NVLINK_XIDS))) + r")\b",
+      r"|caused by previous Xid (?P<xid2>" + _one_of(NVLINK_XIDS) + r")\b",
       "NVLink error[[ (Xid {xid})]]",
       "An NVLink link reported errors: collectives over it fail or hang.",
       "nvidia-smi nvlink --status; nvidia-smi -q | grep -i -A3 nvlink\n# drain the node and reset the GPU (nvidia-smi -r) or have the link inspected",
@@ -1785,8 +1792,8 @@ SIGNATURES: tuple[Signature, ...] = (
     # Xids that need a GPU reset or a reboot are the node's fault; an application's fault names no class (the program's
     # own error is the cause); those NVIDIA says to ignore (45: the cleanup after any killed process) are no error
     S("gpu.xid_fault", GPU_FAULT_CLASS, "cause", (b"Xid",),
-      r"NVRM: Xid \((?:PCI:)?(?P<pci>[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2})[^)]*\): (?:(?P<xid>"
-      + "|".join(map(str, XID_FAULTS)) + r")\b|45\b.*caused by previous Xid (?P<xid2>" + "|".join(map(str, XID_FAULTS)) + r")\b)",
+      _XID_LINE + r"(?:(?P<xid>" + _one_of(XID_FAULTS) + r")\b|45\b.*caused by previous Xid (?P<xid2>"
+      + _one_of(XID_FAULTS) + r")\b)",
       "GPU fault: Xid {xid}[[ ({meaning})]] on the GPU at PCI {pci}",
       "The NVIDIA kernel driver logged Xid {xid} for the GPU at {pci}[[: {meaning}]]. NVIDIA's catalogue resolves it "
       "on the node[[ ({action})]], not in the job: until then CUDA on that GPU fails or hangs, and every collective "
@@ -1801,8 +1808,7 @@ SIGNATURES: tuple[Signature, ...] = (
       "NVIDIA Xid catalogue (docs.nvidia.com/deploy/xid-errors); the driver's NVRM lines as the kernel log prints them",
       enrich=xid_texts),
     S("gpu.xid_application", None, "symptom", (b"Xid",),
-      r"NVRM: Xid \((?:PCI:)?(?P<pci>[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2})[^)]*\): (?P<xid>"
-      + "|".join(map(str, XID_APPLICATION)) + r")\b",
+      _XID_LINE + r"(?P<xid>" + _one_of(XID_APPLICATION) + r")\b",
       "The GPU stopped a program: Xid {xid}[[ ({meaning})]]",
       "An application fault on the GPU (an illegal address, a bad instruction): the GPU stays healthy; the failing "
       "rank's own error (an illegal memory access, a CUDA error) and the code behind it are the cause.", "", None, 4,
@@ -1811,10 +1817,10 @@ SIGNATURES: tuple[Signature, ...] = (
     S("gpu.lost", GPU_FAULT_CLASS, "cause", (b"fallen off the bus", b"GPU is lost", b"GpuIsLost", b"GPU_IS_LOST",
                                              b"RmInitAdapter failed", b"Unable to determine the device handle",
                                              b"probe routine failed"),
-      r"(?:GPU (?P<bus>[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d): )?GPU has fallen off the bus"
-      r"|Unable to determine the device handle for GPU ?(?P<bus2>[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d): "
+      r"(?:GPU (?P<bus>" + PCI + r"\.\d): )?GPU has fallen off the bus"
+      r"|Unable to determine the device handle for GPU ?(?P<bus2>" + PCI + r"\.\d): "
       r"(?:GPU is lost|Unknown Error)|NVMLError_GpuIsLost|NVML_ERROR_GPU_IS_LOST|\bGPU is lost\b"
-      r"|GPU (?P<bus3>[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d): RmInitAdapter failed|RmInitAdapter failed"
+      r"|GPU (?P<bus3>" + PCI + r"\.\d): RmInitAdapter failed|RmInitAdapter failed"
       # the driver's message wrapped over three kernel-log lines, and its failure to probe the GPU at the next load
       r"|NVRM: fallen off the bus and is not responding|The NVIDIA probe routine failed for \d+ device",
       "A GPU is lost to the driver[[ (PCI {bus})]]: fallen off the bus or failed to initialise",

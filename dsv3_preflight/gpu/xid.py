@@ -87,9 +87,11 @@ XIDS: dict[int, XidMeaning] = {
     158: _m("GPU_FATAL_TIMEOUT", "GPU Fatal Timeout", "RESET_GPU", "node"),
 }
 
-_XID = re.compile(r"NVRM: Xid \((?:PCI:)?(?P<pci>[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.[0-7])?)\): "
+#: a GPU's PCI address as the driver's lines print it (domain, bus, device): ``0000:9b:00``, ``00000000:9B:00``
+PCI = r"[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}"
+_XID = re.compile(r"NVRM: Xid \((?:PCI:)?(?P<pci>" + PCI + r"(?:\.[0-7])?)\): "
                   r"(?P<xid>\d+),?\s*(?P<rest>.*)$")
-_FALLEN = re.compile(r"NVRM: (?:The NVIDIA )?GPU (?:at PCI:)?(?P<pci>[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.[0-7])?)"
+_FALLEN = re.compile(r"NVRM: (?:The NVIDIA )?GPU (?:at PCI:)?(?P<pci>" + PCI + r"(?:\.[0-7])?)"
                      r"(?P<rest>.*)$")
 _KMSG = re.compile(r"^\d+,\d+,(?P<usec>\d+),[^;]*;")
 _DMESG = re.compile(r"^\[\s*(?P<stamp>[^\]]+)\]\s")
