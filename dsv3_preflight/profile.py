@@ -138,6 +138,9 @@ FIELDS: tuple[Field, ...] = (
           "the trainer's --per_device_train_batch_size (checked against the DeepSpeed config)"),
     Field("gradient_accumulation_steps", _int(1, 1 << 20), None,
           "the trainer's --gradient_accumulation_steps (checked against the DeepSpeed config)"),
+    Field("mixed_precision", _choice("bf16", "fp16", "no"), None,
+          "the trainer's precision: bf16 for --bf16, fp16 for --fp16, no for neither (checked against the DeepSpeed "
+          "config)"),
     Field("shm_min_gib", _float(0.0), 16.0, "minimum /dev/shm size in GiB (containers used --shm-size=16g)"),
     Field("probe_timeout", _float(0.1), 10.0, "seconds a probe may take"),
     Field("collective_timeout", _float(1.0), 60.0, "seconds the collective probe may take"),

@@ -24,7 +24,12 @@ KEYS: dict[str, str] = {
     "lora_r": "lora_rank",
     "per_device_train_batch_size": "per_device_train_batch_size",
     "gradient_accumulation_steps": "gradient_accumulation_steps",
+    "bf16": "mixed_precision",
+    "fp16": "mixed_precision",
 }
+#: the trainer's boolean flags: ``--bf16`` alone is true (HfArgumentParser's nargs="?", const=True), or takes a value
+BOOL_KEYS = {"bf16", "fp16"}
+_TRUE, _FALSE = {"true", "yes", "y", "t", "1", "on"}, {"false", "no", "n", "f", "0", "off"}
 PATHS = {"deepspeed_config", "output_dir", "model_path"}
 CONFIG_SUFFIXES = (".yaml", ".yml", ".json")
 CONFIG_CAP = 1024 * 1024  # a trainer config larger than this is not a trainer config
@@ -54,6 +59,17 @@ def _take(out: TrainerValues, key: str, value: Any, origin: str) -> None:
     if key == "model_name_or_path" and not _looks_local(str(value)):
         out.notes.append(f"{origin}: {value} is not a local directory (a hub id?): lora.targets needs --model-path DIR")
         return
+    if key in BOOL_KEYS:   # --bf16 → bf16, --fp16 → fp16; an explicit false is "no" unless the other is true
+        word = str(value).strip().lower()
+        if word not in _TRUE | _FALSE:
+            out.notes.append(f"{origin}: {value!r} is not a boolean: the trainer's precision is not known")
+            return
+        if word in _TRUE:
+            value = key
+        elif out.values.get(name) not in (None, "no", key):
+            return   # --fp16 true --bf16 false: fp16
+        else:
+            value = "no"
     if key == "lora_target":  # "all" (every linear layer) is LLaMA-Factory's and lora.targets' too
         value = ",".join(str(v) for v in value) if isinstance(value, (list, tuple)) else str(value)
     if name in PATHS:
@@ -98,7 +114,13 @@ def trainer_values(training: Sequence[str]) -> TrainerValues:
         key = key.replace("-", "_")
         if key not in KEYS:
             continue
-        if not eq:
+        if not eq and key in BOOL_KEYS:   # a bare flag is true; a following true/false is its value
+            if i < len(args) and args[i].strip().lower() in _TRUE | _FALSE:
+                value = args[i]
+                i += 1
+            else:
+                value = "true"
+        elif not eq:
             if i >= len(args) or args[i].startswith("--"):
                 continue
             value = args[i]

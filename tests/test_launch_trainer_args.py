@@ -30,7 +30,8 @@ def test_the_field_command_gives_every_lora_path_and_the_batch_arguments():
     found = trainer_values(FIELD)
     assert found.values == {"model_path": "/nfs/DeepSeek-V3-bf16", "lora_targets": MLA, "lora_rank": "16",
                             "output_dir": "/scratch/out", "per_device_train_batch_size": "1",
-                            "gradient_accumulation_steps": "1", "deepspeed_config": os.path.abspath("ds_z3.json")}
+                            "gradient_accumulation_steps": "1", "deepspeed_config": os.path.abspath("ds_z3.json"),
+                            "mixed_precision": "bf16"}
     assert found.origins["deepspeed_config"] == "--deepspeed" and found.notes == []
 
 
@@ -39,7 +40,20 @@ def test_equals_form_dash_aliases_and_boolean_flags_before_a_key():
                             "--do_train", "--output_dir", "--lora_r", "8"])
     # --output_dir followed by another flag has no value: not taken (the trainer would reject it anyway)
     assert found.values == {"deepspeed_config": os.path.abspath("ds.json"), "per_device_train_batch_size": "4",
-                            "lora_rank": "8"}
+                            "lora_rank": "8", "mixed_precision": "bf16"}
+
+
+def test_the_trainers_precision_flags_read_as_hfargumentparser_reads_them():
+    def mp(*args):
+        return trainer_values(["t.py", *args]).values.get("mixed_precision")
+
+    assert mp("--bf16") == "bf16" and mp("--bf16", "--do_train") == "bf16"   # a bare flag is true
+    assert mp("--fp16", "True") == "fp16" and mp("--bf16=false") == "no"
+    assert mp("--fp16", "true", "--bf16", "false") == "fp16"   # one dtype on, the other off: the one on
+    assert mp("--bf16", "--bf16", "false") == "no"   # the last word on one flag wins, as argparse's
+    assert mp("--deepspeed", "ds.json") is None   # neither flag: not known (a script may set bf16=True itself)
+    odd = trainer_values(["t.py", "--bf16=maybe"])
+    assert "mixed_precision" not in odd.values and "is not a boolean" in odd.notes[0]
 
 
 def test_hub_ids_and_inline_json_are_left_to_the_profile_with_a_note():

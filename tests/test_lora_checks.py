@@ -208,7 +208,13 @@ def test_batch_arithmetic_against_world_size_and_trainer_arguments():
     auto["train_batch_size"] = 50
     assert _fails(lint(auto, world_size=24, micro_batch=1, grad_accum=1)) == [
         "train_batch_size 50 ≠ micro batch 1 × gradient accumulation 1 × world size 24 = 24"]
-    assert _fails(lint(auto, world_size=24)) == []  # "auto" micro batch/accumulation and no trainer arguments: unknown
+    # "auto" micro batch/accumulation and no trainer arguments: whatever they are, 50 is no multiple of 24 ranks
+    # (DeepSpeedConfig asserts train_batch_size == micro × accumulation × world size, all whole numbers)
+    assert _fails(lint(auto, world_size=24)) == [
+        "train_batch_size 50 is not a multiple of the world size 24: DeepSpeed asserts train_batch_size = micro batch "
+        "× gradient accumulation × world size"]
+    auto["train_batch_size"] = 48
+    assert _fails(lint(auto, world_size=24)) == []   # 1 × 2 × 24 or 2 × 1 × 24: unknown without the trainer's values
 
 
 # ------------------------------------------------------------------------------------ targets

@@ -44,6 +44,10 @@ class Context:
     trainer_save: dict[str, Any] | None = None
     #: the offloads as the installed DeepSpeed's config model reads them, defaults included ({part: {device, pin_memory}})
     deepspeed_offload: dict[str, Any] | None = None
+    #: the trainer's precision when known ("bf16", "fp16", "no")
+    mixed_precision: str | None = None
+    #: what the installed transformers, accelerate and DeepSpeed made of the config (probes.facts.trainer_chain)
+    trainer_chain: dict[str, Any] | None = None
 
 
 def _is_true(v: Any) -> bool:
@@ -208,13 +212,46 @@ def offload_pinned(config: dict[str, Any], ctx: Context) -> Finding | None:
                          "pinned host memory for the offloaded copies"), actor=Actor.JOB)
 
 
+def _enabled(config: dict[str, Any], block: str) -> Any:
+    sec = config.get(block)
+    return sec.get("enabled") if isinstance(sec, dict) else None
+
+
+def _bf16_block(config: dict[str, Any]) -> str:
+    """The block DeepSpeed reads bf16 from: bf16, else its old name bfloat16 (precision_config.get_bfloat16_config)."""
+    return "bf16" if "bf16" in config or "bfloat16" not in config else "bfloat16"
+
+
 def precision_conflict(config: dict[str, Any], ctx: Context) -> Finding | None:
-    bf16 = config["bf16"].get("enabled") if isinstance(config.get("bf16"), dict) else None
-    fp16 = config["fp16"].get("enabled") if isinstance(config.get("fp16"), dict) else None
+    block = _bf16_block(config)
+    bf16, fp16 = _enabled(config, block), _enabled(config, "fp16")
     if not (_is_true(bf16) and _is_true(fp16)):
         return None
-    return _fail("bf16.enabled and fp16.enabled are both true: DeepSpeed refuses to start",
+    return _fail(f"{block}.enabled and fp16.enabled are both true: DeepSpeed refuses to start",
                  _edit(ctx, [(["fp16", "enabled"], False)], "bf16 only (pass only --bf16 to the trainer)"))
+
+
+def bfloat16_alias(config: dict[str, Any], ctx: Context) -> Finding | None:
+    """``bfloat16`` is DeepSpeed's old name for ``bf16``, read only where there is no ``bf16`` block. Through the HF
+    Trainer there always is one: accelerate's set_mixed_precision writes it from the trainer's --bf16 (enabled:
+    false without it), so the bfloat16 block never decides anything."""
+    if "bfloat16" not in config:
+        return None
+    enabled = _enabled(config, "bfloat16")
+    if "bf16" in config:
+        head = "the config has both bf16 and its old name bfloat16: DeepSpeed reads bf16 and ignores bfloat16"
+    else:
+        head = ("the config names bf16 by its old name bfloat16, which the HF Trainer's run never reads: accelerate "
+                "writes a bf16 block from the trainer's --bf16 (enabled: false without it) and DeepSpeed reads bf16 "
+                "first")
+    if ctx.mixed_precision == "no" and _is_true(enabled):
+        head += "; the trainer has no --bf16, so this run trains in fp32, not bf16"
+    elif ctx.mixed_precision is None and _is_true(enabled):
+        head += "; bf16 training needs --bf16 on the training command"
+    return warning(head, _edit(ctx, [(["bf16"], {"enabled": "auto"}), (["bfloat16"], fixes.DELETE)],
+                               "bf16 under its own name, filled from the trainer's --bf16")
+                   + "\n" + fixes.comment("and pass --bf16 to the trainer (bf16 is what DeepSeek-V3 trains in)"),
+                   actor=Actor.JOB)
 
 
 def trainer_batch_agrees(config: dict[str, Any], ctx: Context) -> list[Finding]:
@@ -235,14 +272,22 @@ def batch_arithmetic(config: dict[str, Any], ctx: Context) -> Finding | None:
     if tbs is None:
         return None
     mb = _num(config.get("train_micro_batch_size_per_gpu"))
-    ga = _num(config.get("gradient_accumulation_steps"))
     mb = mb if mb is not None else ctx.micro_batch
+    # an absent gradient_accumulation_steps is 1: accelerate's DeepSpeedPlugin inserts it (the HF Trainer fills only
+    # the keys that are there), whatever the trainer's --gradient_accumulation_steps says
+    absent = "gradient_accumulation_steps" not in config
+    ga = 1 if absent else _num(config.get("gradient_accumulation_steps"))
     ga = ga if ga is not None else ctx.grad_accum
     ws = ctx.world_size
-    fix = _edit(ctx, [(["train_batch_size"], "auto")], "let the Trainer compute train_batch_size")
+    fix = _edit(ctx, [(["train_batch_size"], "auto")] + ([(["gradient_accumulation_steps"], "auto")] if absent else []),
+                "let the Trainer compute train_batch_size" + (" and fill gradient_accumulation_steps" if absent else ""))
     if mb is not None and ga is not None and tbs != mb * ga * ws:
-        return _fail(f"train_batch_size {tbs} ≠ micro batch {mb} × gradient accumulation {ga} × world size {ws} = "
-                     f"{mb * ga * ws}", fix)
+        ga_said = " (absent: accelerate inserts 1)" if absent else ""
+        return _fail(f"train_batch_size {tbs} ≠ micro batch {mb} × gradient accumulation {ga}{ga_said} × world size "
+                     f"{ws} = {mb * ga * ws}", fix)
+    if ws and tbs % ws:
+        return _fail(f"train_batch_size {tbs} is not a multiple of the world size {ws}: DeepSpeed asserts "
+                     "train_batch_size = micro batch × gradient accumulation × world size", fix)
     if mb is not None and ga is None and mb * ws and tbs % (mb * ws):
         return _fail(f"train_batch_size {tbs} is not a multiple of micro batch {mb} × world size {ws}", fix)
     if ga is not None and mb is None and ga * ws and tbs % (ga * ws):
@@ -250,16 +295,109 @@ def batch_arithmetic(config: dict[str, Any], ctx: Context) -> Finding | None:
     return None
 
 
+# ------------------------------------------------------------------------- what the installed libraries did with it
+def _recheck(ctx: Context) -> str:
+    return f"dsv3-preflight run --only lora.deepspeed_config --deepspeed-config {fixes.quote(ctx.path)}"
+
+
+def _chain_fix(chain: dict[str, Any], ctx: Context) -> str:
+    """Edits for what the libraries refused: removed blocks and unfilled "auto" values dropped (DeepSpeed's
+    defaults), mismatching values set to "auto" (transformers' own advice), the batch keys left to the Trainer."""
+    error = chain.get("error") or ""
+    edits: list[tuple[list[str], Any]] = []
+    why = []
+    if chain.get("removed_keys"):
+        edits += [(k.split("."), fixes.DELETE) for k in chain["removed_keys"]]
+        why.append("drop what DeepSpeed removed")
+    if chain.get("unfilled_auto") and "not found in kwargs" in error:
+        edits += [(k.split("."), fixes.DELETE) for k in chain["unfilled_auto"]]
+        why.append("drop the \"auto\" values nobody fills (DeepSpeed's defaults apply)")
+    for m in chain.get("mismatches") or []:
+        key = m.split("=", 1)[0].removeprefix("ds ").strip()
+        edits.append((key.split("."), "auto"))
+    if chain.get("mismatches"):
+        why.append("let the Trainer fill the mismatching values from its arguments")
+    if "Please specify the ZeRO optimization config" in error:
+        edits.append((["zero_optimization"], {"stage": 3, GATHER_KEY: True}))
+        why.append("ZeRO-3, gathering LoRA weights on save")
+    if chain.get("step") == "initialize" and "batch" in error and not edits:
+        edits += [([k], "auto") for k in ("train_micro_batch_size_per_gpu", "gradient_accumulation_steps",
+                                          "train_batch_size")]
+        why.append("let the Trainer fill the batch sizes from its arguments")
+    lines = [_edit(ctx, edits, "; ".join(why))] if edits else [
+        fixes.comment(f"correct {ctx.path} as the message above says, then check again:")]
+    return "\n".join(lines + [_recheck(ctx)])
+
+
+def trainer_refuses(config: dict[str, Any], ctx: Context) -> Finding | None:
+    """The installed transformers, accelerate or DeepSpeed refuse the config on the Trainer's way to the engine."""
+    chain = ctx.trainer_chain or {}
+    if not chain.get("available") or not chain.get("error"):
+        return None
+    versions = ", ".join(f"{k} {v}" for k, v in (chain.get("versions") or {}).items() if v)
+    return _fail(f"the HF Trainer's run would stop at {chain.get('where') or chain.get('step')}: "
+                 f"{chain['error']} ({versions} here)", _chain_fix(chain, ctx))
+
+
+def trainer_ignores(config: dict[str, Any], ctx: Context) -> list[Finding]:
+    """What DeepSpeed ends up with differs from the trainer's own arguments, silently: an absent
+    gradient_accumulation_steps becomes 1 whatever --gradient_accumulation_steps says (accelerate inserts it)."""
+    chain = ctx.trainer_chain or {}
+    engine, known = chain.get("engine") or {}, chain.get("known") or {}
+    if not chain.get("available") or chain.get("error") or not engine:
+        return []
+    found = []
+    world = engine.get("world_size") or ctx.world_size
+    counted = ((known.get("micro_batch") or engine.get("micro_batch") or 0)
+               * (known.get("grad_accum") or engine.get("gradient_accumulation_steps") or 0) * world)
+    for key, arg, flag in (("gradient_accumulation_steps", "grad_accum", "--gradient_accumulation_steps"),
+                           ("micro_batch", "micro_batch", "--per_device_train_batch_size")):
+        want, got = known.get(arg), engine.get(key)
+        if want is None or got is None or want == got:
+            continue
+        name = "gradient_accumulation_steps" if arg == "grad_accum" else "train_micro_batch_size_per_gpu"
+        how = (" (the config has no gradient_accumulation_steps, so accelerate's DeepSpeedPlugin inserts 1)"
+               if name == "gradient_accumulation_steps" and name not in config else "")
+        found.append(_fail(f"the trainer's {flag} {want} is silently not what DeepSpeed runs: its engine steps with "
+                           f"{name} {got}{how}: a train batch of {engine.get('train_batch_size')} where the trainer "
+                           f"counts on {counted}",
+                           _edit(ctx, [([name], "auto")], f"let the Trainer fill {name} from {flag}")))
+    return found
+
+
+def trainer_unknown(config: dict[str, Any], ctx: Context) -> Finding | None:
+    """The libraries could not be run on the config here (a timeout, a child that died): said, never passed over."""
+    chain = ctx.trainer_chain
+    if not chain or chain.get("available") is not None:
+        return None
+    return warning(f"the HF Trainer's own DeepSpeed set-up could not be run on the config here: {chain.get('reason')}; "
+                   "only this check's own rules judged it",
+                   "\n".join([fixes.comment("run the check again (a loaded node may need longer):"), _recheck(ctx)]),
+                   actor=Actor.JOB)
+
+
 RULES = (zero_is_object, stage_is_a_number, stage_auto, gather_flag, stage_known, offload_pinned, precision_conflict,
-         trainer_batch_agrees, batch_arithmetic)
+         bfloat16_alias, trainer_batch_agrees, batch_arithmetic)
+#: what the installed libraries made of the config: judged when the rules above found no failure (a refusal then
+#: most often repeats one of theirs, in the library's words)
+LIBRARY_RULES = (trainer_refuses, trainer_ignores, trainer_unknown)
 
 
-def lint(config: dict[str, Any], ctx: Context | None = None, **kw: Any) -> Findings:
-    """Every rule's findings on ``config`` (``kw`` builds the :class:`Context` when none is given)."""
+def lint(config: dict[str, Any], ctx: Context | None = None, *, library: bool = True, **kw: Any) -> Findings:
+    """Every rule's findings on ``config`` (``kw`` builds the :class:`Context` when none is given); with
+    ``library``, then :func:`library_findings`."""
     ctx = ctx or Context(**kw)
     found = Findings()
     for rule in RULES:
         found.check(rule, config, ctx)
+    return library_findings(found, config, ctx) if library else found
+
+
+def library_findings(found: Findings, config: dict[str, Any], ctx: Context) -> Findings:
+    """The :data:`LIBRARY_RULES`, where ``found`` holds no failure yet."""
+    if not found.failures:
+        for rule in LIBRARY_RULES:
+            found.check(rule, config, ctx)
     return found
 
 
@@ -271,8 +409,9 @@ def seen(config: dict[str, Any], ctx: Context) -> dict[str, Any]:
     return {"zero_optimization.stage": zero.get("stage", 0),
             f"zero_optimization.{GATHER_KEY}": zero.get(GATHER_KEY, zero.get(LEGACY_GATHER_KEY)),
             "offload": offload,
-            "bf16.enabled": config["bf16"].get("enabled") if isinstance(config.get("bf16"), dict) else None,
-            "fp16.enabled": config["fp16"].get("enabled") if isinstance(config.get("fp16"), dict) else None,
+            "bf16.enabled": _enabled(config, "bf16"),
+            **({"bfloat16.enabled": _enabled(config, "bfloat16")} if "bfloat16" in config else {}),
+            "fp16.enabled": _enabled(config, "fp16"),
             **{k: config.get(k) for k in ("train_batch_size", "train_micro_batch_size_per_gpu",
                                           "gradient_accumulation_steps")},
             "world_size": ctx.world_size,

@@ -70,8 +70,18 @@ def _py(value: Any) -> str:
     raise TypeError(f"no literal for {type(value).__name__}")
 
 
+class _Delete:
+    def __repr__(self) -> str:
+        return "DELETE"
+
+
+#: a :func:`json_edit` value that removes the key (absent: the library's default)
+DELETE = _Delete()
+
+
 def json_edit(path: Any, edits: Sequence[tuple[Sequence[str], Any]], why: str) -> str:
-    """One ``python3 -c`` line setting ``keys -> value`` in the JSON file ``path`` (objects created on the way).
+    """One ``python3 -c`` line setting ``keys -> value`` in the JSON file ``path`` (objects created on the way;
+    :data:`DELETE` removes the key).
 
     One line on purpose: it pastes wherever it is shown, indented or not (a heredoc's terminator must start its
     line, so an indented report would break it). The path is an argument, quoted for the shell.
@@ -80,7 +90,10 @@ def json_edit(path: Any, edits: Sequence[tuple[Sequence[str], Any]], why: str) -
     for keys, value in edits:
         *parents, last = [str(k) for k in keys]
         target = "c" + "".join(f".setdefault({json.dumps(k)}, {{}})" for k in parents)
-        statements.append(f"{target}[{json.dumps(last)}] = {_py(value)}")
+        if value is DELETE:
+            statements.append(f"{target}.pop({json.dumps(last)}, None)")
+        else:
+            statements.append(f"{target}[{json.dumps(last)}] = {_py(value)}")
     statements += ['json.dump(c, open(p, "w"), indent=2)', 'print("updated", p)']
     script = "; ".join(statements)
     if "'" in script:  # a value we do not write ourselves: never build broken quoting

@@ -22,7 +22,7 @@ JSON_CAP = 4 * 1024 * 1024
 MAX_EXISTING_ADAPTERS = 8
 
 
-@probe("lora_deepspeed_config", needs=["profile"], timeout=30)
+@probe("lora_deepspeed_config", needs=["profile"], timeout=60)
 def lora_deepspeed_config(profile) -> dict[str, Any]:
     """The DeepSpeed JSON config named by the profile, parsed (or why it cannot be)."""
     raw = profile.deepspeed_config
@@ -39,7 +39,71 @@ def lora_deepspeed_config(profile) -> dict[str, Any]:
     facts["config"] = config
     facts["deepspeed_check"] = _deepspeed_model_check(config)
     facts["trainer_save"] = trainer_save_path()
+    facts["trainer_chain"] = trainer_chain(config, profile)
     return facts
+
+
+#: seconds the child that runs the Trainer's own DeepSpeed set-up may take (importing transformers is most of it)
+TRAINER_CHAIN_TIMEOUT_S = 45.0
+
+
+def trainer_chain(config: dict[str, Any], profile: Any) -> dict[str, Any]:
+    """What the installed transformers, accelerate and DeepSpeed make of ``config`` for this run, step by step
+    (:mod:`.trainer_chain`, in a child process with this node's environment), given the
+    trainer arguments the profile knows and the model's hidden size when its config.json is at hand."""
+    import json
+
+    hidden = None
+    if profile.model_path:
+        try:
+            raw = read_json(_model_paths(profile.model_path)[1], what="model config", max_bytes=JSON_CAP)
+            hidden = raw.get("hidden_size") if isinstance(raw, dict) else None
+        except InputError:
+            pass
+    request = {"config": config, "world_size": profile.effective_world_size,
+               "micro_batch": profile.per_device_train_batch_size, "grad_accum": profile.gradient_accumulation_steps,
+               "mixed_precision": profile.mixed_precision, "hidden_size": hidden}
+    # once per request and environment in this process (the child costs seconds; accelerate reads ACCELERATE_*)
+    key = json.dumps([request, sorted((k, v) for k, v in os.environ.items() if k.startswith("ACCELERATE_"))],
+                     sort_keys=True, default=str)
+    with _CHAIN_LOCK:
+        if key in _CHAIN:
+            return dict(_CHAIN[key])
+    answer = _run_trainer_chain(request)
+    if answer.get("available") is not None:   # a timeout or a dead child is tried again next time
+        with _CHAIN_LOCK:
+            _CHAIN[key] = answer
+    return dict(answer)
+
+
+_CHAIN: dict[str, dict[str, Any]] = {}
+_CHAIN_LOCK = threading.Lock()
+
+
+def _run_trainer_chain(request: dict[str, Any]) -> dict[str, Any]:
+    import json
+    import subprocess
+    import sys
+
+    from dsv3_preflight import signals
+
+    argv = [sys.executable, "-m", "dsv3_preflight.lora.probes.trainer_chain"]
+    try:
+        done = signals.run(argv, timeout=TRAINER_CHAIN_TIMEOUT_S, input=json.dumps(request), capture_output=True,
+                           text=True)
+    except subprocess.TimeoutExpired:
+        return {"available": None, "timed_out": True,
+                "reason": f"the Trainer's set-up did not finish in {TRAINER_CHAIN_TIMEOUT_S:.0f} s"}
+    except OSError as exc:
+        return {"available": None, "reason": f"cannot start {sys.executable}: {exc}"}
+    last = (done.stdout or "").strip().splitlines()[-1:] or [""]
+    try:
+        answer = json.loads(last[0])
+    except ValueError:
+        tail = " ".join((done.stderr or "").strip().splitlines()[-3:])[:400]
+        return {"available": None, "reason": f"the Trainer's set-up exited {done.returncode} with no answer: {tail}"}
+    return answer if isinstance(answer, dict) else {"available": None, "reason": "the Trainer's set-up answered "
+                                                                                   "no object"}
 
 
 #: transformers' Trainer.save_model, under ZeRO-3 with a PEFT model, gathers the trainable weights itself
