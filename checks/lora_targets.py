@@ -34,6 +34,25 @@ def target_fix(targets: list[str], source: str, model_path: str, why: str) -> st
                       fixes.comment(f"(with peft directly: LoraConfig(target_modules={targets!r}))"), recheck])
 
 
+def dropout_fix(profile, targets: list[str], model_path: str) -> str:
+    """The fix for a lora_dropout peft's fused-expert wrappers refuse: 0 in the trainer's own setting (the config file
+    edited where it came from one), or targets without the MLP; then a re-check."""
+    recheck = (f"dsv3-preflight run --only lora.targets --model-path {fixes.quote(model_path)} --lora-targets "
+               f"{','.join(targets)} --lora-dropout 0   # check again")
+    why = "peft's wrappers of fused MoE expert weights (target_parameters) refuse a lora_dropout other than 0"
+    m = re.match(r"^training command (?P<file>.+\.(?P<ext>ya?ml|json)) \[lora_dropout\]$",
+                 profile.sources.get("lora_dropout", ""))
+    if m and m.group("ext") == "json":
+        first = [fixes.json_edit(m.group("file"), [(["lora_dropout"], 0.0)], why)]
+    elif m:
+        first = [f"sed -i 's/^lora_dropout:.*/lora_dropout: 0.0/' {fixes.quote(m.group('file'))}   {fixes.comment(why)}"]
+    else:
+        first = [fixes.comment(why), fixes.comment("in the training command: --lora_dropout 0 (with peft directly: "
+                                                   "LoraConfig(lora_dropout=0.0))")]
+    return "\n".join(first + [fixes.comment("or keep the dropout and target only the attention: --lora_target "
+                                             + ",".join(fixes.DSV3_MLA_TARGETS)), recheck])
+
+
 def model_readable(facts: dict) -> Finding | None:
     if not facts.get("error"):
         return None
@@ -59,14 +78,17 @@ def unsupported_targets(res: dict, model_type: str, fix: str) -> Finding | None:
                    "peft raises at get_peft_model", fix, actor=Actor.JOB, cause=causes.TARGETS_MISSING)
 
 
-def peft_refuses(peft: dict, targets: list[str], candidates: list[str], model_type: str, fix: str) -> Finding | None:
-    """peft itself (get_peft_model on the model built on the meta device) raises for these targets."""
+def peft_refuses(peft: dict, targets: list[str], candidates: list[str], model_type: str, fix: str,
+                 dropout: float | None = None) -> Finding | None:
+    """peft itself (get_peft_model on the model built on the meta device) raises for these targets (and dropout)."""
     if not peft.get("available") or not peft.get("error"):
         return None
     hint = ""
     if list(targets) == ["all-linear"]:
         hint = ("; LLaMA-Factory passes lora_target to peft as a list, where all-linear is a module name, not "
                 "peft's keyword: lora_target: all is its every-linear-layer")
+    if dropout:
+        targets = [f"{','.join(targets)} with lora_dropout {dropout:g}"]
     return failure(f"peft {peft['peft_version']} refuses lora_target {','.join(targets)} on {model_type} at "
                    f"get_peft_model: {peft['error']}{hint} (candidates: {','.join(candidates)})", fix, actor=Actor.JOB,
                    cause=causes.TARGETS_MISSING)
@@ -125,7 +147,7 @@ def targets(lora_model_modules, profile):
         res = with_peft(res, peft, targets_, facts.get("modules", {}))
     model_type = facts.get("model_type") or "the model"
     evidence = {"model_type": facts.get("model_type"), "transformers": facts.get("transformers_version"),
-                "targets": targets_, "rank": rank,
+                "targets": targets_, "rank": rank, "lora_dropout": profile.lora_dropout,
                 "rank_source": "profile lora_rank" if profile.lora_rank else f"default {DEFAULT_RANK}",
                 "matched": res["matched"], "unmatched": res["unmatched"], "unsupported": res["unsupported"],
                 "candidates": res["candidates"], "siblings": res["siblings"], "adapted_modules": res["adapted_modules"],
@@ -143,7 +165,9 @@ def targets(lora_model_modules, profile):
     fix = target_fix(suggestion, profile.sources.get("lora_targets", ""), facts.get("path") or "", why)
     found = Findings()
     if refused:
-        found.check(peft_refuses, peft, targets_, res["candidates"], model_type, fix)
+        if "lora_dropout" in peft["error"]:
+            fix = dropout_fix(profile, targets_, facts.get("path") or "")
+        found.check(peft_refuses, peft, targets_, res["candidates"], model_type, fix, profile.lora_dropout)
         return found.result(f"peft {peft['peft_version']} refuses these lora_targets", evidence)
     found.check(no_target_matches, res, model_type, fix)
     found.check(unsupported_targets, res, model_type, fix)

@@ -134,6 +134,7 @@ FIELDS: tuple[Field, ...] = (
     Field("deepspeed_config", _path, None, "DeepSpeed JSON config", ("DEEPSPEED_CONFIG",)),
     Field("lora_targets", _list, None, "LoRA target modules (comma-separated)", (), "A,B"),
     Field("lora_rank", _int(1, 65536), None, "LoRA rank r"),
+    Field("lora_dropout", _float(0.0), None, "LoRA dropout (peft's and LLaMA-Factory's default 0)"),
     Field("per_device_train_batch_size", _int(1, 1 << 20), None,
           "the trainer's --per_device_train_batch_size (checked against the DeepSpeed config)"),
     Field("gradient_accumulation_steps", _int(1, 1 << 20), None,

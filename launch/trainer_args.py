@@ -22,6 +22,7 @@ KEYS: dict[str, str] = {
     "lora_target": "lora_targets",
     "lora_rank": "lora_rank",
     "lora_r": "lora_rank",
+    "lora_dropout": "lora_dropout",
     "per_device_train_batch_size": "per_device_train_batch_size",
     "gradient_accumulation_steps": "gradient_accumulation_steps",
     "bf16": "mixed_precision",

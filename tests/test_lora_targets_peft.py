@@ -7,7 +7,6 @@ Each verdict here is held against peft run on the real model (CPU weights) for t
 LLaMA-Factory passes its lora_target (a list; ``all`` alone becomes every linear leaf name)."""
 from __future__ import annotations
 
-import json
 import warnings
 from pathlib import Path
 
@@ -117,3 +116,51 @@ def test_full_size_deepseek_v3_counts(tmp_path, spec, rank, count):
     r = _check(tmp_path, spec, rank)
     assert r.status.value == "pass" and r.evidence["trainable_params"] == count, r.summary
     assert f"{count:,} trainable parameters at r={rank}" in r.summary
+
+
+def _peft_with_dropout(given, dropout):
+    """peft on the real tiny model (CPU weights) with a lora_dropout: its refusal's first line, or None."""
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM, DeepseekV3Config
+
+    torch.manual_seed(0)
+    model = AutoModelForCausalLM.from_config(DeepseekV3Config(**TINY))
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            get_peft_model(model, LoraConfig(r=4, lora_alpha=8, target_modules=given, lora_dropout=dropout))
+    except Exception as exc:  # noqa: BLE001 - the refusal is the answer
+        return f"{type(exc).__name__}: {str(exc).splitlines()[0]}"
+    return None
+
+
+@pytest.mark.parametrize("spec, refused", [("all", True), ("gate_proj,up_proj,down_proj", True),
+                                           (",".join(lab.MLA_TARGETS), False)])
+def test_a_lora_dropout_peft_refuses_on_fused_experts_fails_before_launch_as_peft_does(tiny_dir, tmp_path, spec,
+                                                                                       refused):
+    """With transformers 5, peft wraps DeepSeek-V3's fused expert weights (target_parameters) in wrappers that refuse
+    lora_dropout != 0: LLaMA-Factory's `all`, or any MLP target, with --lora_dropout 0.05 fails at get_peft_model,
+    after the model has loaded. The check runs peft with the run's dropout and fails the same way; the attention
+    alone takes a dropout."""
+    yaml = tmp_path / "train.yaml"
+    yaml.write_text(f"lora_target: {spec}\nlora_dropout: 0.05\n")
+    names = [t.strip() for t in spec.split(",")]
+    want = _peft_with_dropout(LF_ALL if names == ["all"] else names, 0.05)
+    assert (want is not None) is refused and (not refused or "does not work with lora_dropout != 0" in want), want
+    profile = resolve_profile(profile_name="cpu", cli={"lora_targets": spec, "lora_rank": 4, "model_path": str(tiny_dir)},
+                              training={"lora_dropout": ("0.05", f"{yaml} [lora_dropout]"),
+                                        "lora_targets": (spec, f"{yaml} [lora_target]")})
+    r = targets_check.judge(lora_model_modules=lora_model_modules.gather(profile), profile=profile)
+    assert r.status.value == ("fail" if refused else "pass"), r.summary
+    if refused:
+        assert want.split(": ", 1)[1] in r.summary and r.evidence["lora_dropout"] == 0.05
+        import subprocess
+
+        first = r.remediation.splitlines()[0]   # the trainer config edited in place, then the check passes
+        subprocess.run(["bash", "-c", first], check=True, capture_output=True, timeout=30)
+        assert "lora_dropout: 0.0" in yaml.read_text() and _peft_with_dropout(LF_ALL if names == ["all"] else names,
+                                                                             0.0) is None
+        again = profile.with_values(f"training command {yaml} [lora_dropout]", lora_dropout="0.0")
+        assert targets_check.judge(lora_model_modules=lora_model_modules.gather(again), profile=again).status.value \
+            == "pass"

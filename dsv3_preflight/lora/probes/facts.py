@@ -214,7 +214,7 @@ def read_model_facts(model_path: str | os.PathLike[str]) -> dict[str, Any]:
 
 
 def peft_facts(model_path: str | os.PathLike[str], targets: list[str], rank: int,
-               all_linear_as_string: bool = True) -> dict[str, Any]:
+               all_linear_as_string: bool = True, dropout: float = 0.0) -> dict[str, Any]:
     """What peft does with ``targets`` on the model of ``model_path`` (:func:`.model.peft_targets`)."""
     from .model import peft_targets
 
@@ -223,7 +223,7 @@ def peft_facts(model_path: str | os.PathLike[str], targets: list[str], rank: int
         raw = read_json(cfg_file, what="model config", max_bytes=JSON_CAP)
     except InputError as exc:
         return {"available": False, "reason": str(exc)}
-    return peft_targets(raw, targets, rank, all_linear_as_string)
+    return peft_targets(raw, targets, rank, all_linear_as_string, dropout)
 
 
 @probe("lora_model_modules", needs=["profile"], timeout=240)
@@ -241,7 +241,7 @@ def lora_model_modules(profile) -> dict[str, Any]:
         # a training command's lora_target is LLaMA-Factory's: a list, where peft's "all-linear" is just a name
         from_trainer = profile.sources.get("lora_targets", "").startswith("training command")
         facts["peft"] = peft_facts(profile.model_path, list(profile.lora_targets), profile.lora_rank or DEFAULT_RANK,
-                                   all_linear_as_string=not from_trainer)
+                                   all_linear_as_string=not from_trainer, dropout=profile.lora_dropout or 0.0)
     return facts
 
 

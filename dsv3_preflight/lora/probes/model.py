@@ -149,7 +149,8 @@ def linear_leaf_names(model: Any) -> list[str]:
     return sorted(names)
 
 
-def peft_targets(raw: dict[str, Any], targets: list[str], rank: int, all_linear_as_string: bool = True) -> dict[str, Any]:
+def peft_targets(raw: dict[str, Any], targets: list[str], rank: int, all_linear_as_string: bool = True,
+                 dropout: float = 0.0) -> dict[str, Any]:
     """What peft itself does with ``targets`` on the model ``raw`` describes: ``get_peft_model`` run on the shrunk
     model on the meta device (no memory, no weights), as the trainer will run it.
 
@@ -160,7 +161,8 @@ def peft_targets(raw: dict[str, Any], targets: list[str], rank: int, all_linear_
     directly), a name like any other in a list (LLaMA-Factory). Returns peft's refusal (``error``) or the adapted
     module and parameter templates, the names peft was left with, and the trainable parameters of the full-size
     model: counted on two builds with different expert counts (LoRA grows linearly with the experts) and scaled
-    to the full depth."""
+    to the full depth. ``dropout`` is the run's lora_dropout: peft's wrappers of fused-expert parameters refuse any
+    but 0."""
     try:
         import peft
         from peft import LoraConfig, get_peft_model
@@ -188,7 +190,8 @@ def peft_targets(raw: dict[str, Any], targets: list[str], rank: int, all_linear_
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                pm = get_peft_model(built["model"], LoraConfig(r=rank, lora_alpha=2 * rank, target_modules=given))
+                pm = get_peft_model(built["model"], LoraConfig(r=rank, lora_alpha=2 * rank, target_modules=given,
+                                                                  lora_dropout=dropout))
         except Exception as exc:  # noqa: BLE001 - peft's refusal is what the trainer will meet
             return {**out, "error": f"{type(exc).__name__}: {_first_line(exc)}"}
         full, layers = built["full_layers"], built["built_layers"]
