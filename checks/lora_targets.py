@@ -8,7 +8,8 @@ from dsv3_preflight.lora import causes, fixes
 from dsv3_preflight.lora.targets import DEFAULT_RANK, resolve
 from dsv3_preflight.result import Actor, Finding, Findings, failure, warning
 
-_CONFIG_SOURCE = re.compile(r"^training command (?P<file>.+\.(?P<ext>ya?ml|json)) \[lora_target\]$")
+#: a profile value read by `launch` from a trainer config file: "training command FILE [key]"
+_CONFIG_SOURCE = re.compile(r"^training command (?P<file>.+\.(?P<ext>ya?ml|json)) \[(?P<key>\w+)\]$")
 
 
 def suggested_targets(res: dict, model_type: str | None) -> list[str]:
@@ -18,18 +19,26 @@ def suggested_targets(res: dict, model_type: str | None) -> list[str]:
     return fixes.order_targets(res["siblings"] or res["candidates"])
 
 
+def config_edit(source: str, key: str, value: str | float, why: str) -> str | None:
+    """The line that sets ``key`` in the trainer config file a profile value came from (``source``, as `launch`
+    records it), or None when it came from elsewhere."""
+    m = _CONFIG_SOURCE.match(source or "")
+    if not m or m.group("key") != key:
+        return None
+    if m.group("ext") == "json":
+        return fixes.json_edit(m.group("file"), [([key], value)], why)
+    return f"sed -i 's/^{key}:.*/{key}: {value}/' {fixes.quote(m.group('file'))}   {fixes.comment(why)}"
+
+
 def target_fix(targets: list[str], source: str, model_path: str, why: str) -> str:
     """The fix for the user's own trainer setting: the trainer config file edited in place when lora_target came
     from one, else the flag to use (as a comment) and a re-check with the corrected list."""
     value = ",".join(targets)
     recheck = (f"dsv3-preflight run --only lora.targets --model-path {fixes.quote(model_path)} --lora-targets {value}"
                "   # check the corrected list")
-    m = _CONFIG_SOURCE.match(source or "")
-    if m and m.group("ext") == "json":
-        return "\n".join([fixes.json_edit(m.group("file"), [(["lora_target"], value)], why), recheck])
-    if m:
-        return "\n".join([f"sed -i 's/^lora_target:.*/lora_target: {value}/' {fixes.quote(m.group('file'))}   "
-                          f"{fixes.comment(why)}", recheck])
+    edit = config_edit(source, "lora_target", value, why)
+    if edit:
+        return "\n".join([edit, recheck])
     return "\n".join([fixes.comment(why), fixes.comment(f"in the training command: --lora_target {value}"),
                       fixes.comment(f"(with peft directly: LoraConfig(target_modules={targets!r}))"), recheck])
 
@@ -40,15 +49,9 @@ def dropout_fix(profile, targets: list[str], model_path: str) -> str:
     recheck = (f"dsv3-preflight run --only lora.targets --model-path {fixes.quote(model_path)} --lora-targets "
                f"{','.join(targets)} --lora-dropout 0   # check again")
     why = "peft's wrappers of fused MoE expert weights (target_parameters) refuse a lora_dropout other than 0"
-    m = re.match(r"^training command (?P<file>.+\.(?P<ext>ya?ml|json)) \[lora_dropout\]$",
-                 profile.sources.get("lora_dropout", ""))
-    if m and m.group("ext") == "json":
-        first = [fixes.json_edit(m.group("file"), [(["lora_dropout"], 0.0)], why)]
-    elif m:
-        first = [f"sed -i 's/^lora_dropout:.*/lora_dropout: 0.0/' {fixes.quote(m.group('file'))}   {fixes.comment(why)}"]
-    else:
-        first = [fixes.comment(why), fixes.comment("in the training command: --lora_dropout 0 (with peft directly: "
-                                                   "LoraConfig(lora_dropout=0.0))")]
+    edit = config_edit(profile.sources.get("lora_dropout", ""), "lora_dropout", 0.0, why)
+    first = [edit] if edit else [fixes.comment(why), fixes.comment(
+        "in the training command: --lora_dropout 0 (with peft directly: LoraConfig(lora_dropout=0.0))")]
     return "\n".join(first + [fixes.comment("or keep the dropout and target only the attention: --lora_target "
                                              + ",".join(fixes.DSV3_MLA_TARGETS)), recheck])
 

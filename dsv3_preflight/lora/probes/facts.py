@@ -8,6 +8,7 @@ become the fact's ``error`` naming the file, which the check turns into a FAIL; 
 """
 from __future__ import annotations
 
+import json
 import os
 import re
 import threading
@@ -51,12 +52,10 @@ def trainer_chain(config: dict[str, Any], profile: Any) -> dict[str, Any]:
     """What the installed transformers, accelerate and DeepSpeed make of ``config`` for this run, step by step
     (:mod:`.trainer_chain`, in a child process with this node's environment), given the
     trainer arguments the profile knows and the model's hidden size when its config.json is at hand."""
-    import json
-
     hidden = None
     if profile.model_path:
         try:
-            raw = read_json(_model_paths(profile.model_path)[1], what="model config", max_bytes=JSON_CAP)
+            raw = _model_config(profile.model_path)
             hidden = raw.get("hidden_size") if isinstance(raw, dict) else None
         except InputError:
             pass
@@ -81,7 +80,6 @@ _CHAIN_LOCK = threading.Lock()
 
 
 def _run_trainer_chain(request: dict[str, Any]) -> dict[str, Any]:
-    import json
     import subprocess
     import sys
 
@@ -172,6 +170,11 @@ def _model_paths(model_path: str | os.PathLike[str]) -> tuple[Path, Path]:
     return path, (path / "config.json" if path.is_dir() else path)
 
 
+def _model_config(model_path: str | os.PathLike[str]) -> Any:
+    """The model's config.json, parsed (:class:`InputError` when it cannot be)."""
+    return read_json(_model_paths(model_path)[1], what="model config", max_bytes=JSON_CAP)
+
+
 _MODEL_FACTS: dict[tuple[Any, ...], dict[str, Any]] = {}
 _MODEL_FACTS_LOCK = threading.Lock()
 
@@ -201,7 +204,7 @@ def read_model_facts(model_path: str | os.PathLike[str]) -> dict[str, Any]:
     if not os.path.lexists(path):
         return {**facts, "error": f"model path {path}: does not exist"}
     try:
-        raw = read_json(cfg_file, what="model config", max_bytes=JSON_CAP)
+        raw = _model_config(model_path)
     except InputError as exc:
         why = str(exc)
         if why.endswith("no such file"):
@@ -218,9 +221,8 @@ def peft_facts(model_path: str | os.PathLike[str], targets: list[str], rank: int
     """What peft does with ``targets`` on the model of ``model_path`` (:func:`.model.peft_targets`)."""
     from .model import peft_targets
 
-    _, cfg_file = _model_paths(model_path)
     try:
-        raw = read_json(cfg_file, what="model config", max_bytes=JSON_CAP)
+        raw = _model_config(model_path)
     except InputError as exc:
         return {"available": False, "reason": str(exc)}
     return peft_targets(raw, targets, rank, all_linear_as_string, dropout)

@@ -153,8 +153,8 @@ def run_chain(req: dict[str, Any]) -> dict[str, Any]:
             f"zero_optimization.{k}" for k in removed_zero if isinstance(zero, dict) and k in zero]
     except ImportError:   # an older DeepSpeed: nothing removed yet
         out["removed_keys"] = []
-    world = int(req.get("world_size") or 1)
     args, known = _trainer_args(req, config)
+    world = args.world_size
     out["known"] = known
     hidden = _num(req.get("hidden_size")) or DEFAULT_HIDDEN
     model = SimpleNamespace(config=SimpleNamespace(hidden_size=hidden))
