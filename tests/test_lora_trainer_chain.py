@@ -145,12 +145,21 @@ def test_the_old_bfloat16_name_is_a_warning_saying_what_the_run_trains_in(precis
     assert chain["engine"]["bf16"] is (precision != "no")   # the libraries: the bfloat16 block decides nothing
 
 
-def test_a_chain_that_could_not_run_is_a_warning_and_libraries_not_installed_leave_the_rules_alone():
+def test_a_chain_that_could_not_run_is_a_warning_and_libraries_not_installed_leave_the_rules_alone(monkeypatch):
+    from dsv3_preflight.lora.probes import facts
+    from dsv3_preflight.profile import resolve_profile
+
     config = {"zero_optimization": ZERO3, **AUTO_BATCH}
-    timed_out = {"available": None, "timed_out": True, "reason": "the Trainer's set-up did not finish in 45 s"}
+    # the real child, given no time to import transformers: killed at the deadline, and not remembered
+    monkeypatch.setattr(facts, "TRAINER_CHAIN_TIMEOUT_S", 0.2)
+    remembered = dict(facts._CHAIN)
+    timed_out = facts.trainer_chain(config, resolve_profile(profile_name="cpu", cli={"world_size": 4}))
+    assert timed_out["timed_out"] and timed_out["available"] is None and facts._CHAIN == remembered
     (w,) = lint(config, Context(trainer_chain=timed_out)).warnings
-    assert "could not be run on the config here: the Trainer's set-up did not finish in 45 s" in w.message
-    assert not lint(config, Context(trainer_chain={"available": False, "reason": "ModuleNotFoundError"}))
+    assert "could not be run on the config here: the Trainer's set-up did not finish in 0 s" in w.message
+    assert w.fix.splitlines()[-1].startswith("dsv3-preflight run --only lora.deepspeed_config")
+    # what the child answers where an import fails (run_chain's own shape): the rules judge alone
+    assert not lint(config, Context(trainer_chain={"available": False, "reason": "ModuleNotFoundError: accelerate"}))
 
 
 def test_run_judges_the_chain_in_a_child_with_the_trainer_values_it_was_given(tmp_path):
