@@ -52,15 +52,16 @@ def _gcs_servers(port: str) -> list[str]:
     return [line.split()[0] for line in found if f"--gcs_server_port={port}" in line]
 
 
-def _other_ray_running(grace: float = 30.0) -> bool:
+def _other_ray_running(grace: float = 30.0) -> str:
     """`auto` finds a cluster through /tmp/ray and by scanning this host's processes for gcs_server. Ray
     tests run one at a time (conftest's xdist group), but the previous one's Ray may still be exiting:
-    give it `grace` seconds before calling it somebody else's cluster."""
+    give it `grace` seconds before calling it somebody else's cluster. Returns what was found ("pid command",
+    for the skip's reason: a CI run skipped once here and did not say whose Ray it saw), "" for none."""
     deadline = time.monotonic() + grace
     while True:
-        found = subprocess.run(["pgrep", "-f", "gcs_server"], capture_output=True, text=True, timeout=10).stdout.split()
-        if not found or time.monotonic() > deadline:
-            return bool(found)
+        found = subprocess.run(["pgrep", "-a", "-f", "gcs_server"], capture_output=True, text=True, timeout=10).stdout
+        if not found.strip() or time.monotonic() > deadline:
+            return found.strip()[:300]
         time.sleep(0.5)
 
 
@@ -104,8 +105,8 @@ def test_unreachable_ray_address_is_an_error_row_within_seconds(tmp_path: Path, 
 def test_a_dead_clusters_leftover_address_file_does_not_block_auto(tmp_path: Path, ray_tmp):
     """A Ray head killed without `ray stop` leaves ray_current_cluster behind; `auto` must not wait on
     that dead address (it did, for the whole connect timeout, then gave up without the embedded Ray)."""
-    if _other_ray_running():
-        pytest.skip("another Ray cluster runs on this shared machine; `auto` would rightly connect to it")
+    if other := _other_ray_running():
+        pytest.skip(f"another Ray cluster runs on this shared machine; `auto` would rightly connect to it: {other}")
     os.makedirs(os.path.join(ray_tmp, "ray"))
     import socket
 
@@ -219,8 +220,8 @@ def test_the_embedded_ray_listens_on_loopback_only(ray_tmp):
     """`auto` with no cluster starts the embedded Ray, with no Ray setting in the environment: every socket its
     GCS, raylet, agents and workers listen on is a loopback one (on Linux Ray listens on every interface unless
     it is started as a one-machine Ray)."""
-    if _other_ray_running():
-        pytest.skip("another Ray cluster runs on this shared machine; `auto` would rightly connect to it")
+    if other := _other_ray_running():
+        pytest.skip(f"another Ray cluster runs on this shared machine; `auto` would rightly connect to it: {other}")
     env = _env(ray_tmp)
     assert not any(k.startswith("RAY_ENABLE") for k in env)
     proc = subprocess.run([sys.executable, "-c", _LISTENERS], env=env, cwd=ray_tmp, capture_output=True, text=True,
@@ -237,8 +238,8 @@ def test_the_embedded_ray_listens_on_loopback_only(ray_tmp):
 
 
 def test_the_users_own_ray_token_is_used_as_it_is(ray_tmp):
-    if _other_ray_running():
-        pytest.skip("another Ray cluster runs on this shared machine; `auto` would rightly connect to it")
+    if other := _other_ray_running():
+        pytest.skip(f"another Ray cluster runs on this shared machine; `auto` would rightly connect to it: {other}")
     env = _env(ray_tmp)
     token = Path(env["HOME"]) / ".ray" / "auth_token"
     token.parent.mkdir()
