@@ -5,7 +5,7 @@ import re
 
 from dsv3_preflight import Result, check
 from dsv3_preflight.lora import causes, fixes
-from dsv3_preflight.lora.targets import DEFAULT_RANK, resolve
+from dsv3_preflight.lora.targets import DEFAULT_RANK, layer_of, matches, resolve
 from dsv3_preflight.result import Actor, Finding, Findings, failure, warning
 
 #: a profile value read by `launch` from a trainer config file: "training command FILE [key]"
@@ -56,6 +56,12 @@ def dropout_fix(profile, targets: list[str], model_path: str) -> str:
                                              + ",".join(fixes.DSV3_MLA_TARGETS)), recheck])
 
 
+def past_depth(targets: list[str], depth: int | None) -> str:
+    """"; the model has N layers (0-N-1)" when a target names a layer the model does not have, else ""."""
+    past = [t for t in targets if depth and (layer_of(t) or 0) >= depth]
+    return f"; {', '.join(past)}: the model has {depth} layers (0-{depth - 1})" if past else ""
+
+
 def model_readable(facts: dict) -> Finding | None:
     if not facts.get("error"):
         return None
@@ -65,11 +71,11 @@ def model_readable(facts: dict) -> Finding | None:
                    actor=Actor.JOB, cause=causes.MODEL_CONFIG_UNREADABLE)
 
 
-def no_target_matches(res: dict, model_type: str, fix: str) -> Finding | None:
+def no_target_matches(res: dict, model_type: str, fix: str, depth: int | None = None) -> Finding | None:
     if res["matched"]:
         return None
     bad = res["unmatched"] + list(res["unsupported"])
-    return failure(f"no lora_target matches a linear module of {model_type}: {', '.join(bad)} "
+    return failure(f"no lora_target matches a linear module of {model_type}: {', '.join(bad)}{past_depth(bad, depth)} "
                    f"(candidates: {','.join(res['candidates'])})", fix, actor=Actor.JOB, cause=causes.TARGETS_MISSING)
 
 
@@ -82,13 +88,13 @@ def unsupported_targets(res: dict, model_type: str, fix: str) -> Finding | None:
 
 
 def peft_refuses(peft: dict, targets: list[str], candidates: list[str], model_type: str, fix: str,
-                 dropout: float | None = None) -> Finding | None:
+                 dropout: float | None = None, depth: int | None = None) -> Finding | None:
     """peft itself (get_peft_model on the model built on the meta device) raises for these targets (and dropout)."""
     if not peft.get("available") or not peft.get("error"):
         return None
-    hint = ""
+    hint = past_depth(targets, depth)
     if list(targets) == ["all-linear"]:
-        hint = ("; LLaMA-Factory passes lora_target to peft as a list, where all-linear is a module name, not "
+        hint += ("; LLaMA-Factory passes lora_target to peft as a list, where all-linear is a module name, not "
                 "peft's keyword: lora_target: all is its every-linear-layer")
     if dropout:
         targets = [f"{','.join(targets)} with lora_dropout {dropout:g}"]
@@ -107,23 +113,24 @@ def with_peft(res: dict, peft: dict, targets: list[str], modules_facts: dict) ->
     for t in targets:
         if kept == "all-linear" or list(targets) == ["all"]:
             hits = modules + params
-        elif t in kept:
-            hits = [m for m in modules if m == t or m.endswith("." + t)]
+        elif t in kept:   # peft's suffix match, on the module templates (layers.3.o_proj: model.layers.*.o_proj)
+            hits = [m for m in modules if matches(t, m)]
         else:   # taken out of target_modules by peft's rewrite: it adapts the fused parameters instead
             hits = list(params)
         if hits:
             matched[t] = hits
     return {**res, "matched": matched, "unmatched": [t for t in targets if t not in matched], "unsupported": {},
-            "adapted_modules": sum(modules_facts.get(m, {}).get("count", 0) for m in modules),
+            "adapted_modules": peft.get("module_count",
+                                        sum(modules_facts.get(m, {}).get("count", 0) for m in modules)),
             "adapted_parameters": params, "trainable_params": peft["trainable_params"],
             "trainable_params_unfused_experts": None}
 
 
-def unmatched_targets(res: dict, model_type: str, fix: str) -> Finding | None:
+def unmatched_targets(res: dict, model_type: str, fix: str, depth: int | None = None) -> Finding | None:
     if not res["matched"] or not res["unmatched"]:
         return None
     alone = ("; LLaMA-Factory expands all only when it is the whole lora_target, peft takes it as a name"
-             if "all" in res["unmatched"] else "")
+             if "all" in res["unmatched"] else "") + past_depth(res["unmatched"], depth)
     return warning(f"lora_target {', '.join(res['unmatched'])} match no module of {model_type}{alone}; only "
                    f"{', '.join(res['matched'])} will be adapted ({res['trainable_params']:,} trainable parameters at "
                    f"r={res['rank']}); candidates: {','.join(res['candidates'])}", fix, actor=Actor.JOB,
@@ -149,6 +156,7 @@ def targets(lora_model_modules, profile):
     if peft.get("available") and not refused:
         res = with_peft(res, peft, targets_, facts.get("modules", {}))
     model_type = facts.get("model_type") or "the model"
+    depth = facts.get("num_hidden_layers")
     evidence = {"model_type": facts.get("model_type"), "transformers": facts.get("transformers_version"),
                 "targets": targets_, "rank": rank, "lora_dropout": profile.lora_dropout,
                 "rank_source": "profile lora_rank" if profile.lora_rank else f"default {DEFAULT_RANK}",
@@ -170,11 +178,11 @@ def targets(lora_model_modules, profile):
     if refused:
         if "lora_dropout" in peft["error"]:
             fix = dropout_fix(profile, targets_, facts.get("path") or "")
-        found.check(peft_refuses, peft, targets_, res["candidates"], model_type, fix, profile.lora_dropout)
+        found.check(peft_refuses, peft, targets_, res["candidates"], model_type, fix, profile.lora_dropout, depth)
         return found.result(f"peft {peft['peft_version']} refuses these lora_targets", evidence)
-    found.check(no_target_matches, res, model_type, fix)
+    found.check(no_target_matches, res, model_type, fix, depth)
     found.check(unsupported_targets, res, model_type, fix)
-    found.check(unmatched_targets, res, model_type, fix)
+    found.check(unmatched_targets, res, model_type, fix, depth)
     extra = ""
     if res["trainable_params_unfused_experts"]:
         extra = (f"; with transformers<5 (per-expert Linear modules) the same targets give "

@@ -272,6 +272,17 @@ def test_dsv3_mlp_targets_account_for_fused_experts(dsv3_modules):
     assert "model.layers.*.mlp.experts.gate_up_proj" in dsv3_modules["fused_expert_params"]
 
 
+def test_a_layer_qualified_target_counts_one_layer_and_a_layer_past_the_depth_matches_nothing(dsv3_modules):
+    """Matched by name (without peft): peft's dotted suffix on the module templates, one layer's modules counted."""
+    res = resolve(["layers.0.self_attn.q_a_proj", "model.layers.60.self_attn.kv_b_proj", "o_proj"], dsv3_modules, 8)
+    assert not res["unmatched"] and res["adapted_modules"] == 1 + 1 + 61
+    assert res["trainable_params"] == 8 * ((7168 + 1536) + (512 + 32768) + 61 * (16384 + 7168))
+    moe = resolve(["layers.10.mlp.shared_experts.down_proj"], dsv3_modules, 8)   # a module of the MoE layers only
+    assert moe["adapted_modules"] == 1 and moe["trainable_params"] == 8 * (2048 + 7168)
+    past = resolve(["layers.61.self_attn.q_a_proj", "o_proj"], dsv3_modules, 8)
+    assert past["unmatched"] == ["layers.61.self_attn.q_a_proj"] and past["adapted_modules"] == 61
+
+
 def test_llama_qkvo_all_match(model_dirs):
     res = resolve(["q_proj", "k_proj", "v_proj", "o_proj"], model_modules(model_dirs / "llama7b"), 8)
     assert not res["unmatched"] and res["adapted_modules"] == 4 * 32

@@ -70,6 +70,13 @@ def _peft(spec: str, rank: int = 4):
     "gate_proj",                          # refused: fused with up_proj
     "q_proj",                             # refused: no such module
     "all,o_proj",                         # all is expanded only alone: peft adapts o_proj
+    # layer-qualified names (peft's dotted suffix): the probe builds 2 of the 4 layers unless a target names one
+    "layers.0.self_attn.q_a_proj",        # the dense layer: one module
+    "model.layers.3.self_attn.kv_b_proj,o_proj",   # the last MoE layer, which the shrunk build does not have
+    # one MoE layer's shared expert: peft 0.21 with transformers 5 takes its leaf name and adapts the fused routed
+    # experts' down_proj of every MoE layer instead (the count says so, as peft's own does)
+    "layers.2.mlp.shared_experts.down_proj",
+    "layers.4.self_attn.q_a_proj",        # refused: the model has layers 0-3
 ])
 def test_the_verdict_and_the_count_are_peft_s_own(tiny_dir, spec):
     refused, count = _peft(spec)
@@ -80,6 +87,16 @@ def test_the_verdict_and_the_count_are_peft_s_own(tiny_dir, spec):
     else:
         assert r.status.value in ("pass", "warn"), r.summary
         assert r.evidence["trainable_params"] == count, (spec, r.evidence["trainable_params"], count)
+
+
+def test_a_target_naming_one_layer_adapts_that_layer_once_and_a_missing_layer_is_named(tiny_dir):
+    # it failed before: the probe's model was shrunk to layers 0-1, where peft found no layers.3
+    r = _check(tiny_dir, "model.layers.3.self_attn.kv_b_proj,o_proj")
+    assert r.status.value == "pass", r.summary
+    assert r.evidence["adapted_modules"] == 1 + 4 and "adapt 5 modules" in r.summary   # kv_b_proj once, o_proj x4
+    assert r.evidence["matched"]["model.layers.3.self_attn.kv_b_proj"] == ["model.layers.*.self_attn.kv_b_proj"]
+    r = _check(tiny_dir, "layers.4.self_attn.q_a_proj")
+    assert r.status.value == "fail" and "layers.4.self_attn.q_a_proj: the model has 4 layers (0-3)" in r.summary
 
 
 def test_moe_mlp_names_adapt_the_routed_experts_and_say_the_dense_modules_are_left(tiny_dir):

@@ -5,6 +5,7 @@ module over the full-size model.
 """
 from __future__ import annotations
 
+import re
 from typing import Any, Iterable
 
 #: LLaMA-Factory's ``lora_target all`` and peft's ``all-linear``: every linear layer but the output head.
@@ -12,8 +13,30 @@ ALL = ("all", "all-linear")
 DEFAULT_RANK = 8  # peft's and LLaMA-Factory's default r / lora_rank
 
 
-def _matches(target: str, template: str) -> bool:
-    return template == target or template.endswith("." + target)
+#: a layer's number in a module name (``model.layers.3.``), and a routed expert's (``.experts.17.``)
+LAYER = re.compile(r"(?<![A-Za-z0-9_])(layers|h|blocks)\.(\d+)\.")
+EXPERT = re.compile(r"\.experts\.(\d+)\.")
+#: a target naming one layer's module (``layers.3.self_attn.q_a_proj``) or a whole layer (``model.layers.3``)
+_QUALIFIED = re.compile(r"(?<![A-Za-z0-9_])(?:layers|h|blocks)\.(\d+)(?:\.|$)")
+
+
+def template(name: str) -> str:
+    """A module's name with its layer and expert numbers as ``*`` (``model.layers.*.mlp.experts.*.down_proj``)."""
+    return EXPERT.sub(".experts.*.", LAYER.sub(lambda m: f"{m.group(1)}.*.", name))
+
+
+def layer_of(target: str) -> int | None:
+    """The layer number a target names (``layers.3.self_attn.q_a_proj`` → 3), None for a name of every layer's
+    module (``q_a_proj``, ``self_attn.o_proj``)."""
+    m = _QUALIFIED.search(target)
+    return int(m.group(1)) if m else None
+
+
+def matches(target: str, name: str) -> bool:
+    """peft's match of a target_modules entry: the module's name or a dotted suffix of it; on templates, a
+    layer-qualified target is its template (``layers.3.o_proj`` matches ``model.layers.*.o_proj``)."""
+    target = template(target + ".")[:-1]
+    return name == target or name.endswith("." + target)
 
 
 def resolve(targets: Iterable[str], facts: dict[str, Any], rank: int) -> dict[str, Any]:
@@ -30,22 +53,30 @@ def resolve(targets: Iterable[str], facts: dict[str, Any], rank: int) -> dict[st
     unmatched: list[str] = []
     unsupported: dict[str, list[str]] = {}
     adapted: set[str] = set()
+    depth = facts.get("num_hidden_layers")
+    once: set[str] = set()   # templates adapted in the one layer a target names, not in every layer
     for t in targets:
         if t in ALL:
             hits = [n for n, m in modules.items() if m["type"] == "Linear" and not n.endswith("lm_head")]
+        elif layer_of(t) is not None and depth is not None and layer_of(t) >= depth:
+            hits = []   # no such layer: peft finds no module of that name
         else:
-            hits = [n for n in modules if _matches(t, n)]
+            hits = [n for n in modules if matches(t, n)]
         if hits:
             matched[t] = sorted(hits)
-            adapted.update(hits)
+            (once if layer_of(t) is not None else adapted).update(hits)
         else:
-            bad = [n for n in facts.get("other_modules", []) if _matches(t, n)]
-            bad += [n.rsplit(".", 1)[0] for n in facts.get("fused_expert_params", {}) if _matches(t, n.rsplit(".", 1)[0])]
+            bad = [n for n in facts.get("other_modules", []) if matches(t, n)]
+            bad += [n.rsplit(".", 1)[0] for n in facts.get("fused_expert_params", {}) if matches(t, n.rsplit(".", 1)[0])]
             if bad:
                 unsupported[t] = sorted(set(bad))
             else:
                 unmatched.append(t)
-    params = sum(rank * (modules[n]["in"] + modules[n]["out"]) * modules[n]["count"] for n in adapted)
+    once -= adapted
+
+    def count(n: str) -> int:   # a template adapted in one layer only: its count in one layer of that kind
+        return modules[n]["count"] if n in adapted else max(1, modules[n]["count"] // (modules[n].get("layers") or 1))
+    params = sum(rank * (modules[n]["in"] + modules[n]["out"]) * count(n) for n in adapted | once)
     # transformers < 5 kept routed experts as Linear modules mlp.experts.N.{gate,up,down}_proj.
     unfused_extra = 0
     for name, f in facts.get("fused_expert_params", {}).items():
@@ -57,10 +88,10 @@ def resolve(targets: Iterable[str], facts: dict[str, Any], rank: int) -> dict[st
                 unfused_extra += rank * (f["in"] + out) * f["experts"] * f["count"]
     leaf_names = sorted({n.rsplit(".", 1)[-1] for n, m in modules.items() if m["type"] == "Linear"} - {"lm_head"})
     # the linear siblings of what did match (o_proj → the rest of self_attn): what the user most likely meant
-    parents = {n.rsplit(".", 1)[0] for n in adapted if "." in n}
+    parents = {n.rsplit(".", 1)[0] for n in adapted | once if "." in n}
     siblings = [n.rsplit(".", 1)[-1] for n, m in modules.items()
                 if m["type"] == "Linear" and "." in n and n.rsplit(".", 1)[0] in parents]
     return {"rank": rank, "matched": matched, "unmatched": unmatched, "unsupported": unsupported,
-            "candidates": leaf_names, "siblings": list(dict.fromkeys(siblings)), "adapted_modules": sum(modules[n]["count"] for n in adapted),
+            "candidates": leaf_names, "siblings": list(dict.fromkeys(siblings)), "adapted_modules": sum(count(n) for n in adapted | once),
             "trainable_params": params,
             "trainable_params_unfused_experts": params + unfused_extra if unfused_extra else None}

@@ -8,11 +8,10 @@ many times it occurs in the full-size model.
 """
 from __future__ import annotations
 
-import re
 from typing import Any
 
-_LAYER = re.compile(r"(?<![A-Za-z0-9_])(layers|h|blocks)\.(\d+)\.")
-_EXPERT = re.compile(r"\.experts\.(\d+)\.")
+from ..targets import EXPERT as _EXPERT, LAYER as _LAYER, layer_of, template as _template
+
 MAX_BUILT_EXPERTS = 2
 
 
@@ -31,10 +30,10 @@ def model_modules(raw: dict[str, Any]) -> dict[str, Any]:
         return {"error": f"cannot be built into a model here: {type(exc).__name__}: {_first_line(exc)}"}
 
 
-def _build(raw: dict[str, Any], experts: int = MAX_BUILT_EXPERTS) -> dict[str, Any]:
+def _build(raw: dict[str, Any], experts: int = MAX_BUILT_EXPERTS, full_depth: bool = False) -> dict[str, Any]:
     """The model ``raw`` describes, built on the meta device and shrunk to the layers that differ (the dense ones
-    and one MoE layer) and at most ``experts`` routed experts: ``{"model", "facts", "full_layers", "built_layers",
-    "full_experts", "built_experts"}``, or the facts with an ``error``."""
+    and one MoE layer; every layer when ``full_depth``) and at most ``experts`` routed experts: ``{"model", "facts",
+    "full_layers", "built_layers", "full_experts", "built_experts"}``, or the facts with an ``error``."""
     facts: dict[str, Any] = {}
     if not isinstance(raw, dict) or "model_type" not in raw:
         return {"error": "has no model_type"}
@@ -56,7 +55,7 @@ def _build(raw: dict[str, Any], experts: int = MAX_BUILT_EXPERTS) -> dict[str, A
                 f"{type(exc).__name__}: {_first_line(exc)}"}
     full_layers = int(getattr(config, "num_hidden_layers", 1) or 1)
     dense = int(getattr(config, "first_k_dense_replace", 0) or 0)
-    built_layers = min(full_layers, dense + 1)
+    built_layers = full_layers if full_depth else min(full_layers, dense + 1)
     experts_attr = next((a for a in ("n_routed_experts", "num_local_experts", "num_experts") if getattr(config, a, None)), None)
     full_experts = int(getattr(config, experts_attr)) if experts_attr else 0
     built_experts = min(full_experts, experts) if experts_attr else 0
@@ -77,11 +76,6 @@ def _build(raw: dict[str, Any], experts: int = MAX_BUILT_EXPERTS) -> dict[str, A
                 f"{type(exc).__name__}: {_first_line(exc)}"}
     return {"model": model, "facts": facts, "full_layers": full_layers, "built_layers": built_layers,
             "full_experts": full_experts, "built_experts": built_experts}
-
-
-def _template(name: str) -> str:
-    """A module's name with its layer and expert numbers as ``*`` (``model.layers.*.mlp.experts.*.down_proj``)."""
-    return _EXPERT.sub(".experts.*.", _LAYER.sub(lambda m: f"{m.group(1)}.*.", name))
 
 
 def _layer_mult(name: str, built_layers: int, full_layers: int) -> int:
@@ -108,6 +102,7 @@ def _model_modules(raw: dict[str, Any]) -> dict[str, Any]:
     modules: dict[str, dict[str, Any]] = {}
     fused: dict[str, dict[str, Any]] = {}
     others: set[str] = set()
+    in_layers: dict[str, set[int]] = {}   # a template's built layers: how many full-size layers hold it
     for name, mod in model.named_modules():
         if not name:
             continue
@@ -131,6 +126,10 @@ def _model_modules(raw: dict[str, Any]) -> dict[str, Any]:
         if entry is not None:
             e = modules.setdefault(template, {**entry, "count": 0})
             e["count"] += int(round(mult))
+            if (m := _LAYER.search(name)) is not None:
+                in_layers.setdefault(template, set()).add(int(m.group(2)))
+    for template, built in in_layers.items():
+        modules[template]["layers"] = sum(_layer_mult(f"layers.{i}.", built_layers, full_layers) for i in built)
     return {**facts, "num_hidden_layers": full_layers, "built_layers": built_layers, "experts": full_experts,
             "built_experts": built_experts, "modules": modules, "fused_expert_params": fused,
             "other_modules": sorted(others)}
@@ -171,9 +170,13 @@ def peft_targets(raw: dict[str, Any], targets: list[str], rank: int, all_linear_
     import warnings
 
     out: dict[str, Any] = {"available": True, "peft_version": peft.__version__}
+    # a target naming one layer's module (layers.3.self_attn.q_a_proj) needs that layer, as it is in the full-size
+    # model: every layer is built then (meta device; a few seconds more for DeepSeek-V3's 61), each counted once
+    full_depth = any(layer_of(t) is not None for t in targets)
+    out["full_depth"] = full_depth
     builds = []
     for experts in (MAX_BUILT_EXPERTS, 2 * MAX_BUILT_EXPERTS):
-        built = _build(raw, experts)
+        built = _build(raw, experts, full_depth)
         if "model" not in built:
             return {**out, "available": False, "reason": built.get("error", "the model cannot be built")}
         if builds and built["built_experts"] == builds[0]["built_experts"]:
@@ -199,6 +202,10 @@ def peft_targets(raw: dict[str, Any], targets: list[str], rank: int, all_linear_
         if i == 0:
             base, cfg = pm.base_model, pm.peft_config["default"]
             out["modules"] = sorted({_template(n) for n in base.targeted_module_names})
+            # the adapted modules of the full-size model: each built one stands for its layers and experts
+            scale = built["full_experts"] / built["built_experts"] if built["built_experts"] else 1
+            out["module_count"] = int(round(sum(_layer_mult(n, layers, full) * (scale if _EXPERT.search(n) else 1)
+                                                for n in base.targeted_module_names)))
             out["parameters"] = sorted({_template(n) for n in getattr(base, "targeted_parameter_names", [])})
             kept = cfg.target_modules
             out["peft_target_modules"] = kept if isinstance(kept, str) else sorted(kept or [])
