@@ -12,7 +12,7 @@ from typing import Any, Mapping
 from dsv3_preflight import check
 from dsv3_preflight.net import causes
 from dsv3_preflight.net.ifselect import (GLOO_EMPTY_NAME, gloo_default_address, gloo_select, nccl_select,
-                                         recommended_nccl_value)
+                                         nccl_settings, recommended_nccl_value)
 from dsv3_preflight.net.master import loopback_fix, training_addresses, unresolvable_fix
 from dsv3_preflight.result import Actor, Finding, Findings, failure, warning
 
@@ -21,8 +21,26 @@ Fact = Mapping[str, Any]
 
 
 # -- what the rules share ---------------------------------------------------------------------------
+#: the variables NCCL also reads from its settings files (nccl.conf); Gloo's are torch's, from the environment only
+NCCL_VARS = ("NCCL_SOCKET_IFNAME", "NCCL_SOCKET_FAMILY", "NCCL_COMM_ID")
+
+
+def _settings(f: Fact) -> dict[str, tuple[str | None, str | None]]:
+    return nccl_settings(f.get("env") or {}, f.get("nccl_conf") or [], NCCL_VARS)
+
+
 def _env(f: Fact) -> Mapping[str, Any]:
-    return f.get("env") or {}
+    """The variables as the libraries see them: the environment, with NCCL's from its settings files where the
+    environment leaves them unset."""
+    env = dict(f.get("env") or {})
+    env.update({name: value for name, (value, _source) in _settings(f).items()})
+    return env
+
+
+def _from_file(f: Fact, name: str) -> str:
+    """' (from /etc/nccl.conf: an export overrides it)' when NCCL reads ``name`` from a settings file, else ''."""
+    source = _settings(f)[name][1]
+    return f" (from {source}: an export overrides it)" if source else ""
 
 
 #: when the route is unknown (MASTER_ADDR does not resolve, no route): the interface is the reader's to name
@@ -65,7 +83,8 @@ def _nccl_judged_against_route(f: Fact, profile) -> dict[str, Any] | None:
 
 
 def _nccl_failure(message: str, f: Fact) -> Finding:
-    return failure(message, export_fix(f), actor=Actor.JOB, cause=causes.NCCL_IFNAME)
+    return failure(message + _from_file(f, "NCCL_SOCKET_IFNAME"), export_fix(f), actor=Actor.JOB,
+                   cause=causes.NCCL_IFNAME)
 
 
 def _gloo_failure(message: str, f: Fact) -> Finding:
@@ -134,7 +153,27 @@ def family_has_address(f: Fact, profile=None) -> Finding | None:
 # -- NCCL_SOCKET_IFNAME ---------------------------------------------------------------------------------
 def nccl_value_honoured(f: Fact, profile=None) -> Finding | None:
     note = _nccl(f).get("note")
-    return warning(note, export_fix(f), actor=Actor.JOB, cause=causes.NCCL_IFNAME) if note else None
+    return warning(note + _from_file(f, "NCCL_SOCKET_IFNAME"), export_fix(f), actor=Actor.JOB,
+                   cause=causes.NCCL_IFNAME) if note else None
+
+
+def nccl_comm_id_unset(f: Fact, profile=None) -> Finding | None:
+    """NCCL_COMM_ID set: NCCL takes its bootstrap address from it instead of the unique id torch sends every rank
+    through the rendezvous store, every communicator's rank 0 listens there, and the bootstrap interface is the
+    one in its subnet, whatever NCCL_SOCKET_IFNAME says (bootstrap.cc bootstrapNetInit; init.cc)."""
+    value, source = _settings(f)["NCCL_COMM_ID"]
+    if value is None:
+        return None
+    if source:
+        fix = (f"# {source} sets NCCL_COMM_ID; an empty export does not help (NCCL reads it as set and invalid)\n"
+               f"sed -i '/^NCCL_COMM_ID=/d' {source}")
+        actor = Actor.NODE if source == "/etc/nccl.conf" else Actor.JOB
+    else:
+        fix, actor = "unset NCCL_COMM_ID   # torch gives NCCL its own id through the rendezvous store", Actor.JOB
+    return warning(f"NCCL_COMM_ID={value!r} is set{_from_file(f, 'NCCL_COMM_ID')}: NCCL then bootstraps at that "
+                   "address instead of the id torch sends every rank, every communicator's rank 0 (DeepSpeed makes "
+                   "several) listens on it, and the bootstrap interface is the one in its subnet, not "
+                   "NCCL_SOCKET_IFNAME's; a torchrun job needs none", fix, actor=actor, cause=causes.NCCL_COMM_ID)
 
 
 def nccl_entries_valid(f: Fact, profile=None) -> Finding | None:
@@ -313,9 +352,10 @@ def ifnames_pinned(f: Fact, profile) -> Finding | None:
 
 
 #: rules about the variables' names alone: judged even when the route is unknown
-NAME_RULES = (nccl_entries_valid, nccl_selects_something, gloo_names_valid, gloo_names_exist, gloo_names_have_address)
+NAME_RULES = (nccl_comm_id_unset, nccl_entries_valid, nccl_selects_something, gloo_names_valid, gloo_names_exist,
+              gloo_names_have_address)
 #: every rule takes (nic_route fact, profile) and returns a Finding or None; in the order a reader fixes them
-RULES = (interface_up, not_loopback_on_multi_node, family_has_address,
+RULES = (interface_up, not_loopback_on_multi_node, family_has_address, nccl_comm_id_unset,
          nccl_value_honoured, nccl_entries_valid, nccl_selects_something, nccl_includes_route_interface,
          nccl_bootstraps_on_route_interface, nccl_selects_only_route_interface,
          gloo_value_honoured, gloo_names_valid, gloo_names_exist, gloo_names_have_address, gloo_uses_only_route_interface,
@@ -329,7 +369,8 @@ def evidence_of(f: Fact) -> dict[str, Any]:
     evidence.update(interface=f.get("ifname"), resolve_error=f.get("resolve_error"), route_error=f.get("route_error"),
                     route_errno=f.get("route_errno"), hosts_entries=f.get("hosts_entries") or [],
                     NCCL_SOCKET_IFNAME=env.get("NCCL_SOCKET_IFNAME"), GLOO_SOCKET_IFNAME=env.get("GLOO_SOCKET_IFNAME"),
-                    NCCL_SOCKET_FAMILY=env.get("NCCL_SOCKET_FAMILY"))
+                    NCCL_SOCKET_FAMILY=env.get("NCCL_SOCKET_FAMILY"), NCCL_COMM_ID=env.get("NCCL_COMM_ID"),
+                    nccl_conf={name: source for name, (_v, source) in _settings(f).items() if source})
     if f.get("interfaces"):
         nccl = _nccl(f)
         evidence.update(nccl_selects=nccl["selected"], nccl_bootstrap_interface=nccl["bootstrap"],

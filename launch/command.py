@@ -20,7 +20,7 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-from dsv3_preflight.net.ifselect import gloo_select, nccl_select, recommended_nccl_value
+from dsv3_preflight.net.ifselect import gloo_select, nccl_select, nccl_settings, recommended_nccl_value
 
 def default_torchrun(python: str) -> list[str]:
     """torchrun as the module of the given interpreter: no PATH lookup, the same torch as the preflight's."""
@@ -67,7 +67,8 @@ def derive_env(profile: Any, facts: Mapping[str, Any]) -> tuple[dict[str, Derive
     iface = route.get("ifname")
     if iface:
         interfaces = tuple(route.get("interfaces") or ({"name": iface, "index": 0, "ipv4": [route.get("src") or "0.0.0.0"]},))
-        family = (route.get("env") or {}).get("NCCL_SOCKET_FAMILY")
+        family = nccl_settings(route.get("env") or {}, route.get("nccl_conf") or [],   # nccl.conf's too
+                               ["NCCL_SOCKET_FAMILY"])["NCCL_SOCKET_FAMILY"][0]
         reason = f"the route to MASTER_ADDR {route.get('target') or profile.master_addr} leaves through {iface} (nic_route)"
         derived["NCCL_SOCKET_IFNAME"] = Derived(recommended_nccl_value(iface, interfaces, family), reason, iface, interfaces,
                                                 route.get("nccl_version"))

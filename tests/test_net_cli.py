@@ -114,3 +114,27 @@ def test_listen_on_a_taken_port_names_the_holder():
 def test_listen_bad_input_is_a_usage_error(args, word):
     proc = subprocess.run(python_cli("listen", *args), capture_output=True, text=True, timeout=60)
     assert proc.returncode == 4 and word in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_nccl_settings_in_nccl_conf_file_are_read_as_nccl_reads_them(tmp_path):
+    """NCCL reads NCCL_* settings from $NCCL_CONF_FILE (else ~/.nccl.conf) and /etc/nccl.conf, the environment
+    winning: a value there that selects nothing failed NCCL's init while the check said NCCL_SOCKET_IFNAME was unset."""
+    conf = tmp_path / "nccl.conf"
+    conf.write_text("# the site's file\nNCCL_SOCKET_IFNAME=nosuch0\nNCCL_COMM_ID=127.0.0.1:29999\n")
+    env = {"MASTER_PORT": str(free_port()), "NCCL_CONF_FILE": str(conf)}
+    proc, results = run_net(tmp_path, env, only="net.nic_route")
+    r = results["net.nic_route"]
+    assert proc.returncode == 1 and r["status"] == "fail", r
+    assert "NCCL_SOCKET_IFNAME='nosuch0' selects no interface here (NCCL fails at init)" in r["summary"]
+    assert f"(from {conf}: an export overrides it)" in r["summary"]
+    assert r["evidence"]["nccl_conf"] == {"NCCL_SOCKET_IFNAME": str(conf), "NCCL_COMM_ID": str(conf)}
+    messages = [f["message"] for f in r["findings"]]
+    assert any("NCCL_COMM_ID='127.0.0.1:29999' is set" in m for m in messages), messages
+    # the export the fix gives overrides the file; the NCCL_COMM_ID warning stays until the line is deleted
+    proc, results = run_net(tmp_path, {**env, "NCCL_SOCKET_IFNAME": "lo"}, only="net.nic_route")
+    assert proc.returncode == 0 and results["net.nic_route"]["status"] == "warn", results["net.nic_route"]
+    fix = results["net.nic_route"]["findings"][0]["fix"]
+    subprocess.run(["bash", "-c", fix.splitlines()[-1]], check=True, timeout=10)   # the sed line, pasted
+    assert conf.read_text() == "# the site's file\nNCCL_SOCKET_IFNAME=nosuch0\n"
+    proc, results = run_net(tmp_path, {**env, "NCCL_SOCKET_IFNAME": "lo"}, only="net.nic_route")
+    assert proc.returncode == 0 and results["net.nic_route"]["status"] == "pass", results["net.nic_route"]

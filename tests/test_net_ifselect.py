@@ -8,7 +8,8 @@ import json
 import pytest
 
 from dsv3_preflight.net.ifselect import (find_interfaces, gloo_default_address, gloo_select, invalid_entries,
-                                         is_running, nccl_select, parse_nccl_ifname, recommended_nccl_value)
+                                         is_running, nccl_select, nccl_settings, parse_nccl_conf, parse_nccl_ifname,
+                                         recommended_nccl_value)
 
 GPU_NODE = [
     {"name": "lo", "index": 1, "ipv4": ["127.0.0.1"], "ipv6": ["::1"]},
@@ -214,3 +215,52 @@ HOST = [{"name": "lo", "index": 1, "ipv4": ["127.0.0.1"], "ipv6": ["::1"]},
 def test_gloo_binds_the_first_host_name_address_this_node_can_bind(resolved, address, fallback):
     bound = gloo_default_address(resolved, HOST)
     assert (bound["address"], bound["fallback"]) == (address, fallback)
+
+
+# -- NCCL reads at most 16 entries; ':' ends an entry's name whatever follows ---------------------------------------
+#: NCCL 2.29.7's own selection code (parseStringList, matchIfList, ncclOsFindInterfaces, ncclFindInterfaces copied
+#: unchanged into the ifname audit's harness, which calls getifaddrs) run on this development machine, whose
+#: interfaces were lo (127.0.0.1) and eth0 (192.0.2.2, fd00::2), both RUNNING (2026-11-25). X15 is x0,...,x14.
+X15 = ",".join(f"x{i}" for i in range(15))
+HERE = [{"name": "lo", "index": 1, "ipv4": ["127.0.0.1"], "ipv6": ["::1"], "operstate": "unknown", "up": True},
+        {"name": "eth0", "index": 2, "ipv4": ["192.0.2.2"], "ipv6": ["fd00::2"], "operstate": "up", "up": True}]
+
+
+@pytest.mark.parametrize("value, selected", [
+    (f"{X15},lo", ["lo"]),                  # 16 entries: lo is the 16th
+    (f"{X15},x15,lo", []),                  # 17: lo is never read
+    (f"{X15},,lo", ["lo"]),                 # an empty entry does not count
+    (f"{X15},:5,lo", ["lo"]),               # nor one with only a port
+    (f"^{X15},x15,lo", ["lo", "eth0"]),     # excluding: the 17th entry is not excluded
+])
+def test_only_the_first_16_entries_are_read_as_nccl_2_29_7_reads_them_here(value, selected):
+    sel = nccl_select(value, HERE, nccl_version="2.29.7")
+    assert sel["selected"] == selected
+    assert ("ignores the 1 after them: lo" in (sel["note"] or "")) == (selected != ["lo"])
+
+
+@pytest.mark.parametrize("value", ["eth0:1:2", "eth0:", "eth0:x"])
+def test_an_entry_is_cut_at_its_first_colon_as_nccl_does_and_is_not_invalid(value):
+    # the audit's harness selected eth0 and eth01 for eth0:1:2 and eth0: (tests/data/net/nccl_2.29.7_audit_netns.json)
+    assert invalid_entries(value) == [] and parse_nccl_ifname(value) == (False, False, ["eth0"])
+
+
+# -- nccl.conf (src/misc/param.cc setEnvFile / initEnvFunc) ----------------------------------------------------------
+def test_nccl_conf_lines_are_read_as_set_env_file_reads_them():
+    text = ("# site defaults\nNCCL_SOCKET_IFNAME==ens1f0\nNCCL_DEBUG=WARN\n NCCL_IB_HCA=mlx5\nexport NCCL_X=1\n"
+            "NCCL_SOCKET_IFNAME=eth9\nNCCL_COMM_ID=10.0.0.1:29500\r\nnot a setting\n")
+    assert parse_nccl_conf(text) == {
+        "NCCL_SOCKET_IFNAME": "=ens1f0",      # the first line wins within a file (setenv without overwrite)
+        "NCCL_DEBUG": "WARN", " NCCL_IB_HCA": "mlx5", "export NCCL_X": "1",   # names are not trimmed
+        "NCCL_COMM_ID": "10.0.0.1:29500\r"}  # nor values: a CRLF file's value ends in \r
+
+
+def test_the_environment_wins_then_the_first_file_in_nccls_order():
+    files = [{"path": "/home/u/.nccl.conf", "values": {"NCCL_SOCKET_IFNAME": "eth1"}},
+             {"path": "/etc/nccl.conf", "values": {"NCCL_SOCKET_IFNAME": "eth2", "NCCL_SOCKET_FAMILY": "AF_INET"}}]
+    names = ("NCCL_SOCKET_IFNAME", "NCCL_SOCKET_FAMILY", "NCCL_COMM_ID")
+    assert nccl_settings({}, files, names) == {"NCCL_SOCKET_IFNAME": ("eth1", "/home/u/.nccl.conf"),
+                                               "NCCL_SOCKET_FAMILY": ("AF_INET", "/etc/nccl.conf"),
+                                               "NCCL_COMM_ID": (None, None)}
+    assert nccl_settings({"NCCL_SOCKET_IFNAME": "eth0"}, files, names)["NCCL_SOCKET_IFNAME"] == ("eth0", None)
+    assert nccl_settings({"NCCL_SOCKET_IFNAME": ""}, files, names)["NCCL_SOCKET_IFNAME"] == ("", None)   # set, empty

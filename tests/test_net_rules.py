@@ -562,3 +562,33 @@ def test_unresolvable_master_addr_has_one_fix_in_all_three_checks(lab):
         reach.name_resolution(worker_reach(lab, outcome="name_resolution", host=name, error="x")).fix,
     }
     assert fixes == {unresolvable_fix(name)}
+
+
+# -- net.nic_route: NCCL's settings files and NCCL_COMM_ID ------------------------------------------------------------
+def test_an_nccl_socket_ifname_from_nccl_conf_is_judged_and_named_with_its_file(lab):
+    fact = route(lab, NCCL_SOCKET_IFNAME=None)
+    fact["nccl_conf"] = [{"path": "/etc/nccl.conf", "exists": True, "values": {"NCCL_SOCKET_IFNAME": "eth1"}}]
+    assert_finding(nic.nccl_includes_route_interface(fact, MULTI), Status.FAIL, causes.NCCL_IFNAME, Actor.JOB,
+                   "selects eth1, not eth0", "(from /etc/nccl.conf: an export overrides it)")
+    assert nic.ifnames_pinned(fact, MULTI) is None or "NCCL_SOCKET_IFNAME" not in nic.ifnames_pinned(fact, MULTI).message
+    assert nic.evidence_of(fact)["nccl_conf"] == {"NCCL_SOCKET_IFNAME": "/etc/nccl.conf"}
+    fact["env"]["NCCL_SOCKET_IFNAME"] = "eth0"   # the export the fix gives wins over the file
+    assert nic.nccl_includes_route_interface(fact, MULTI) is None and nic.evidence_of(fact)["nccl_conf"] == {}
+
+
+@pytest.mark.parametrize("where, actor, fix", [
+    (None, Actor.JOB, "unset NCCL_COMM_ID"),
+    ("/etc/nccl.conf", Actor.NODE, "sed -i '/^NCCL_COMM_ID=/d' /etc/nccl.conf"),
+    ("/root/.nccl.conf", Actor.JOB, "sed -i '/^NCCL_COMM_ID=/d' /root/.nccl.conf"),
+])
+def test_nccl_comm_id_is_a_warning_naming_where_it_is_set(lab, where, actor, fix):
+    fact = route(lab, NCCL_SOCKET_IFNAME="=eth0", GLOO_SOCKET_IFNAME="eth0")
+    if where:
+        fact["nccl_conf"] = [{"path": where, "exists": True, "values": {"NCCL_COMM_ID": "10.77.0.10:29500"}}]
+    else:
+        fact["env"]["NCCL_COMM_ID"] = "10.77.0.10:29500"
+    found = nic.nccl_comm_id_unset(fact, MULTI)
+    assert_finding(found, Status.WARN, causes.NCCL_COMM_ID, actor, "NCCL_COMM_ID='10.77.0.10:29500' is set",
+                   "not NCCL_SOCKET_IFNAME's")
+    assert fix in found.fix
+    assert nic.nccl_comm_id_unset(route(lab), MULTI) is None

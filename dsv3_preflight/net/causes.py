@@ -27,6 +27,9 @@ GLOO_IFNAME = "net.gloo_socket_ifname"
 SOCKET_IFNAME_UNSET = "net.socket_ifname_unset"
 #: NCCL_SOCKET_FAMILY asks for an address family the route's interface lacks (net.nic_route)
 SOCKET_FAMILY = "net.socket_family"
+#: NCCL_COMM_ID is set on a torch job: NCCL bootstraps at that address and on the interface of its subnet, not at the
+#: id torch hands it nor on NCCL_SOCKET_IFNAME's interface (net.nic_route)
+NCCL_COMM_ID = "net.nccl_comm_id"
 #: a process holds MASTER_PORT (net.port_free on the head, host.resources on every node, net.port_reach when
 #: something else answers there)
 PORT_HELD = "net.port_held"

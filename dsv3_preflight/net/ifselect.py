@@ -6,7 +6,9 @@ walk in ``src/os/linux.cc``; the version is the node's when the fact has it, els
 * ``NCCL_SOCKET_IFNAME`` is honoured only when it is longer than one character; otherwise NCCL picks
   automatically: interfaces starting with ``ib``; else anything but ``^docker,lo,virbr``; else
   ``docker``; else ``lo``; else ``virbr`` (before 2.28.3: ``^docker,lo``, ``docker``, ``lo``).
-* The value is a comma-separated list of prefixes (an entry may carry ``:port``, ignored for sockets).
+* The value is a comma-separated list of prefixes (an entry may carry ``:port``, ignored for sockets: NCCL cuts
+  an entry at its first ``:``, whatever follows). NCCL reads at most 16 entries (``parseStringList``, ``MAX_IFS``);
+  empty ones do not count, later ones are ignored.
   A leading ``^`` excludes the listed prefixes; then a leading ``=`` makes the entries exact names
   (``^=docker0`` excludes exactly docker0). ``eth`` selects eth0, eth1, eth10…
 * Interfaces are walked in ``getifaddrs`` order — IPv4 addresses first, in interface-index order, then
@@ -23,6 +25,11 @@ fails init); torch makes one Gloo device per name and spreads work over them rou
 exist, carry an address and reach the peers. Unset (or one character or less), Gloo binds the first address
 the host name resolves to that this node can bind, loopback included; only when none can does torch warn and
 bind 127.0.0.1 (:func:`gloo_default_address`).
+
+NCCL also reads ``NCCL_*`` settings from files (``src/misc/param.cc`` ``initEnv``): ``$NCCL_CONF_FILE`` when set,
+else ``~/.nccl.conf`` (the home of the process's user), then ``/etc/nccl.conf``; ``VAR=value`` lines, ``#`` lines
+skipped, nothing trimmed; each value is ``setenv(..., 0)``: the environment wins, then the first file that sets it
+(:func:`nccl_settings`).
 
 An interface record, as the ``nic_route`` fact lists them: ``{"name", "index", "ipv4": [...],
 "ipv6": [...], "up", "running", "operstate", "loopback", ...}``.
@@ -56,7 +63,7 @@ def invalid_entries(value: str) -> list[str]:
         body = body[1:]
     bad = []
     for raw in body.split(","):
-        entry = raw.split(":", 1)[0] if ":" in raw and raw.split(":", 1)[1].strip().isdigit() else raw
+        entry = raw.split(":", 1)[0]   # NCCL cuts at the first ':' (eth0:1:2 and eth0: are eth0)
         if entry == "":
             continue
         if not _VALID_NAME.fullmatch(entry):
@@ -77,7 +84,47 @@ def parse_nccl_ifname(value: str) -> tuple[bool, bool, list[str]]:
         prefix = entry.split(":", 1)[0]  # "eth0:1" -> prefix "eth0", port 1 (ports do not matter for sockets)
         if prefix:
             prefixes.append(prefix)
-    return exclude, exact, prefixes
+    return exclude, exact, prefixes[:MAX_IFS]   # parseStringList stops at MAX_IFS entries
+
+
+def ignored_entries(value: str) -> list[str]:
+    """The entries of an NCCL_SOCKET_IFNAME value past the 16 NCCL reads (empty entries do not count)."""
+    body = value[1:] if value.startswith("^") else value
+    body = body[1:] if body.startswith("=") else body
+    entries = [e for e in body.split(",") if e.split(":", 1)[0]]
+    return entries[MAX_IFS:]
+
+
+#: NCCL's settings files after $NCCL_CONF_FILE or ~/.nccl.conf (src/misc/param.cc initEnvFunc)
+ETC_NCCL_CONF = "/etc/nccl.conf"
+
+
+def parse_nccl_conf(text: str) -> dict[str, str]:
+    """``VAR=value`` lines as NCCL's setEnvFile reads them: a line starting with ``#`` is skipped, the name is what
+    precedes the first ``=`` and the value all that follows, untrimmed (``export X=1`` sets ``export X``); within
+    one file a later line does not replace an earlier one (setenv without overwrite)."""
+    values: dict[str, str] = {}
+    for line in text.split("\n"):
+        if line.startswith("#") or "=" not in line:
+            continue
+        name, value = line.split("=", 1)
+        values.setdefault(name[:1023], value[:1023])
+    return values
+
+
+def nccl_settings(env: Mapping[str, Any], files: Sequence[Mapping[str, Any]], names: Iterable[str]
+                  ) -> dict[str, tuple[str | None, str | None]]:
+    """``{name: (value, source)}`` for NCCL variables as NCCL sees them: the process environment wins (source
+    None), else the first of ``files`` (``{"path", "values"}``, in NCCL's load order) that sets it; (None, None)
+    when nothing does."""
+    out: dict[str, tuple[str | None, str | None]] = {}
+    for name in names:
+        if env.get(name) is not None:
+            out[name] = (env[name], None)
+            continue
+        out[name] = next(((f["values"][name], f["path"]) for f in files if name in (f.get("values") or {})),
+                         (None, None))
+    return out
 
 
 def _match(name: str, prefixes: Sequence[str], exact: bool) -> bool:
@@ -168,6 +215,10 @@ def nccl_select(value: str | None, interfaces: Sequence[Mapping[str, Any]], sock
         selected = find_interfaces(value, interfaces, family, running_only=skip)
         not_running = [n for n in find_interfaces(value, interfaces, family, running_only=False)
                        if n not in selected] if skip else []
+        ignored = ignored_entries(value)
+        if ignored:
+            note = (f"NCCL reads only the first {MAX_IFS} entries of NCCL_SOCKET_IFNAME and ignores the "
+                    f"{len(ignored)} after them: {','.join(ignored)}")
         return {"honoured": True, "spec": value, "selected": selected, "bootstrap": selected[0] if selected else None,
                 "invalid": invalid_entries(value), "note": note, "not_running": not_running, **about}
     if value is not None:

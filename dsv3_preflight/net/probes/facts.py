@@ -56,6 +56,41 @@ def _role(profile, local: bool) -> tuple[str, str, bool]:
     return "worker", f"MASTER_ADDR {profile.master_addr} is not an address of this node (node_rank {profile.node_rank})", False
 
 
+#: a settings file larger than this is not NCCL's (it is read whole)
+MAX_NCCL_CONF_BYTES = 1 << 20
+
+
+def nccl_conf_files(env: dict[str, Any]) -> list[dict[str, Any]]:
+    """The files NCCL reads its settings from, in its order (src/misc/param.cc initEnvFunc): ``$NCCL_CONF_FILE`` when
+    set and not empty, else ``~/.nccl.conf`` of the process's user (getpwuid, not $HOME), then /etc/nccl.conf.
+    Each: ``{"path", "exists", "values": {NCCL_* name: value}, "error"}``."""
+    import pwd
+
+    from ..ifselect import ETC_NCCL_CONF, parse_nccl_conf
+
+    paths = []
+    if env.get("NCCL_CONF_FILE"):
+        paths.append(env["NCCL_CONF_FILE"])
+    else:
+        try:
+            paths.append(os.path.join(pwd.getpwuid(os.getuid()).pw_dir, ".nccl.conf"))
+        except KeyError:   # a uid without a passwd entry (containers): NCCL reads no user file either
+            pass
+    paths.append(ETC_NCCL_CONF)
+    files = []
+    for path in paths:
+        entry: dict[str, Any] = {"path": path, "exists": os.path.isfile(path), "values": {}, "error": None}
+        if entry["exists"]:
+            try:
+                with open(path, "rb") as fh:
+                    text = fh.read(MAX_NCCL_CONF_BYTES).decode("utf-8", "replace")
+                entry["values"] = {k: v for k, v in parse_nccl_conf(text).items() if k.startswith("NCCL_")}
+            except OSError as exc:   # NCCL skips a file it cannot open
+                entry["error"] = f"{type(exc).__name__}: {exc.strerror or exc}"
+        files.append(entry)
+    return files
+
+
 @probe("nic_route", needs=["profile", "env", "resolve_master"], timeout=10)
 def nic_route(profile, env, resolve_master) -> dict[str, Any]:
     """The interface the kernel uses to reach MASTER_ADDR (the one holding it on the head), with its state; every
@@ -69,7 +104,7 @@ def nic_route(profile, env, resolve_master) -> dict[str, Any]:
     ifaces = interfaces()
     fact: dict[str, Any] = {
         "master_addr": profile.master_addr, "master_port": profile.master_port, "nnodes": profile.nnodes,
-        "env": {k: env.get(k) for k in IFNAME_VARS}, "interfaces": ifaces,
+        "env": {k: env.get(k) for k in IFNAME_VARS}, "nccl_conf": nccl_conf_files(env), "interfaces": ifaces,
         "resolved": False, "resolve_error": None, "addresses": [], "target": None, "family": None,
         "local": False, "method": None, "route_type": None, "route_error": None, "route_errno": None,
         "ifname": None, "ifindex": None, "src": None, "gateway": None,
