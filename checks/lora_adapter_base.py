@@ -6,6 +6,7 @@ from dsv3_preflight import Result, check
 from dsv3_preflight.lora import causes, fixes
 from dsv3_preflight.lora.base_fit import compare, describe
 from dsv3_preflight.lora.case import AdapterCase
+from dsv3_preflight.lora.layout import analyse
 from dsv3_preflight.lora.rules import named
 from dsv3_preflight.result import Actor, Finding, Findings, failure
 
@@ -66,13 +67,20 @@ def adapter_base(output_dir, saved_adapters, lora_base_model):
     out = output_dir.get("path") or ""
     adapters, compared_modules = [], set()
     groups: dict[tuple, tuple[dict, list[AdapterCase]]] = {}   # adapters that differ the same way, same base
+    converted = []   # adapters whose keys peft converts when it loads them (transformers 4 saves of MoE experts)
     for facts in saved_adapters.get("adapters") or []:
         case = AdapterCase.of(facts)
         if case.layout is None or not case.layout.pairs:
             continue
-        res = compare(case.layout, model)
+        conversion = (model.get("conversions") or {}).get(case.path) or {}
+        layout = analyse(conversion["tensors"]) if conversion.get("converted") else case.layout
+        if conversion.get("converted"):
+            converted.append(case.path.removeprefix(out.rstrip("/") + "/"))
+        res = compare(layout, model)
         compared_modules.update(res["compared"])
-        adapters.append({"path": case.path, "base_model_name_or_path": base_of(case), **res})
+        adapters.append({"path": case.path, "base_model_name_or_path": base_of(case), **res,
+                         "peft_converts": bool(conversion.get("converted")),
+                         **({"peft_conversion_error": conversion["error"]} if conversion.get("error") else {})})
         differs = (tuple((m["module"], m["matrix"], tuple(m["saved"])) for m in res["mismatched"]), tuple(res["absent"]))
         groups.setdefault((differs, base_of(case)), (res, []))[1].append(case)
     found = Findings()
@@ -80,10 +88,16 @@ def adapter_base(output_dir, saved_adapters, lora_base_model):
         found.check(does_not_fit, cases, res, model, out)
     evidence = {"model_path": model.get("path"), "model_type": model.get("model_type"),
                 "transformers": model.get("transformers_version"), "adapters": adapters}
+    conv = ""
+    if converted:
+        versions = {c.get("peft_version") for c in (model.get("conversions") or {}).values() if c.get("converted")}
+        conv = (f"; peft {', '.join(sorted(v for v in versions if v))} converts {named(converted, MAX_NAMED)} as it "
+                f"loads {'it' if len(converted) == 1 else 'them'} (per-expert modules saved with transformers 4 become "
+                f"adapters of the fused experts of transformers {model.get('transformers_version')})")
     if not found and not compared_modules:
         return Result.skipped(f"no saved module could be compared with {model.get('model_type')}: "
-                              f"{', '.join(sorted({t for a in adapters for t in a['not_compared']})) or 'none adapted'}",
-                              evidence)
+                              f"{', '.join(sorted({t for a in adapters for t in a['not_compared']})) or 'none adapted'}"
+                              f"{conv}", evidence)
     fitting = sum(1 for a in adapters if a["compared"])
     return found.result(f"{fitting} saved adapter(s) fit {model.get('model_type')}: "
-                        f"{len(compared_modules)} adapted module kinds take the model's widths", evidence)
+                        f"{len(compared_modules)} adapted module kinds take the model's widths{conv}", evidence)

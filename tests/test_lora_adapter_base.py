@@ -137,3 +137,65 @@ def test_checkpoints_that_differ_the_same_way_are_one_finding(lab_dirs, tmp_path
     assert r.findings[0].message.startswith("2 saved adapters checkpoint-100/adapter_model.safetensors, "
                                             "checkpoint-200/adapter_model.safetensors do not fit llama")
     assert r.findings[1].message.startswith("saved adapter checkpoint-300/adapter_model.safetensors does not fit llama")
+
+
+def _transformers4_moe_adapter(lab_dirs: Path, out: Path, r: int = 4) -> Path:
+    """A DeepSeek-V3 adapter as peft saved it under transformers 4, whose routed experts were a ModuleList of Linear
+    modules: real peft's save of the MLA targets (transformers 5), plus the per-expert keys transformers 4 gave the
+    MoE layer's experts (``model.layers.1.mlp.experts.<e>.{gate,up,down}_proj``), written with safetensors, and
+    gate_proj/up_proj/down_proj in target_modules as that run's adapter_config.json had them."""
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    shutil.copytree(lab_dirs / "dsv3_mla", out)
+    tensors = load_file(out / "adapter_model.safetensors")
+    cfg = lab.DSV3_TINY
+    hidden, inter = cfg["hidden_size"], cfg["moe_intermediate_size"]
+    torch.manual_seed(0)
+    for e in range(cfg["n_routed_experts"]):
+        for name, (fan_in, fan_out) in {"gate_proj": (hidden, inter), "up_proj": (hidden, inter),
+                                         "down_proj": (inter, hidden)}.items():
+            key = f"base_model.model.model.layers.1.mlp.experts.{e}.{name}"
+            tensors[f"{key}.lora_A.weight"] = torch.randn(r, fan_in)
+            tensors[f"{key}.lora_B.weight"] = torch.randn(fan_out, r) * 0.01
+    save_file(tensors, out / "adapter_model.safetensors", metadata={"format": "pt"})
+    config = json.loads((out / "adapter_config.json").read_text())
+    config["target_modules"] = sorted(set(config["target_modules"]) | {"gate_proj", "up_proj", "down_proj"})
+    (out / "adapter_config.json").write_text(json.dumps(config))
+    return out
+
+
+@pytest.mark.slow
+def test_a_transformers4_adapter_of_per_expert_modules_is_converted_by_peft_and_fits(lab_dirs, tmp_path):
+    """peft with transformers 5 converts such an adapter as it loads it (the Trainer's resume, from_pretrained): the
+    per-expert matrices become adapters of the fused expert weights. The check failed it ('deepseek_v3 has no
+    model.layers.*.mlp.experts.*.down_proj'), blocking the resume of a run started before the upgrade."""
+    import warnings
+
+    import torch
+    from peft import PeftModel
+
+    out = tmp_path / "out"
+    adapter = _transformers4_moe_adapter(lab_dirs, out / "checkpoint-100")
+    # what real peft does with it on the tiny model (CPU weights): it loads, the experts' lora_B as saved (not zero)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        loaded = PeftModel.from_pretrained(lab.tiny_model("dsv3"), adapter)
+    experts = {n: p for n, p in loaded.named_parameters() if ".mlp.experts." in n and "lora_B" in n}
+    assert experts and all(float(p.abs().sum()) > 0 for p in experts.values()), sorted(experts)
+    assert not any(".experts.0." in n for n, _ in loaded.named_parameters())   # fused: no per-expert module left
+    js = tmp_path / "r.json"
+    p = subprocess.run([sys.executable, "-m", "dsv3_preflight", "run", "--profile", "cpu", "--only", "lora.adapter_base",
+                        "--model-path", str(lab_dirs / "dsv3_tiny"), "--output-dir", str(out), "--json", str(js),
+                        "--no-report", "--no-color"], capture_output=True, text=True, timeout=300)
+    r = {x["name"]: x for x in json.loads(js.read_text())["results"]}["lora.adapter_base"]
+    assert p.returncode == 0 and r["status"] == "pass", r["summary"]
+    assert "peft 0.21.2 converts checkpoint-100/adapter_model.safetensors as it loads it" in r["summary"]
+    (a,) = r["evidence"]["adapters"]
+    assert a["peft_converts"] is True and a["absent"] == [] and "model.layers.*.self_attn.q_a_proj" in a["compared"]
+    # on another model the attention still does not fit: the conversion hides no mismatch
+    p = subprocess.run([sys.executable, "-m", "dsv3_preflight", "run", "--profile", "cpu", "--only", "lora.adapter_base",
+                        "--model-path", str(lab_dirs / "dsv3"), "--output-dir", str(out), "--json", str(js),
+                        "--no-report", "--no-color"], capture_output=True, text=True, timeout=300)
+    r = {x["name"]: x for x in json.loads(js.read_text())["results"]}["lora.adapter_base"]
+    assert p.returncode == 1 and r["status"] == "fail" and "does not fit deepseek_v3" in r["summary"], r["summary"]

@@ -270,4 +270,16 @@ def lora_base_model(profile, saved_adapters) -> dict[str, Any]:
     weighed = [a for a in saved_adapters.get("adapters") or [] if ((a.get("header") or a.get("pickle") or {}).get("tensors"))]
     if not weighed:
         return {"configured": True, "needed": False, "path": profile.model_path}
-    return {"configured": True, "needed": True, **model_facts(profile.model_path)}
+    facts = {"configured": True, "needed": True, **model_facts(profile.model_path)}
+    if not facts.get("error"):
+        # what peft's load does to each adapter's keys first (transformers 5's MoE conversion of transformers 4 saves)
+        from .model import peft_converted_tensors
+
+        raw = _model_config(profile.model_path)
+        facts["conversions"] = {}
+        for a in weighed:
+            conv = peft_converted_tensors(raw, a.get("config") if isinstance(a.get("config"), dict) else None,
+                                          (a.get("header") or a.get("pickle"))["tensors"])
+            if conv.get("converted") or conv.get("error"):
+                facts["conversions"][a.get("path", "")] = conv
+    return facts

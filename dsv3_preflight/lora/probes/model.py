@@ -216,3 +216,45 @@ def peft_targets(raw: dict[str, Any], targets: list[str], rank: int, all_linear_
         totals[0] += per_expert * (builds[0]["full_experts"] - e1)
     out["trainable_params"] = totals[0]
     return out
+
+
+def peft_converted_tensors(raw: dict[str, Any], adapter_config: dict[str, Any] | None,
+                           tensors: dict[str, Any]) -> dict[str, Any]:
+    """What peft does to a saved adapter's keys when it loads it on the model ``raw`` describes: with transformers 5,
+    ``PeftModel.load_adapter`` (the Trainer's resume, ``PeftModel.from_pretrained``) runs transformers' checkpoint
+    conversion of the architecture on the adapter (peft.utils.transformers_weight_conversion): an adapter saved with
+    transformers 4, whose routed experts were per-expert Linear modules (``mlp.experts.7.gate_proj``), becomes
+    adapters of the fused expert weights. Run here on meta tensors of the saved shapes (``tensors``: {name: (dtype,
+    shape)}). Returns ``{"converted": False}`` when nothing changes, ``{"converted": True, "tensors": {name: (dtype,
+    shape)}, "peft_version"}`` when it does, or ``{"available": False, "reason"}``."""
+    try:
+        import peft
+        import torch
+        from peft import LoraConfig
+        from peft.utils.transformers_weight_conversion import convert_peft_adapter_state_dict_for_transformers
+    except ImportError as exc:   # no peft, or transformers < 5 (the module imports transformers 5's conversion)
+        return {"available": False, "reason": f"peft's weight conversion is not importable here: {exc}"}
+    import dataclasses
+    import warnings
+
+    built = _build(raw)
+    if "model" not in built:
+        return {"available": False, "reason": built.get("error", "the model cannot be built")}
+    config = adapter_config or {}
+    if str(config.get("peft_type", "LORA")).upper() != "LORA":
+        return {"converted": False}
+    fields = {f.name for f in dataclasses.fields(LoraConfig)}
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            lora = LoraConfig(**{k: v for k, v in config.items() if k in fields and k != "peft_type"})
+            meta = {name: torch.empty(tuple(shape), device="meta") for name, (_dtype, shape) in tensors.items()}
+            out = convert_peft_adapter_state_dict_for_transformers(built["model"], lora, meta)
+    except Exception as exc:  # noqa: BLE001 - peft refusing the adapter is what the load will meet
+        return {"available": True, "converted": False, "error": f"{type(exc).__name__}: {_first_line(exc)}"}
+    if set(out) == set(meta):
+        return {"converted": False}
+    dtypes = {name: dtype for name, (dtype, _shape) in tensors.items()}
+    common = next(iter(dtypes.values()), "F32")
+    return {"converted": True, "peft_version": peft.__version__,
+            "tensors": {name: [dtypes.get(name, common), list(t.shape)] for name, t in out.items()}}
