@@ -277,9 +277,14 @@ def lora_base_model(profile, saved_adapters) -> dict[str, Any]:
 
         raw = _model_config(profile.model_path)
         facts["conversions"] = {}
+        done: dict[str, dict[str, Any]] = {}   # a run's checkpoints share their layout and config: convert it once
         for a in weighed:
-            conv = peft_converted_tensors(raw, a.get("config") if isinstance(a.get("config"), dict) else None,
-                                          (a.get("header") or a.get("pickle"))["tensors"])
+            config = a.get("config") if isinstance(a.get("config"), dict) else None
+            tensors = (a.get("header") or a.get("pickle"))["tensors"]
+            key = json.dumps([config, sorted((k, list(v[1])) for k, v in tensors.items())], sort_keys=True, default=str)
+            if key not in done:
+                done[key] = peft_converted_tensors(raw, config, tensors)
+            conv = done[key]
             if conv.get("converted") or conv.get("error"):
                 facts["conversions"][a.get("path", "")] = conv
     return facts
