@@ -1,7 +1,9 @@
 """cluster.env_consistency: the launch variables that must agree across nodes do agree.
 
 Each node's ``env`` fact is the environment its Ray workers inherited from `ray start`: what the training
-will see there. NODE_RANK and the other per-node ranks are judged by cluster.node_rank.
+will see there. NCCL also reads NCCL_* settings from files (``$NCCL_CONF_FILE`` or ``~/.nccl.conf``, then
+``/etc/nccl.conf``, recorded in the ``nic_route`` fact) where the environment leaves them unset: those count as the
+node's values, named with their file. NODE_RANK and the other per-node ranks are judged by cluster.node_rank.
 """
 from __future__ import annotations
 
@@ -27,15 +29,36 @@ def relevant(name: str) -> bool:
     return (name in EXACT or name.startswith(PREFIXES)) and name not in IGNORED
 
 
-def rule_must_agree(name: str, values: Mapping[str, str], ref: str) -> Finding:
-    """A variable that differs between nodes: the export (or unset) that makes each odd node match node 0."""
+def with_nccl_conf(env: Mapping[str, str], route: Mapping | None) -> tuple[dict[str, str], dict[str, str]]:
+    """The node's variables as its processes and NCCL see them, and {name: file} for those NCCL reads from a settings
+    file: the environment wins, then the first file in NCCL's order (the ``nic_route`` fact's ``nccl_conf``)."""
+    values, sources = dict(env), {}
+    for conf in (route or {}).get("nccl_conf") or []:
+        for name, value in (conf.get("values") or {}).items():
+            if name not in values:
+                values[name], sources[name] = value, conf.get("path", "nccl.conf")
+    return values, sources
+
+
+def rule_must_agree(name: str, values: Mapping[str, str], ref: str,
+                    sources: Mapping[str, str] | None = None) -> Finding:
+    """A variable that differs between nodes: the export (or unset) that makes each odd node match node 0; where an
+    odd node's value comes from an NCCL settings file and node 0 has none, the sed deleting its line there."""
+    sources = sources or {}
     want = values[ref]
     off = [n for n, v in values.items() if v != want]
-    shown = ", ".join(f"{n}={v}" for n, v in values.items())
-    cmd = f"unset {name}" if want == UNSET else f"export {name}={shlex.quote(want)}"
-    return failure(f"{name} differs between nodes: {shown}",
-                   f"{cmd}   # on {', '.join(off)} (as on node 0 {ref}), before `ray start` there",
-                   actor=Actor.JOB, cause="cluster.env_drift")
+    shown = ", ".join(f"{n}={v}" + (f" ({sources[n]})" if n in sources else "") for n, v in values.items())
+    lines = []
+    exported = [n for n in off if not (want == UNSET and n in sources)]
+    if exported:
+        cmd = f"unset {name}" if want == UNSET else f"export {name}={shlex.quote(want)}"
+        lines.append(f"{cmd}   # on {', '.join(exported)} (as on node 0 {ref}), before `ray start` there")
+    for n in off:
+        if want == UNSET and n in sources:   # unset does not undo a file: NCCL reads it again
+            lines.append(f"sed -i '/^{name}=/d' {shlex.quote(sources[n])}   # on {n}: NCCL reads {name} from this "
+                         f"file (node 0 {ref} has none)")
+    return failure(f"{name} differs between nodes: {shown}", "\n".join(lines), actor=Actor.JOB,
+                   cause="cluster.env_drift")
 
 
 def rule_per_node(name: str, values: Mapping[str, str]) -> Finding:
@@ -45,24 +68,29 @@ def rule_per_node(name: str, values: Mapping[str, str]) -> Finding:
                    actor=Actor.JOB)
 
 
-@check("cluster.env_consistency", scope="cluster", needs=["env", "node_ranks", "profile"], tags=["env", "cluster"], timeout=10)
-def env_consistency(env, node_ranks, profile):
-    """NCCL_*, GLOO_*, CUDA_DEVICE_ORDER, MASTER_ADDR/PORT, OMP_NUM_THREADS, world size are identical on all nodes."""
+@check("cluster.env_consistency", scope="cluster", needs=["env", "node_ranks", "profile", "nic_route"],
+       tags=["env", "cluster"], timeout=10)
+def env_consistency(env, node_ranks, profile, nic_route=None):
+    """NCCL_*, GLOO_*, CUDA_DEVICE_ORDER, MASTER_ADDR/PORT, OMP_NUM_THREADS, world size are identical on all nodes
+    (NCCL_* as NCCL sees them: the environment, else the node's nccl.conf files)."""
     nodes = list(env)
     if len(nodes) < 2:
         return Result.skipped(f"{len(nodes)} node reported its environment; consistency needs two or more",
                               {"nodes": nodes})
-    names = sorted({k for e in env.values() for k in e if relevant(k)})
+    seen = {n: with_nccl_conf(env[n], (nic_route or {}).get(n)) for n in nodes}
+    names = sorted({k for e, _ in seen.values() for k in e if relevant(k)})
     differing: dict[str, dict[str, str]] = {}
     soft: dict[str, dict[str, str]] = {}
     for name in names:
-        values = {n: env[n].get(name, UNSET) for n in nodes}
+        values = {n: seen[n][0].get(name, UNSET) for n in nodes}
         if len(set(values.values())) > 1:
             (soft if name in PER_NODE_OK and UNSET not in values.values() else differing)[name] = values
-    evidence = {"nodes": nodes, "compared": names, "differing": differing, "per_node": soft}
+    from_files = {name: {n: seen[n][1][name] for n in nodes if name in seen[n][1]} for name in names}
+    evidence = {"nodes": nodes, "compared": names, "differing": differing, "per_node": soft,
+                "nccl_conf": {name: files for name, files in from_files.items() if files}}
     found = Findings()
     for name, values in differing.items():
-        found.check(rule_must_agree, name, values, nodes[0])
+        found.check(rule_must_agree, name, values, nodes[0], from_files[name])
     for name, values in soft.items():
         found.check(rule_per_node, name, values)
     return found.result(f"{len(names)} launch variables identical on {len(nodes)} nodes", evidence)

@@ -468,3 +468,26 @@ def test_the_gang_budget_grants_a_start_up_allowance_only_from_time_the_run_has_
     assert gang_budget(60, 90) == (60.0, room - 60)                         # what is left after the timeout
     assert gang_budget(60, 40) == (40 - TASK_MARGIN_S - 5.0, 0.0)            # none: the timeout comes first
     assert gang_budget(6, 1000) == (6.0, 6.0)                               # never more than the timeout itself
+
+
+def test_an_nccl_variable_one_nodes_nccl_conf_sets_is_that_nodes_value_named_with_its_file(env3, profile3):
+    """NCCL reads NCCL_* from /etc/nccl.conf where the environment leaves them unset: a node whose site file disables
+    InfiniBand runs its NCCL on sockets while the others use IB, and the environments alone looked identical."""
+    ranks = {"node-a": 0, "node-b": 1, "node-c": 2}
+    env = copy.deepcopy(env3)
+    for n in env:
+        env[n].pop("NCCL_IB_DISABLE", None)
+    conf = {"path": "/etc/nccl.conf", "exists": True, "values": {"NCCL_IB_DISABLE": "1"}}
+    routes = {"node-a": {"nccl_conf": []}, "node-b": {"nccl_conf": []}, "node-c": {"nccl_conf": [conf]}}
+    assert env_consistency(env, ranks, profile3).status is Status.PASS   # the environments agree
+    result = env_consistency(env, ranks, profile3, routes)
+    assert result.status is Status.FAIL and result.summary.startswith(
+        "NCCL_IB_DISABLE differs between nodes: node-a=<unset>, node-b=<unset>, node-c=1 (/etc/nccl.conf)"), result.summary
+    assert result.remediation == ("sed -i '/^NCCL_IB_DISABLE=/d' /etc/nccl.conf   # on node-c: NCCL reads "
+                                  "NCCL_IB_DISABLE from this file (node 0 node-a has none)")
+    assert paste_problems(result.remediation) == [] and result.evidence["nccl_conf"] == {
+        "NCCL_IB_DISABLE": {"node-c": "/etc/nccl.conf"}}
+    # the environment wins over the file: an export on node-c of node 0's value (here: set everywhere) agrees
+    for n in env:
+        env[n]["NCCL_IB_DISABLE"] = "0"
+    assert env_consistency(env, ranks, profile3, routes).status is Status.PASS
