@@ -31,10 +31,16 @@ def python_cli(*args: str) -> list[str]:
     return [sys.executable, "-m", "dsv3_preflight", *args]
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     """Real Ray clusters run one at a time, on one xdist worker (`-n 2 --dist loadgroup`): two at once on
     a 2-core machine starve each other, and the embedded-Ray test must see no other cluster (`auto` would
-    rightly join it), which a Ray test on the other worker made it skip."""
+    rightly join it), which a Ray test on the other worker made it skip.
+
+    tryfirst: xdist's worker reads the xdist_group marks in its own pytest_collection_modifyitems (it suffixes the
+    node ids with ``@ray``), which pluggy called before this one; so the marks came too late, the Ray tests ran on
+    both workers at once, and the module-scoped Ray labs of test_pairs_netns were built twice. pytest 9.2 broke the
+    grouping too (pyproject.toml pins pytest<9.2); tests/test_xdist_grouping.py fails when either comes back."""
     for item in items:
         if item.get_closest_marker("ray"):
             item.add_marker(pytest.mark.xdist_group("ray"))
