@@ -2,7 +2,7 @@
 
 Each node's ``env`` fact is the environment its Ray workers inherited from `ray start`: what the training
 will see there. NCCL also reads NCCL_* settings from files (``$NCCL_CONF_FILE`` or ``~/.nccl.conf``, then
-``/etc/nccl.conf``, recorded in the ``nic_route`` fact) where the environment leaves them unset: those count as the
+``/etc/nccl.conf``, the ``nccl_conf`` fact) where the environment leaves them unset: those count as the
 node's values, named with their file. NODE_RANK and the other per-node ranks are judged by cluster.node_rank.
 """
 from __future__ import annotations
@@ -29,11 +29,11 @@ def relevant(name: str) -> bool:
     return (name in EXACT or name.startswith(PREFIXES)) and name not in IGNORED
 
 
-def with_nccl_conf(env: Mapping[str, str], route: Mapping | None) -> tuple[dict[str, str], dict[str, str]]:
+def with_nccl_conf(env: Mapping[str, str], files: list | None) -> tuple[dict[str, str], dict[str, str]]:
     """The node's variables as its processes and NCCL see them, and {name: file} for those NCCL reads from a settings
-    file: the environment wins, then the first file in NCCL's order (the ``nic_route`` fact's ``nccl_conf``)."""
+    file: the environment wins, then the first file in NCCL's order (the ``nccl_conf`` fact)."""
     values, sources = dict(env), {}
-    for conf in (route or {}).get("nccl_conf") or []:
+    for conf in files or []:
         for name, value in (conf.get("values") or {}).items():
             if name not in values:
                 values[name], sources[name] = value, conf.get("path", "nccl.conf")
@@ -68,16 +68,16 @@ def rule_per_node(name: str, values: Mapping[str, str]) -> Finding:
                    actor=Actor.JOB)
 
 
-@check("cluster.env_consistency", scope="cluster", needs=["env", "node_ranks", "profile", "nic_route"],
+@check("cluster.env_consistency", scope="cluster", needs=["env", "node_ranks", "profile", "nccl_conf"],
        tags=["env", "cluster"], timeout=10)
-def env_consistency(env, node_ranks, profile, nic_route=None):
+def env_consistency(env, node_ranks, profile, nccl_conf=None):
     """NCCL_*, GLOO_*, CUDA_DEVICE_ORDER, MASTER_ADDR/PORT, OMP_NUM_THREADS, world size are identical on all nodes
     (NCCL_* as NCCL sees them: the environment, else the node's nccl.conf files)."""
     nodes = list(env)
     if len(nodes) < 2:
         return Result.skipped(f"{len(nodes)} node reported its environment; consistency needs two or more",
                               {"nodes": nodes})
-    seen = {n: with_nccl_conf(env[n], (nic_route or {}).get(n)) for n in nodes}
+    seen = {n: with_nccl_conf(env[n], (nccl_conf or {}).get(n)) for n in nodes}
     names = sorted({k for e, _ in seen.values() for k in e if relevant(k)})
     differing: dict[str, dict[str, str]] = {}
     soft: dict[str, dict[str, str]] = {}

@@ -478,7 +478,7 @@ def test_an_nccl_variable_one_nodes_nccl_conf_sets_is_that_nodes_value_named_wit
     for n in env:
         env[n].pop("NCCL_IB_DISABLE", None)
     conf = {"path": "/etc/nccl.conf", "exists": True, "values": {"NCCL_IB_DISABLE": "1"}}
-    routes = {"node-a": {"nccl_conf": []}, "node-b": {"nccl_conf": []}, "node-c": {"nccl_conf": [conf]}}
+    routes = {"node-a": [], "node-b": [], "node-c": [conf]}   # each node's nccl_conf fact
     assert env_consistency(env, ranks, profile3).status is Status.PASS   # the environments agree
     result = env_consistency(env, ranks, profile3, routes)
     assert result.status is Status.FAIL and result.summary.startswith(

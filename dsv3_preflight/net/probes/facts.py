@@ -91,8 +91,15 @@ def nccl_conf_files(env: dict[str, Any]) -> list[dict[str, Any]]:
     return files
 
 
-@probe("nic_route", needs=["profile", "env", "resolve_master"], timeout=10)
-def nic_route(profile, env, resolve_master) -> dict[str, Any]:
+@probe("nccl_conf", needs=["env"], timeout=5)
+def nccl_conf(env) -> list[dict[str, Any]]:
+    """NCCL's settings files on this node, as it reads them (:func:`nccl_conf_files`): a fact of its own, so the checks
+    that compare NCCL_* (net.nic_route, cluster.env_consistency) do not depend on the network probes."""
+    return nccl_conf_files(env)
+
+
+@probe("nic_route", needs=["profile", "env", "resolve_master", "nccl_conf"], timeout=10)
+def nic_route(profile, env, resolve_master, nccl_conf=None) -> dict[str, Any]:
     """The interface the kernel uses to reach MASTER_ADDR (the one holding it on the head), with its state; every
     interface; the host name's addresses and /etc/hosts lines (Gloo binds them when GLOO_SOCKET_IFNAME is unset);
     the NCCL version torch loads (its interface rules depend on it)."""
@@ -104,7 +111,7 @@ def nic_route(profile, env, resolve_master) -> dict[str, Any]:
     ifaces = interfaces()
     fact: dict[str, Any] = {
         "master_addr": profile.master_addr, "master_port": profile.master_port, "nnodes": profile.nnodes,
-        "env": {k: env.get(k) for k in IFNAME_VARS}, "nccl_conf": nccl_conf_files(env), "interfaces": ifaces,
+        "env": {k: env.get(k) for k in IFNAME_VARS}, "nccl_conf": nccl_conf_files(env) if nccl_conf is None else nccl_conf, "interfaces": ifaces,
         "resolved": False, "resolve_error": None, "addresses": [], "target": None, "family": None,
         "local": False, "method": None, "route_type": None, "route_error": None, "route_errno": None,
         "ifname": None, "ifindex": None, "src": None, "gateway": None,
