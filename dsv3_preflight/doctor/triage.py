@@ -770,6 +770,8 @@ class Triage:
         # what a process prints while it exits, after the run said it finished, is teardown noise, not a failure
         after_end = [f for f in found if f.sig.teardown and all(self._after_end(e) for e in f.events)]
         found = [f for f in found if f not in after_end]
+        if self._agents_closed_late(found):   # torchrun's agents racing the store's host out at the end: noise
+            after_end, found = after_end + found, []
         if self.hung:   # the user says it hung and stopped it: what the stop printed (Ctrl-C, SIGTERM) is not the failure
             found, errors, error_count = self._without_the_stop(found, errors, error_count)
         one_node_errors: list[Event] = []
@@ -961,6 +963,17 @@ class Triage:
             if m:
                 return fi, " ".join(text[:m.end()].split())[-80:]   # "Processed prompts: 0%| | 0/16"
         return None
+
+    def _agents_closed_late(self, found: list[_Finding]) -> bool:
+        """The workers made progress, no error line anywhere, and all that is left in a multi-file log are teardown
+        lines: torchrun's agent on a node shutting the C10d rendezvous down after the head's agent (which hosts the
+        store) had already exited ("has failed to shutdown the rendezvous", "Connection was likely closed"). An agent
+        only gets there once its workers have ended; a node that failed, or died mid-run, leaves error lines or causes
+        on the others (their collectives break). So it is the end of a run that worked, whose logs print no end-of-run
+        line (torchrun logs its "worker group successfully finished" at INFO)."""
+        if self.hung or not found or self.error_count or not self.progress or not all(f.sig.teardown for f in found):
+            return False
+        return sum(1 for f in self.files if f["lines"]) >= 2
 
     def _after_end(self, ev: Event) -> bool:
         """``ev`` came after a sign that the run finished: later in its own file, or in a file without such a sign
