@@ -11,6 +11,7 @@ import shlex
 from typing import Mapping
 
 from dsv3_preflight import Result, check
+from dsv3_preflight.net.ifselect import nccl_settings
 from dsv3_preflight.result import Actor, Finding, Findings, failure, warning
 
 #: Must be identical on every node (set on all or on none).
@@ -32,12 +33,10 @@ def relevant(name: str) -> bool:
 def with_nccl_conf(env: Mapping[str, str], files: list | None) -> tuple[dict[str, str], dict[str, str]]:
     """The node's variables as its processes and NCCL see them, and {name: file} for those NCCL reads from a settings
     file: the environment wins, then the first file in NCCL's order (the ``nccl_conf`` fact)."""
-    values, sources = dict(env), {}
-    for conf in files or []:
-        for name, value in (conf.get("values") or {}).items():
-            if name not in values:
-                values[name], sources[name] = value, conf.get("path", "nccl.conf")
-    return values, sources
+    names = {name for conf in files or [] for name in conf.get("values") or {}}
+    settings = nccl_settings(env, files or [], names)   # net.nic_route's precedence, for every name a file sets
+    sources = {name: source for name, (_value, source) in settings.items() if source}
+    return {**env, **{name: settings[name][0] for name in sources}}, sources
 
 
 def rule_must_agree(name: str, values: Mapping[str, str], ref: str,
