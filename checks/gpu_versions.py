@@ -6,6 +6,7 @@ from typing import Any, Mapping, Sequence
 
 from dsv3_preflight import check
 from dsv3_preflight.gpu import remedies
+from dsv3_preflight.host.pyenv import pip_pin
 from dsv3_preflight.result import Actor, Finding, Findings, failure
 
 #: (key in the versions fact, label)
@@ -16,14 +17,6 @@ COMPARED = (
     ("accelerate", "accelerate"), ("python", "python"),
 )
 PIP_NAMES = {"torch", "deepspeed", "transformers", "peft", "accelerate"}
-
-
-def pip_pin(package: str, version: str) -> str:
-    """The pip command installing exactly ``version``. A local version (torch's ``2.4.0+cu121``) is not on PyPI:
-    it comes from PyTorch's index named by the local tag."""
-    if "+" in version and package == "torch":
-        return f"pip install {package}=={version} --index-url https://download.pytorch.org/whl/{version.split('+', 1)[1]}"
-    return f"pip install {package}=={version}"
 
 
 def render_table(nodes: list[str], table: dict[str, dict[str, Any]], odd: dict[str, set[str]]) -> str:

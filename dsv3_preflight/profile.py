@@ -156,6 +156,9 @@ FIELDS: tuple[Field, ...] = (
           "a pair is slow past this many times the median p50 latency of the pairs without its nodes"),
     Field("pairs_busbw_ratio", _float(0.0), 0.5,
           "a pair is slow below this fraction of the median busbw of the pairs without its nodes"),
+    Field("torchrun", _str, None, "the command that starts torchrun (shell words): launch runs it, and "
+          "env.torchrun_python compares the Python it runs with this one; unset: this interpreter's "
+          "`-m torch.distributed.run`", (), "CMD"),
 )
 FIELD_BY_NAME = {f.name: f for f in FIELDS}
 

@@ -103,7 +103,7 @@ def test_missing_checks_dir_is_a_clear_error(tmp_path):
 def test_selection_by_name_prefix_tag_and_skip():
     registry = load_registry(entry_points=False)
     selected, deselected = registry.select(only=["env.*"])
-    assert [c.name for c in selected] == ["env.launch_vars"]
+    assert [c.name for c in selected] == ["env.launch_vars", "env.torchrun_python"]
     selected, deselected = registry.select(skip=["env.launch_vars"])
     assert "env.launch_vars" not in [c.name for c in selected]
     assert deselected == {"env.launch_vars": "skipped on request (--skip)"}

@@ -16,8 +16,6 @@ def add_arguments(parser) -> None:
     group = parser.add_argument_group("launch")
     group.add_argument("--dry-run", action="store_true",
                        help="run the preflight, then print the exact command and the environment it adds (shell-quoted) instead of starting it")
-    group.add_argument("--torchrun", default=None, metavar="CMD",
-                       help="how to start torchrun (shell-split; default: this interpreter's `-m torch.distributed.run`)")
     group.add_argument("--launch-log", default=None, metavar="PATH",
                        help="the launch log (default REPORTS_DIR/launch-<time>-<node>.log; none with --no-report)")
     group.add_argument("--stop-grace", type=float, default=10.0, metavar="S",
@@ -37,7 +35,9 @@ def run(args) -> int:
     if not args.all_nodes:
         from ..launch.command import training_script
 
-        script = training_script(args.training, shlex.split(args.torchrun) if args.torchrun else None)
+        # --torchrun is a profile field (env.torchrun_python judges the Python it runs): here its CLI value, if any
+        torchrun_cli = args.profile_torchrun
+        script = training_script(args.training, shlex.split(torchrun_cli) if torchrun_cli else None)
         if script and not args.dry_run and not os.path.exists(script):
             raise UsageError(f"the training script {script} does not exist (in {os.getcwd()}): nothing run")
         return _launch(args, None, training_lines, training_values)
@@ -122,7 +122,7 @@ def _launch(args, session, training_lines: list[str], training_values: dict) -> 
 
     environ = dict(doc["nodes"][0]["facts"].get("env") or {}) if args.facts_in else dict(os.environ)
     profile = Profile.from_dict(doc["profile"])
-    torchrun = shlex.split(args.torchrun) if args.torchrun else None
+    torchrun = shlex.split(profile.torchrun) if profile.torchrun else None   # the command env.torchrun_python judged
     if args.all_nodes:
         from ..launch.ray_launch import dry_run_text, launch_all_nodes
 

@@ -2856,7 +2856,8 @@ SIGNATURES: tuple[Signature, ...] = (
 CHECK_CLASS: dict[str, str] = {
     "cluster.env_consistency": GATE_CLASS, "cluster.master_node": "port_rendezvous", "cluster.node_count": "port_rendezvous",
     "cluster.node_rank": "pci_rank_dup", "dist.allreduce": GATE_CLASS, "dist.allreduce_cluster": GATE_CLASS,
-    "dist.pairs": GATE_CLASS, "env.launch_vars": GATE_CLASS, "gpu.clocks": GATE_CLASS, "gpu.cuda_init": GATE_CLASS,
+    "dist.pairs": GATE_CLASS, "env.launch_vars": GATE_CLASS, "env.torchrun_python": "version_drift",
+    "gpu.clocks": GATE_CLASS, "gpu.cuda_init": GATE_CLASS,
     "gpu.fabric_manager": "cuda_fabric", "gpu.inventory": GATE_CLASS, "gpu.memory_errors": GPU_FAULT_CLASS,
     "gpu.modes": GATE_CLASS, "gpu.nvlink": "nccl_transport", "gpu.pcie_link": GATE_CLASS,
     "gpu.rank_mapping": "pci_rank_dup", "gpu.rank_mapping_cluster": "pci_rank_dup", "gpu.reset_pending": GPU_FAULT_CLASS,
