@@ -57,7 +57,7 @@ def _judge(inspected: Mapping[str, Any], mine: Mapping[str, Any], *, named: bool
                                 "self": mine}
     if inspected.get("not_found"):
         fix = (f"command -v {shlex.quote(inspected['not_found'])} || echo 'not on PATH'    # on this node\n"
-               f"# name torchrun by its full path: {PROFILE_FIX} \"${{TORCHRUN:?the training environment's torchrun, "
+               f"# name torchrun by its full path: {PROFILE_FIX} \"${{TORCHRUN:?the torchrun of the training environment, "
                "e.g. /opt/conda/envs/train/bin/torchrun}\"")
         return bad(f"{who}: {inspected['not_found']} is not found on this node's PATH{tail}", evidence, fix,
                    actor=Actor.JOB)
@@ -71,7 +71,7 @@ def _judge(inspected: Mapping[str, Any], mine: Mapping[str, Any], *, named: bool
     theirs = inspected.get("report")
     if theirs is None:
         fix = (f"{shlex.quote(str(interpreter))} -c 'import torch; print(torch.__version__)'    # what fails there\n"
-               f"# name a torchrun whose Python runs: {PROFILE_FIX} \"${{TORCHRUN:?the training environment's torchrun}}\"")
+               f"# name a torchrun whose Python runs: {PROFILE_FIX} \"${{TORCHRUN:?the torchrun of the training environment}}\"")
         return bad(f"{who} runs {interpreter}, which does not report its libraries: {inspected.get('error')}{tail}",
                    {**evidence, "error": inspected.get("error"), "timed_out": inspected.get("timed_out")}, fix,
                    actor=Actor.JOB)
@@ -82,7 +82,7 @@ def _judge(inspected: Mapping[str, Any], mine: Mapping[str, Any], *, named: bool
         v = (mine.get("versions") or {}).get("torch")
         fix = (f"{shlex.quote(str(interpreter))} -m {pip_pin('torch', v)}    # torch for that environment (the one checked here)\n"
                if v else "") + (f"# or name the training environment's torchrun: {PROFILE_FIX} "
-                                "\"${TORCHRUN:?the training environment's torchrun}\"")
+                                "\"${TORCHRUN:?the torchrun of the training environment}\"")
         return bad(f"{who} runs {interpreter}, which has no torch: torchrun cannot start there{tail}", evidence, fix,
                    actor=Actor.JOB)
     diffs = differences(mine, theirs)

@@ -33,4 +33,4 @@ def test_run_writes_junit_beside_the_document(tmp_path, clean_env):
                           capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     suite = ET.parse(tmp_path / "j.xml").getroot()
-    assert [c.get("name") for c in suite.iter("testcase")] == ["env.launch_vars"]
+    assert [c.get("name") for c in suite.iter("testcase")] == ["env.launch_vars", "env.torchrun_python"]
