@@ -233,3 +233,23 @@ def test_launch_runs_the_named_torchrun_of_another_environment_when_its_librarie
     [judged] = [r for r in json.loads((tmp_path / "report.json").read_text())["results"]
                 if r["name"] == "env.torchrun_python"]
     assert f"runs {python}, another environment with the same versions" in judged["summary"]
+
+
+@pytest.mark.skipif(not os.path.exists(SYSTEM_PYTHON), reason=f"no {SYSTEM_PYTHON} on this machine")
+def test_the_doctor_names_a_torchrun_of_a_python_without_torch_and_the_check_that_catches_it(tmp_path):
+    if subprocess.run([SYSTEM_PYTHON, "-c", "import torch"], capture_output=True, timeout=60).returncode == 0:
+        pytest.skip(f"{SYSTEM_PYTHON} has torch on this machine")
+    # what torchrun of that Python prints: its console script's first import fails
+    run = subprocess.run([SYSTEM_PYTHON, "-c", "from torch.distributed.run import main; main()"],
+                         capture_output=True, text=True, timeout=60)
+    assert run.returncode == 1
+    log = tmp_path / "node0.log"
+    log.write_text(run.stderr)
+    doctor = subprocess.run([sys.executable, "-m", "dsv3_preflight", "doctor", "--json", str(log)],
+                            capture_output=True, text=True, timeout=120)
+    assert doctor.returncode == 1, doctor.stdout + doctor.stderr
+    found = json.loads(doctor.stdout)
+    head = found["findings"][0]
+    assert (head["id"], head["class"], head["check"]) == ("python.stack_module_missing", "version_drift",
+                                                         "env.torchrun_python")
+    assert head["title"] == "The Python that ran this has no torch"

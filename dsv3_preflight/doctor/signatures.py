@@ -514,6 +514,34 @@ SIGNATURES: tuple[Signature, ...] = (
       "RuntimeError: The NVIDIA driver on your system is too old (found version 11040). Please update your GPU driver "
       "by downloading and installing a new version from the URL: http://www.nvidia.com/Download/index.aspx",
       "https://github.com/lllyasviel/Fooocus/issues/1313 (torch/cuda/__init__.py)"),
+    # the training's Python lacks a library of the stack, or has one another library of it cannot import from (the
+    # versions do not go together): the environment torchrun runs is not the one that was set up (or checked)
+    S("python.stack_module_missing", "version_drift", "cause", (b"No module named",),
+      r"(?:ModuleNotFoundError|ImportError): No module named '(?P<module>(?:torch|deepspeed|transformers|peft|accelerate"
+      r"|safetensors)(?:\.[\w.]+)?)'",
+      "The Python that ran this has no {module}",
+      "The interpreter torchrun (or the job's command) started lacks a library of the training stack: another "
+      "environment than the one set up and checked (a conda env or venv not activated on this node, a torchrun of "
+      "another Python first on PATH, a container image without it), or an install that failed on this node.",
+      "dsv3-preflight run --only env.torchrun_python --torchrun \"${TORCHRUN:?the torchrun command of the job}\"    # the "
+      "Python it runs, against the one checked\n" + VERSIONS_FIX, "env.torchrun_python", 0,
+      "ModuleNotFoundError: No module named 'torch'",
+      "CPython's import system (ModuleNotFoundError); produced here by `from torch.distributed.run import main` in a "
+      "Python without torch (tests/test_torchrun_python.py's system Python)"),
+    S("python.stack_import_mismatch", "version_drift", "cause", (b"cannot import name",),
+      r"ImportError: cannot import name '(?P<name>\w+)' from '(?P<module>(?:torch|deepspeed|transformers|peft|accelerate"
+      r"|safetensors)(?:\.[\w.]+)?)'",
+      "{module} has no {name}: the stack's libraries are of versions that do not go together",
+      "One library of the training stack imports a name another one does not have in the installed version (peft "
+      "newer or older than the transformers it was released with, a DeepSpeed built for another torch): the "
+      "environment was assembled from versions never tested together, or differs from the one checked.",
+      "python -m pip check    # with the Python torchrun runs: the requirements its packages do not meet\n"
+      "dsv3-preflight run --only env.torchrun_python --torchrun \"${TORCHRUN:?the torchrun command of the job}\"\n"
+      + VERSIONS_FIX, "env.torchrun_python", 0,
+      "ImportError: cannot import name 'EncoderDecoderCache' from 'transformers' (/opt/conda/lib/python3.10/"
+      "site-packages/transformers/__init__.py)",
+      "CPython's import system (ImportError 'cannot import name X from Y (path)', produced here); the example's name "
+      "is one peft/peft_model.py imports from transformers"),
     S("torch.cpu_build", "version_drift", "cause", (b"Torch not compiled with CUDA enabled", b"_cuda_", b"NCCL built in",
                                                    b"NCCL support is not compiled"),
       r"Torch not compiled with CUDA enabled|module 'torch\._C' has no attribute '_cuda_\w+'"
