@@ -6,16 +6,15 @@ found on ``PATH``; all run as argument lists under a timeout.
 """
 from __future__ import annotations
 
-import importlib.metadata as md
-import importlib.util
 import platform
-import re
 import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
 
 from dsv3_preflight.gpu.fm_log import findings, parse_version
+# the readers env.torchrun_python's report of another interpreter uses too (standard library only, no torch import)
+from dsv3_preflight.host.probes.pyenv_report import dist_version, nccl_wheel, torch_cuda as torch_cuda_version
 from dsv3_preflight import signals
 from dsv3_preflight.registry import probe
 from .nvml import kernel_module_version, sysroot
@@ -162,41 +161,6 @@ def fabric_manager() -> dict[str, Any]:
 # -- versions -------------------------------------------------------------------------
 
 PACKAGES = ("torch", "deepspeed", "transformers", "peft", "accelerate", "ray")
-NCCL_WHEELS = ("nvidia-nccl-cu13", "nvidia-nccl-cu12", "nvidia-nccl-cu11")
-
-
-def _dist_version(name: str) -> str | None:
-    try:
-        return md.version(name)
-    except md.PackageNotFoundError:
-        return None
-
-
-def nccl_wheel() -> tuple[str | None, str | None]:
-    """``(version, wheel)`` of the NCCL wheel installed for torch (the libnccl torch loads, so the version
-    ``torch.cuda.nccl.version()`` reports), without importing torch; ``(None, None)`` without one."""
-    for wheel in NCCL_WHEELS:
-        version = _dist_version(wheel)
-        if version:
-            return version, wheel
-    return None, None
-
-
-def torch_cuda_version() -> str | None:
-    """``torch.version.cuda`` read from torch/version.py without importing torch."""
-    try:
-        spec = importlib.util.find_spec("torch")
-    except (ImportError, ValueError):
-        return None
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    text = _read(Path(list(spec.submodule_search_locations)[0]) / "version.py") or ""
-    m = re.search(r"^cuda\s*(?::[^=]*)?=\s*(?:'([^']*)'|\"([^\"]*)\"|None)", text, re.M)
-    if not m:
-        return None
-    return m.group(1) or m.group(2) or None
-
-
 @probe("versions", needs=["nvml", "fabric_manager"], timeout=15)
 def versions(nvml, fabric_manager) -> dict[str, Any]:
     """Versions that must be identical on every node: driver, FM, CUDA, torch and its NCCL, DeepSpeed, …"""
@@ -210,5 +174,5 @@ def versions(nvml, fabric_manager) -> dict[str, Any]:
         "nccl": nccl,
         "nccl_source": nccl_source,
         "python": platform.python_version(),
-        **{pkg: _dist_version(pkg) for pkg in PACKAGES},
+        **{pkg: dist_version(pkg) for pkg in PACKAGES},
     }

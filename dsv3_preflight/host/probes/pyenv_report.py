@@ -19,14 +19,25 @@ PACKAGES = ("torch", "deepspeed", "transformers", "peft", "accelerate", "safeten
 NCCL_WHEELS = ("nvidia-nccl-cu13", "nvidia-nccl-cu12", "nvidia-nccl-cu11")
 
 
-def _version(name):
+def dist_version(name):
+    """The installed version of distribution ``name`` (None: not installed, or unreadable metadata)."""
     try:
         return md.version(name)
     except Exception:   # PackageNotFoundError, or a broken install's metadata
         return None
 
 
-def _torch_cuda():
+def nccl_wheel():
+    """``(version, wheel)`` of the NCCL wheel installed for torch (the libnccl torch loads, so the version
+    ``torch.cuda.nccl.version()`` reports), without importing torch; ``(None, None)`` without one."""
+    for wheel in NCCL_WHEELS:
+        version = dist_version(wheel)
+        if version:
+            return version, wheel
+    return None, None
+
+
+def torch_cuda():
     """``torch.version.cuda`` from torch/version.py, without importing torch (None: a CPU build or no torch)."""
     try:
         spec = importlib.util.find_spec("torch")
@@ -47,15 +58,10 @@ def report():
     """The environment's interpreter and library versions (plain JSON data)."""
     versions = {"python": platform.python_version()}
     for name in PACKAGES:
-        versions[name] = _version(name)
-    versions["torch_cuda"] = _torch_cuda()
-    versions["nccl"], nccl_wheel = None, None
-    for wheel in NCCL_WHEELS:
-        found = _version(wheel)
-        if found:
-            versions["nccl"], nccl_wheel = found, wheel
-            break
-    return {"executable": sys.executable, "prefix": sys.prefix, "versions": versions, "nccl_wheel": nccl_wheel}
+        versions[name] = dist_version(name)
+    versions["torch_cuda"] = torch_cuda()
+    versions["nccl"], wheel = nccl_wheel()
+    return {"executable": sys.executable, "prefix": sys.prefix, "versions": versions, "nccl_wheel": wheel}
 
 
 if __name__ == "__main__":
