@@ -23,7 +23,7 @@ def _where(report: Mapping[str, Any]) -> str:
 
 
 def _alignment_fix(mine: Mapping[str, Any], theirs: Mapping[str, Any], diffs: list[dict[str, Any]],
-                   theirs_python: str, nccl_wheel: str | None) -> str:
+                   theirs_python: str) -> str:
     """Run the preflight from the training environment (first choice), or give this one the training's versions."""
     quoted = shlex.quote(theirs_python)
     lines = [f"# torchrun runs {theirs_python} ({describe(theirs)}); the checks ran in {_where(mine)}",
@@ -36,7 +36,7 @@ def _alignment_fix(mine: Mapping[str, Any], theirs: Mapping[str, Any], diffs: li
         if d["theirs"] is None or d["name"] in ("python", "torch_cuda"):
             continue
         if d["name"] == "nccl":
-            pins.append(f"{mine_python} -m pip install {nccl_wheel or 'nvidia-nccl-cu12'}=={d['theirs']}")
+            pins.append(f"{mine_python} -m pip install {theirs.get('nccl_wheel') or 'nvidia-nccl-cu12'}=={d['theirs']}")
         else:
             pins.append(f"{mine_python} -m {pip_pin(d['name'], d['theirs'])}")
     if pins:
@@ -89,7 +89,7 @@ def _judge(inspected: Mapping[str, Any], mine: Mapping[str, Any], *, named: bool
     evidence["differences"] = diffs
     failing = [d for d in diffs if d["fails"]]
     listed = ", ".join(f"{d['label']} {d['theirs'] or 'none'} (checked: {d['mine'] or 'none'})" for d in (failing or diffs))
-    fix = _alignment_fix(mine, theirs, diffs, str(interpreter), theirs.get("nccl_wheel"))
+    fix = _alignment_fix(mine, theirs, diffs, str(interpreter))
     if failing:
         return bad(f"{who} runs {interpreter}, not the Python the checks ran in: {listed}{tail}", evidence, fix,
                    actor=Actor.JOB)

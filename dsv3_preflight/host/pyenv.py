@@ -16,8 +16,6 @@ from typing import Any, Mapping, Sequence
 
 #: the names of a Python interpreter (python, python3, python3.11, pypy3)
 PYTHON_NAME = re.compile(r"(?:python|pypy)(?:\d+(?:\.\d+)*)?")
-#: the modules that are torchrun when an interpreter runs them with ``-m``
-TORCHRUN_MODULES = ("torch.distributed.run", "torch.distributed.launch")
 #: distlib's launcher for a script whose interpreter path is too long for a ``#!`` line (pip writes it):
 #: ``#!/bin/sh`` then ``'''exec' "/very/long/path/bin/python" "$0" "$@"``
 _DISTLIB_EXEC = re.compile(r"""^'''exec' (?:"(?P<q>[^"]+)"|(?P<p>\S+)) "\$0" "\$@"\s*$""")
@@ -28,7 +26,6 @@ COMPARED = (
     ("deepspeed", "deepspeed", True), ("transformers", "transformers", True), ("peft", "peft", True),
     ("python", "python", False), ("accelerate", "accelerate", False), ("safetensors", "safetensors", False),
 )
-PIP_NAMES = {"torch", "deepspeed", "transformers", "peft", "accelerate", "safetensors"}
 
 
 def pip_pin(package: str, version: str) -> str:

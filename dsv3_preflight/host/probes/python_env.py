@@ -94,7 +94,7 @@ def inspect_command(text: str, env: Mapping[str, str]) -> dict[str, Any]:
     return out
 
 
-@probe("torchrun_python", needs=["profile", "env"], timeout=2 * REPORT_TIMEOUT + 5)
+@probe("torchrun_python", needs=["profile", "env"], timeout=REPORT_TIMEOUT + 5)   # one interpreter run at most
 def torchrun_python(profile, env) -> dict[str, Any]:
     """The Python the launch's torchrun runs (the profile's ``torchrun`` command; when unset, ``launch`` runs this
     interpreter, and a ``torchrun`` on PATH is looked at too) and its libraries' versions, beside the preflight's."""
@@ -102,6 +102,7 @@ def torchrun_python(profile, env) -> dict[str, Any]:
                             "source": profile.sources.get("torchrun", "default"), "judged": None, "path_torchrun": None}
     if profile.torchrun:
         fact["judged"] = inspect_command(profile.torchrun, env)
-    elif shutil.which("torchrun", path=env.get("PATH")):
-        fact["path_torchrun"] = inspect_command("torchrun", env)
+    else:
+        found = inspect_command("torchrun", env)
+        fact["path_torchrun"] = None if found["executable"] is None and found["not_found"] else found   # none on PATH
     return fact
