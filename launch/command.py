@@ -91,11 +91,29 @@ def _contradicts(name: str, yours: str, item: Derived) -> bool:
     return yours.strip() != item.value
 
 
+#: torchrun's options after which the first training word is a module or an executable, not a script file
+NOT_A_SCRIPT = frozenset({"-m", "--module", "--no-python", "--no_python"})
+#: the modules a Python interpreter runs as torchrun (``python -m torch.distributed.run``)
+TORCHRUN_MODULES = ("torch.distributed.run", "torch.distributed.launch")
+
+
+def torchrun_options(torchrun: Sequence[str]) -> list[str]:
+    """The words of a torchrun command that are torchrun's own: after ``-m torch.distributed.run`` (that ``-m`` is
+    the interpreter's, naming torchrun itself), else after the first word (the ``torchrun`` executable)."""
+    words = list(torchrun)
+    for i, word in enumerate(words):
+        if word == "-m" and i + 1 < len(words) and words[i + 1] in TORCHRUN_MODULES:
+            return words[i + 2:]
+        if word.startswith("-m") and word[2:] in TORCHRUN_MODULES:
+            return words[i + 1:]
+    return words[1:]
+
+
 def training_script(training: Sequence[str], torchrun: Sequence[str] | None = None) -> str | None:
     """The script file torchrun will run, which must exist; None when it runs a module or an executable
-    (``-m``/``--module``/``--no-python`` in the torchrun command or first after ``--``)."""
-    flags = {"-m", "--module", "--no-python", "--no_python"}
-    if not training or training[0].startswith("-") or flags & set(torchrun or ()):
+    (``-m``/``--module``/``--no-python`` among torchrun's own options, or first after ``--``). The ``-m`` of
+    ``python -m torch.distributed.run`` is the interpreter's: the training word is still a script."""
+    if not training or training[0].startswith("-") or NOT_A_SCRIPT & set(torchrun_options(torchrun or ())):
         return None
     return training[0]
 

@@ -298,3 +298,48 @@ def test_a_module_or_executable_after_the_separator_is_not_checked_as_a_file():
     assert training_script(["src/train.py", "--x"]) == "src/train.py"
     assert training_script(["-m", "pkg.train"]) is None
     assert training_script(["bash", "run.sh"], ["torchrun", "--no-python"]) is None
+    assert training_script(["pkg.train"], ["/opt/conda/bin/python", "-m", "torch.distributed.run", "-m"]) is None
+
+
+def test_the_interpreters_own_dash_m_naming_torchrun_leaves_the_script_checked():
+    """``python -m torch.distributed.run``: that -m runs torchrun; the training word is still a script file."""
+    from dsv3_preflight.launch.command import torchrun_options, training_script
+
+    for torchrun in (["python3.10", "-m", "torch.distributed.run"], ["/env/bin/python", "-u", "-m", "torch.distributed.run"],
+                     ["python", "-mtorch.distributed.run", "--standalone"], ["torchrun", "--nnodes=1"]):
+        assert training_script(["src/train.py", "--x"], torchrun) == "src/train.py", torchrun
+    assert torchrun_options(["python", "-m", "torch.distributed.run", "--no-python", "-x"]) == ["--no-python", "-x"]
+    assert torchrun_options(["torchrun", "--module"]) == ["--module"]
+    assert torchrun_options([]) == []
+
+
+@pytest.mark.parametrize("where", ["--torchrun", "--config"])
+def test_a_missing_script_is_refused_under_a_python_dash_m_torchrun(where, tmp_path, capsys, monkeypatch):
+    """``python -m torch.distributed.run`` as torchrun (on the command line or in --config) still runs a script: a
+    missing one is refused before the preflight. Its -m was read as torchrun's own: the preflight ran, then
+    torchrun failed on the file."""
+    monkeypatch.chdir(tmp_path)
+    torchrun = f"{sys.executable} -m torch.distributed.run"
+    config = tmp_path / "preflight.toml"
+    config.write_text(f'torchrun = "{torchrun}"\n')
+    given = ["--torchrun", torchrun] if where == "--torchrun" else ["--config", str(config)]
+    assert main(["launch", "--profile", "cpu", *given, "--no-report", "--only", "env.launch_vars", "--",
+                 "no_such_train.py"]) == 4
+    err = capsys.readouterr().err
+    assert f"the training script no_such_train.py does not exist (in {tmp_path})" in err
+    assert "GO" not in err
+
+
+@pytest.mark.slow
+def test_an_executable_under_the_config_files_no_python_torchrun_is_not_refused_as_a_missing_script(tmp_path, user_env):
+    """``torchrun = "... --no-python"`` in --config: the training word is an executable on PATH (``true``), not a
+    file of the working directory. It was refused as a missing script: the check read only --torchrun's CLI value."""
+    config = tmp_path / "preflight.toml"
+    config.write_text(f'torchrun = "{sys.executable} -m torch.distributed.run --no-python"\n')
+    code, stdout, stderr, seen = launch_watched(
+        ["--profile", "cpu", "--config", str(config), "--master-port", str(free_port()), "--no-report",
+         "--only", "env.*", "--launch-log", str(tmp_path / "launch.log"), "--", "true"], user_env, tmp_path)
+    assert code == 0, stderr
+    assert "does not exist" not in stderr
+    log = (tmp_path / "launch.log").read_text()
+    assert "# GO: exec" in log and "--no-python" in log and any(TORCHRUN_MARK in cmd for cmd in seen)

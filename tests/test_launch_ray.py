@@ -90,8 +90,17 @@ def test_all_nodes_launch_runs_torchrun_on_every_node_with_its_rank_in_the_drive
     # node (Ray workers run wherever `ray start` ran)
     (tmp_path / "src").mkdir()
     shutil.copy(TRAIN, tmp_path / "src" / "train.py")
-    proc, doc = launch(lab, tmp_path, script="src/train.py")
+    # --torchrun naming a torchrun script as pip writes it (#! this interpreter): every node runs that command, and
+    # env.torchrun_python judged its Python on every node
+    torchrun = tmp_path / "bin" / "torchrun"
+    torchrun.parent.mkdir()
+    ours_script = Path(shutil.which("torchrun", path=str(Path(sys.executable).parent)))
+    torchrun.write_text(f"#!{sys.executable}\n" + ours_script.read_text().split("\n", 1)[1])
+    torchrun.chmod(0o755)
+    proc, doc = launch(lab, tmp_path, script="src/train.py", extra=("--torchrun", str(torchrun)))
     assert proc.returncode == 0, proc.stderr[-3000:]
+    judged = [r for r in doc["results"] if r["name"] == "env.torchrun_python"]
+    assert sorted(r["node"] for r in judged) == ["lab-node0", "lab-node1"] and {r["status"] for r in judged} == {"pass"}
     ranks = doc["cluster"]["node_ranks"]
     assert ranks == {"lab-node0": 0, "lab-node1": 1}
     by_rank = {r: name for name, r in ranks.items()}
@@ -104,6 +113,7 @@ def test_all_nodes_launch_runs_torchrun_on_every_node_with_its_rank_in_the_drive
     assert sorted(logs) == [0, 1]
     for rank, text in logs.items():
         assert f"--node_rank={rank} " in text and f"rank {rank} all_reduce sum 3" in text
+        assert f"\n{torchrun} --nnodes=2 " in text   # the command env.torchrun_python judged, not this interpreter's
         assert f"# in {tmp_path}\n" in text
         assert text.rstrip().endswith("# torchrun exited with 0")
     for path in (tmp_path / "logs").glob("launch-*-node*.log"):   # torchrun's --log-dir is named as the node's log
@@ -221,7 +231,10 @@ def _none_left(tmp_path: Path) -> None:
 
 
 def test_a_missing_training_script_fails_the_start_with_the_reason(lab: RayLab, tmp_path: Path):
-    proc = _cli(lab, tmp_path, _argv(lab, tmp_path, "no_such_train.py"), 240)
+    # under `python -m torch.distributed.run` too: that -m names torchrun, the training word is still a script
+    argv = _argv(lab, tmp_path, "no_such_train.py")
+    argv[argv.index("--"):argv.index("--")] = ["--torchrun", f"{sys.executable} -m torch.distributed.run"]
+    proc = _cli(lab, tmp_path, argv, 240)
     _none_left(tmp_path)
     assert proc.returncode == 10, proc.stderr[-3000:]
     last = proc.stderr.strip().splitlines()[-1]

@@ -33,13 +33,8 @@ def run(args) -> int:
         raise UsageError("--facts-in replays another run's facts: a launch needs this node's own preflight (use it with --dry-run)")
     training_lines, training_values = _read_training_command(args)
     if not args.all_nodes:
-        from ..launch.command import training_script
-
-        # --torchrun is a profile field (env.torchrun_python judges the Python it runs): here its CLI value, if any
-        torchrun_cli = args.profile_torchrun
-        script = training_script(args.training, shlex.split(torchrun_cli) if torchrun_cli else None)
-        if script and not args.dry_run and not os.path.exists(script):
-            raise UsageError(f"the training script {script} does not exist (in {os.getcwd()}): nothing run")
+        if not args.dry_run:
+            _script_exists(args, training_values)
         return _launch(args, None, training_lines, training_values)
     # One Ray connection for the preflight and the launch: the same nodes, ids and ranks (run_all_nodes
     # reuses an open connection and leaves it open). A connection error is the preflight's red row.
@@ -61,6 +56,25 @@ def run(args) -> int:
     finally:
         if not isinstance(session, ClusterError):
             disconnect(session)
+
+
+def _script_exists(args, training_values: dict) -> None:
+    """Refuse, before the preflight, a training script that is not there. torchrun is the profile's (the command
+    line, the environment, --config, or the training command's values: the one launch will run), whose own
+    -m/--no-python make the training word a module or an executable."""
+    from ..cli import UsageError
+    from ..launch.command import training_script
+    from ..preflight import resolve
+    from .run import options_from_args
+
+    words = resolve(options_from_args(args, training_values=training_values)).torchrun
+    try:
+        torchrun = shlex.split(words) if words else None
+    except ValueError:   # unbalanced quotes: env.torchrun_python reports it, and no torchrun starts
+        return
+    script = training_script(args.training, torchrun)
+    if script and not os.path.exists(script):
+        raise UsageError(f"the training script {script} does not exist (in {os.getcwd()}): nothing run")
 
 
 def _read_training_command(args) -> tuple[list[str], dict]:
