@@ -5,6 +5,7 @@ torch.Size([4, 32])" in the doctor's library-messages test."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -17,6 +18,7 @@ from paste_lint import paste_problems
 from dsv3_preflight.checks.lora_adapter_base import adapter_base
 from dsv3_preflight.lora.base_fit import compare
 from dsv3_preflight.lora.case import AdapterCase
+from dsv3_preflight.lora.layout import template
 from dsv3_preflight.lora.probes.facts import model_facts, read_model_facts
 from dsv3_preflight.lora.probes.scan import adapter_facts
 
@@ -172,7 +174,6 @@ def test_a_transformers4_adapter_of_per_expert_modules_is_converted_by_peft_and_
     model.layers.*.mlp.experts.*.down_proj'), blocking the resume of a run started before the upgrade."""
     import warnings
 
-    import torch
     from peft import PeftModel
 
     out = tmp_path / "out"
@@ -193,9 +194,144 @@ def test_a_transformers4_adapter_of_per_expert_modules_is_converted_by_peft_and_
     assert "peft 0.21.2 converts checkpoint-100/adapter_model.safetensors as it loads it" in r["summary"]
     (a,) = r["evidence"]["adapters"]
     assert a["peft_converts"] is True and a["absent"] == [] and "model.layers.*.self_attn.q_a_proj" in a["compared"]
+    # the converted experts are held to the model's experts and widths like a transformers-5 save
+    assert {"model.layers.*.mlp.experts.gate_up_proj", "model.layers.*.mlp.experts.down_proj"} <= set(a["compared"])
+    assert a["not_compared"] == []
     # on another model the attention still does not fit: the conversion hides no mismatch
     p = subprocess.run([sys.executable, "-m", "dsv3_preflight", "run", "--profile", "cpu", "--only", "lora.adapter_base",
                         "--model-path", str(lab_dirs / "dsv3"), "--output-dir", str(out), "--json", str(js),
                         "--no-report", "--no-color"], capture_output=True, text=True, timeout=300)
     r = {x["name"]: x for x in json.loads(js.read_text())["results"]}["lora.adapter_base"]
     assert p.returncode == 1 and r["status"] == "fail" and "does not fit deepseek_v3" in r["summary"], r["summary"]
+
+
+# ------------------------------------------------------------------ fused experts and routers (target_parameters)
+#: peft's load error, one line per tensor whose saved shape the model's layer does not take
+PEFT_MISMATCH = re.compile(r"size mismatch for base_model\.model\.(?P<module>\S+?)\.(?P<matrix>lora_[AB])\.default\.weight: "
+                           r"copying a param with shape torch\.Size\(\[(?P<saved>[\d, ]+)\]\) from checkpoint, the shape "
+                           r"in current model is torch\.Size\(\[(?P<want>[\d, ]+)\]\)")
+GPT_OSS_TINY = dict(hidden_size=64, intermediate_size=32, num_hidden_layers=2, num_attention_heads=4,
+                    num_key_value_heads=2, head_dim=16, num_local_experts=4, num_experts_per_tok=2, vocab_size=128,
+                    max_position_embeddings=64, layer_types=["full_attention", "sliding_attention"])
+
+
+def _config(kind: str, **changes):
+    from transformers import DeepseekV3Config, GptOssConfig
+
+    return (DeepseekV3Config(**{**lab.DSV3_TINY, **changes}) if kind == "dsv3"
+            else GptOssConfig(**{**GPT_OSS_TINY, **changes}))
+
+
+@pytest.fixture(scope="module")
+def moe_lab(tmp_path_factory):
+    """Real peft adapters of fused expert weights and a router (target_parameters), saved from tiny models:
+    DeepSeek-V3's experts ``[E, out, in]`` (not transposed) and gpt-oss's ``[E, in, out]`` (``is_transposed``)."""
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    root = tmp_path_factory.mktemp("moe_adapters")
+    for kind, targets, params in (("dsv3", ["q_a_proj"], ["gate_up_proj", "down_proj", "gate.weight"]),
+                                  ("gpt_oss", ["q_proj"], ["mlp.experts.gate_up_proj", "mlp.experts.down_proj"])):
+        _config(kind).save_pretrained(root / f"{kind}_model")
+        torch.manual_seed(0)
+        model = get_peft_model(AutoModelForCausalLM.from_config(_config(kind)),
+                               LoraConfig(r=4, target_modules=targets, target_parameters=params))
+        with torch.no_grad():
+            for name, p in model.named_parameters():
+                if "lora_B" in name:
+                    p.normal_(0, 0.01)
+        model.save_pretrained(root / f"{kind}_adapter")
+    return root
+
+
+def _peft_refuses(kind: str, model_dir: Path, adapter: Path) -> set[tuple[str, str, tuple, tuple]]:
+    """What real peft says loading ``adapter`` on the model of ``model_dir``: (module, matrix, saved, model's)."""
+    import warnings
+
+    from peft import PeftModel
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(model_dir))
+        try:
+            PeftModel.from_pretrained(model, adapter)
+        except RuntimeError as exc:
+            return {(m["module"], m["matrix"], tuple(int(x) for x in m["saved"].split(",")),
+                     tuple(int(x) for x in m["want"].split(","))) for m in PEFT_MISMATCH.finditer(str(exc))}
+    return set()
+
+
+def _as_peft_keys(kind: str, found: dict) -> set[tuple[str, str]]:
+    """Our mismatches as the (module template, matrix) of peft's keys: a wrapper's parameter becomes its depth (the
+    module's last wrapped parameter outermost; DeepSeek-V3's experts register gate_up_proj, then down_proj)."""
+    where = {"mlp.experts.down_proj": "mlp.experts", "mlp.experts.gate_up_proj": "mlp.experts.base_layer",
+             "mlp.gate.weight": "mlp.gate"}
+    out = set()
+    for m in found["mismatched"]:
+        name = m["module"].removeprefix("model.layers.*.")
+        out.add((f"model.layers.*.{where.get(name, name)}", m["matrix"]))
+    return out
+
+
+@pytest.mark.parametrize("kind, change, said", [
+    ("dsv3", {"n_routed_experts": 8}, "model.layers.*.mlp.experts.down_proj.lora_A [16, 32] (the model's r 4 x 8 "
+                                      "experts: 32)"),
+    ("dsv3", {"moe_intermediate_size": 16}, "model.layers.*.mlp.experts.down_proj.lora_A [16, 32] (the model's "
+                                            "in-features: 16)"),
+    ("dsv3", {"hidden_size": 32, "intermediate_size": 64}, "model.layers.*.mlp.experts.down_proj.lora_B [64, 16] (the "
+                                                           "model's out-features: 32)"),
+    ("gpt_oss", {"intermediate_size": 16}, "model.layers.*.mlp.experts.down_proj.lora_A [16, 32] (the model's "
+                                           "in-features: 16)"),
+])
+def test_fused_expert_and_router_wrappers_are_held_to_the_models_experts_and_widths_as_peft_loads_them(
+        moe_lab, tmp_path, kind, change, said):
+    """An adapter of fused MoE experts (peft's ParamWrapper: lora_A [r x E, in], lora_B [out, r x E], in and out by
+    the weight's layout) on a model of other experts or widths: real peft refuses it with 'size mismatch', and the
+    check names the same tensors. They were 'not compared': an expert-only adapter of another model passed."""
+    adapter = moe_lab / f"{kind}_adapter"
+    case = AdapterCase.of(_facts(adapter))
+    own = compare(case.layout, model_facts(moe_lab / f"{kind}_model"), case.config)
+    assert own["mismatched"] == [] and own["not_compared"] == [] and own["absent"] == []
+    wrapped = {"dsv3": ["mlp.experts.down_proj", "mlp.experts.gate_up_proj", "mlp.gate.weight"],
+               "gpt_oss": ["mlp.experts.down_proj", "mlp.experts.gate_up_proj"]}[kind]
+    assert {f"model.layers.*.{w}" for w in wrapped} <= set(own["compared"])
+    assert _peft_refuses(kind, moe_lab / f"{kind}_model", adapter) == set()
+
+    other = tmp_path / "other"
+    _config(kind, **change).save_pretrained(other)
+    refused = _peft_refuses(kind, other, adapter)
+    assert refused, "peft loaded it"
+    found = compare(case.layout, model_facts(other), case.config)
+    peft_keys = {(template(module), matrix) for module, matrix, _s, _w in refused}
+    assert _as_peft_keys(kind, found) == peft_keys, (found["mismatched"], refused)
+    # each width we name is the one peft's layer has at that dimension
+    for m in found["mismatched"]:
+        (key,) = _as_peft_keys(kind, {"mismatched": [m]})
+        wants = {w for module, matrix, _s, w in refused if (template(module), matrix) == key}
+        assert all(w[m["dim"]] == m["want"] for w in wants), (m, wants)
+    r = _check(tmp_path, [_facts(adapter)], other)
+    assert r.status.value == "fail" and r.cause == "lora.adapter_base_mismatch", r.summary
+    assert said in r.summary, r.summary
+    assert paste_problems(r.remediation) == []
+
+
+def test_without_a_config_the_wrappers_are_read_when_every_parameter_is_wrapped(moe_lab):
+    """No adapter_config.json (a converted adapter's): DeepSeek-V3's experts hold two saved wrappers for their two
+    parameters, so the nesting says which is which; gpt-oss's experts have four 2-D/3-D parameters (the biases too)
+    for two wrappers: which two is the config's, so they are not compared."""
+    dsv3 = compare(AdapterCase.of(_facts(moe_lab / "dsv3_adapter")).layout, model_facts(moe_lab / "dsv3_model"))
+    assert "model.layers.*.mlp.experts.gate_up_proj" in dsv3["compared"] and dsv3["mismatched"] == []
+    gpt = compare(AdapterCase.of(_facts(moe_lab / "gpt_oss_adapter")).layout, model_facts(moe_lab / "gpt_oss_model"))
+    assert gpt["not_compared"] == ["model.layers.*.mlp.experts"] and gpt["mismatched"] == []
+
+
+def test_the_model_probe_records_what_target_parameters_can_wrap_at_full_size(lab_dirs):
+    """DeepSeek-V3 is built with 2 of its 256 routed experts; the parameters are recorded at full size, in the order
+    the module registers them (the order peft nests their wrappers in)."""
+    params = model_facts(lab_dirs / "dsv3")["module_params"]
+    assert params["model.layers.*.mlp.experts"] == [
+        {"name": "gate_up_proj", "shape": [256, 4096, 7168], "transposed": False},
+        {"name": "down_proj", "shape": [256, 7168, 2048], "transposed": False}]
+    assert params["model.layers.*.mlp.gate"] == [{"name": "weight", "shape": [256, 7168], "transposed": False}]

@@ -4,7 +4,9 @@
 weights, no network), shrunk to the layers and experts that differ (DeepSeek-V3: the
 ``first_k_dense_replace`` dense layers plus one MoE layer; two routed experts), and returns every
 LoRA-targetable module as a *template* (``model.layers.*.self_attn.o_proj``) with its shape and how
-many times it occurs in the full-size model.
+many times it occurs in the full-size model; and, for the other modules, the 2-D and 3-D parameters
+``target_parameters`` can wrap (fused experts ``[experts, d1, d2]``, a router's weight), in the order
+the module registers them, with the full-size expert count and transformers' ``is_transposed`` layout.
 """
 from __future__ import annotations
 
@@ -101,6 +103,7 @@ def _model_modules(raw: dict[str, Any]) -> dict[str, Any]:
     expert_scale = (full_experts / built_experts) if built_experts else 1
     modules: dict[str, dict[str, Any]] = {}
     fused: dict[str, dict[str, Any]] = {}
+    params: dict[str, list[dict[str, Any]]] = {}   # what target_parameters can wrap, by module template
     others: set[str] = set()
     in_layers: dict[str, set[int]] = {}   # a template's built layers: how many full-size layers hold it
     for name, mod in model.named_modules():
@@ -118,11 +121,18 @@ def _model_modules(raw: dict[str, Any]) -> dict[str, Any]:
             entry = {"type": kind, "in": mod.in_channels, "out": mod.out_channels}
         else:
             others.add(template)
+            first = template not in params
             for pname, p in mod.named_parameters(recurse=False):
                 if p.dim() == 3 and built_experts:  # fused routed experts: [experts, out, in]
                     key = f"{template}.{pname}"
                     f = fused.setdefault(key, {"experts": full_experts, "out": p.shape[1], "in": p.shape[2], "count": 0})
                     f["count"] += layer_mult(name)
+                if first and p.dim() in (2, 3):
+                    shape = list(p.shape)
+                    if built_experts and shape[0] == built_experts:   # the experts (or a router's rows): full size
+                        shape[0] = full_experts
+                    params.setdefault(template, []).append(
+                        {"name": pname, "shape": shape, "transposed": bool(getattr(mod, "is_transposed", False))})
         if entry is not None:
             e = modules.setdefault(template, {**entry, "count": 0})
             e["count"] += int(round(mult))
@@ -132,7 +142,7 @@ def _model_modules(raw: dict[str, Any]) -> dict[str, Any]:
         modules[template]["layers"] = sum(_layer_mult(f"layers.{i}.", built_layers, full_layers) for i in built)
     return {**facts, "num_hidden_layers": full_layers, "built_layers": built_layers, "experts": full_experts,
             "built_experts": built_experts, "modules": modules, "fused_expert_params": fused,
-            "other_modules": sorted(others)}
+            "module_params": params, "other_modules": sorted(others)}
 
 
 def linear_leaf_names(model: Any) -> list[str]:
