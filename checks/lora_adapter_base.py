@@ -76,8 +76,8 @@ def adapter_base(output_dir, saved_adapters, lora_base_model):
         layout = analyse(conversion["tensors"]) if conversion.get("converted") else case.layout
         if conversion.get("converted"):
             converted.append(case.path.removeprefix(out.rstrip("/") + "/"))
-        # a converted adapter's target_parameters are peft's, made as it loads it: its wrappers are read without them
-        res = compare(layout, model, None if conversion.get("converted") else case.config)
+        # a converted adapter is held to the config peft converts with it (fused names, a fused pair's rank 2r)
+        res = compare(layout, model, conversion.get("config") if conversion.get("converted") else case.config)
         compared_modules.update(res["compared"])
         adapters.append({"path": case.path, "base_model_name_or_path": base_of(case), **res,
                          "peft_converts": bool(conversion.get("converted")),

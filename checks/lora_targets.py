@@ -123,7 +123,9 @@ def with_peft(res: dict, peft: dict, targets: list[str], modules_facts: dict) ->
             "adapted_modules": peft.get("module_count",
                                         sum(modules_facts.get(m, {}).get("count", 0) for m in modules)),
             "adapted_parameters": params, "trainable_params": peft["trainable_params"],
-            "trainable_params_unfused_experts": None}
+            # name matching's count over per-expert Linear modules: what transformers 4 builds (held to 4.52.4's peft
+            # count in tests/test_lora_transformers4.py), beside peft's count of the fused weights
+            "trainable_params_unfused_experts": res["trainable_params_unfused_experts"] if params else None}
 
 
 def unmatched_targets(res: dict, model_type: str, fix: str, depth: int | None = None) -> Finding | None:

@@ -335,3 +335,10 @@ def test_the_model_probe_records_what_target_parameters_can_wrap_at_full_size(la
         {"name": "gate_up_proj", "shape": [256, 4096, 7168], "transposed": False},
         {"name": "down_proj", "shape": [256, 7168, 2048], "transposed": False}]
     assert params["model.layers.*.mlp.gate"] == [{"name": "weight", "shape": [256, 7168], "transposed": False}]
+
+
+def test_an_invalid_rank_pattern_leaves_the_wrappers_rank_unknown_not_a_crash(moe_lab):
+    """A rank_pattern peft cannot compile is the config rules' finding; the widths are still compared."""
+    case = AdapterCase.of(_facts(moe_lab / "dsv3_adapter"))
+    found = compare(case.layout, model_facts(moe_lab / "dsv3_model"), {**case.config, "rank_pattern": {"(": 8}})
+    assert found["mismatched"] == [] and "model.layers.*.mlp.experts.down_proj" in found["compared"]

@@ -24,6 +24,7 @@ from __future__ import annotations
 from typing import Any, Mapping, Sequence
 
 from .layout import Layout, template
+from .patterns import PatternError
 from .selection import Targets, reachable, unwrap
 from .rules import named
 
@@ -58,6 +59,15 @@ def wrapped_param(base: str, depth: int, saved: int, params: Sequence[Mapping[st
     return params[len(params) - 1 - depth]
 
 
+def _rank(targets: Targets | None, key: str) -> int | None:
+    """The rank peft gives the wrapper of ``key``; None unknown (no config, or a rank_pattern the config rules
+    report as invalid)."""
+    try:
+        return targets.rank_for(key) if targets is not None else None
+    except PatternError:
+        return None
+
+
 def compare(layout: Layout, model: Mapping[str, Any], config: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The adapter's pairs against the model's widths, by module template.
 
@@ -67,7 +77,8 @@ def compare(layout: Layout, model: Mapping[str, Any], config: Mapping[str, Any] 
     where the parameter a saved target_parameters wrapper holds cannot be told (``config``: the adapter's
     adapter_config.json, for its target_parameters and ranks), and pairs with an empty ([0]) tensor, which the
     empty-adapter rules judge. A wrapper is named ``<module template>.<parameter>``; its side ``experts`` is lora_A's
-    rows (lora_B's columns): r times the model's experts.
+    rows (lora_B's columns): r times the model's experts. For an adapter peft converts as it loads it, ``config`` is
+    the one peft converts it with (the probe's ``config`` of the conversion).
     """
     widths = _widths(model)
     others = {template(name) for name in model.get("other_modules") or []}
@@ -98,7 +109,7 @@ def compare(layout: Layout, model: Mapping[str, Any], config: Mapping[str, Any] 
         if param is not None:
             name = f"{tmpl}.{param['name']}"
             experts, fan_in, fan_out = wrapper_widths(param)
-            rank = targets.rank_for(f"{base}.{param['name']}") if targets is not None else None
+            rank = _rank(targets, f"{base}.{param['name']}")
             rows = rank * experts if rank else (a[0] if a[0] % experts == 0 else None)
             wants = (("lora_A", a, 1, fan_in, "in"), ("lora_B", b, 0, fan_out, "out"),
                      ("lora_A", a, 0, rows, "experts"), ("lora_B", b, 1, rows, "experts"))

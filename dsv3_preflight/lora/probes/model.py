@@ -236,7 +236,8 @@ def peft_converted_tensors(raw: dict[str, Any], adapter_config: dict[str, Any] |
     transformers 4, whose routed experts were per-expert Linear modules (``mlp.experts.7.gate_proj``), becomes
     adapters of the fused expert weights. Run here on meta tensors of the saved shapes (``tensors``: {name: (dtype,
     shape)}). Returns ``{"converted": False}`` when nothing changes, ``{"converted": True, "tensors": {name: (dtype,
-    shape)}, "peft_version"}`` when it does, or ``{"available": False, "reason"}``."""
+    shape)}, "config", "peft_version"}`` when it does (``config``: :func:`_converted_config`), or ``{"available":
+    False, "reason"}``."""
     try:
         import peft
         import torch
@@ -266,5 +267,30 @@ def peft_converted_tensors(raw: dict[str, Any], adapter_config: dict[str, Any] |
         return {"converted": False}
     dtypes = {name: dtype for name, (dtype, _shape) in tensors.items()}
     common = next(iter(dtypes.values()), "F32")
-    return {"converted": True, "peft_version": peft.__version__,
+    return {"converted": True, "peft_version": peft.__version__, "config": _converted_config(lora, built["model"]),
             "tensors": {name: [dtypes.get(name, common), list(t.shape)] for name, t in out.items()}}
+
+
+def _converted_config(lora: Any, model: Any) -> dict[str, Any] | None:
+    """The adapter config as peft rewrites it for the converted keys (``convert_peft_config_for_transformers``, run
+    when the adapter is injected): the fused names in target_parameters, and the ranks of fused pairs (gate_proj and
+    up_proj become gate_up_proj of rank 2r, a rank_pattern entry). None when peft refuses it."""
+    import copy
+    import warnings
+
+    try:
+        from peft.utils.transformers_weight_conversion import (convert_peft_config_for_transformers,
+                                                               get_model_conversion_mapping)
+
+        config = copy.deepcopy(lora)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            convert_peft_config_for_transformers(config, model=model, conversions=get_model_conversion_mapping(model))
+    except Exception:  # noqa: BLE001 - the state-dict conversion already succeeded; widths are then read without it
+        return None
+
+    def names(value: Any) -> Any:
+        return sorted(value) if isinstance(value, (set, list, tuple)) else value
+
+    return {"r": config.r, "rank_pattern": dict(config.rank_pattern or {}),
+            "target_modules": names(config.target_modules), "target_parameters": names(config.target_parameters)}
