@@ -8,6 +8,7 @@ from dsv3_preflight.lora.base_fit import compare, describe
 from dsv3_preflight.lora.case import AdapterCase
 from dsv3_preflight.lora.layout import analyse
 from dsv3_preflight.lora.rules import named
+from dsv3_preflight.lora.targets import built_as_clause
 from dsv3_preflight.result import Actor, Finding, Findings, failure
 
 #: how many adapters of one finding are named
@@ -87,7 +88,7 @@ def adapter_base(output_dir, saved_adapters, lora_base_model):
     found = Findings()
     for res, cases in groups.values():
         found.check(does_not_fit, cases, res, model, out)
-    evidence = {"model_path": model.get("path"), "model_type": model.get("model_type"),
+    evidence = {"model_path": model.get("path"), "model_type": model.get("model_type"), "built_as": model.get("built_as"),
                 "transformers": model.get("transformers_version"), "adapters": adapters}
     conv = ""
     if converted:
@@ -101,4 +102,5 @@ def adapter_base(output_dir, saved_adapters, lora_base_model):
                               f"{conv}", evidence)
     fitting = sum(1 for a in adapters if a["compared"])
     return found.result(f"{fitting} saved adapter(s) fit {model.get('model_type')}: "
-                        f"{len(compared_modules)} adapted module kinds take the model's widths{conv}", evidence)
+                        f"{len(compared_modules)} adapted module kinds take the model's widths{conv}"
+                        f"{built_as_clause(model)}", evidence)

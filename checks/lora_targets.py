@@ -1,11 +1,12 @@
 """lora.targets: every lora_target names modules the model has (DeepSeek-V3's MLA has no q_proj/k_proj/v_proj)."""
 from __future__ import annotations
 
+import os
 import re
 
 from dsv3_preflight import Result, check
 from dsv3_preflight.lora import causes, fixes
-from dsv3_preflight.lora.targets import DEFAULT_RANK, layer_of, matches, resolve
+from dsv3_preflight.lora.targets import DEFAULT_RANK, built_as_clause, layer_of, matches, resolve
 from dsv3_preflight.result import Actor, Finding, Findings, failure, warning
 
 #: a profile value read by `launch` from a trainer config file: "training command FILE [key]"
@@ -69,6 +70,42 @@ def model_readable(facts: dict) -> Finding | None:
                    "dsv3-preflight run --only lora.targets --model-path "
                    '"${MODEL_PATH:?the local model directory holding config.json}"',
                    actor=Actor.JOB, cause=causes.MODEL_CONFIG_UNREADABLE)
+
+
+def no_native_code(facts: dict) -> Finding | None:
+    """A model_type transformers does not know, and no auto_map naming the repo's own code: the run cannot build
+    the model. The fix its makers give (Kimi-K2's deployment guide): declare the architecture's own model_type."""
+    b = facts.get("built_as")
+    if not b or b.get("remote_code"):
+        return None
+    cfg = fixes.quote(facts.get("config_file") or "config.json")
+    fix = "\n".join([
+        fixes.comment(f"{b['declared']} is {b['architecture']} (config.json's architectures): declare its model_type"),
+        f"cp {cfg} {cfg}.orig",
+        f"sed -i 's/\"model_type\": *\"{b['declared']}\"/\"model_type\": \"{b['model_type']}\"/' {cfg}",
+        f"dsv3-preflight run --only 'lora.*' --model-path {fixes.quote(facts.get('path') or '.')}"])
+    return failure(f"transformers {facts.get('transformers_version')} cannot build model type {b['declared']} "
+                   f"({facts.get('config_file')}): it is not one transformers has, and config.json has no auto_map "
+                   f"naming the repo's own code (its architecture {b['architecture']} is transformers' "
+                   f"{b['model_type']})", fix, actor=Actor.JOB, cause=causes.MODEL_CONFIG_UNREADABLE)
+
+
+def remote_experts(res: dict, facts: dict) -> Finding | None:
+    """Targets that adapt fused expert weights of a model the run builds with its own code: transformers' native
+    architecture fuses the routed experts (peft wraps them as target_parameters); the repo's code may keep them as
+    Linear modules of their own (DeepSeek-V3's modeling_deepseek.py does), which peft adapts one by one."""
+    b = facts.get("built_as")
+    if not b or not b.get("remote_code") or not res.get("adapted_parameters"):
+        return None
+    per = res.get("trainable_params_unfused_experts")
+    other = f" ({per:,} trainable parameters at r={res['rank']})" if per else ""
+    return warning(f"lora_targets {', '.join(res['matched'])} adapt the routed experts of {b['declared']}, which the "
+                   f"run builds with {b['remote_code']}: judged on transformers' {b['architecture']}, whose experts "
+                   f"are fused weights (peft's target_parameters); if that code keeps one Linear module per expert, "
+                   f"peft adapts those instead{other}. Compare the trainer's 'Number of trainable parameters'",
+                   fixes.comment("print the experts' module names of the code the run uses:") + "\n" +
+                   f"grep -n 'experts' {fixes.quote(os.path.join(facts.get('path') or '.', b['remote_code'].split('.')[0] + '.py'))} | head",
+                   actor=Actor.JOB, cause=causes.TARGETS_MISSING)
 
 
 def no_target_matches(res: dict, model_type: str, fix: str, depth: int | None = None) -> Finding | None:
@@ -147,7 +184,7 @@ def targets(lora_model_modules, profile):
         return Result.skipped("the profile names no model_path (--model-path / MODEL_PATH)")
     if facts.get("skipped"):
         return Result.skipped(f"{facts['skipped']} (--lora-targets A,B)")
-    unreadable = model_readable(facts)
+    unreadable = model_readable(facts) or no_native_code(facts)
     if unreadable:
         return Findings([unreadable]).result("model config readable", {"path": facts.get("path")})
     rank = profile.lora_rank or DEFAULT_RANK
@@ -160,6 +197,7 @@ def targets(lora_model_modules, profile):
     model_type = facts.get("model_type") or "the model"
     depth = facts.get("num_hidden_layers")
     evidence = {"model_type": facts.get("model_type"), "transformers": facts.get("transformers_version"),
+                "built_as": facts.get("built_as"),
                 "targets": targets_, "rank": rank, "lora_dropout": profile.lora_dropout,
                 "rank_source": "profile lora_rank" if profile.lora_rank else f"default {DEFAULT_RANK}",
                 "matched": res["matched"], "unmatched": res["unmatched"], "unsupported": res["unsupported"],
@@ -180,11 +218,15 @@ def targets(lora_model_modules, profile):
     if refused:
         if "lora_dropout" in peft["error"]:
             fix = dropout_fix(profile, targets_, facts.get("path") or "")
-        found.check(peft_refuses, peft, targets_, res["candidates"], model_type, fix, profile.lora_dropout, depth)
+        said = peft_refuses(peft, targets_, res["candidates"], model_type, fix, profile.lora_dropout, depth)
+        if facts.get("built_as"):   # peft refused transformers' build of it, not the code the run builds it with
+            said = warning(said.message + built_as_clause(facts), said.fix, actor=said.actor, cause=said.cause)
+        found.add(said, rule="peft_refuses")
         return found.result(f"peft {peft['peft_version']} refuses these lora_targets", evidence)
     found.check(no_target_matches, res, model_type, fix, depth)
     found.check(unsupported_targets, res, model_type, fix)
     found.check(unmatched_targets, res, model_type, fix, depth)
+    found.check(remote_experts, {**res, "rank": rank}, facts)
     extra = ""
     if res["trainable_params_unfused_experts"]:
         extra = (f"; with transformers<5 (per-expert Linear modules) the same targets give "
@@ -202,4 +244,4 @@ def targets(lora_model_modules, profile):
            else f"matched by name: peft is not importable here ({peft.get('reason')})")
     return found.result(f"{len(res['matched'])} lora_targets adapt {what}: {res['trainable_params']:,} trainable "
                         f"parameters at r={rank} ({who}; compare the trainer's 'Number of trainable parameters')"
-                        f"{extra}", evidence)
+                        f"{extra}{built_as_clause(facts)}", evidence)

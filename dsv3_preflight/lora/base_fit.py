@@ -42,6 +42,7 @@ def wrapper_widths(param: Mapping[str, Any]) -> tuple[int, int, int]:
     shape = param["shape"]
     if len(shape) == 3:
         experts, d1, d2 = shape
+        experts = max(experts, 1)   # a zero-size stack: no division by it below
         return (experts, d1, d2) if param.get("transposed") else (experts, d2, d1)
     return 1, shape[1], shape[0]
 

@@ -20,6 +20,18 @@ EXPERT = re.compile(r"\.experts\.(\d+)\.")
 _QUALIFIED = re.compile(r"(?<![A-Za-z0-9_])(?:layers|h|blocks)\.(\d+)(?:\.|$)")
 
 
+def built_as_clause(facts: dict[str, Any]) -> str:
+    """The clause saying a model was judged as the native architecture its config.json names (a model_type this
+    transformers does not know: Kimi-K2's ``kimi_k2``), and which code the run builds it with; '' otherwise."""
+    b = facts.get("built_as")
+    if not b:
+        return ""
+    code = (f"the repo's own code ({b['remote_code']}, trust_remote_code=True)" if b.get("remote_code")
+            else "nothing: config.json has no auto_map naming the repo's own code")
+    return (f"; transformers {facts.get('transformers_version')} has no model type {b['declared']}: judged as its "
+            f"{b['architecture']} (the architecture config.json names), while the run builds it with {code}")
+
+
 def template(name: str) -> str:
     """A module's name with its layer and expert numbers as ``*`` (``model.layers.*.mlp.experts.*.down_proj``)."""
     return EXPERT.sub(".experts.*.", LAYER.sub(lambda m: f"{m.group(1)}.*.", name))

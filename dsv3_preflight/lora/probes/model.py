@@ -50,6 +50,10 @@ def _build(raw: dict[str, Any], experts: int = MAX_BUILT_EXPERTS, full_depth: bo
 
     facts.update(model_type=raw["model_type"], transformers_version=transformers.__version__)
     raw.pop("quantization_config", None)  # FP8 block quantisation needs kernels; names and shapes do not
+    native = native_architecture(raw)
+    if native is not None:
+        facts["built_as"] = native
+        raw["model_type"] = native["model_type"]
     try:
         config = AutoConfig.for_model(**raw)
     except Exception as exc:  # noqa: BLE001 - an unknown model_type or a bad value is the finding
@@ -78,6 +82,28 @@ def _build(raw: dict[str, Any], experts: int = MAX_BUILT_EXPERTS, full_depth: bo
                 f"{type(exc).__name__}: {_first_line(exc)}"}
     return {"model": model, "facts": facts, "full_layers": full_layers, "built_layers": built_layers,
             "full_experts": full_experts, "built_experts": built_experts}
+
+
+def native_architecture(raw: dict[str, Any]) -> dict[str, Any] | None:
+    """For a model_type transformers does not know whose config.json names an architecture it has (Kimi-K2:
+    ``"model_type": "kimi_k2"``, ``"architectures": ["DeepseekV3ForCausalLM"]``, the repo's own code in
+    ``auto_map``): ``{"declared", "model_type", "architecture", "remote_code"}``, the native model type to build it
+    as. None when transformers knows the model_type, or no named architecture is native."""
+    from transformers import CONFIG_MAPPING
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+
+    declared = raw.get("model_type")
+    if not isinstance(declared, str) or declared in CONFIG_MAPPING:
+        return None
+    named = raw.get("architectures")
+    for arch in named if isinstance(named, list) else []:
+        for model_type, cls in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES.items():
+            if cls == arch and model_type in CONFIG_MAPPING:
+                auto_map = raw.get("auto_map") if isinstance(raw.get("auto_map"), dict) else {}
+                remote = auto_map.get("AutoModelForCausalLM") or auto_map.get("AutoModel")
+                return {"declared": declared, "model_type": model_type, "architecture": arch,
+                        "remote_code": remote if isinstance(remote, str) else None}
+    return None
 
 
 def _layer_mult(name: str, built_layers: int, full_layers: int) -> int:
