@@ -6,7 +6,7 @@ import re
 
 from dsv3_preflight import Result, check
 from dsv3_preflight.lora import causes, fixes
-from dsv3_preflight.lora.targets import DEFAULT_RANK, built_as_clause, layer_of, matches, resolve
+from dsv3_preflight.lora.targets import DEFAULT_RANK, built_as_clause, layer_of, matches, remote_build, resolve
 from dsv3_preflight.result import Actor, Finding, Findings, failure, warning
 
 #: a profile value read by `launch` from a trainer config file: "training command FILE [key]"
@@ -90,21 +90,22 @@ def no_native_code(facts: dict) -> Finding | None:
                    f"{b['model_type']})", fix, actor=Actor.JOB, cause=causes.MODEL_CONFIG_UNREADABLE)
 
 
-def remote_experts(res: dict, facts: dict) -> Finding | None:
+def remote_experts(res: dict, facts: dict, trust_remote_code: bool | None) -> Finding | None:
     """Targets that adapt fused expert weights of a model the run builds with its own code: transformers' native
     architecture fuses the routed experts (peft wraps them as target_parameters); the repo's code may keep them as
     Linear modules of their own (DeepSeek-V3's modeling_deepseek.py does), which peft adapts one by one."""
-    b = facts.get("built_as")
-    if not b or not b.get("remote_code") or not res.get("adapted_parameters"):
+    r = remote_build(facts, trust_remote_code)
+    if r is None or not r["code"] or not res.get("adapted_parameters"):
         return None
     per = res.get("trainable_params_unfused_experts")
     other = f" ({per:,} trainable parameters at r={res['rank']})" if per else ""
-    return warning(f"lora_targets {', '.join(res['matched'])} adapt the routed experts of {b['declared']}, which the "
-                   f"run builds with {b['remote_code']}: judged on transformers' {b['architecture']}, whose experts "
-                   f"are fused weights (peft's target_parameters); if that code keeps one Linear module per expert, "
-                   f"peft adapts those instead{other}. Compare the trainer's 'Number of trainable parameters'",
+    judged = "transformers' own code" if r["why"] == "trusted" else f"transformers' {r['architecture']}"
+    return warning(f"lora_targets {', '.join(res['matched'])} adapt the routed experts of {r['declared']}, which the "
+                   f"run builds with {r['code']}: judged on {judged}, whose experts are fused weights (peft's "
+                   f"target_parameters); if that code keeps one Linear module per expert, peft adapts those "
+                   f"instead{other}. Compare the trainer's 'Number of trainable parameters'",
                    fixes.comment("print the experts' module names of the code the run uses:") + "\n" +
-                   f"grep -n 'experts' {fixes.quote(os.path.join(facts.get('path') or '.', b['remote_code'].split('.')[0] + '.py'))} | head",
+                   f"grep -n 'experts' {fixes.quote(os.path.join(facts.get('path') or '.', r['code'].split('.')[0] + '.py'))} | head",
                    actor=Actor.JOB, cause=causes.TARGETS_MISSING)
 
 
@@ -189,6 +190,7 @@ def targets(lora_model_modules, profile):
         return Findings([unreadable]).result("model config readable", {"path": facts.get("path")})
     rank = profile.lora_rank or DEFAULT_RANK
     targets_ = list(profile.lora_targets)
+    trust = profile.trust_remote_code
     res = resolve(targets_, facts, rank)
     peft = facts.get("peft") or {"available": False, "reason": "not asked"}
     refused = peft.get("available") and peft.get("error")
@@ -197,7 +199,8 @@ def targets(lora_model_modules, profile):
     model_type = facts.get("model_type") or "the model"
     depth = facts.get("num_hidden_layers")
     evidence = {"model_type": facts.get("model_type"), "transformers": facts.get("transformers_version"),
-                "built_as": facts.get("built_as"),
+                "built_as": facts.get("built_as"), "remote_code": facts.get("remote_code"),
+                "trust_remote_code": trust,
                 "targets": targets_, "rank": rank, "lora_dropout": profile.lora_dropout,
                 "rank_source": "profile lora_rank" if profile.lora_rank else f"default {DEFAULT_RANK}",
                 "matched": res["matched"], "unmatched": res["unmatched"], "unsupported": res["unsupported"],
@@ -219,14 +222,14 @@ def targets(lora_model_modules, profile):
         if "lora_dropout" in peft["error"]:
             fix = dropout_fix(profile, targets_, facts.get("path") or "")
         said = peft_refuses(peft, targets_, res["candidates"], model_type, fix, profile.lora_dropout, depth)
-        if facts.get("built_as"):   # peft refused transformers' build of it, not the code the run builds it with
-            said = warning(said.message + built_as_clause(facts), said.fix, actor=said.actor, cause=said.cause)
+        if remote_build(facts, trust) is not None:   # peft refused transformers' build, not the code the run uses
+            said = warning(said.message + built_as_clause(facts, trust), said.fix, actor=said.actor, cause=said.cause)
         found.add(said, rule="peft_refuses")
         return found.result(f"peft {peft['peft_version']} refuses these lora_targets", evidence)
     found.check(no_target_matches, res, model_type, fix, depth)
     found.check(unsupported_targets, res, model_type, fix)
     found.check(unmatched_targets, res, model_type, fix, depth)
-    found.check(remote_experts, {**res, "rank": rank}, facts)
+    found.check(remote_experts, {**res, "rank": rank}, facts, trust)
     extra = ""
     if res["trainable_params_unfused_experts"]:
         extra = (f"; with transformers<5 (per-expert Linear modules) the same targets give "
@@ -244,4 +247,4 @@ def targets(lora_model_modules, profile):
            else f"matched by name: peft is not importable here ({peft.get('reason')})")
     return found.result(f"{len(res['matched'])} lora_targets adapt {what}: {res['trainable_params']:,} trainable "
                         f"parameters at r={rank} ({who}; compare the trainer's 'Number of trainable parameters')"
-                        f"{extra}{built_as_clause(facts)}", evidence)
+                        f"{extra}{built_as_clause(facts, trust)}", evidence)

@@ -100,6 +100,18 @@ def _choice(*choices: str) -> Callable[[Any], str]:
     return parse
 
 
+def _bool(value: Any) -> bool:
+    """true/false (a TOML or JSON boolean, or the words a trainer flag takes: true, yes, 1, false, no, 0)."""
+    if isinstance(value, bool):
+        return value
+    word = _str(value).lower()
+    if word in ("true", "yes", "y", "t", "1", "on"):
+        return True
+    if word in ("false", "no", "n", "f", "0", "off"):
+        return False
+    raise ValueError(f"expected true or false, got {value!r}")
+
+
 def _path(value: Any) -> str:
     value = _str(value)
     if not value:
@@ -135,6 +147,9 @@ FIELDS: tuple[Field, ...] = (
     Field("lora_targets", _list, None, "LoRA target modules (comma-separated)", (), "A,B"),
     Field("lora_rank", _int(1, 65536), None, "LoRA rank r"),
     Field("lora_dropout", _float(0.0), None, "LoRA dropout (peft's and LLaMA-Factory's default 0)"),
+    Field("trust_remote_code", _bool, None, "the trainer's trust_remote_code: true builds a model whose config.json "
+          "has an auto_map with the model repo's own code (DeepSeek-V3's modeling_deepseek.py), not transformers'",
+          (), "true|false"),
     Field("per_device_train_batch_size", _int(1, 1 << 20), None,
           "the trainer's --per_device_train_batch_size (checked against the DeepSpeed config)"),
     Field("gradient_accumulation_steps", _int(1, 1 << 20), None,

@@ -27,9 +27,12 @@ KEYS: dict[str, str] = {
     "gradient_accumulation_steps": "gradient_accumulation_steps",
     "bf16": "mixed_precision",
     "fp16": "mixed_precision",
+    "trust_remote_code": "trust_remote_code",
 }
 #: the trainer's boolean flags: ``--bf16`` alone is true (HfArgumentParser's nargs="?", const=True), or takes a value
 BOOL_KEYS = {"bf16", "fp16"}
+#: plain boolean flags, taken as true or false (``--trust_remote_code`` alone is true)
+FLAG_KEYS = {"trust_remote_code"}
 _TRUE, _FALSE = {"true", "yes", "y", "t", "1", "on"}, {"false", "no", "n", "f", "0", "off"}
 PATHS = {"deepspeed_config", "output_dir", "model_path"}
 CONFIG_SUFFIXES = (".yaml", ".yml", ".json")
@@ -71,6 +74,12 @@ def _take(out: TrainerValues, key: str, value: Any, origin: str) -> None:
             return   # --fp16 true --bf16 false: fp16
         else:
             value = "no"
+    if key in FLAG_KEYS:
+        word = str(value).strip().lower()
+        if word not in _TRUE | _FALSE:
+            out.notes.append(f"{origin}: {value!r} is not a boolean: {key} is not known")
+            return
+        value = "true" if word in _TRUE else "false"
     if key == "lora_target":  # "all" (every linear layer) is LLaMA-Factory's and lora.targets' too
         value = ",".join(str(v) for v in value) if isinstance(value, (list, tuple)) else str(value)
     if name in PATHS:
@@ -115,7 +124,7 @@ def trainer_values(training: Sequence[str]) -> TrainerValues:
         key = key.replace("-", "_")
         if key not in KEYS:
             continue
-        if not eq and key in BOOL_KEYS:   # a bare flag is true; a following true/false is its value
+        if not eq and key in BOOL_KEYS | FLAG_KEYS:   # a bare flag is true; a following true/false is its value
             if i < len(args) and args[i].strip().lower() in _TRUE | _FALSE:
                 value = args[i]
                 i += 1
@@ -138,7 +147,10 @@ def contradictions(trainer: TrainerValues, profile: Any) -> list[str]:
         theirs = profile.values.get(name)
         if source == "default" or source.startswith("profile ") or theirs is None:
             continue
-        mine = ",".join(theirs) if isinstance(theirs, (list, tuple)) else str(theirs)
+        if isinstance(theirs, bool):   # trust_remote_code: the training command's words are true/false
+            mine = "true" if theirs else "false"
+        else:
+            mine = ",".join(theirs) if isinstance(theirs, (list, tuple)) else str(theirs)
         same = (os.path.abspath(os.path.expanduser(mine)) == value) if name in PATHS else mine == str(value)
         if not same:
             found.append(f"the training command has {trainer.origins[name]} {value} but {source} says {mine}: "

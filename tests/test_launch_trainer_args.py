@@ -176,3 +176,23 @@ def test_run_takes_the_trainer_batch_arguments_as_profile_flags(tmp_path):
     assert p.returncode == 1, p.stderr
     summary = json.loads(out.read_text())["results"][0]["summary"]
     assert "the trainer has --gradient_accumulation_steps 1" in summary
+
+
+def test_trust_remote_code_is_read_as_the_trainer_reads_it(tmp_path):
+    """The run builds a model whose config.json has an auto_map with the repo's own code when the trainer trusts it
+    (the repo's examples/llamafactory YAML does): lora.targets then judges the experts as that code's."""
+    def trc(*args):
+        return trainer_values(["t.py", *args]).values.get("trust_remote_code")
+
+    assert trc("--trust_remote_code") == "true" and trc("--trust_remote_code", "--do_train") == "true"
+    assert trc("--trust-remote-code=False") == "false" and trc("--trust_remote_code", "true") == "true"
+    assert trc("--bf16") is None
+    example = Path(__file__).resolve().parent.parent / "examples" / "llamafactory" / "deepseek_v3_lora_sft.yaml"
+    assert trainer_values(["src/train.py", str(example)]).values["trust_remote_code"] == "true"
+    profile = resolve_profile(profile_name="cpu", training={"trust_remote_code": ("true", "--trust_remote_code")})
+    assert profile.trust_remote_code is True
+    # the same value given on the command line is no contradiction; the opposite one is
+    said = trainer_values(["t.py", "--trust_remote_code"])
+    assert contradictions(said, resolve_profile(profile_name="cpu", cli={"trust_remote_code": True})) == []
+    assert "--trust_remote_code true but" in contradictions(said, resolve_profile(profile_name="cpu",
+                                                                                cli={"trust_remote_code": False}))[0]

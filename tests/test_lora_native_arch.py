@@ -65,7 +65,10 @@ def test_mla_targets_of_kimi_pass_with_the_native_models_count_and_say_how_it_wa
     native, kimi = _check(dirs / "dsv3", ",".join(lab.MLA_TARGETS)), _check(dirs / "kimi", ",".join(lab.MLA_TARGETS))
     assert native.status.value == kimi.status.value == "pass", kimi.summary
     assert native.evidence["trainable_params"] == kimi.evidence["trainable_params"] > 0
-    assert kimi.summary.endswith("; transformers 5.23.0 has no model type kimi_k2: judged as its DeepseekV3ForCausalLM "
+    import transformers
+
+    assert kimi.summary.endswith(f"; transformers {transformers.__version__} has no model type kimi_k2: judged as its "
+                                 "DeepseekV3ForCausalLM "
                                  "(the architecture config.json names), while the run builds it with the repo's own "
                                  "code (modeling_deepseek.DeepseekV3ForCausalLM, trust_remote_code=True)")
     assert "has no model type" not in native.summary
@@ -109,3 +112,41 @@ def test_an_unknown_model_type_naming_no_native_architecture_is_still_unreadable
     (tmp_path / "config.json").write_text(json.dumps({"model_type": "alien_lm", "architectures": ["AlienForCausalLM"]}))
     facts = model_facts(tmp_path)
     assert "cannot be read by transformers" in facts["error"] and "built_as" not in facts
+
+
+@pytest.fixture(scope="module")
+def remote_dir(dirs):
+    """The tiny DeepSeek-V3 with the auto_map the published DeepSeek-V3 config.json has (its repo's own code)."""
+    raw = json.loads((dirs / "dsv3" / "config.json").read_text())
+    (dirs / "dsv3_remote").mkdir()
+    (dirs / "dsv3_remote" / "config.json").write_text(json.dumps({**raw, "auto_map": AUTO_MAP}))
+    return dirs / "dsv3_remote"
+
+
+def _trusting(model_dir: Path, spec: str, trust: bool | None, dropout: float | None = None):
+    cli = {"lora_targets": spec, "lora_rank": 4, "model_path": str(model_dir), "trust_remote_code": trust,
+           "lora_dropout": dropout}
+    profile = resolve_profile(profile_name="cpu", cli=cli)
+    return targets_check.judge(lora_model_modules=lora_model_modules.gather(profile), profile=profile)
+
+
+def test_trust_remote_code_with_an_auto_map_makes_the_experts_the_repos_code_to_judge(remote_dir):
+    """transformers' auto classes build the repo's own code when the trainer trusts it and config.json's auto_map
+    names it, even for a model type transformers has (DeepSeek-V3's published repo ships modeling_deepseek.py, whose
+    routed experts are Linear modules of their own): expert targets, and a peft refusal about the fused experts, are
+    then warnings; the attention is judged as before and the summary says which code the run uses."""
+    mlp = "gate_proj,up_proj,down_proj"
+    assert _trusting(remote_dir, mlp, None).status.value == "pass"
+    assert _trusting(remote_dir, mlp, False).status.value == "pass"
+    trusted = _trusting(remote_dir, mlp, True)
+    assert trusted.status.value == "warn" and "which the run builds with modeling_deepseek.DeepseekV3ForCausalLM: " \
+        "judged on transformers' own code" in trusted.summary, trusted.summary
+    assert trusted.evidence["trust_remote_code"] is True
+    assert _trusting(remote_dir, mlp, True, dropout=0.05).status.value == "warn"
+    assert _trusting(remote_dir, mlp, None, dropout=0.05).status.value == "fail"
+    mla = _trusting(remote_dir, ",".join(lab.MLA_TARGETS), True)
+    assert mla.status.value == "pass" and mla.summary.endswith(
+        "; the run builds deepseek_v3 with the repo's own code (modeling_deepseek.DeepseekV3ForCausalLM: the trainer's "
+        "trust_remote_code is true), judged here with transformers' own deepseek_v3 code"), mla.summary
+    # without an auto_map there is no repo code to build: trusting it changes nothing
+    assert _trusting(remote_dir.parent / "dsv3", mlp, True).status.value == "pass"

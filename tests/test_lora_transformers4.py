@@ -77,10 +77,6 @@ def test_mlp_targets_count_the_per_expert_modules_of_transformers4_as_transforme
     # transformers 5: peft adapts the fused weights of the routed experts only (not the dense and shared experts)
     assert new["evidence"]["trainable_params"] == 7_541_358_592
     assert "with transformers<5 (per-expert Linear modules) the same targets give 6,597,623,808" in new["summary"]
-    # attention is the same modules in both: the same count
-    mla = ",".join(lab.MLA_TARGETS)
-    assert _run(tf4, tmp_path, *args, "--lora-targets", mla)["lora.targets"]["evidence"]["trainable_params"] \
-        == _run(Path(sys.executable), tmp_path, *args, "--lora-targets", mla)["lora.targets"]["evidence"]["trainable_params"]
 
 
 def _peft_loads(adapter: Path, **change) -> str | None:
@@ -112,7 +108,8 @@ def test_an_adapter_saved_under_transformers4_is_converted_and_held_to_the_model
 
     from transformers import DeepseekV3Config
 
-    for name, change in (("same", {}), ("experts8", {"n_routed_experts": 8}), ("inter16", {"moe_intermediate_size": 16})):
+    # (another expert width is held to peft for native saves in test_lora_adapter_base.py)
+    for name, change in (("same", {}), ("experts8", {"n_routed_experts": 8})):
         DeepseekV3Config(**{**lab.DSV3_TINY, **change}).save_pretrained(tmp_path / name)
     args = ("--only", "lora.adapter_base", "--output-dir", str(tmp_path / "out"))
     same = _run(Path(sys.executable), tmp_path, *args, "--model-path", str(tmp_path / "same"))["lora.adapter_base"]
@@ -122,9 +119,7 @@ def test_an_adapter_saved_under_transformers4_is_converted_and_held_to_the_model
     assert {"model.layers.*.mlp.experts.gate_up_proj", "model.layers.*.mlp.experts.down_proj"} <= set(a["compared"])
     for name, change, said in (
             ("experts8", {"n_routed_experts": 8}, "model.layers.*.mlp.experts.down_proj.lora_A [16, 32] (the model's "
-                                                  "r 4 x 8 experts: 32)"),
-            ("inter16", {"moe_intermediate_size": 16}, "model.layers.*.mlp.experts.down_proj.lora_A [16, 32] (the "
-                                                       "model's in-features: 16)")):
+                                                  "r 4 x 8 experts: 32)"),):
         refused = _peft_loads(adapter, **change)
         assert refused and "size mismatch for base_model.model.model.layers.1.mlp.experts.lora_A" in refused
         r = _run(Path(sys.executable), tmp_path, *args, "--model-path", str(tmp_path / name))["lora.adapter_base"]

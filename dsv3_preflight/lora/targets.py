@@ -20,16 +20,35 @@ EXPERT = re.compile(r"\.experts\.(\d+)\.")
 _QUALIFIED = re.compile(r"(?<![A-Za-z0-9_])(?:layers|h|blocks)\.(\d+)(?:\.|$)")
 
 
-def built_as_clause(facts: dict[str, Any]) -> str:
-    """The clause saying a model was judged as the native architecture its config.json names (a model_type this
-    transformers does not know: Kimi-K2's ``kimi_k2``), and which code the run builds it with; '' otherwise."""
+def remote_build(facts: dict[str, Any], trust_remote_code: bool | None = None) -> dict[str, Any] | None:
+    """How the run builds the model when it is not transformers' own code: ``{"code", "declared", "architecture",
+    "why"}``. A model type transformers does not have is built with the repo's own code (auto_map) or not at all
+    (``code`` None); one it has is built with the repo's code when the trainer sets trust_remote_code and
+    config.json's auto_map names it (transformers' auto classes then prefer it). None: transformers' own code."""
     b = facts.get("built_as")
-    if not b:
+    if b:
+        return {"code": b.get("remote_code"), "declared": b["declared"], "architecture": b["architecture"],
+                "why": "unknown_type"}
+    if trust_remote_code and facts.get("remote_code"):
+        return {"code": facts["remote_code"], "declared": facts.get("model_type"),
+                "architecture": f"{facts.get('model_type')} code", "why": "trusted"}
+    return None
+
+
+def built_as_clause(facts: dict[str, Any], trust_remote_code: bool | None = None) -> str:
+    """The clause saying the model was judged with transformers' code while the run builds it otherwise (a model
+    type this transformers does not know, Kimi-K2's ``kimi_k2``; or trust_remote_code with an auto_map); ''
+    when the run builds it with transformers' own code."""
+    r = remote_build(facts, trust_remote_code)
+    if r is None:
         return ""
-    code = (f"the repo's own code ({b['remote_code']}, trust_remote_code=True)" if b.get("remote_code")
+    if r["why"] == "trusted":
+        return (f"; the run builds {r['declared']} with the repo's own code ({r['code']}: the trainer's "
+                f"trust_remote_code is true), judged here with transformers' own {r['declared']} code")
+    code = (f"the repo's own code ({r['code']}, trust_remote_code=True)" if r["code"]
             else "nothing: config.json has no auto_map naming the repo's own code")
-    return (f"; transformers {facts.get('transformers_version')} has no model type {b['declared']}: judged as its "
-            f"{b['architecture']} (the architecture config.json names), while the run builds it with {code}")
+    return (f"; transformers {facts.get('transformers_version')} has no model type {r['declared']}: judged as its "
+            f"{r['architecture']} (the architecture config.json names), while the run builds it with {code}")
 
 
 def template(name: str) -> str:

@@ -50,6 +50,7 @@ def _build(raw: dict[str, Any], experts: int = MAX_BUILT_EXPERTS, full_depth: bo
 
     facts.update(model_type=raw["model_type"], transformers_version=transformers.__version__)
     raw.pop("quantization_config", None)  # FP8 block quantisation needs kernels; names and shapes do not
+    facts["remote_code"] = remote_code(raw)
     native = native_architecture(raw)
     if native is not None:
         facts["built_as"] = native
@@ -84,6 +85,14 @@ def _build(raw: dict[str, Any], experts: int = MAX_BUILT_EXPERTS, full_depth: bo
             "full_experts": full_experts, "built_experts": built_experts}
 
 
+def remote_code(raw: dict[str, Any]) -> str | None:
+    """The model class of the repo's own code config.json's auto_map names (``modeling_deepseek.DeepseekV3ForCausalLM``):
+    what transformers builds with trust_remote_code=True, whatever model types it has itself."""
+    auto_map = raw.get("auto_map") if isinstance(raw.get("auto_map"), dict) else {}
+    code = auto_map.get("AutoModelForCausalLM") or auto_map.get("AutoModel")
+    return code if isinstance(code, str) and code else None
+
+
 def native_architecture(raw: dict[str, Any]) -> dict[str, Any] | None:
     """For a model_type transformers does not know whose config.json names an architecture it has (Kimi-K2:
     ``"model_type": "kimi_k2"``, ``"architectures": ["DeepseekV3ForCausalLM"]``, the repo's own code in
@@ -99,10 +108,8 @@ def native_architecture(raw: dict[str, Any]) -> dict[str, Any] | None:
     for arch in named if isinstance(named, list) else []:
         for model_type, cls in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES.items():
             if cls == arch and model_type in CONFIG_MAPPING:
-                auto_map = raw.get("auto_map") if isinstance(raw.get("auto_map"), dict) else {}
-                remote = auto_map.get("AutoModelForCausalLM") or auto_map.get("AutoModel")
                 return {"declared": declared, "model_type": model_type, "architecture": arch,
-                        "remote_code": remote if isinstance(remote, str) else None}
+                        "remote_code": remote_code(raw)}
     return None
 
 
