@@ -90,6 +90,12 @@ def no_native_code(facts: dict) -> Finding | None:
                    f"{b['model_type']})", fix, actor=Actor.JOB, cause=causes.MODEL_CONFIG_UNREADABLE)
 
 
+def code_file(reference: str) -> str:
+    """The file of an auto_map class reference: ``modeling_deepseek.DeepseekV3ForCausalLM`` → modeling_deepseek.py
+    (``org/repo--modeling_x.Cls``, code of another repo, names its module after ``--``)."""
+    return reference.split("--")[-1].rsplit(".", 1)[0].replace(".", "/") + ".py"
+
+
 def remote_experts(res: dict, facts: dict, trust_remote_code: bool | None) -> Finding | None:
     """Targets that adapt fused expert weights of a model the run builds with its own code: transformers' native
     architecture fuses the routed experts (peft wraps them as target_parameters); the repo's code may keep them as
@@ -105,7 +111,7 @@ def remote_experts(res: dict, facts: dict, trust_remote_code: bool | None) -> Fi
                    f"target_parameters); if that code keeps one Linear module per expert, peft adapts those "
                    f"instead{other}. Compare the trainer's 'Number of trainable parameters'",
                    fixes.comment("print the experts' module names of the code the run uses:") + "\n" +
-                   f"grep -n 'experts' {fixes.quote(os.path.join(facts.get('path') or '.', r['code'].split('.')[0] + '.py'))} | head",
+                   f"grep -n 'experts' {fixes.quote(os.path.join(facts.get('path') or '.', code_file(r['code'])))} | head",
                    actor=Actor.JOB, cause=causes.TARGETS_MISSING)
 
 

@@ -100,14 +100,19 @@ def _choice(*choices: str) -> Callable[[Any], str]:
     return parse
 
 
+#: the words a boolean takes (a trainer flag's value, as HfArgumentParser's string_to_bool reads it)
+TRUE_WORDS = frozenset({"true", "yes", "y", "t", "1", "on"})
+FALSE_WORDS = frozenset({"false", "no", "n", "f", "0", "off"})
+
+
 def _bool(value: Any) -> bool:
     """true/false (a TOML or JSON boolean, or the words a trainer flag takes: true, yes, 1, false, no, 0)."""
     if isinstance(value, bool):
         return value
     word = _str(value).lower()
-    if word in ("true", "yes", "y", "t", "1", "on"):
+    if word in TRUE_WORDS:
         return True
-    if word in ("false", "no", "n", "f", "0", "off"):
+    if word in FALSE_WORDS:
         return False
     raise ValueError(f"expected true or false, got {value!r}")
 

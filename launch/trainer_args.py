@@ -14,6 +14,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
+from dsv3_preflight.profile import FALSE_WORDS, TRUE_WORDS
+
 #: training argument -> profile field
 KEYS: dict[str, str] = {
     "deepspeed": "deepspeed_config",
@@ -33,7 +35,7 @@ KEYS: dict[str, str] = {
 BOOL_KEYS = {"bf16", "fp16"}
 #: plain boolean flags, taken as true or false (``--trust_remote_code`` alone is true)
 FLAG_KEYS = {"trust_remote_code"}
-_TRUE, _FALSE = {"true", "yes", "y", "t", "1", "on"}, {"false", "no", "n", "f", "0", "off"}
+_TRUE, _FALSE = TRUE_WORDS, FALSE_WORDS
 PATHS = {"deepspeed_config", "output_dir", "model_path"}
 CONFIG_SUFFIXES = (".yaml", ".yml", ".json")
 CONFIG_CAP = 1024 * 1024  # a trainer config larger than this is not a trainer config
