@@ -210,6 +210,15 @@ SAVE_ON_FULL_DISK = textwrap.dedent(r'''
     weights = {"w": torch.zeros(1024, 1024)}   # 4 MiB onto a 1 MiB filesystem
     if sys.argv[1] == "torch":
         torch.save(weights, sys.argv[2] + "/checkpoint.pt")
+    elif sys.argv[1] == "numpy":   # numpy's fwrite comes up short: "OSError: 524288 requested and 131056 written"
+        import numpy as np
+        np.save(sys.argv[2] + "/tokens.npy", np.zeros(512 * 1024))
+    elif sys.argv[1] == "numpy_large":   # 16 MiB or more: numpy asks for the space first (fallocate: ENOSPC)
+        import numpy as np
+        np.save(sys.argv[2] + "/tokens.npy", np.zeros(5_000_000))
+    elif sys.argv[1] == "numpy_strided":   # a non-contiguous array, written element by element
+        import numpy as np
+        np.zeros(1024 * 1024)[::2].tofile(sys.argv[2] + "/tokens.bin")
     elif sys.argv[1] == "torch_legacy":   # torch's raw storage writer: "write(): fd 3 failed with <strerror>"
         torch.save(weights, sys.argv[2] + "/best_model.pt", _use_new_zipfile_serialization=False)
     else:
@@ -219,7 +228,10 @@ SAVE_ON_FULL_DISK = textwrap.dedent(r'''
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="mounting a small tmpfs needs root")
 @pytest.mark.parametrize("writer, want_id", [("torch", "host.checkpoint_write_failed"), ("safetensors", "host.disk_full"),
-                                             ("torch_legacy", "host.disk_full")])
+                                             ("torch_legacy", "host.disk_full"),
+                                             ("numpy", "host.array_write_failed"),
+                                             ("numpy_large", "host.array_write_failed"),
+                                             ("numpy_strided", "host.array_write_failed")])
 def test_a_save_onto_a_full_filesystem_is_a_host_resource_cause(tmp_path, writer, want_id):
     # a private mount namespace: the 1 MiB tmpfs exists for this one command and nobody else sees it
     mnt = tmp_path / "mnt"
@@ -242,6 +254,8 @@ def test_a_save_onto_a_full_filesystem_is_a_host_resource_cause(tmp_path, writer
         write_failed = next(s for s in SIGNATURES if s.id == "host.checkpoint_write_failed")
         m = write_failed.regex.search(p.stderr)
         assert m and m.group("why") == "No space left on device", p.stderr[-800:]
+    if writer == "numpy":   # the counts numpy gave: how much of the write was refused
+        assert top["title"].startswith("A file write came up short (numpy): ") and "of 524288 bytes written" in top["title"]
 
 
 DEEPSPEED_CHILD = textwrap.dedent(r'''

@@ -2037,6 +2037,27 @@ SIGNATURES: tuple[Signature, ...] = (
       "RuntimeError: [enforce fail at inline_container.cc:672] . unexpected pos 704 vs 598",
       "torch caffe2/serialize/inline_container.cc (PyTorchStreamWriter::writeRecord, valid); produced here on a full "
       "tmpfs", consequence_of=("host.disk_full",)),
+    # numpy's file writer (np.save, ndarray.tofile: tokenized datasets, data caches, saved arrays) on a full or
+    # over-quota filesystem; none of its three messages names the errno. Produced here with numpy 2.4 on a 1 MiB tmpfs:
+    # "OSError: 524288 requested and 131056 written" (fwrite came up short), "OSError: Not enough free space to write
+    # 40000000 bytes after offset 128" (numpy asked for the space first, fallocate said ENOSPC; before numpy 2.3
+    # without the offset), "OSError: problem writing element 131584 to file" (a non-contiguous array, element by element)
+    S("host.array_write_failed", "host_resources", "cause", (b"requested and ", b"Not enough free space to write",
+                                                            b"problem writing element "),
+      r"(?:OSError|IOError): (?:(?P<want>\d+) requested and (?P<got>\d+) written"
+      r"|Not enough free space to write (?P<nbytes>\d+) bytes|problem writing element \d+ to file)",
+      "A file write came up short (numpy)[[: {got} of {want} bytes written]][[: no room for {nbytes} bytes]]",
+      "numpy's file writer (np.save, ndarray.tofile: a tokenized dataset, a data cache, saved arrays) could not write "
+      "every byte: the filesystem it writes to is full or over quota (the output dir, the dataset cache, /tmp), or the "
+      "disk returned an I/O error (dmesg on that node names the device). \"Not enough free space\" is numpy's own "
+      "check of the space before it writes.",
+      "df -h \"${OUTPUT_DIR:?output dir of the run}\" /tmp \"${HF_HOME:-$HOME/.cache/huggingface}\"    # and the "
+      "quota: quota -s\n"
+      "dsv3-preflight run --only host.resources,lora.output_dir",
+      "host.resources", 1,
+      "OSError: Not enough free space to write 40000000 bytes after offset 128",
+      "numpy _core/src/multiarray/convert.c (PyArray_ToFile, npy_fallocate); produced here on a full tmpfs; "
+      "https://github.com/instructlab/instructlab/issues/3298", consequence_of=("host.disk_full",)),
     S("host.sigkill", "host_resources", "cause", (b"exitcode: -9", b"exitcode  : -9", b"exit code -9", b"return code = -9", b"Signal 9 (SIGKILL)",
                                                  b"SIGKILL: 9", b"killed by signal 9", b"Killed", b"signal: killed", b"code -9",
                                                  b"code 137", b"code: 137", b"status 137", b"Code: 137", b"exitcode: 137"),
