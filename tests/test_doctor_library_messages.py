@@ -2,20 +2,24 @@
 TCPStore and env:// rendezvous on 127.0.0.1, transformers' TrainingArguments, accelerate's HfDeepSpeedConfig,
 DeepSpeed's config object with config errors,
 transformers and peft loading a model or adapter from a path without its files, adapters saved empty or cut short
-with safetensors, Gloo on an interface this machine lacks),
+with safetensors, Gloo on an interface this machine lacks, saves onto a full, a read-only or another user's filesystem, torch.load of an empty or cut checkpoint),
 not typed from memory: a signature written from a thread's excerpt must also match the current library's wording.
 
 One child process provokes every error and writes each traceback to its own file (tracebacks as a user's log
 holds them); the doctor diagnoses each file on its own."""
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import textwrap
+from pathlib import Path
 
 import pytest
 
 from dsv3_preflight.doctor import triage
 from dsv3_preflight.doctor.signatures import SIGNATURES
+from paste_lint import paste_problems
 
 CHILD = textwrap.dedent(r'''
     import datetime, os, socket, sys, tempfile, traceback
@@ -256,6 +260,110 @@ def test_a_save_onto_a_full_filesystem_is_a_host_resource_cause(tmp_path, writer
         assert m and m.group("why") == "No space left on device", p.stderr[-800:]
     if writer == "numpy":   # the counts numpy gave: how much of the write was refused
         assert top["title"].startswith("A file write came up short (numpy): ") and "of 524288 bytes written" in top["title"]
+
+
+WRITE_REFUSED = textwrap.dedent(r'''
+    import os, sys, torch
+    from safetensors.torch import save_file
+    writer, where = sys.argv[1], sys.argv[2]
+    if writer == "torch":
+        torch.save({"w": torch.zeros(4)}, where + "/checkpoint.pt")
+    elif writer == "safetensors":
+        save_file({"w": torch.zeros(4)}, where + "/adapter_model.safetensors")
+    else:   # the Trainer makes each checkpoint's directory first
+        os.makedirs(where + "/checkpoint-50")
+''')
+WRITERS = ("torch", "safetensors", "makedirs")
+
+
+def _diagnose_refused_write(tmp_path, writer: str, argv: list[str], want: str) -> tuple[dict, str]:
+    """Run ``argv`` (which writes with ``writer`` and is refused with ``want`` in its error); the doctor's document."""
+    p = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    if "mount" in p.stderr and "Traceback" not in p.stderr:
+        pytest.skip(f"no private tmpfs here: {p.stderr.strip()[-200:]}")
+    assert p.returncode != 0 and want in p.stderr, p.stderr[-2000:]
+    log = tmp_path / f"{writer}.log"
+    log.write_text(p.stderr)
+    return triage([str(log)]), p.stderr
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounting a read-only tmpfs needs root")
+@pytest.mark.parametrize("writer", WRITERS)
+def test_a_save_onto_a_read_only_filesystem_names_the_read_only_mount(tmp_path, writer):
+    # a private mount namespace: the read-only tmpfs exists for this one command and nobody else sees it
+    mnt = tmp_path / "ro"
+    mnt.mkdir()
+    argv = ["unshare", "--mount", "--propagation", "private", "sh", "-c",
+            f'mount -t tmpfs -o size=1m,ro tmpfs {mnt} && exec "$@"', "sh",
+            sys.executable, "-c", WRITE_REFUSED, writer, str(mnt)]
+    doc, err = _diagnose_refused_write(tmp_path, writer, argv, "Read-only file system")
+    top = doc["findings"][0]
+    assert (doc["cause_class"], top["id"], top["check"]) == ("host_resources", "host.read_only_filesystem",
+                                                             "lora.output_dir"), (doc["summary"], err[-800:])
+    assert top["actor"] == "node" and ":ro" in top["root_cause"], top   # the node's mounts; the text names a :ro volume
+    if writer == "makedirs":   # Python names the path it could not create
+        assert top["title"].endswith(f"read-only: {mnt}/checkpoint-50"), top["title"]
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("setpriv") is None,
+                    reason="running as another user needs root and setpriv (util-linux)")
+@pytest.mark.parametrize("writer", WRITERS)
+def test_a_save_into_another_users_directory_is_permission_denied_with_the_path(tmp_path, writer):
+    # nobody writes into root's directory: one nobody can reach (pytest's own tmp_path is behind a 0700 directory,
+    # where torch says "Parent directory ... does not exist" instead), removed at the end
+    as_nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable]
+    if subprocess.run([*as_nobody, "-c", "import torch, safetensors"], capture_output=True, timeout=120).returncode:
+        pytest.skip(f"user nobody cannot run {sys.executable} with torch (its directories are not readable to others)")
+    out = Path(tempfile.mkdtemp(prefix="dsv3pf-perm-", dir="/tmp"))
+    try:
+        out.chmod(0o755)
+        doc, err = _diagnose_refused_write(tmp_path, writer, [*as_nobody, "-c", WRITE_REFUSED, writer, str(out)],
+                                           "Permission denied")
+    finally:
+        shutil.rmtree(out)
+    top = doc["findings"][0]
+    assert (doc["cause_class"], top["id"], top["actor"]) == ("host_resources", "host.permission_denied", "job"), (
+        doc["summary"], err[-800:])
+    assert paste_problems(top["fix"]) == [], top["fix"]
+    if writer == "makedirs":
+        assert f"{out}/checkpoint-50" in top["title"] and f"ls -ld -- {out}/checkpoint-50" in top["fix"], top
+
+
+LOAD_CUT = textwrap.dedent(r'''
+    import sys, torch
+    how, path = sys.argv[1], sys.argv[2]
+    if how.startswith("cut_"):   # a legacy (non-zip) checkpoint cut short by an interrupted save
+        torch.save({"w": torch.zeros(1024)}, path, _use_new_zipfile_serialization=False)
+        data = open(path, "rb").read()
+        open(path, "wb").write(data[: 100 if how == "cut_pickle" else len(data) // 2])
+    else:                        # a zero-byte checkpoint: the save never wrote
+        open(path, "wb").close()
+    torch.load(path, weights_only=(how == "empty_weights_only"))
+''')
+
+
+@pytest.mark.parametrize("how, want_id", [("empty_weights_only", "torch.checkpoint_truncated"),   # bare "EOFError"
+                                          ("empty", "torch.checkpoint_truncated"),   # "EOFError: Ran out of input"
+                                          ("cut_pickle", "torch.checkpoint_truncated"),   # "pickle data was truncated"
+                                          ("cut_storage", "safetensors.bad_file")])   # "unexpected EOF, expected N more bytes"
+def test_torch_load_of_an_empty_or_cut_checkpoint_is_an_unreadable_weights_file(tmp_path, how, want_id):
+    p = subprocess.run([sys.executable, "-c", LOAD_CUT, how, str(tmp_path / "ck.pt")], capture_output=True, text=True,
+                       timeout=120)
+    assert p.returncode != 0, p.stderr[-2000:]
+    log = tmp_path / "load.log"
+    log.write_text(p.stderr)
+    doc = triage([str(log)])
+    assert (doc["cause_class"], doc["findings"][0]["id"]) == ("lora_empty", want_id), (doc["summary"], p.stderr[-800:])
+
+
+def test_an_eoferror_outside_torch_load_is_not_called_a_cut_checkpoint(tmp_path):
+    # a bare EOFError is any program's: only under torch.load's own frames is it a checkpoint that ran out
+    p = subprocess.run([sys.executable, "-c", "def read_header():\n    raise EOFError\nread_header()"],
+                       capture_output=True, text=True, timeout=60)
+    log = tmp_path / "other.log"
+    log.write_text(p.stderr)
+    doc = triage([str(log)])
+    assert doc["exit_code"] == 1 and not doc["cause_recognised"], doc["summary"]
 
 
 DEEPSPEED_CHILD = textwrap.dedent(r'''

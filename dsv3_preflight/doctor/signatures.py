@@ -137,6 +137,10 @@ ACTOR_OF: dict[str, str | None] = {
     # host_resources: the job's memory use (RAM, workers, offload) is the job's; disks, limits, /dev/shm the node's
     "host.oom_killer": "job", "host.cpu_memory": "job", "host.dataloader_worker_killed": "job", "host.sigkill": "job",
     "ray.memory_monitor_kill": "job",
+    # a write refused by permissions is the job's (the user it runs as, the volume it mounts); a read-only filesystem
+    # stays the node's (its mounts, or a disk the kernel remounted after errors), though a container volume mounted
+    # :ro is the job's: the root cause says both
+    "host.permission_denied": "job",
 }
 
 
@@ -1965,6 +1969,44 @@ SIGNATURES: tuple[Signature, ...] = (
       "host.resources", 1,
       "safetensors_rust.SafetensorError: Error while serializing: IoError(Os { code: 28, kind: StorageFull, message: \"No space left on device\" })",
       "https://github.com/hiyouga/LlamaFactory/issues/5155 (strerror(ENOSPC))"),
+    # a file the run must write that the filesystem refuses: read-only (EROFS) or not the run's to write (EACCES). The
+    # three writers a run saves with say it each in their own words; produced here by torch.save, safetensors' save_file
+    # and os.makedirs onto a tmpfs mounted read-only, and as an unprivileged user into root's directory:
+    # "RuntimeError: [enforce fail at inline_container.cc:747] . open file failed with strerror: Read-only file system",
+    # "SafetensorError: Error while serializing: I/O error: Permission denied (os error 13) at path \"/out/.tmpX\"",
+    # "OSError: [Errno 30] Read-only file system: '/out/checkpoint-50'" (PermissionError, [Errno 13], likewise)
+    S("host.read_only_filesystem", "host_resources", "cause", (b"Read-only file system", b"EROFS"),
+      r"\[Errno 30\] Read-only file system: '(?P<path>[^']+)'|open file failed with strerror: Read-only file system"
+      r"|Read-only file system \(os error 30\)(?: at path \"(?P<path2>[^\"]+)\")?|Read-only file system|\bEROFS\b",
+      "A write was refused: the filesystem is read-only[[: {path}]]",
+      "The run writes (a checkpoint, the adapter, its output dir) onto a filesystem mounted read-only: a container "
+      "volume mounted :ro, a read-only export of a shared filesystem, or a disk the kernel remounted read-only after "
+      "I/O errors (then dmesg says so, and the node's administrator must repair it or drain the node).",
+      "awk '$4 ~ /(^|,)ro(,|$)/ {print $2, $3, $4}' /proc/mounts    # this node's read-only mounts: is the output dir "
+      "under one?\n"
+      "dmesg -T | grep -i -E 'remount|read-only|I/O error' | tail -n 20    # a disk the kernel remounted after errors\n"
+      "dsv3-preflight run --only lora.output_dir    # the output dir must be writable before launch",
+      "lora.output_dir", 1,
+      "OSError: [Errno 30] Read-only file system: '/out/checkpoint-50'",
+      "strerror(EROFS) as Python (OSError), torch (caffe2/serialize/inline_container.cc, PyTorchStreamWriter) and "
+      "safetensors (io::Error) print it; produced here on a tmpfs mounted read-only"),
+    S("host.permission_denied", "host_resources", "cause", (b"[Errno 13] Permission denied: ",
+                                                           b"open file failed with strerror: Permission denied",
+                                                           b"Permission denied (os error 13)"),
+      r"\[Errno 13\] Permission denied: '(?P<path>[^']+)'|open file failed with strerror: Permission denied"
+      r"|Permission denied \(os error 13\)(?: at path \"(?P<path2>[^\"]+)\")?",
+      "A file could not be opened: permission denied[[: {path}]]",
+      "The run's user may not write (or read) that file or its directory: the output dir or the model dir belongs to "
+      "another user (a container running as another uid than the volume's owner, a shared filesystem squashing root to "
+      "nobody), or its mode leaves no write bit for the run.",
+      "id    # the user the run writes as, in the container or job that runs it\n"
+      "ls -ld -- [[{path}||\"${OUTPUT_DIR:?output dir of the run}\"]] \"$(dirname -- [[{path}||\"$OUTPUT_DIR\"]])\"    "
+      "# owner and mode, of it and of its directory\n"
+      "dsv3-preflight run --only lora.output_dir    # the output dir must be writable before launch",
+      "lora.output_dir", 1,
+      "PermissionError: [Errno 13] Permission denied: '/out/checkpoint-50'",
+      "strerror(EACCES) as Python (PermissionError), torch (inline_container.cc) and safetensors (io::Error) print it; "
+      "produced here as an unprivileged user saving into root's directory"),
     S("host.too_many_open_files", "host_resources", "cause", (b"Too many open files", b"EMFILE", b"[Errno 24]", b"get errno 2"),
       r"Too many open files|EMFILE|\[Errno 24\]|socketTryAccept: get errno 2[34] ",  # NCCL 2.16-2.17
       "Too many open files (ulimit -n)",
@@ -2148,9 +2190,11 @@ SIGNATURES: tuple[Signature, ...] = (
       "peft/peft_model.py (load_adapter)"),
     S("safetensors.bad_file", "lora_empty", "cause", (b"Error while deserializing header", b"failed reading zip archive",
                                                      b"failed finding central directory", b"invalid load key", b"MetadataIncompleteBuffer",
-                                                     b"HeaderTooLarge", b"InvalidHeader"),
+                                                     b"HeaderTooLarge", b"InvalidHeader", b"The file might be corrupted"),
       r"Error while deserializing header: (?P<err>\w+)|PytorchStreamReader failed reading zip archive: (?P<err2>.+)"
-      r"|failed finding central directory|invalid load key, (?P<key>\S+)|MetadataIncompleteBuffer|HeaderTooLarge|InvalidHeader\w*",
+      r"|failed finding central directory|invalid load key, (?P<key>\S+)|MetadataIncompleteBuffer|HeaderTooLarge|InvalidHeader\w*"
+      # torch.load of a legacy (non-zip) checkpoint cut inside a tensor's bytes (torch/csrc/serialization.cpp)
+      r"|(?P<err3>unexpected EOF, expected \d+ more bytes)\. The file might be corrupted",
       "Weights file unreadable[[ ({err})]]",
       "The .safetensors/.bin file is truncated, empty, or not a weights file at all[[ ({err})]]: a save interrupted "
       "by a crash or a full disk, or a Git LFS pointer instead of the weights.",
@@ -2160,6 +2204,20 @@ SIGNATURES: tuple[Signature, ...] = (
       "safetensors_rust.SafetensorError: Error while deserializing header: HeaderTooLarge",
       "https://github.com/Comfy-Org/ComfyUI/issues/7510 (safetensors src/lib.rs)"),
 
+    # torch.load of an empty or cut checkpoint that is no zip archive (an interrupted save, a zero-byte file): the
+    # unpickler runs out of input. Bare, "EOFError" is any program's, so only under torch.load's own frames.
+    # Produced here: torch 2.13's weights-only unpickler raises a bare "EOFError", the full pickle "EOFError: Ran out of
+    # input"; a cut pickle "_pickle.UnpicklingError: pickle data was truncated"
+    S("torch.checkpoint_truncated", "lora_empty", "cause", (b"EOFError", b"pickle data was truncated"),
+      r"^" + LABELS + r"(?:EOFError(?:: Ran out of input)?|(?:_pickle\.)?UnpicklingError: pickle data was truncated)\s*$",
+      "Weights file unreadable (empty or truncated: torch.load ran out of input)",
+      "torch.load found less than a whole checkpoint: the file is empty or was cut short (a save interrupted by a crash, "
+      "a full disk or a kill; a copy that stopped), so a resume or an evaluation cannot read it.",
+      "ls -l \"${CHECKPOINT_DIR:?the checkpoint dir being loaded}\"    # a zero or short size: that save did not finish\n"
+      "dsv3-preflight run --only lora.output_dir,host.resources    # the saved adapters' headers, and room to save",
+      "lora.output_dir", 1, "EOFError: Ran out of input",
+      "torch/serialization.py (_legacy_load: pickle_module.load) and torch/_weights_only_unpickler.py (load: raise "
+      "EOFError); produced here by torch.load of an empty file", requires="torch_load"),
     S("peft.adapter_config_missing", "lora_empty", "cause", (b"Can't find 'adapter_config.json'",),
       r"Can't find 'adapter_config\.json' at '(?P<path>[^']+)'",
       "No adapter at {path} (adapter_config.json missing)",
@@ -2732,6 +2790,11 @@ SIGNATURES: tuple[Signature, ...] = (
       "a frame inside DeepSpeed/accelerate config loading",
       example='  File "/root/mambaforge/envs/BioReason/lib/python3.12/site-packages/accelerate/utils/deepspeed.py", line 148, in __init__',
       source="https://github.com/bowang-lab/BioReason/issues/10"),
+    S("context.torch_load_frame", None, "context", (b"torch/serialization.py", b"_weights_only_unpickler.py"),
+      r"(?P<torch_load>torch/serialization\.py\", line \d+, in \w*load|torch/_weights_only_unpickler\.py)",
+      "a frame of torch.load reading a checkpoint",
+      example='  File "/usr/lib/python3/site-packages/torch/serialization.py", line 1888, in _legacy_load',
+      source="torch/serialization.py (traceback frame format of CPython)"),
     S("context.peft_weights_frame", None, "context", (b"in load_peft_weights",),
       r"(?P<peft_weights>, in load_peft_weights)",
       "a frame of peft loading an adapter's weights",
