@@ -457,3 +457,51 @@ def test_gloo_ranks_on_ipv4_and_ipv6_addresses_are_an_interface_cause(tmp_path):
     top = doc["findings"][0]
     assert (doc["cause_class"], top["id"], top["count"]) == ("nic_iface", "gloo.address_family_mismatch", 2), doc["summary"]
     assert top["title"] == "Gloo ranks published addresses of different families (IPv4 and IPv6: 2 vs 10)"
+
+
+def test_torchrun_on_a_script_this_node_does_not_have_names_the_script_and_its_exit_is_a_consequence(tmp_path):
+    # what a node prints when its checkout lacks the training script (or a relative path met another directory):
+    # every rank exits with code 2 and torchrun's summary says only that
+    missing = tmp_path / "src" / "train.py"
+    p = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "1", str(missing)],
+                       capture_output=True, text=True, timeout=120, env={**os.environ, "TMPDIR": str(tmp_path)})
+    assert p.returncode != 0, p.stderr[-2000:]
+    log = tmp_path / "node1.log"
+    log.write_text(p.stdout + p.stderr)
+    doc = triage([str(log)])
+    head = doc["findings"][0]
+    assert (doc["cause_class"], head["id"], head["actor"]) == ("config", "launch.script_missing", "job"), doc["summary"]
+    assert head["title"] == f"The training script is not there: {missing}" and f"ls -l -- {missing}" in head["fix"]
+    roles = {f["id"]: f["role"] for f in doc["findings"]}
+    assert [i for i, r in roles.items() if r == "root_cause"] == ["launch.script_missing"], roles
+    assert all(r == "consequence" for i, r in roles.items() if i != "launch.script_missing"), roles
+
+
+SHM_LOADER = textwrap.dedent(r'''
+    import torch
+    from torch.utils.data import DataLoader, Dataset
+    class Batches(Dataset):
+        def __len__(self):
+            return 8
+        def __getitem__(self, i):   # 4 MiB a sample, through /dev/shm from the workers
+            return torch.zeros(1024, 1024)
+    for batch in DataLoader(Batches(), batch_size=2, num_workers=2):
+        pass
+''')
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounting a small /dev/shm needs root")
+def test_dataloader_workers_on_a_small_dev_shm_are_shared_memory_not_a_full_disk(tmp_path):
+    # docker's 64 MB /dev/shm, here 1 MiB in a private mount namespace: torch says "No space left on device (28)" for
+    # the shared memory file, which is no disk of the run's
+    p = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c",
+                        'mount -t tmpfs -o size=1m tmpfs /dev/shm && exec "$@"', "sh", sys.executable, "-c", SHM_LOADER],
+                       capture_output=True, text=True, timeout=180, env={**os.environ, "TMPDIR": str(tmp_path)})
+    if "mount" in p.stderr and "Traceback" not in p.stderr:
+        pytest.skip(f"no private /dev/shm here: {p.stderr.strip()[-200:]}")
+    assert p.returncode != 0 and "shared memory" in p.stderr, p.stderr[-2000:]
+    log = tmp_path / "train.log"
+    log.write_text(p.stderr)
+    doc = triage([str(log)])
+    assert (doc["cause_class"], doc["findings"][0]["id"]) == ("host_resources", "host.shared_memory"), doc["summary"]
+    assert "--shm-size" in doc["findings"][0]["fix"]

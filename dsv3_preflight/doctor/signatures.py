@@ -304,6 +304,7 @@ DS_CONFIG_FIX = "dsv3-preflight run --only lora.deepspeed_config    # reads the 
 #: ranks of one program that issue different collectives are the program's own logic (naming a check that does not
 #: look at them would be a lie); the doctor says so instead of naming one
 NO_PREFLIGHT_CHECK = frozenset({"hf.training_arguments_invalid", "launch.unrecognized_arguments", "c10d.fingerprints_diverge",
+                                "launch.script_missing",   # `launch` refuses it on every node, before any check runs
                                 "preflight.no_go"})   # (this one: the preflight ran, and the line does not say which check failed)
 
 SIGNATURES: tuple[Signature, ...] = (
@@ -1959,6 +1960,18 @@ SIGNATURES: tuple[Signature, ...] = (
       "host.resources", 1,
       "[2059991.491542] Out of memory: Killed process 25315 (python3) total-vm:53312244kB, anon-rss:31451456kB",
       "https://github.com/pcyin/tranX/issues/41 (kernel mm/oom_kill.c)"),
+    S("host.shared_memory", "host_resources", "cause", (b"shared memory", b"(shm)", b"shm_open"),
+      r"insufficient shared memory \(shm\)|out of shared memory|unable to (?:open|write to) shared memory|shared memory limit"
+      r"|unable to write to file </torch_|shm_open.*(?:fail|error)"
+      # torch 2.x: "RuntimeError: unable to allocate shared memory(shm) for file </torch_11690_1647861759_0>: No space left
+      # on device (28)" (a worker's batch onto a full /dev/shm; produced here on a 1 MiB /dev/shm): before disk_full,
+      # whose words the line also holds
+      r"|unable to allocate shared memory\(shm\) for file",
+      "Shared memory (/dev/shm) exhausted by dataloader workers",
+      "DataLoader workers pass batches through /dev/shm; it is too small (docker's 64 MB default) or full.",
+      SHM_FIX.split("\nrm -f")[0] + "\n# or set num_workers=0 to confirm", "host.resources", 1,
+      "RuntimeError: DataLoader worker (pid 56811) is killed by signal: Bus error. It is possible that dataloader's workers are out of shared memory. Please try to raise your shared memory limit.",
+      "https://github.com/NVIDIA/Megatron-LM/issues/878 (torch/utils/data/_utils/signal_handling.py)"),
     S("host.disk_full", "host_resources", "cause", (b"No space left on device", b"ENOSPC", b"StorageFull", b"Disk quota exceeded",
                                                    b"EDQUOT", b"[Errno 28]", b"[Errno 122]"),
       r"No space left on device|ENOSPC|StorageFull|Disk quota exceeded|EDQUOT|\[Errno 28\]|\[Errno 122\]",
@@ -2016,14 +2029,6 @@ SIGNATURES: tuple[Signature, ...] = (
       "host.resources", 1,
       "RuntimeError: Too many open files. Communication with the workers is no longer possible. Please increase the limit using `ulimit -n` in the shell",
       "https://github.com/SCIInstitute/ShapeWorks/issues/1556 (torch/utils/data/dataloader.py)"),
-    S("host.shared_memory", "host_resources", "cause", (b"shared memory", b"(shm)", b"shm_open"),
-      r"insufficient shared memory \(shm\)|out of shared memory|unable to (?:open|write to) shared memory|shared memory limit"
-      r"|unable to write to file </torch_|shm_open.*(?:fail|error)",
-      "Shared memory (/dev/shm) exhausted by dataloader workers",
-      "DataLoader workers pass batches through /dev/shm; it is too small (docker's 64 MB default) or full.",
-      SHM_FIX.split("\nrm -f")[0] + "\n# or set num_workers=0 to confirm", "host.resources", 1,
-      "RuntimeError: DataLoader worker (pid 56811) is killed by signal: Bus error. It is possible that dataloader's workers are out of shared memory. Please try to raise your shared memory limit.",
-      "https://github.com/NVIDIA/Megatron-LM/issues/878 (torch/utils/data/_utils/signal_handling.py)"),
     S("host.cpu_memory", "host_resources", "cause", (b"can't allocate memory", b"bad_alloc", b"MemoryError", b"Cannot allocate memory",
                                                     b"cannot allocate memory", b"[Errno 12]", b"malloc", b"for an array with shape"),
       r"DefaultCPUAllocator: can't allocate memory|std::bad_alloc|(?<!\w)MemoryError\b|[Cc]annot allocate memory|\[Errno 12\]"
@@ -2500,6 +2505,22 @@ SIGNATURES: tuple[Signature, ...] = (
                       "launcher.deepspeed_plugin_conflict", "deepspeed.auto_unresolved", "deepspeed.auto_compared",
                       "config.ds_config_path", "config.ds_json_unreadable"),
       requires="ds_config"),
+    # torchrun (or a launcher) started Python on a script path this node does not have: each rank exits with code 2 at
+    # once, and torchrun's summary says only that. CPython's own line (Modules/main.c, pymain_run_file); produced here
+    # by torchrun --nproc-per-node 1 on a missing script
+    S("launch.script_missing", "config", "cause", (b"can't open file",),
+      r"can't open file '(?P<path>[^']+)': \[Errno 2\] No such file or directory",
+      "The training script is not there: {path}",
+      "Python was started on a script this node does not have at that path: a relative path launched from another "
+      "directory, a checkout or shared filesystem missing on this node, or a typo. Every rank on this node exits with "
+      "code 2 at once; the other nodes then lose their peers.",
+      "ls -l -- {path}    # on the node that printed it: the script must be at the same path on every node\n"
+      "# dsv3-preflight launch refuses a training script that is not there, on each node (--all-nodes), before torchrun "
+      "starts",
+      None, 1,
+      "/usr/bin/python3: can't open file '/workspace/train.py': [Errno 2] No such file or directory",
+      "CPython Modules/main.c (pymain_run_file: \"%ls: can't open file %R: [Errno %d] %s\"); produced here by torchrun "
+      "on a missing script"),
     S("launch.unrecognized_arguments", "config", "cause", (b"unrecognized arguments", b"are not used by the HfArgumentParser"),
       r"error: unrecognized arguments: (?P<args>.+)|Some specified arguments are not used by the HfArgumentParser: (?P<args2>.+)",
       "The script does not accept the arguments it was launched with[[ ({args})]]",
