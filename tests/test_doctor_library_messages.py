@@ -505,3 +505,21 @@ def test_dataloader_workers_on_a_small_dev_shm_are_shared_memory_not_a_full_disk
     doc = triage([str(log)])
     assert (doc["cause_class"], doc["findings"][0]["id"]) == ("host_resources", "host.shared_memory"), doc["summary"]
     assert "--shm-size" in doc["findings"][0]["fix"]
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("setpriv") is None,
+                    reason="running as another user needs root and setpriv (util-linux)")
+def test_torchs_openmp_threads_under_a_low_thread_limit_are_a_ulimit_cause(tmp_path):
+    # a container's pids limit or ulimit -u: libgomp cannot start torch's threads at the first parallel op. A uid of
+    # its own (no other process counts against its RLIMIT_NPROC)
+    child = ("import resource; resource.setrlimit(resource.RLIMIT_NPROC, (4, 4)); import torch; torch.set_num_threads(8)"
+             "; print((torch.ones(512, 512) @ torch.ones(512, 512)).sum())")
+    p = subprocess.run(["setpriv", "--reuid=64999", "--regid=64999", "--clear-groups", sys.executable, "-c", child],
+                       capture_output=True, text=True, timeout=120, env={**os.environ, "HOME": str(tmp_path)})
+    if "No module named" in p.stderr or "Permission denied" in p.stderr:
+        pytest.skip(f"another user cannot run {sys.executable} with torch here: {p.stderr.strip()[-200:]}")
+    assert p.returncode != 0 and "libgomp: Thread creation failed" in p.stderr, p.stderr[-2000:]
+    log = tmp_path / "rank0.log"
+    log.write_text(p.stderr)
+    doc = triage([str(log)])
+    assert (doc["cause_class"], doc["findings"][0]["id"]) == ("host_resources", "host.ulimit"), doc["summary"]

@@ -2043,8 +2043,12 @@ SIGNATURES: tuple[Signature, ...] = (
       "RuntimeError: [enforce fail at alloc_cpu.cpp:83] err == 0. DefaultCPUAllocator: can't allocate memory: you tried to allocate 2147483648 bytes.",
       "torch c10/core/impl/alloc_cpu.cpp; numpy/_core/_exceptions.py (_ArrayMemoryError)"),
     S("host.ulimit", "host_resources", "cause", (b"RLIMIT_MEMLOCK", b"memlock", b"can't start new thread", b"Resource temporarily unavailable",
-                                                b"pthread_create"),
-      r"RLIMIT_MEMLOCK|memlock.{0,40}(?:limit|too low|ulimit)|can't start new thread|pthread_create\S* failed|fork.{0,20}Resource temporarily unavailable",
+                                                b"pthread_create", b"Thread creation failed", b"RLIMIT_NPROC"),
+      # libgomp (torch's OpenMP threads, at the first parallel op) under a low thread/pids limit: "libgomp: Thread
+      # creation failed: Resource temporarily unavailable", produced here with RLIMIT_NPROC 4; OpenBLAS's
+      # "blas_thread_init: pthread_create failed for thread 1 of 8" and "RLIMIT_NPROC 4 current, 4 max"
+      r"RLIMIT_MEMLOCK|memlock.{0,40}(?:limit|too low|ulimit)|can't start new thread|pthread_create\S* failed|fork.{0,20}Resource temporarily unavailable"
+      r"|Thread creation failed: Resource temporarily unavailable|RLIMIT_NPROC \d+ current",
       "A per-process limit was hit (locked memory, threads or processes)",
       "ulimit -l (pinned memory for RDMA) or the thread/process limit (ulimit -u, the container's pids limit) is too low.",
       "ulimit -a    # memlock should be unlimited for RDMA; raise nproc/pids limits\n"
