@@ -276,15 +276,24 @@ WRITE_REFUSED = textwrap.dedent(r'''
 WRITERS = ("torch", "safetensors", "makedirs")
 
 
-def _diagnose_refused_write(tmp_path, writer: str, argv: list[str], want: str) -> tuple[dict, str]:
-    """Run ``argv`` (which writes with ``writer`` and is refused with ``want`` in its error); the doctor's document."""
-    p = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+def _diagnose_what_it_printed(tmp_path, name: str, argv: list[str], want: str, **env: str) -> tuple[dict, str]:
+    """Run ``argv``, which must fail printing ``want``; the doctor's document on what it printed (as ``name``.log).
+    A private mount the machine refuses skips the test with the reason."""
+    p = subprocess.run(argv, capture_output=True, text=True, timeout=180, env={**os.environ, **env})
     if "mount" in p.stderr and "Traceback" not in p.stderr:
-        pytest.skip(f"no private tmpfs here: {p.stderr.strip()[-200:]}")
+        pytest.skip(f"no private mount here: {p.stderr.strip()[-200:]}")
     assert p.returncode != 0 and want in p.stderr, p.stderr[-2000:]
-    log = tmp_path / f"{writer}.log"
+    log = tmp_path / f"{name}.log"
     log.write_text(p.stderr)
     return triage([str(log)]), p.stderr
+
+
+def _as_user(uid: int) -> list[str]:
+    """argv prefix running this interpreter as ``uid``; skips when that user cannot import torch from it."""
+    argv = ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", sys.executable]
+    if subprocess.run([*argv, "-c", "import torch, safetensors"], capture_output=True, timeout=120).returncode:
+        pytest.skip(f"uid {uid} cannot run {sys.executable} with torch (its directories are not readable to others)")
+    return argv
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="mounting a read-only tmpfs needs root")
@@ -296,7 +305,7 @@ def test_a_save_onto_a_read_only_filesystem_names_the_read_only_mount(tmp_path, 
     argv = ["unshare", "--mount", "--propagation", "private", "sh", "-c",
             f'mount -t tmpfs -o size=1m,ro tmpfs {mnt} && exec "$@"', "sh",
             sys.executable, "-c", WRITE_REFUSED, writer, str(mnt)]
-    doc, err = _diagnose_refused_write(tmp_path, writer, argv, "Read-only file system")
+    doc, err = _diagnose_what_it_printed(tmp_path, writer, argv, "Read-only file system")
     top = doc["findings"][0]
     assert (doc["cause_class"], top["id"], top["check"]) == ("host_resources", "host.read_only_filesystem",
                                                              "lora.output_dir"), (doc["summary"], err[-800:])
@@ -311,14 +320,12 @@ def test_a_save_onto_a_read_only_filesystem_names_the_read_only_mount(tmp_path, 
 def test_a_save_into_another_users_directory_is_permission_denied_with_the_path(tmp_path, writer):
     # nobody writes into root's directory: one nobody can reach (pytest's own tmp_path is behind a 0700 directory,
     # where torch says "Parent directory ... does not exist" instead), removed at the end
-    as_nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable]
-    if subprocess.run([*as_nobody, "-c", "import torch, safetensors"], capture_output=True, timeout=120).returncode:
-        pytest.skip(f"user nobody cannot run {sys.executable} with torch (its directories are not readable to others)")
+    as_nobody = _as_user(65534)
     out = Path(tempfile.mkdtemp(prefix="dsv3pf-perm-", dir="/tmp"))
     try:
         out.chmod(0o755)
-        doc, err = _diagnose_refused_write(tmp_path, writer, [*as_nobody, "-c", WRITE_REFUSED, writer, str(out)],
-                                           "Permission denied")
+        doc, err = _diagnose_what_it_printed(tmp_path, writer, [*as_nobody, "-c", WRITE_REFUSED, writer, str(out)],
+                                             "Permission denied")
     finally:
         shutil.rmtree(out)
     top = doc["findings"][0]
@@ -494,15 +501,9 @@ SHM_LOADER = textwrap.dedent(r'''
 def test_dataloader_workers_on_a_small_dev_shm_are_shared_memory_not_a_full_disk(tmp_path):
     # docker's 64 MB /dev/shm, here 1 MiB in a private mount namespace: torch says "No space left on device (28)" for
     # the shared memory file, which is no disk of the run's
-    p = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c",
-                        'mount -t tmpfs -o size=1m tmpfs /dev/shm && exec "$@"', "sh", sys.executable, "-c", SHM_LOADER],
-                       capture_output=True, text=True, timeout=180, env={**os.environ, "TMPDIR": str(tmp_path)})
-    if "mount" in p.stderr and "Traceback" not in p.stderr:
-        pytest.skip(f"no private /dev/shm here: {p.stderr.strip()[-200:]}")
-    assert p.returncode != 0 and "shared memory" in p.stderr, p.stderr[-2000:]
-    log = tmp_path / "train.log"
-    log.write_text(p.stderr)
-    doc = triage([str(log)])
+    argv = ["unshare", "--mount", "--propagation", "private", "sh", "-c",
+            'mount -t tmpfs -o size=1m tmpfs /dev/shm && exec "$@"', "sh", sys.executable, "-c", SHM_LOADER]
+    doc, _ = _diagnose_what_it_printed(tmp_path, "train", argv, "shared memory", TMPDIR=str(tmp_path))
     assert (doc["cause_class"], doc["findings"][0]["id"]) == ("host_resources", "host.shared_memory"), doc["summary"]
     assert "--shm-size" in doc["findings"][0]["fix"]
 
@@ -514,12 +515,6 @@ def test_torchs_openmp_threads_under_a_low_thread_limit_are_a_ulimit_cause(tmp_p
     # its own (no other process counts against its RLIMIT_NPROC)
     child = ("import resource; resource.setrlimit(resource.RLIMIT_NPROC, (4, 4)); import torch; torch.set_num_threads(8)"
              "; print((torch.ones(512, 512) @ torch.ones(512, 512)).sum())")
-    p = subprocess.run(["setpriv", "--reuid=64999", "--regid=64999", "--clear-groups", sys.executable, "-c", child],
-                       capture_output=True, text=True, timeout=120, env={**os.environ, "HOME": str(tmp_path)})
-    if "No module named" in p.stderr or "Permission denied" in p.stderr:
-        pytest.skip(f"another user cannot run {sys.executable} with torch here: {p.stderr.strip()[-200:]}")
-    assert p.returncode != 0 and "libgomp: Thread creation failed" in p.stderr, p.stderr[-2000:]
-    log = tmp_path / "rank0.log"
-    log.write_text(p.stderr)
-    doc = triage([str(log)])
+    doc, _ = _diagnose_what_it_printed(tmp_path, "rank0", [*_as_user(64999), "-c", child],
+                                       "libgomp: Thread creation failed", HOME=str(tmp_path))
     assert (doc["cause_class"], doc["findings"][0]["id"]) == ("host_resources", "host.ulimit"), doc["summary"]
