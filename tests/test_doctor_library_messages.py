@@ -518,3 +518,31 @@ def test_torchs_openmp_threads_under_a_low_thread_limit_are_a_ulimit_cause(tmp_p
     doc, _ = _diagnose_what_it_printed(tmp_path, "rank0", [*_as_user(64999), "-c", child],
                                        "libgomp: Thread creation failed", HOME=str(tmp_path))
     assert (doc["cause_class"], doc["findings"][0]["id"]) == ("host_resources", "host.ulimit"), doc["summary"]
+
+
+RNG_RESUME = textwrap.dedent(r'''
+    import sys, numpy as np, torch
+    path = sys.argv[1] + "/rng_state.pth"
+    torch.save({"python": None, "numpy": np.random.get_state()}, path)   # as the Trainer saves its RNG state
+    torch.load(path)                                                      # a resume that passes no weights_only
+''')
+
+
+def test_a_checkpoint_torch_refuses_under_weights_only_names_the_global_and_the_fix_loads_it(tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TORCH_FORCE_")}
+    argv = [sys.executable, "-c", RNG_RESUME, str(tmp_path)]
+    p = subprocess.run(argv, capture_output=True, text=True, timeout=120, env=env)
+    assert p.returncode != 0 and "Weights only load failed" in p.stderr, p.stderr[-2000:]
+    log = tmp_path / "resume.log"
+    log.write_text(p.stderr)
+    doc = triage([str(log)])
+    head = doc["findings"][0]
+    assert (doc["cause_class"], head["id"], head["actor"]) == ("version_drift", "torch.weights_only_refused", "job"), (
+        doc["summary"])
+    assert head["title"].endswith(": numpy._core.multiarray._reconstruct is not allowed"), head["title"]
+    assert [f["id"] for f in doc["findings"] if f["role"] == "root_cause"] == ["torch.weights_only_refused"]
+    # the fix's variable, for a checkpoint of one's own run: the same load then succeeds
+    assert "export TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1" in head["fix"]
+    fixed = subprocess.run(argv, capture_output=True, text=True, timeout=120,
+                           env={**env, "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD": "1"})
+    assert fixed.returncode == 0, fixed.stderr[-2000:]

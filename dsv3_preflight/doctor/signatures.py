@@ -305,6 +305,7 @@ DS_CONFIG_FIX = "dsv3-preflight run --only lora.deepspeed_config    # reads the 
 #: look at them would be a lie); the doctor says so instead of naming one
 NO_PREFLIGHT_CHECK = frozenset({"hf.training_arguments_invalid", "launch.unrecognized_arguments", "c10d.fingerprints_diverge",
                                 "launch.script_missing",   # `launch` refuses it on every node, before any check runs
+                                "torch.weights_only_refused",   # which library loads which checkpoint: no check sees it
                                 "preflight.no_go"})   # (this one: the preflight ran, and the line does not say which check failed)
 
 SIGNATURES: tuple[Signature, ...] = (
@@ -2512,6 +2513,30 @@ SIGNATURES: tuple[Signature, ...] = (
     # torchrun (or a launcher) started Python on a script path this node does not have: each rank exits with code 2 at
     # once, and torchrun's summary says only that. CPython's own line (Modules/main.c, pymain_run_file); produced here
     # by torchrun --nproc-per-node 1 on a missing script
+    # torch 2.6 made torch.load(weights_only=True) the default; a checkpoint holding other Python objects (numpy arrays
+    # in the Trainer's RNG state, DeepSpeed's loss scaler) is refused where the loading code predates it (a resume
+    # under LLaMA-Factory, ms-swift, trl: transformers#40500). torch's message (serialization.py _get_wo_message):
+    # "Weights only load failed. This file can still be loaded, ..." and, on its own line, "WeightsUnpickler error:
+    # Unsupported global: GLOBAL numpy._core.multiarray._reconstruct was not an allowed global by default". The first
+    # line is matched only without that second part, so the finding names the global. Produced here: torch 2.13 loading
+    # a file holding numpy's RNG state
+    S("torch.weights_only_refused", "version_drift", "cause", (b"Weights only load failed", b"Unsupported global: GLOBAL "),
+      r"WeightsUnpickler error: Unsupported global: GLOBAL (?P<glob>[\w.]+) was not an allowed global"
+      r"|Weights only load failed\.(?! This file can still be loaded)",
+      "torch.load refused a checkpoint under weights_only (torch 2.6+'s default)[[: {glob} is not allowed]]",
+      "Since torch 2.6, torch.load unpickles only tensors and an allowlist of types unless told otherwise. This "
+      "checkpoint holds another Python object (numpy arrays in the Trainer's RNG state, DeepSpeed's loss scaler, a "
+      "class of the script's), and the code loading it (a Trainer resume, DeepSpeed's load_checkpoint, the script) "
+      "predates that default or does not allow it: the installed torch is newer than the code that loads the checkpoint.",
+      "python -m pip list 2>/dev/null | grep -i -E '^(torch|transformers|deepspeed|accelerate|peft) '    # upgrade the "
+      "library whose torch.load the traceback shows, or pin torch below 2.6 with it\n"
+      "export TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1    # or, for checkpoints your own runs wrote only: load them in full, as "
+      "before torch 2.6",
+      None, 1,
+      "\tWeightsUnpickler error: Unsupported global: GLOBAL numpy._core.multiarray._reconstruct was not an allowed global "
+      "by default. Please use `torch.serialization.add_safe_globals([numpy._core.multiarray._reconstruct])`",
+      "torch/serialization.py (_get_wo_message, TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD); "
+      "https://github.com/huggingface/transformers/issues/40500; produced here by torch.load of numpy's RNG state"),
     S("launch.script_missing", "config", "cause", (b"can't open file",),
       r"can't open file '(?P<path>[^']+)': \[Errno 2\] No such file or directory",
       "The training script is not there: {path}",
