@@ -19,6 +19,7 @@ import pytest
 
 from dsv3_preflight.doctor import triage
 from dsv3_preflight.doctor.signatures import SIGNATURES
+from conftest import python_cli
 from paste_lint import paste_problems
 
 CHILD = textwrap.dedent(r'''
@@ -546,3 +547,21 @@ def test_a_checkpoint_torch_refuses_under_weights_only_names_the_global_and_the_
     fixed = subprocess.run(argv, capture_output=True, text=True, timeout=120,
                            env={**env, "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD": "1"})
     assert fixed.returncode == 0, fixed.stderr[-2000:]
+
+
+def test_a_model_config_that_is_not_json_is_named_and_the_fixs_check_fails_on_it(tmp_path):
+    # a config.json cut mid-object (a download cut short, a hand edit): transformers' own words, then the check the fix
+    # names, which must fail on the same directory
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text('{"model_type": "deepseek_v3", "hidden_size": 16,\n')
+    doc, _ = _diagnose_what_it_printed(tmp_path, "rank0", [sys.executable, "-c", "import sys\nfrom transformers import "
+                                       "AutoConfig\nAutoConfig.from_pretrained(sys.argv[1])", str(model)],
+                                       "is not a valid JSON file", HF_HUB_OFFLINE="1")
+    head = doc["findings"][0]
+    assert (doc["cause_class"], head["id"]) == ("config", "hf.config_not_json"), doc["summary"]
+    assert head["title"] == f"The model's config file is not valid JSON: {model}/config.json", head["title"]
+    check = subprocess.run(python_cli("run", "--profile", "cpu", "--only", head["check"], "--model-path", str(model),
+                                      "--lora-targets", "q_a_proj", "--no-report"), capture_output=True, text=True,
+                           timeout=300)
+    assert check.returncode == 1 and "not valid JSON" in check.stdout, check.stdout[-2000:]

@@ -2276,6 +2276,21 @@ SIGNATURES: tuple[Signature, ...] = (
       "'/out/checkpoint-100'. Use `repo_type` argument if needed.",
       "peft/utils/save_and_load.py (load_peft_weights); produced here: PeftModel.from_pretrained on a directory "
       "holding only adapter_config.json", requires="peft_weights"),
+    # transformers reading a model's config.json that is no JSON (a download cut short, a Git LFS pointer, a hand edit
+    # such as the model_type change Kimi-K2 needs): configuration_utils.py's own words after the JSONDecodeError.
+    # Produced here by AutoConfig.from_pretrained on a config.json cut mid-object
+    S("hf.config_not_json", "config", "cause", (b"is not a valid JSON file",),
+      r"It looks like the config file at '(?P<path>[^'{}]+)' is not a valid JSON file",   # not the raise in the source
+      "The model's config file is not valid JSON: {path}",
+      "transformers could not parse the model's config.json: the download was cut short, the file is a Git LFS pointer "
+      "instead of the file, or an edit broke it. Every rank that builds the model fails the same way.",
+      "python -m json.tool {path} >/dev/null    # names the line and column where it breaks\n"
+      "head -c 300 {path}    # 'version https://git-lfs' is a pointer: git lfs pull in the model repo\n"
+      "dsv3-preflight run --only lora.targets --model-path \"$(dirname -- {path})\" --lora-targets "
+      "\"${LORA_TARGETS:?the lora_target of the run, e.g. q_a_proj,kv_b_proj}\"    # reads config.json as the run will",
+      "lora.targets", 1,
+      "OSError: It looks like the config file at '/models/DeepSeek-V3/config.json' is not a valid JSON file.",
+      "transformers configuration_utils.py (PretrainedConfig._get_config_dict); produced here with a cut config.json"),
     S("hf.local_path_missing", "config", "cause", (b"Repo id must be in the form", b"Incorrect path_or_model_id",
                                                    b"is the correct path to a directory", b"is not a local folder",
                                                    b"does not appear to have a file named", b"Error no file named",
