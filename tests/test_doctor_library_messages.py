@@ -565,3 +565,19 @@ def test_a_model_config_that_is_not_json_is_named_and_the_fixs_check_fails_on_it
                                       "--lora-targets", "q_a_proj", "--no-report"), capture_output=True, text=True,
                            timeout=300)
     assert check.returncode == 1 and "not valid JSON" in check.stdout, check.stdout[-2000:]
+
+
+def test_flash_attention_asked_for_where_it_cannot_run_is_a_version_drift_cause(tmp_path):
+    # attn_implementation="flash_attention_2" on this machine (no flash_attn, no CUDA device): transformers refuses
+    # while it builds the model; transformers' own reason is kept in the title
+    child = ("import sys\nfrom transformers import AutoConfig, AutoModelForCausalLM\n"
+             "cfg = AutoConfig.from_pretrained(sys.argv[1])\n"
+             "AutoModelForCausalLM.from_config(cfg, attn_implementation='flash_attention_2')")
+    config = Path(__file__).parent / "data" / "lora" / "deepseek_v3_tiny_config.json"
+    doc, err = _diagnose_what_it_printed(tmp_path, "rank0", [sys.executable, "-c", child, str(config)],
+                                         "FlashAttention2 has been toggled on", HF_HUB_OFFLINE="1")
+    head = doc["findings"][0]
+    assert (doc["cause_class"], head["id"], head["actor"]) == ("version_drift", "hf.flash_attention_unavailable", "job")
+    why = err.split("due to the following error: ")[1].split(".")[0]
+    assert head["title"] == f"Flash Attention 2 was asked for and cannot be used: {why}", head["title"]
+    assert "attn_implementation=sdpa" in head["fix"]

@@ -306,6 +306,7 @@ DS_CONFIG_FIX = "dsv3-preflight run --only lora.deepspeed_config    # reads the 
 NO_PREFLIGHT_CHECK = frozenset({"hf.training_arguments_invalid", "launch.unrecognized_arguments", "c10d.fingerprints_diverge",
                                 "launch.script_missing",   # `launch` refuses it on every node, before any check runs
                                 "torch.weights_only_refused",   # which library loads which checkpoint: no check sees it
+                                "hf.flash_attention_unavailable",   # no check imports flash_attn
                                 "preflight.no_go"})   # (this one: the preflight ran, and the line does not say which check failed)
 
 SIGNATURES: tuple[Signature, ...] = (
@@ -2552,6 +2553,26 @@ SIGNATURES: tuple[Signature, ...] = (
       "by default. Please use `torch.serialization.add_safe_globals([numpy._core.multiarray._reconstruct])`",
       "torch/serialization.py (_get_wo_message, TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD); "
       "https://github.com/huggingface/transformers/issues/40500; produced here by torch.load of numpy's RNG state"),
+    # attn_implementation="flash_attention_2" (LLaMA-Factory's flash_attn: fa2) where flash_attn is missing, too old or
+    # there is no CUDA device: transformers' modeling_utils.py says why after one fixed prefix (4.36+; 5.x: "the package
+    # for FlashAttention2 doesn't seem to be installed", produced here on a CPU machine without flash_attn). A flash_attn
+    # built for another torch fails earlier, on its own import: python.undefined_symbol
+    S("hf.flash_attention_unavailable", "version_drift", "cause", (b"FlashAttention2 has been toggled on",),
+      r"FlashAttention2 has been toggled on, but it cannot be used due to the following error: (?P<why>[^.]+)",
+      "Flash Attention 2 was asked for and cannot be used: {why}",
+      "The run sets attn_implementation=flash_attention_2 (LLaMA-Factory: flash_attn: fa2), and this environment "
+      "cannot give it: the flash_attn package is not installed or too old for this transformers, or the process sees "
+      "no CUDA device. Every rank stops while the model is built.",
+      "python -c 'import flash_attn; print(flash_attn.__version__)'    # in the training environment, on every node\n"
+      "python -m pip list 2>/dev/null | grep -i -E '^(torch|transformers|flash.attn) '    # flash_attn built for this "
+      "torch and CUDA\n"
+      "# or train without it: attn_implementation=sdpa (LLaMA-Factory: flash_attn: sdpa)",
+      None, 1,
+      "ImportError: FlashAttention2 has been toggled on, but it cannot be used due to the following error: the package "
+      "flash_attn seems to be not installed. Please refer to the documentation of "
+      "https://huggingface.co/docs/transformers/perf_infer_gpu_one#flashattention-2 to install Flash Attention 2.",
+      "transformers modeling_utils.py (_check_and_adjust_attn_implementation, _flash_attn_2_can_dispatch); produced "
+      "here by from_config(attn_implementation='flash_attention_2') without flash_attn"),
     S("launch.script_missing", "config", "cause", (b"can't open file",),
       r"can't open file '(?P<path>[^']+)': \[Errno 2\] No such file or directory",
       "The training script is not there: {path}",
