@@ -310,7 +310,8 @@ def test_a_save_onto_a_read_only_filesystem_names_the_read_only_mount(tmp_path, 
     top = doc["findings"][0]
     assert (doc["cause_class"], top["id"], top["check"]) == ("host_resources", "host.read_only_filesystem",
                                                              "lora.output_dir"), (doc["summary"], err[-800:])
-    assert top["actor"] == "node" and ":ro" in top["root_cause"], top   # the node's mounts; the text names a :ro volume
+    # the job's, as lora.output_dir judges a read-only output dir; the text names a :ro volume and a remounted disk
+    assert top["actor"] == "job" and ":ro" in top["root_cause"] and "remounted" in top["root_cause"], top
     if writer == "makedirs":   # Python names the path it could not create
         assert top["title"].endswith(f"read-only: {mnt}/checkpoint-50"), top["title"]
 

@@ -137,10 +137,10 @@ ACTOR_OF: dict[str, str | None] = {
     # host_resources: the job's memory use (RAM, workers, offload) is the job's; disks, limits, /dev/shm the node's
     "host.oom_killer": "job", "host.cpu_memory": "job", "host.dataloader_worker_killed": "job", "host.sigkill": "job",
     "ray.memory_monitor_kill": "job",
-    # a write refused by permissions is the job's (the user it runs as, the volume it mounts); a read-only filesystem
-    # stays the node's (its mounts, or a disk the kernel remounted after errors), though a container volume mounted
-    # :ro is the job's: the root cause says both
-    "host.permission_denied": "job",
+    # a write the filesystem refuses is the job's, as lora.output_dir judges it: permissions (the user it runs as, the
+    # volume it mounts), and a read-only filesystem (point the run at a writable disk; a disk the kernel remounted after
+    # errors is also its administrator's to repair, which the root cause and fix say)
+    "host.permission_denied": "job", "host.read_only_filesystem": "job",
 }
 
 
@@ -1999,8 +1999,12 @@ SIGNATURES: tuple[Signature, ...] = (
       "I/O errors (then dmesg says so, and the node's administrator must repair it or drain the node).",
       "awk '$4 ~ /(^|,)ro(,|$)/ {print $2, $3, $4}' /proc/mounts    # this node's read-only mounts: is the output dir "
       "under one?\n"
-      "dmesg -T | grep -i -E 'remount|read-only|I/O error' | tail -n 20    # a disk the kernel remounted after errors\n"
-      "dsv3-preflight run --only lora.output_dir    # the output dir must be writable before launch",
+      "dmesg -T | grep -i -E 'remount|read-only|I/O error' | tail -n 20    # a disk the kernel remounted after errors: "
+      "its administrator repairs it\n"
+      "mkdir -p \"${OUTPUT_DIR:?a writable directory on a node-local disk}\"    # then pass it to the trainer as "
+      "--output_dir\n"
+      "dsv3-preflight run --only lora.output_dir --output-dir \"$OUTPUT_DIR\"    # the output dir must be writable "
+      "before launch",
       "lora.output_dir", 1,
       "OSError: [Errno 30] Read-only file system: '/out/checkpoint-50'",
       "strerror(EROFS) as Python (OSError), torch (caffe2/serialize/inline_container.cc, PyTorchStreamWriter) and "
