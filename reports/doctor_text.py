@@ -99,7 +99,8 @@ def render_text(diagnosis: dict) -> str:
         elif f.get("check"):
             out.append(f"   caught before launch by: dsv3-preflight run --only {f['check']}")
         elif f.get("role") == "root_cause":
-            out.append("   caught before launch by: no preflight check (the cause is in the training code, the libraries it loads with, or the command that starts it)")
+            out.append("   caught before launch by: no preflight check (the cause is in the training code, the libraries it "
+                       "loads with, or the command that starts it)")
     if d.get("silent_ranks"):
         out.append("")
         out.append(f"ranks that did not report the timeout (look at their logs first): {d['silent_ranks']}")

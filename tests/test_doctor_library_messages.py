@@ -2,7 +2,8 @@
 TCPStore and env:// rendezvous on 127.0.0.1, transformers' TrainingArguments, accelerate's HfDeepSpeedConfig,
 DeepSpeed's config object with config errors,
 transformers and peft loading a model or adapter from a path without its files, adapters saved empty or cut short
-with safetensors, Gloo on an interface this machine lacks, saves onto a full, a read-only or another user's filesystem, torch.load of an empty or cut checkpoint),
+with safetensors, Gloo on an interface this machine lacks, saves onto a full, a read-only or another user's
+filesystem, torch.load of an empty or cut checkpoint),
 not typed from memory: a signature written from a thread's excerpt must also match the current library's wording.
 
 One child process provokes every error and writes each traceback to its own file (tracebacks as a user's log
@@ -209,6 +210,32 @@ def test_doctor_names_the_cause_of_an_error_the_library_raised_here(library_logs
     _assert_diagnosed(log, *EXPECTED[name])
 
 
+def _diagnose_what_it_printed(tmp_path, name: str, argv: list[str], want: str, **env: str) -> tuple[dict, str]:
+    """Run ``argv``, which must fail printing ``want``; the doctor's document on what it printed (as ``name``.log).
+    A private mount (``_in_private_mount``) the machine refuses skips the test with the reason."""
+    p = subprocess.run(argv, capture_output=True, text=True, timeout=180, env={**os.environ, **env})
+    if argv[0] == "unshare" and "mount" in p.stderr and "Traceback" not in p.stderr:
+        pytest.skip(f"no private mount here: {p.stderr.strip()[-200:]}")
+    assert p.returncode != 0 and want in p.stderr, p.stderr[-2000:]
+    log = tmp_path / f"{name}.log"
+    log.write_text(p.stderr)
+    return triage([str(log)]), p.stderr
+
+
+def _in_private_mount(mount: str) -> list[str]:
+    """argv prefix running the rest of argv in a private mount namespace once ``mount`` (a shell command) succeeded:
+    what it mounts exists for that one command and nobody else sees it."""
+    return ["unshare", "--mount", "--propagation", "private", "sh", "-c", f'{mount} && exec "$@"', "sh"]
+
+
+def _as_user(uid: int) -> list[str]:
+    """argv prefix running this interpreter as ``uid``; skips when that user cannot import torch from it."""
+    argv = ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", sys.executable]
+    if subprocess.run([*argv, "-c", "import torch, safetensors"], capture_output=True, timeout=120).returncode:
+        pytest.skip(f"uid {uid} cannot run {sys.executable} with torch (its directories are not readable to others)")
+    return argv
+
+
 SAVE_ON_FULL_DISK = textwrap.dedent(r'''
     import sys, torch
     from safetensors.torch import save_file
@@ -238,27 +265,18 @@ SAVE_ON_FULL_DISK = textwrap.dedent(r'''
                                              ("numpy_large", "host.array_write_failed"),
                                              ("numpy_strided", "host.array_write_failed")])
 def test_a_save_onto_a_full_filesystem_is_a_host_resource_cause(tmp_path, writer, want_id):
-    # a private mount namespace: the 1 MiB tmpfs exists for this one command and nobody else sees it
     mnt = tmp_path / "mnt"
     mnt.mkdir()
-    script = tmp_path / "save.py"
-    script.write_text(SAVE_ON_FULL_DISK)
-    cmd = f"mount -t tmpfs -o size=1m tmpfs {mnt} && exec {sys.executable} {script} {writer} {mnt}"
-    p = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", cmd], capture_output=True,
-                       text=True, timeout=120)
-    if "mount" in p.stderr and "Traceback" not in p.stderr:
-        pytest.skip(f"no private tmpfs here: {p.stderr.strip()[-200:]}")
-    assert p.returncode != 0, p.stderr[-2000:]
-    log = tmp_path / f"{writer}.log"
-    log.write_text(p.stderr)
-    doc = triage([str(log)])
+    argv = [*_in_private_mount(f"mount -t tmpfs -o size=1m tmpfs {mnt}"), sys.executable, "-c", SAVE_ON_FULL_DISK,
+            writer, str(mnt)]
+    doc, err = _diagnose_what_it_printed(tmp_path, writer, argv, "Traceback")
     top = doc["findings"][0]
-    assert (doc["cause_class"], top["id"]) == ("host_resources", want_id), (doc["summary"], p.stderr[-800:])
+    assert (doc["cause_class"], top["id"]) == ("host_resources", want_id), (doc["summary"], err[-800:])
     if writer == "torch_legacy":   # the raw writer's wording, which another errno takes too ("... failed with
         # Input/output error", a field log of torch 1.0): the checkpoint-write signature reads it
         write_failed = next(s for s in SIGNATURES if s.id == "host.checkpoint_write_failed")
-        m = write_failed.regex.search(p.stderr)
-        assert m and m.group("why") == "No space left on device", p.stderr[-800:]
+        m = write_failed.regex.search(err)
+        assert m and m.group("why") == "No space left on device", err[-800:]
     if writer == "numpy":   # the counts numpy gave: how much of the write was refused
         assert top["title"].startswith("A file write came up short (numpy): ") and "of 524288 bytes written" in top["title"]
 
@@ -277,35 +295,13 @@ WRITE_REFUSED = textwrap.dedent(r'''
 WRITERS = ("torch", "safetensors", "makedirs")
 
 
-def _diagnose_what_it_printed(tmp_path, name: str, argv: list[str], want: str, **env: str) -> tuple[dict, str]:
-    """Run ``argv``, which must fail printing ``want``; the doctor's document on what it printed (as ``name``.log).
-    A private mount the machine refuses skips the test with the reason."""
-    p = subprocess.run(argv, capture_output=True, text=True, timeout=180, env={**os.environ, **env})
-    if "mount" in p.stderr and "Traceback" not in p.stderr:
-        pytest.skip(f"no private mount here: {p.stderr.strip()[-200:]}")
-    assert p.returncode != 0 and want in p.stderr, p.stderr[-2000:]
-    log = tmp_path / f"{name}.log"
-    log.write_text(p.stderr)
-    return triage([str(log)]), p.stderr
-
-
-def _as_user(uid: int) -> list[str]:
-    """argv prefix running this interpreter as ``uid``; skips when that user cannot import torch from it."""
-    argv = ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", sys.executable]
-    if subprocess.run([*argv, "-c", "import torch, safetensors"], capture_output=True, timeout=120).returncode:
-        pytest.skip(f"uid {uid} cannot run {sys.executable} with torch (its directories are not readable to others)")
-    return argv
-
-
 @pytest.mark.skipif(os.geteuid() != 0, reason="mounting a read-only tmpfs needs root")
 @pytest.mark.parametrize("writer", WRITERS)
 def test_a_save_onto_a_read_only_filesystem_names_the_read_only_mount(tmp_path, writer):
-    # a private mount namespace: the read-only tmpfs exists for this one command and nobody else sees it
     mnt = tmp_path / "ro"
     mnt.mkdir()
-    argv = ["unshare", "--mount", "--propagation", "private", "sh", "-c",
-            f'mount -t tmpfs -o size=1m,ro tmpfs {mnt} && exec "$@"', "sh",
-            sys.executable, "-c", WRITE_REFUSED, writer, str(mnt)]
+    argv = [*_in_private_mount(f"mount -t tmpfs -o size=1m,ro tmpfs {mnt}"), sys.executable, "-c", WRITE_REFUSED,
+            writer, str(mnt)]
     doc, err = _diagnose_what_it_printed(tmp_path, writer, argv, "Read-only file system")
     top = doc["findings"][0]
     assert (doc["cause_class"], top["id"], top["check"]) == ("host_resources", "host.read_only_filesystem",
@@ -356,22 +352,15 @@ LOAD_CUT = textwrap.dedent(r'''
                                           ("cut_pickle", "torch.checkpoint_truncated"),   # "pickle data was truncated"
                                           ("cut_storage", "safetensors.bad_file")])   # "unexpected EOF, expected N more bytes"
 def test_torch_load_of_an_empty_or_cut_checkpoint_is_an_unreadable_weights_file(tmp_path, how, want_id):
-    p = subprocess.run([sys.executable, "-c", LOAD_CUT, how, str(tmp_path / "ck.pt")], capture_output=True, text=True,
-                       timeout=120)
-    assert p.returncode != 0, p.stderr[-2000:]
-    log = tmp_path / "load.log"
-    log.write_text(p.stderr)
-    doc = triage([str(log)])
-    assert (doc["cause_class"], doc["findings"][0]["id"]) == ("lora_empty", want_id), (doc["summary"], p.stderr[-800:])
+    doc, err = _diagnose_what_it_printed(tmp_path, "load", [sys.executable, "-c", LOAD_CUT, how, str(tmp_path / "ck.pt")],
+                                         "Traceback")
+    assert (doc["cause_class"], doc["findings"][0]["id"]) == ("lora_empty", want_id), (doc["summary"], err[-800:])
 
 
 def test_an_eoferror_outside_torch_load_is_not_called_a_cut_checkpoint(tmp_path):
     # a bare EOFError is any program's: only under torch.load's own frames is it a checkpoint that ran out
-    p = subprocess.run([sys.executable, "-c", "def read_header():\n    raise EOFError\nread_header()"],
-                       capture_output=True, text=True, timeout=60)
-    log = tmp_path / "other.log"
-    log.write_text(p.stderr)
-    doc = triage([str(log)])
+    doc, _ = _diagnose_what_it_printed(tmp_path, "other", [sys.executable, "-c",
+                                       "def read_header():\n    raise EOFError\nread_header()"], "EOFError")
     assert doc["exit_code"] == 1 and not doc["cause_recognised"], doc["summary"]
 
 
@@ -503,8 +492,7 @@ SHM_LOADER = textwrap.dedent(r'''
 def test_dataloader_workers_on_a_small_dev_shm_are_shared_memory_not_a_full_disk(tmp_path):
     # docker's 64 MB /dev/shm, here 1 MiB in a private mount namespace: torch says "No space left on device (28)" for
     # the shared memory file, which is no disk of the run's
-    argv = ["unshare", "--mount", "--propagation", "private", "sh", "-c",
-            'mount -t tmpfs -o size=1m tmpfs /dev/shm && exec "$@"', "sh", sys.executable, "-c", SHM_LOADER]
+    argv = [*_in_private_mount("mount -t tmpfs -o size=1m tmpfs /dev/shm"), sys.executable, "-c", SHM_LOADER]
     doc, _ = _diagnose_what_it_printed(tmp_path, "train", argv, "shared memory", TMPDIR=str(tmp_path))
     assert (doc["cause_class"], doc["findings"][0]["id"]) == ("host_resources", "host.shared_memory"), doc["summary"]
     assert "--shm-size" in doc["findings"][0]["fix"]

@@ -1991,7 +1991,8 @@ SIGNATURES: tuple[Signature, ...] = (
     # "SafetensorError: Error while serializing: I/O error: Permission denied (os error 13) at path \"/out/.tmpX\"",
     # "OSError: [Errno 30] Read-only file system: '/out/checkpoint-50'" (PermissionError, [Errno 13], likewise)
     S("host.read_only_filesystem", "host_resources", "cause", (b"Read-only file system", b"EROFS"),
-      r"\[Errno 30\] Read-only file system: '(?P<path>[^']+)'|open file failed with strerror: Read-only file system"
+      # torch's "open file failed with strerror: Read-only file system" is the plain alternative
+      r"\[Errno 30\] Read-only file system: '(?P<path>[^']+)'"
       r"|Read-only file system \(os error 30\)(?: at path \"(?P<path2>[^\"]+)\")?|Read-only file system|\bEROFS\b",
       "A write was refused: the filesystem is read-only[[: {path}]]",
       "The run writes (a checkpoint, the adapter, its output dir) onto a filesystem mounted read-only: a container "
@@ -2530,9 +2531,6 @@ SIGNATURES: tuple[Signature, ...] = (
                       "launcher.deepspeed_plugin_conflict", "deepspeed.auto_unresolved", "deepspeed.auto_compared",
                       "config.ds_config_path", "config.ds_json_unreadable"),
       requires="ds_config"),
-    # torchrun (or a launcher) started Python on a script path this node does not have: each rank exits with code 2 at
-    # once, and torchrun's summary says only that. CPython's own line (Modules/main.c, pymain_run_file); produced here
-    # by torchrun --nproc-per-node 1 on a missing script
     # torch 2.6 made torch.load(weights_only=True) the default; a checkpoint holding other Python objects (numpy arrays
     # in the Trainer's RNG state, DeepSpeed's loss scaler) is refused where the loading code predates it (a resume
     # under LLaMA-Factory, ms-swift, trl: transformers#40500). torch's message (serialization.py _get_wo_message):
@@ -2577,6 +2575,9 @@ SIGNATURES: tuple[Signature, ...] = (
       "https://huggingface.co/docs/transformers/perf_infer_gpu_one#flashattention-2 to install Flash Attention 2.",
       "transformers modeling_utils.py (_check_and_adjust_attn_implementation, _flash_attn_2_can_dispatch); produced "
       "here by from_config(attn_implementation='flash_attention_2') without flash_attn"),
+    # torchrun (or a launcher) started Python on a script path this node does not have: each rank exits with code 2 at
+    # once, and torchrun's summary says only that. CPython's own line (Modules/main.c, pymain_run_file); produced here
+    # by torchrun --nproc-per-node 1 on a missing script
     S("launch.script_missing", "config", "cause", (b"can't open file",),
       r"can't open file '(?P<path>[^']+)': \[Errno 2\] No such file or directory",
       "The training script is not there: {path}",
