@@ -2,11 +2,23 @@
 # Set up and run the whole test suite on a fresh machine (README command 2; .ci/run calls this).
 #  - system packages the integration tests drive for real: iproute2 + iptables/nftables (network
 #    namespaces), chromium + chromium-driver (the HTML report opened in a real browser)
-#  - a virtual environment with torch 2.13.0 (CPU wheel here; users keep their own CUDA build) and
-#    the package with its test extras
+#  - .venv holding exactly requirements/lock.txt (torch 2.13.0+cpu here; users keep their own CUDA build)
+#    and the package itself, editable
 #  - pytest over tests/ (slow integration tests included), then `pytest checks/` under the CPU profile
+#
+#   bash scripts/test.sh [PYTEST ARGS]            the locked environment (.venv): what CI runs
+#   bash scripts/test.sh --latest [PYTEST ARGS]   the newest releases pyproject.toml admits, in .venv-latest,
+#                                                 to find upstream breakage on purpose (never in CI)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+SAY_AS=test.sh
+source scripts/_env.sh
+
+VENV=.venv
+if [ "${1:-}" = "--latest" ]; then
+  shift
+  VENV=.venv-latest
+fi
 
 need_apt=()
 command -v ip >/dev/null || need_apt+=(iproute2)
@@ -19,16 +31,22 @@ if [ ${#need_apt[@]} -gt 0 ]; then
     apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need_apt[@]}"
   else
-    echo "scripts/test.sh: not root; tests needing ${need_apt[*]} will skip with the reason" >&2
+    env_say "not root; tests needing ${need_apt[*]} will skip with the reason"
   fi
 fi
 
-PY=${PYTHON:-python3}
-[ -x .venv/bin/python ] || "$PY" -m venv .venv
-echo "[test.sh] installing torch 2.13.0 (CPU) and dsv3-preflight[test] into .venv" >&2
-.venv/bin/python -m pip install --quiet --disable-pip-version-check --upgrade pip
-.venv/bin/python -m pip install --quiet --disable-pip-version-check torch==2.13.0 -e '.[test]'
+if [ "$VENV" = .venv-latest ]; then
+  env_say "installing the NEWEST releases pyproject.toml admits into $VENV (not the lock)"
+  make_latest_env "$VENV"
+  "$VENV/bin/python" -m uv pip freeze --python "$VENV/bin/python" > "$VENV/resolved.txt"
+  env_say "resolved: $VENV/resolved.txt; differences from the lock:"
+  diff <(grep -E '^[A-Za-z0-9]' "$LOCK" | sed 's/ .*//' | tr 'A-Z_' 'a-z-' | sort) \
+       <(grep -E '^[A-Za-z0-9]' "$VENV/resolved.txt" | grep -v '^dsv3-preflight' | tr 'A-Z_' 'a-z-' | sort) >&2 || true
+else
+  env_say "installing requirements/lock.txt and dsv3-preflight (editable) into $VENV"
+  make_env "$VENV"
+fi
 
 # pytest's own exit codes pass through (5 = no tests collected is a failure here, not hidden).
-.venv/bin/python -m pytest -n 2 --dist loadgroup "$@"
-.venv/bin/python -m pytest checks/ --preflight-profile cpu -q -p no:cacheprovider
+"$VENV/bin/python" -m pytest -n 2 --dist loadgroup "$@"
+"$VENV/bin/python" -m pytest checks/ --preflight-profile cpu -q -p no:cacheprovider

@@ -1,17 +1,20 @@
 """The LoRA checks where the training pins transformers 4 (the field notes pin ``transformers==4.52.4`` inside
-LLaMA-Factory's container). Real transformers 4.52.4, installed by pip from the package index into a temporary
-environment that sees this one's other libraries (torch, peft 0.21, the preflight): there DeepSeek-V3's routed
-experts are Linear modules of their own (``mlp.experts.17.gate_proj``), with transformers 5 they are fused weights.
+LLaMA-Factory's container). Real transformers 4.52.4 in a sealed environment of its own: a virtual environment
+holding exactly tests/envs/transformers4.txt (transformers 4.52.4 and the huggingface_hub, tokenizers, torch and peft
+it imports beside, locked by ``bash scripts/lock.sh``) and the preflight from this checkout, and nothing of this
+environment's site-packages, so a release upstream cannot change what it imports. There DeepSeek-V3's routed experts
+are Linear modules of their own (``mlp.experts.17.gate_proj``); with transformers 5 they are fused weights.
 
 - ``lora.targets`` run under transformers 4.52.4 counts the per-expert modules peft adapts, and the figure
   transformers 5's run gives for "transformers<5" is that count;
 - an adapter peft saved under transformers 4.52.4 is converted by peft under transformers 5 as it loads it, and
   ``lora.adapter_base`` holds its converted experts to the model's experts and widths, as real peft's load does.
 
-Skips when the package index cannot be reached."""
+When that environment cannot be installed (the registry lacks a pinned release), the tests fail and say why."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import sysconfig
@@ -27,29 +30,37 @@ pytestmark = pytest.mark.slow
 TESTS = Path(__file__).resolve().parent
 DATA = TESTS / "data" / "lora"
 TF4 = "4.52.4"
-#: transformers 4.52.4 and the versions of its dependencies it refuses to import without
-PINS = [f"transformers=={TF4}", "tokenizers>=0.21,<0.22", "huggingface_hub<1.0"]
+LOCK = TESTS / "envs" / "transformers4.txt"
 MLP = ["gate_proj", "up_proj", "down_proj"]
+
+
+def _uv_pip(python: Path, *args: str) -> subprocess.CompletedProcess:
+    wheels = os.environ.get("DSV3_WHEELS", "/opt/wheels")  # where these machines keep torch 2.13.0+cpu (scripts/_env.sh)
+    return subprocess.run([sys.executable, "-m", "uv", "pip", args[0], "--python", str(python), "--quiet",
+                           "--find-links", wheels, *args[1:]], capture_output=True, text=True, timeout=900)
 
 
 @pytest.fixture(scope="module")
 def tf4(tmp_path_factory) -> Path:
-    """The python of an environment with transformers 4.52.4 first on its path and this one's site-packages after
-    it (their .pth files processed: the preflight as installed here)."""
+    """The python of a sealed environment: exactly tests/envs/transformers4.txt, and this checkout's preflight
+    installed editable into it. Nothing of this environment's site-packages is on its path."""
     root = tmp_path_factory.mktemp("transformers4")
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root)], check=True, timeout=60,
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root)], check=True, timeout=120,
                    capture_output=True)
-    [site] = root.glob("lib/python*/site-packages")
-    proc = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-                           "--no-deps", "--target", str(site), *PINS], capture_output=True, text=True, timeout=600)
-    if proc.returncode != 0:
-        pytest.skip(f"pip could not install transformers=={TF4} from the package index: {proc.stderr.strip()[-300:]}")
-    (site / "zz_share_preflight_env.pth").write_text(
-        f"import site; site.addsitedir({sysconfig.get_paths()['purelib']!r})\n")
     python = root / "bin" / "python"
-    got = subprocess.run([str(python), "-c", "import transformers; print(transformers.__version__)"],
-                         capture_output=True, text=True, timeout=120)
-    assert got.stdout.strip() == TF4, got.stderr[-2000:]
+    for step in (("sync", str(LOCK)), ("install", "--no-deps", "--no-build-isolation", "-e", str(TESTS.parent))):
+        proc = _uv_pip(python, *step)
+        if proc.returncode != 0:
+            pytest.fail(f"the sealed transformers {TF4} environment could not be made (uv pip {step[0]} "
+                        f"{LOCK.relative_to(TESTS.parent)}): {proc.stderr.strip()[-1500:]}", pytrace=False)
+    got = subprocess.run([str(python), "-c", "import json, sys, transformers, peft, torch, dsv3_preflight; "
+                          "print(json.dumps([transformers.__version__, sys.path]))"],
+                         capture_output=True, text=True, timeout=120, cwd=root)
+    assert got.returncode == 0, got.stderr[-2000:]
+    version, path = json.loads(got.stdout)
+    assert version == TF4
+    ours = sysconfig.get_paths()["purelib"]
+    assert not [p for p in path if p.startswith((ours, sys.prefix + "/"))], path  # sealed: none of this env
     return python
 
 

@@ -1,0 +1,39 @@
+# Sourced by scripts/test.sh, scripts/preflight.sh and scripts/lock.sh: make a virtual environment that holds
+# exactly a lock file's packages. Nothing here resolves versions except `lock` (scripts/lock.sh) and `--latest`.
+#
+#   DSV3_WHEELS  a directory of wheels searched beside the package index (default /opt/wheels, where these
+#                machines keep torch 2.13.0+cpu; the lock pins that CPU build)
+#   PYTHON       the interpreter the environment is made from (default python3)
+
+LOCK=requirements/lock.txt
+WHEELS=${DSV3_WHEELS:-/opt/wheels}
+PY=${PYTHON:-python3}
+UV_FLAGS=(--find-links "$WHEELS" --quiet)
+
+env_say() { printf '[%s %s] %s\n' "${SAY_AS:-env}" "$(date +%H:%M:%S)" "$*" >&2; }
+
+# the uv release the lock pins, installed by pip into the environment itself (no uv needed beforehand)
+lock_pin() { sed -n "s/^$1==\([^ ]*\).*/\1/p" "$LOCK" | head -n 1; }
+
+# make_env DIR: DIR becomes a virtual environment holding exactly the lock's packages and this project (editable)
+make_env() {
+  local dir=$1 uv_version
+  uv_version=$(lock_pin uv)
+  [ -n "$uv_version" ] || { env_say "no uv pin in $LOCK"; return 1; }
+  [ -x "$dir/bin/python" ] || "$PY" -m venv "$dir"
+  if [ "$("$dir/bin/python" -m uv --version 2>/dev/null | cut -d' ' -f2)" != "$uv_version" ]; then
+    "$dir/bin/python" -m pip install --quiet --disable-pip-version-check "uv==$uv_version"
+  fi
+  # sync: installs what the lock pins and removes what it does not (a reused .venv cannot drift)
+  "$dir/bin/python" -m uv pip sync --python "$dir/bin/python" "${UV_FLAGS[@]}" "$LOCK"
+  "$dir/bin/python" -m uv pip install --python "$dir/bin/python" "${UV_FLAGS[@]}" --no-deps --no-build-isolation -e .
+}
+
+# make_latest_env DIR: the newest releases pyproject.toml admits (torch stays the CPU build), not the lock
+make_latest_env() {
+  local dir=$1
+  [ -x "$dir/bin/python" ] || "$PY" -m venv "$dir"
+  "$dir/bin/python" -m pip install --quiet --disable-pip-version-check --upgrade uv
+  "$dir/bin/python" -m uv pip install --python "$dir/bin/python" "${UV_FLAGS[@]}" --upgrade \
+    --override requirements/torch-cpu.txt -r requirements/tools.in -e '.[test]'
+}
