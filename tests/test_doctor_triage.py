@@ -348,7 +348,7 @@ def test_an_inference_server_that_came_up_is_progress(tmp_path, line):
 
 
 @pytest.mark.parametrize("prose", [
-    # a runbook about Ray on Kubernetes (the shape of a page in shared/seeds): a sentence about a state, not a job's
+    # a runbook about Ray on Kubernetes (the shape of a page of our users' field notes): a sentence about a state, not a job's
     "With shutdownAfterJobFinishes: true, KubeRay deletes the RayCluster when the job completes. The job reports "
     "SUCCEEDED. There is no warning.",
     # a changelog (bash's CHANGES has this shape): a program that exits successfully is not a rank that did

@@ -18,7 +18,8 @@ from dsv3_preflight.profile import ConfigError, resolve_profile
 DATA = Path(__file__).resolve().parent / "data" / "lora"
 MLA = "self_attn.q_a_proj,self_attn.q_b_proj,self_attn.kv_a_proj_with_mqa,self_attn.kv_b_proj,self_attn.o_proj"
 
-# seeds/000's training command after torchrun's own flags (paths made local)
+# the training command of the field notes "Part 7: Ray-Orchestrated Training (torchrun under Ray)",
+# after torchrun's own flags (paths made local)
 FIELD = ["src/train.py", "--stage", "sft", "--do_train", "--model_name_or_path", "/nfs/DeepSeek-V3-bf16",
          "--finetuning_type", "lora", "--overwrite_cache", "false", "--lora_target", MLA, "--lora_rank", "16",
          "--lora_alpha", "32", "--output_dir", "/scratch/out", "--overwrite_output_dir",

@@ -244,7 +244,7 @@ def test_dsv3_mla_targets_imply_the_trainers_trainable_parameter_count(dsv3_modu
     res = resolve(MLA, dsv3_modules, 16)
     assert not res["unmatched"] and res["adapted_modules"] == 61 * 5
     assert res["trainable_params"] == 97_006_592
-    dotted = resolve([f"self_attn.{t}" for t in MLA], dsv3_modules, 16)  # seeds/000 spells them this way
+    dotted = resolve([f"self_attn.{t}" for t in MLA], dsv3_modules, 16)  # the field notes (Part 7, torchrun under Ray) spell them so
     assert dotted["trainable_params"] == 97_006_592
     assert dsv3_modules["num_hidden_layers"] == 61 and dsv3_modules["built_layers"] == 4  # 3 dense + 1 MoE built
 

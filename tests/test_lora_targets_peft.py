@@ -122,7 +122,7 @@ def test_all_among_other_names_is_a_name_and_the_warning_says_so(tiny_dir):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("spec, rank, count", [
-    # the field's trainer printed "Number of trainable parameters = 97,006,592" for these (shared/seeds)
+    # the field's trainer printed "Number of trainable parameters = 97,006,592" for these (field notes, Part 2: torchrun and DeepSpeed ZeRO-3)
     ("q_a_proj,q_b_proj,kv_a_proj_with_mqa,kv_b_proj,o_proj", 16, 97_006_592),
     # peft 0.21.2 print_trainable_parameters on the full-size model on the meta device (transformers 5.23):
     # 58 MoE layers x 256 experts x [2r(7168+4096) + r(2048+7168)], the dense and shared Linear modules untouched

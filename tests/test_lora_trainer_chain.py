@@ -4,7 +4,7 @@ come after the model has loaded (minutes into a DeepSeek-V3 run), and what they 
 
 Each case's verdict is the libraries' own (their error text is asserted); each failure's fix is pasted into bash on a
 copy of the config and the libraries then accept it. The cases are those an audit of this check found it passed
-(/work/scratch/audit_dsconfig: D4, D5, D6, D8, D9): ``lint(..., library=False)`` is the check as it was, and passes
+(an audit of DeepSpeed configs, cases D4, D5, D6, D8, D9): ``lint(..., library=False)`` is the check as it was, and passes
 each of them.
 """
 from __future__ import annotations
@@ -121,7 +121,7 @@ def test_configs_the_libraries_accept_pass(config, trainer):
 
 
 def test_the_field_configs_pass_with_the_fields_own_trainer_values():
-    """shared/seeds/001: the offload config under --per_device_train_batch_size 1 --gradient_accumulation_steps 1
+    """The field notes (Part 2: torchrun and DeepSpeed ZeRO-3): the offload config under --per_device_train_batch_size 1 --gradient_accumulation_steps 1
     --bf16; the no-offload one (accumulation 16) under the same values is a mismatch the lint names first."""
     found, _, chain = _judge(json.loads((DATA / "ds_z3_offload.json").read_text()), world_size=24, micro_batch=1,
                              grad_accum=1, mixed_precision="bf16")
