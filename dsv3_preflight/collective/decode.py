@@ -57,6 +57,14 @@ def _p(kind: str, regex: str, cause, remediation, actor: str, cause_id: str) -> 
 
 # Every remediation is shell that pastes (`bash -n`): commands, `#` comments, `${NAME:?what}` placeholders.
 PATTERNS: tuple[Pattern, ...] = (
+    # the rank's Python has no torch (or a torch that fails to import): no deadline was involved
+    _p("torch_missing",
+       r"(?:ModuleNotFoundError|ImportError): (?P<what>No module named '?torch[\w.]*'?|.*\btorch\b.*)",
+       lambda m: f"torch cannot be imported in the Python that runs the probe ({m['what'][:200]}): install it in the "
+                 "environment the training runs in",
+       lambda m: "python -c 'import sys, torch; print(sys.executable, torch.__version__)'   # in the training "
+                 "environment: the one the preflight must run in",
+       JOB, "gpu.torch_missing"),
     _p("gloo_ifname_missing",
        r"Unable to find address for:\s*(?P<ifname>\S+)",
        lambda m: f"GLOO_SOCKET_IFNAME names {m['ifname']!r}, an interface with no IPv4/IPv6 address on this host "
