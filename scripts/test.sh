@@ -48,5 +48,5 @@ else
 fi
 
 # pytest's own exit codes pass through (5 = no tests collected is a failure here, not hidden).
-"$VENV/bin/python" -m pytest -n 2 --dist loadgroup "$@"
+"$VENV/bin/python" -m pytest -n 2 --dist loadgroup --no-loadscope-reorder "$@"
 "$VENV/bin/python" -m pytest checks/ --preflight-profile cpu -q -p no:cacheprovider

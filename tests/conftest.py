@@ -33,17 +33,36 @@ def python_cli(*args: str) -> list[str]:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
-    """Real Ray clusters run one at a time, on one xdist worker (`-n 2 --dist loadgroup`): two at once on
-    a 2-core machine starve each other, and the embedded-Ray test must see no other cluster (`auto` would
-    rightly join it), which a Ray test on the other worker made it skip.
+    """How `-n 2 --dist loadgroup --no-loadscope-reorder` (scripts/test.sh) shares the suite between two workers.
+
+    - Real Ray clusters run one at a time, on one worker (the group ``ray``): two at once on a 2-core machine
+      starve each other, and the embedded-Ray test must see no other cluster (``auto`` would rightly join it).
+    - Every other module is one unit of work (a group named after it), so its module- and session-scoped
+      fixtures (tiny models, full preflight runs, Flight Recorder dumps, sealed environments) are built once, not
+      once on each worker.
+    - The Ray group goes first, then the modules with the most slow tests: the longest units start early and
+      the run does not end on one worker finishing a long module while the other idles.
 
     tryfirst: xdist's worker reads the xdist_group marks in its own pytest_collection_modifyitems (it suffixes the
-    node ids with ``@ray``), which pluggy called before this one; so the marks came too late, the Ray tests ran on
+    node ids with ``@group``), which pluggy called before this one; so the marks came too late, the Ray tests ran on
     both workers at once, and the module-scoped Ray labs of test_pairs_netns were built twice. pytest 9.2 broke the
     grouping too (pyproject.toml pins pytest<9.2); tests/test_xdist_grouping.py fails when either comes back."""
-    for item in items:
-        if item.get_closest_marker("ray"):
-            item.add_marker(pytest.mark.xdist_group("ray"))
+    slow: dict[str, int] = {}
+    first: dict[str, int] = {}
+    for index, item in enumerate(items):
+        module = item.nodeid.split("::", 1)[0]
+        first.setdefault(module, index)
+        ray = item.get_closest_marker("ray") is not None
+        item.add_marker(pytest.mark.xdist_group("ray" if ray else module.replace("/", ".")))
+        if item.get_closest_marker("slow") and not ray:
+            slow[module] = slow.get(module, 0) + 1
+
+    def order(pair):
+        index, item = pair
+        module = item.nodeid.split("::", 1)[0]
+        return (item.get_closest_marker("ray") is None, -slow.get(module, 0), first[module], index)
+
+    items[:] = [item for _, item in sorted(enumerate(items), key=order)]
 
 
 # -- nothing left behind (issue 16.10) ----------------------------------------------------------------------
