@@ -186,3 +186,28 @@ def test_pasting_the_hosts_fix_on_the_head_makes_the_next_run_green(loopback_hea
     assert results_by(doc, "cluster.master_node")["cluster"]["status"] == "pass"
     assert results_by(doc, "net.nic_route")["lab-node0"]["status"] != "fail"
     assert proc.returncode == 0, proc.stderr[-3000:]
+
+
+@pytest.fixture(scope="module")
+def cloned(lab, tmp_path_factory):
+    """lab-node2 answers lab-node1's host name (its UTS namespace renamed, as a cloned VM image or a container
+    started with one --hostname would be); put back after the run."""
+    where = tmp_path_factory.mktemp("cloned")
+    lab.set_hostname("lab-node2", "lab-node1")
+    try:
+        return lab.run(where / "cloned.json", "--only", "host.*,cluster.unique_hostnames")
+    finally:
+        lab.set_hostname("lab-node2", "lab-node2")
+
+
+def test_two_nodes_answering_one_host_name_fail_naming_both_by_address(cloned, quick_start):
+    proc, doc = cloned
+    assert proc.returncode == 1, proc.stdout[-2000:]
+    result = results_by(doc, "cluster.unique_hostnames")["cluster"]
+    assert result["status"] == "fail" and result["actor"] == "node" and result["cause"] == "host.duplicate_hostname"
+    assert result["summary"].startswith("2 nodes answer the host name 'lab-node1': lab-node1 (10.77.0.11), "
+                                        "lab-node2 (10.77.0.12)"), result["summary"]
+    assert "hostnamectl set-hostname" in result["remediation"] and "# on lab-node2 (10.77.0.12)" in result["remediation"]
+    assert paste_problems(result["remediation"]) == []
+    # the lab's nodes, each in a UTS namespace of its own, pass it
+    assert results_by(quick_start[1], "cluster.unique_hostnames")["cluster"]["status"] == "pass"
