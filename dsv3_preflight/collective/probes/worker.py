@@ -67,37 +67,83 @@ def _wait_all_joined(store, world: int, rank: int, deadline: float, status: _Sta
     return missing
 
 
-def _sweep(torch, dist, device, world: int, sizes: list[int], iters: int, warmup: int) -> list[dict]:
+def _sweep(torch, dist, device, world: int, sizes: list[int], iters: int, warmup: int,
+           until: Callable[[], float] | None = None, status: "_Status | None" = None) -> list[dict]:
     """nccl-tests' all_reduce_perf, in torch: time per op averaged over iterations then over ranks
     (``time_us``, ``algbw_gbps``, ``busbw_gbps``), and the same from each rank's median iteration
-    (``time_p50_us``, ``busbw_p50_gbps``: robust to a preempted iteration on a busy host)."""
+    (``time_p50_us``, ``busbw_p50_gbps``: robust to a preempted iteration on a busy host).
+
+    ``until`` (epoch seconds, read before each op) bounds the sweep by time: after every op the ranks agree
+    (a one-element MIN all_reduce, not timed) whether the next op still fits before it, and stop together
+    when it does not. A row then holds the iterations done (``time_limited``), or, when not one timed
+    iteration fitted, the warm-up ops (``from_warmup``). Each op done is also written to ``status`` as a
+    ``sweep_progress`` event, so the bytes moved before a rank is stopped in the middle of an op are kept."""
     rows = []
     for nbytes in sizes:
         count = max(nbytes // 4, 1)
+        size = count * 4
         buf = torch.ones(count, dtype=torch.float32, device=device)
-        for _ in range(warmup):
-            dist.all_reduce(buf)
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
-        dist.barrier()
-        times = []
-        for _ in range(max(iters, 1)):
+        flag = torch.ones(1, dtype=torch.float32, device=device)
+        done = {"ops": 0, "seconds": 0.0}
+        limited = False
+        if status is not None and until is not None:
+            status.write({"event": "sweep_progress", "size_bytes": size, "ops": 0, "seconds": 0.0, "wall": time.time()})
+
+        def op() -> float:
             start = time.perf_counter()
             dist.all_reduce(buf)
             if device.type == "cuda":
                 torch.cuda.synchronize(device)
-            times.append(time.perf_counter() - start)
-        times.sort()
+            took = time.perf_counter() - start
+            done["ops"] += 1
+            done["seconds"] += took
+            if status is not None and until is not None:
+                status.write({"event": "sweep_progress", "size_bytes": size, "ops": done["ops"],
+                              "seconds": round(done["seconds"], 6), "wall": time.time()})
+            return took
+
+        def fits(last: float) -> bool:
+            """Do all ranks have time for one more op like the last one? (the same answer on every rank)"""
+            if until is None:
+                return True
+            flag.fill_(1.0 if time.time() + 1.5 * last < until() else 0.0)
+            dist.all_reduce(flag, op=dist.ReduceOp.MIN)
+            return bool(flag.item() > 0.5)
+
+        warm = []
+        for _ in range(warmup):
+            warm.append(op())
+            if not fits(warm[-1]):
+                limited = True
+                break
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        dist.barrier()
+        times = []
+        if not limited:
+            for _ in range(max(iters, 1)):
+                times.append(op())
+                if len(times) < max(iters, 1) and not fits(times[-1]):
+                    limited = True
+                    break
+        from_warmup = not times
+        times = sorted(times or warm)
+        if not times:
+            continue
         t = torch.tensor([sum(times) / len(times), times[len(times) // 2], times[0]], dtype=torch.float64, device=device)
         dist.all_reduce(t)
         avg, p50, best = (float(v) / world for v in t.tolist())
-        size = count * 4
         factor = 2 * (world - 1) / world
         algbw = size / avg / 1e9
-        rows.append({"size_bytes": size, "count": count, "iters": len(times), "time_us": round(avg * 1e6, 3),
-                     "algbw_gbps": round(algbw, 6), "busbw_gbps": round(algbw * factor, 6),
-                     "time_p50_us": round(p50 * 1e6, 3), "busbw_p50_gbps": round(size / p50 / 1e9 * factor, 6),
-                     "time_min_us": round(best * 1e6, 3), "busbw_best_gbps": round(size / best / 1e9 * factor, 6)})
+        row = {"size_bytes": size, "count": count, "iters": len(times), "time_us": round(avg * 1e6, 3),
+               "algbw_gbps": round(algbw, 6), "busbw_gbps": round(algbw * factor, 6),
+               "time_p50_us": round(p50 * 1e6, 3), "busbw_p50_gbps": round(size / p50 / 1e9 * factor, 6),
+               "time_min_us": round(best * 1e6, 3), "busbw_best_gbps": round(size / best / 1e9 * factor, 6)}
+        if limited:
+            row.update(time_limited=True, from_warmup=from_warmup, iters_asked=max(iters, 1))
+        rows.append(row)
+        if limited:
+            break   # no time left for the larger sizes
     return rows
 
 
@@ -156,6 +202,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="comma-separated message sizes in bytes (empty: no sweep); rank 0's choice holds for all")
     parser.add_argument("--sweep-iters", type=int, default=20)
     parser.add_argument("--sweep-warmup", type=int, default=5)
+    parser.add_argument("--sweep-reserve-s", type=float, default=None,
+                        help="bound the sweep by time: it ends this many seconds before --deadline (the ranks agree "
+                             "after each op whether the next one fits), keeping the iterations done")
     parser.add_argument("--steady-iters", type=int, default=STEADY_ITERS,
                         help="small-message all_reduces timed after the first (their p50 is the latency)")
     parser.add_argument("--device-index", type=int, default=None, help="CUDA device (default: local rank)")
@@ -254,7 +303,8 @@ def _run(args, status: _Status, host: str) -> int:
     agreed = store.get(f"{KEY_PREFIX}/sweep_sizes").decode()
     if agreed != "-":
         sizes = [int(s) for s in agreed.split(",") if s.strip()]
-        rows = _sweep(torch, dist, device, world, sizes, args.sweep_iters, args.sweep_warmup)
+        until = None if args.sweep_reserve_s is None else (lambda: args.deadline - args.sweep_reserve_s)
+        rows = _sweep(torch, dist, device, world, sizes, args.sweep_iters, args.sweep_warmup, until, status)
         status.reached("sweep_done", sweep=rows)
 
     dist.barrier()
