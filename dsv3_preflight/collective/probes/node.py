@@ -167,7 +167,11 @@ def _rank_outcome(rank: int, local_rank: int, proc: subprocess.Popen, status: Pa
     missing = None
     started_wall = None
     progress: dict[str, Any] | None = None
+    mesh: dict[str, Any] | None = None
     for ev in events:
+        if ev.get("event") == "mesh":   # the nodes' ephemeral-port listeners and who could connect to whom
+            mesh = {"listeners": ev.get("listeners") or {}, "reach": ev.get("reach") or []}
+            continue
         if ev.get("event") == "sweep_progress":   # a bounded sweep: the ops done so far (kept if the rank is stopped)
             first = progress["started_wall"] if progress else ev.get("wall")
             progress = {k: ev.get(k) for k in ("size_bytes", "ops", "seconds")}
@@ -228,6 +232,7 @@ def _rank_outcome(rank: int, local_rank: int, proc: subprocess.Popen, status: Pa
         "rank_map": info.get("rank_map") or None,
         "sweep": info.get("sweep"),
         "sweep_progress": progress,
+        "mesh": mesh,
         "log_tail": tail,
     }
 

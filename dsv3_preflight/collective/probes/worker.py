@@ -147,6 +147,84 @@ def _sweep(torch, dist, device, world: int, sizes: list[int], iters: int, warmup
     return rows
 
 
+MESH_CONNECT_S = 3.0
+
+
+def _ephemeral_range(path: str = "/proc/sys/net/ipv4/ip_local_port_range") -> list[int] | None:
+    try:
+        with open(path, encoding="ascii") as fh:
+            lo, hi = (int(v) for v in fh.read().split()[:2])
+        return [lo, hi]
+    except (OSError, ValueError):
+        return None
+
+
+def _ifname_of(address: str) -> str | None:
+    try:
+        import psutil
+
+        return next((name for name, entries in psutil.net_if_addrs().items()
+                     if any(e.address.split("%")[0] == address for e in entries)), None)
+    except Exception:  # noqa: BLE001 - the interface name only words the fix
+        return None
+
+
+def _mesh_listen(master_addr: str, master_port: int, rank: int, host: str):
+    """A TCP listener on an ephemeral port of the address this node uses toward the store (where Gloo and NCCL
+    listen for their peers), accepting and closing; returns (socket, its record for the store)."""
+    import threading
+
+    probe = socket.socket(socket.AF_INET6 if ":" in master_addr else socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        probe.connect((master_addr, master_port))
+        local = probe.getsockname()[0]
+    finally:
+        probe.close()
+    srv = socket.socket(socket.AF_INET6 if ":" in local else socket.AF_INET, socket.SOCK_STREAM)
+    srv.bind((local, 0))
+    srv.listen(64)
+
+    def accept() -> None:
+        while True:
+            try:
+                conn, _ = srv.accept()
+                conn.close()
+            except OSError:
+                return
+
+    threading.Thread(target=accept, name="mesh-listener", daemon=True).start()
+    return srv, {"rank": rank, "host": host, "addr": local, "port": srv.getsockname()[1],
+                 "ifname": _ifname_of(local), "ephemeral_range": _ephemeral_range()}
+
+
+def _mesh_connect(peers: list[dict], timeout: float) -> list[dict]:
+    """A TCP connect to each peer's listener at once (threads), each under ``timeout``: ok, refused or timeout."""
+    import threading
+
+    out: list[dict] = [dict() for _ in peers]
+
+    def one(i: int, peer: dict) -> None:
+        t = time.perf_counter()
+        try:
+            with socket.create_connection((peer["addr"], int(peer["port"])), timeout=timeout):
+                outcome, error = "ok", None
+        except socket.timeout:
+            outcome, error = "timeout", f"no answer in {timeout:g} s"
+        except ConnectionRefusedError as exc:
+            outcome, error = "refused", str(exc)
+        except OSError as exc:
+            outcome, error = "unreachable", str(exc)
+        out[i] = {"to_rank": peer["rank"], "addr": peer["addr"], "port": peer["port"], "outcome": outcome,
+                  "error": error, "seconds": round(time.perf_counter() - t, 3)}
+
+    threads = [threading.Thread(target=one, args=(i, p), daemon=True) for i, p in enumerate(peers)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(timeout + 1.0)
+    return [o for o in out if o]
+
+
 def _start_watchdog(at: Callable[[], float], status: _Status, owned_dir: str | None = None,
                     parent: int | None = None) -> None:
     """Past ``at()`` (a call that ignores its timeout, like Gloo's full-mesh connect): report the phase and exit.
@@ -227,6 +305,36 @@ def main(argv: list[str] | None = None) -> int:
         return 1
 
 
+def _mesh_check(store, world: int, rank: int, mine: dict, deadline: float, status: _Status) -> None:
+    """Connect to the other nodes' listeners, publish what happened, and gather what the others saw (bounded): the
+    ``mesh`` event holds every node's listener and every connect result this rank learned."""
+    peers = []
+    for r in range(world):
+        if r != rank and store.check([f"{KEY_PREFIX}/mesh/{r}"]):
+            peer = json.loads(store.get(f"{KEY_PREFIX}/mesh/{r}"))
+            if peer.get("addr") and peer.get("addr") != mine.get("addr"):
+                peers.append(peer)
+    timeout = max(min(MESH_CONNECT_S, (deadline - time.time()) / 4), 0.2)
+    reach = _mesh_connect(peers, timeout) if mine.get("addr") else []
+    for row in reach:
+        row["from_rank"] = rank
+    store.set(f"{KEY_PREFIX}/mesh_reach/{rank}", json.dumps(reach))
+    listeners, seen = {str(rank): mine}, {str(rank): reach}
+    wait_until = time.time() + timeout + 1.0
+    others = [p["rank"] for p in peers]
+    while True:
+        for r in others:
+            if str(r) not in seen and store.check([f"{KEY_PREFIX}/mesh_reach/{r}"]):
+                seen[str(r)] = json.loads(store.get(f"{KEY_PREFIX}/mesh_reach/{r}"))
+        if len(seen) > len(others) or time.time() >= wait_until:
+            break
+        time.sleep(0.05)
+    for p in peers:
+        listeners[str(p["rank"])] = p
+    status.write({"event": "mesh", "listeners": listeners, "reach": [row for rows in seen.values() for row in rows],
+                  "t": round(time.time() - status.t0, 6)})
+
+
 def _run(args, status: _Status, host: str) -> int:
     from datetime import timedelta
 
@@ -253,6 +361,15 @@ def _run(args, status: _Status, host: str) -> int:
     if args.host_store:  # rank 0 decides for everyone whether the sweep runs, and with which sizes
         store.set(f"{KEY_PREFIX}/sweep_sizes", args.sweep_sizes or "-")
     me = {"rank": rank, "host": host, "pid": os.getpid(), "pci_bus_id": pci, "device": str(device)}
+    # across nodes, each node's first rank listens on an ephemeral port (where Gloo and NCCL listen for their peers)
+    # and, once all joined, connects to the other nodes' listeners: who refuses whom, before the process group hangs
+    mesh, mesh_listener = None, None
+    if world > int(os.environ.get("LOCAL_WORLD_SIZE") or 1) and args.local_rank == 0:
+        try:
+            mesh_listener, mesh = _mesh_listen(args.master_addr, args.master_port, rank, host)
+        except OSError as exc:
+            mesh = {"rank": rank, "host": host, "error": str(exc)}
+        store.set(f"{KEY_PREFIX}/mesh/{rank}", json.dumps(mesh))
     store.set(f"{KEY_PREFIX}/joined/{rank}", json.dumps(me))
     store.add(f"{KEY_PREFIX}/joined_count", 1)
     status.reached("store_connected")
@@ -267,12 +384,16 @@ def _run(args, status: _Status, host: str) -> int:
         for r in range(world):
             rank_map[str(r)] = json.loads(store.get(f"{KEY_PREFIX}/joined/{r}"))
     status.reached("all_joined", rank_map=rank_map)
+    if mesh is not None:
+        _mesh_check(store, world, rank, mesh, args.deadline, status)
 
     pg_store = dist.PrefixStore(f"{KEY_PREFIX}/pg", store)
     dist.init_process_group(args.backend, store=pg_store, rank=rank, world_size=world,
                             timeout=timedelta(seconds=_remaining(args.deadline, 1.0)),
                             **({"device_id": device} if args.backend == "nccl" else {}))
     status.reached("pg_up")
+    if mesh_listener is not None:   # every rank is past its mesh check: the process group needed them all
+        mesh_listener.close()
 
     expected = world * (world + 1) / 2
     t = time.perf_counter()
