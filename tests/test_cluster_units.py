@@ -82,7 +82,9 @@ def test_a_node_that_never_said_its_name_keeps_the_node_id_when_its_host_name_is
     vm = [node("aaaaaa" + "0" * 22, "10.0.0.10", "vm"), node("bbbbbb" + "0" * 22, "10.0.0.11", "vm"),
           node("cccccc" + "0" * 22, "10.0.0.12", "vm")]
     named = unique_names(vm, {vm[0].node_id: "lab-head", vm[1].node_id: "lab-w1"})
-    assert [n.name for n in named] == ["lab-head", "lab-w1", "vm-cccccc"]
+    # issue 46.12: a host name other nodes share at other addresses is not its own; the address Ray reports is
+    assert [n.name for n in named] == ["lab-head", "lab-w1", "10.0.0.12"]
+    assert [n.name for n in unique_names(vm)] == ["10.0.0.10", "10.0.0.11", "10.0.0.12"]
 
 
 # -- recorded node facts --------------------------------------------------------------------------------------
