@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import threading
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -205,6 +206,7 @@ def run_pinned(
         _cancel(ref)
         done(NodeReport(node, kind="died", error=lost_text(node, lost), elapsed_s=time.monotonic() - started, lost=lost))
     gone = [watch.lost[n.node_id] for n, _ in pending.values() if n.node_id in watch.lost]
+    silent: list[NodeReport] = []
     for ref, (node, started) in pending.items():
         if node.node_id in reports:
             continue
@@ -215,11 +217,18 @@ def run_pinned(
                             error=f"not waited for: {names} was lost {gone[0].phase} and this wave cannot finish without "
                                   "every node; its task was cancelled", details={"lost_nodes": names}))
             continue
-        report = NodeReport(node, kind="timeout", elapsed_s=time.monotonic() - started,
-                            error=f"no answer within the overall timeout ({time.monotonic() - started:.0f} s): "
-                                  "the node hangs, is overloaded, or Ray cannot start a worker there; its task was cancelled")
-        if not watch.is_lost(node.node_id):
-            unreachable(report, "its task never answered")
+        silent.append(NodeReport(node, kind="timeout", elapsed_s=time.monotonic() - started,
+                                 error=f"no answer within the overall timeout ({time.monotonic() - started:.0f} s): "
+                                       "the node hangs, is overloaded, or Ray cannot start a worker there; its task was "
+                                       "cancelled"))
+    # the nodes Ray still lists alive that never answered: their Ray ports, all at once (a few seconds, not per node)
+    threads = [threading.Thread(target=unreachable, args=(r, "its task never answered"), daemon=True)
+               for r in silent if not watch.is_lost(r.node.node_id)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    for report in silent:
         done(report)
     return reports
 
