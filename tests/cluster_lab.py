@@ -5,7 +5,7 @@
 docs/cluster.md says: the job's environment exported before `ray start` (MASTER_ADDR, MASTER_PORT,
 NNODES, NODE_RANK, CUDA_DEVICE_ORDER, OMP_NUM_THREADS, DSV3_PREFLIGHT_NODE_NAME), `ray start --head`
 in node 0 on a non-default GCS port, `ray start --address` in the others, each on its namespace's
-address. More nodes can share a namespace (a second raylet on the same address, named apart).
+address and in a UTS namespace of its own whose host name is the node's name (``set_hostname`` renames it). More nodes can share a namespace (a second raylet on the same address, named apart).
 
 Isolation and cleanup (issue 16.10): Ray listens only on the namespaces' addresses; each node and each
 CLI run has its own RAY_TMPDIR under one temp dir (prefix ``d3ray-``) removed at close; every process
@@ -135,8 +135,10 @@ class RayLab:
     def __exit__(self, *exc: Any) -> None:
         self.close()
 
-    def start_node(self, ns: int, name: str, env: dict[str, str], python: str | None = None) -> RayNode:
-        """`ray start` (head in namespace 0 the first time, else joining the head) for one more node."""
+    def start_node(self, ns: int, name: str, env: dict[str, str], python: str | None = None,
+                   hostname: str | None = None) -> RayNode:
+        """`ray start` (head in namespace 0 the first time, else joining the head) for one more node, in a UTS
+        namespace of its own whose host name is ``hostname`` (default: the node's name)."""
         tmp = os.path.join(self.tmp, f"{name}-{len(self.nodes)}-{time.monotonic_ns() % 10**6}")
         env = {**env, "RAY_TMPDIR": tmp}
         common = ["--node-ip-address", self.addr(ns), "--num-cpus", "1", "--object-store-memory", OBJECT_STORE,
@@ -150,6 +152,8 @@ class RayLab:
         if python:
             argv[0] = python
         node = RayNode(ns, name, env, tmp)
+        # each node its own UTS namespace and host name (as separate machines have); `hostname` overrides it
+        argv = ["unshare", "--uts", "--", "sh", "-c", 'hostname "$0" && exec "$@"', hostname or name, *argv]
         node.proc = self.net.popen(ns, argv, env=env, stderr=subprocess.STDOUT, cwd="/")
         self.nodes[name] = node
         self._wait_started(node)
@@ -254,6 +258,11 @@ class RayLab:
         pid = self.raylet_pid(name)
         os.kill(pid, signal.SIGKILL)
         return pid
+
+    def set_hostname(self, name: str, hostname: str) -> None:
+        """Change the host name lab node ``name`` answers (its UTS namespace's), for the processes it runs from now on."""
+        subprocess.run(["nsenter", "--uts", "--target", str(self.nodes[name].pid), "hostname", hostname],
+                       check=True, capture_output=True, timeout=10)
 
     def stop_node(self, name: str) -> None:
         """Stop a node and everything `ray start` started for it, by its process group."""

@@ -153,6 +153,11 @@ class RayNetnsLab:
         """Every packet node n sends leaves through a token bucket: `rate`, a burst of 32 kbit, a 20 ms queue."""
         self._tc(n, "qdisc", "replace", "dev", "eth0", "root", "tbf", "rate", rate, "burst", "32kbit", "latency", "20ms")
 
+    def shape_slow_link(self, n: int) -> None:
+        """The field's slow-but-alive link (issue 46.1): node n's eth0 through `tc tbf rate 8mbit burst 16kb latency
+        300ms` (1 MB/s; a bulk transfer fills the 300 ms queue)."""
+        self._tc(n, "qdisc", "replace", "dev", "eth0", "root", "tbf", "rate", "8mbit", "burst", "16kb", "latency", "300ms")
+
     def shape_path(self, n: int, to: int, rate: str = "20mbit") -> None:
         """Only what node n sends to node ``to`` goes through the token bucket (HTB + u32 filter by destination)."""
         self._tc(n, "qdisc", "replace", "dev", "eth0", "root", "handle", "1:", "htb", "default", "10")

@@ -186,3 +186,59 @@ def test_pasting_the_hosts_fix_on_the_head_makes_the_next_run_green(loopback_hea
     assert results_by(doc, "cluster.master_node")["cluster"]["status"] == "pass"
     assert results_by(doc, "net.nic_route")["lab-node0"]["status"] != "fail"
     assert proc.returncode == 0, proc.stderr[-3000:]
+
+
+@pytest.fixture(scope="module")
+def cloned(lab, tmp_path_factory):
+    """lab-node2 answers lab-node1's host name (its UTS namespace renamed, as a cloned VM image or a container
+    started with one --hostname would be); put back after the run."""
+    where = tmp_path_factory.mktemp("cloned")
+    lab.set_hostname("lab-node2", "lab-node1")
+    try:
+        return lab.run(where / "cloned.json", "--only", "host.*,cluster.unique_hostnames")
+    finally:
+        lab.set_hostname("lab-node2", "lab-node2")
+
+
+def test_two_nodes_answering_one_host_name_fail_naming_both_by_address(cloned, quick_start):
+    proc, doc = cloned
+    assert proc.returncode == 1, proc.stdout[-2000:]
+    result = results_by(doc, "cluster.unique_hostnames")["cluster"]
+    assert result["status"] == "fail" and result["actor"] == "node" and result["cause"] == "host.duplicate_hostname"
+    assert result["summary"].startswith("2 nodes answer the host name 'lab-node1': lab-node1 (10.77.0.11), "
+                                        "lab-node2 (10.77.0.12)"), result["summary"]
+    assert "hostnamectl set-hostname" in result["remediation"] and "# on lab-node2 (10.77.0.12)" in result["remediation"]
+    assert paste_problems(result["remediation"]) == []
+    # the lab's nodes, each in a UTS namespace of its own, pass it
+    assert results_by(quick_start[1], "cluster.unique_hostnames")["cluster"]["status"] == "pass"
+
+
+@pytest.fixture(scope="module")
+def firewalled(lab, tmp_path_factory):
+    """lab-node2 drops new TCP from the other nodes to Ray's worker ports (10002-19999): its raylet stays registered,
+    the head cannot reach its workers (issue 46.12). The rule is removed after the run."""
+    where = tmp_path_factory.mktemp("firewalled")
+    rule = ["INPUT", "-p", "tcp", "-m", "conntrack", "--ctstate", "NEW", "--dport", "10002:19999", "!", "-i", "lo",
+            "-j", "DROP"]
+    lab.net.add_rule(2, ["-A", *rule])
+    try:
+        return lab.run(where / "firewalled.json", "--only", "env.*", "--timeout", "90"), lab.entry("lab-node2")
+    finally:
+        lab.net.exec(2, [shutil.which("iptables") or "iptables", "-D", *rule])
+
+
+def test_a_node_whose_ray_worker_ports_are_filtered_is_alive_and_unreachable_with_the_port_fix(firewalled):
+    (proc, doc), entry = firewalled
+    assert proc.returncode == 1
+    row = results_by(doc, "cluster.node_run")["lab-node2"]
+    assert row["status"] == "error" and row["actor"] == "node" and row["cause"] == "cluster.node_unreachable"
+    assert row["summary"].startswith("the node at 10.77.0.12 is alive in Ray's node table, but its Ray workers cannot be "
+                                     "reached from here: a connect to 10.77.0.12:10002 (Ray's worker port range "
+                                     "10002-19999) got timeout"), row["summary"]
+    assert "lost or killed" not in row["summary"] and row["evidence"]["kind"] == "unreachable"
+    fix = row["remediation"]
+    assert "iptables -I INPUT -p tcp --dport 10002:19999 -j ACCEPT   # on lab-node2 (10.77.0.12)" in fix
+    assert f"--dport {entry['NodeManagerPort']} -j ACCEPT" in fix and f"--dport {entry['ObjectManagerPort']} -j" in fix
+    assert paste_problems(fix) == []
+    assert doc["cluster"]["node_states"]["lab-node2"]["state"] == "alive"
+    assert {n["node"]: n["state"] for n in doc["nodes"]} == {"lab-node0": "ok", "lab-node1": "ok", "lab-node2": "error"}

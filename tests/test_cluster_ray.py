@@ -89,7 +89,8 @@ def test_a_raylet_killed_after_its_checks_before_the_reach_wave_makes_the_node_a
     # issue 19.3: the node stayed `state: "ok"` with no remediation, and failed_nodes was empty
     lab.control("lab-node0", slow_s=12)  # the head is still at its checks when lab-node2 is done with its own
     run = lab.popen(tmp_path / "between.json", *HOOKS, "--timeout", "150")
-    run.wait_line("lab-node2 (", 120)
+    while "lab-node2 (" not in run.wait_line("checks done", 120):   # its checks done (its start line names it too now
+        pass                                                          # that each lab node has a host name of its own)
     lab.kill_raylet("lab-node2")
     code, doc = run.finish(timeout=150)
     assert code == 1, run.err

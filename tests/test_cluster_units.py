@@ -3,6 +3,7 @@ recorded from real Ray nodes in network namespaces (tests/data/cluster/netns_thr
 from __future__ import annotations
 
 import copy
+from dataclasses import replace
 import json
 import subprocess
 import sys
@@ -82,7 +83,9 @@ def test_a_node_that_never_said_its_name_keeps_the_node_id_when_its_host_name_is
     vm = [node("aaaaaa" + "0" * 22, "10.0.0.10", "vm"), node("bbbbbb" + "0" * 22, "10.0.0.11", "vm"),
           node("cccccc" + "0" * 22, "10.0.0.12", "vm")]
     named = unique_names(vm, {vm[0].node_id: "lab-head", vm[1].node_id: "lab-w1"})
-    assert [n.name for n in named] == ["lab-head", "lab-w1", "vm-cccccc"]
+    # issue 46.12: a host name other nodes share at other addresses is not its own; the address Ray reports is
+    assert [n.name for n in named] == ["lab-head", "lab-w1", "10.0.0.12"]
+    assert [n.name for n in unique_names(vm)] == ["10.0.0.10", "10.0.0.11", "10.0.0.12"]
 
 
 # -- recorded node facts --------------------------------------------------------------------------------------
@@ -491,3 +494,17 @@ def test_an_nccl_variable_one_nodes_nccl_conf_sets_is_that_nodes_value_named_wit
     for n in env:
         env[n]["NCCL_IB_DISABLE"] = "0"
     assert env_consistency(env, ranks, profile3, routes).status is Status.PASS
+
+
+def test_the_unreachable_node_fix_opens_rays_worker_range_and_its_real_ports_and_pastes():
+    from dsv3_preflight.cluster.driver import ray_ports_fix
+
+    n = node("cccccc" + "0" * 22, "10.0.0.12", "vm")
+    reach = {"worker_ports": [10002, 19999], "ports": {
+        "worker_port_low": {"port": 10002, "outcome": "timeout"}, "worker_port_mid": {"port": 15000, "outcome": "timeout"},
+        "node_manager_port": {"port": 38837, "outcome": "ok"}, "object_manager_port": {"port": 44455, "outcome": "ok"}}}
+    fix = ray_ports_fix(replace(n, name="10.0.0.12"), reach)
+    assert "iptables -I INPUT -p tcp --dport 10002:19999 -j ACCEPT   # on 10.0.0.12: Ray's worker ports" in fix
+    assert "--dport 38837 -j ACCEPT" in fix and "--dport 44455 -j ACCEPT" in fix
+    assert "exec 3<>/dev/tcp/10.0.0.12/10002" in fix and paste_problems(fix) == []
+    assert "# on lab-node2 (10.0.0.12)" in ray_ports_fix(replace(n, name="lab-node2"), reach)

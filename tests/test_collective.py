@@ -402,3 +402,28 @@ def test_network_context_reads_gloo_socket_ifname_as_torch_does(gloo, mismatch):
 
     notes = network_context({"ifname": "eth0", "loopback": False}, None, [{"ranks": [], "env": {"GLOO_SOCKET_IFNAME": gloo}}])
     assert any(n.startswith("NIC mismatch") for n in notes) is mismatch, notes
+
+
+def test_rule_mesh_blocked_names_the_node_refusing_the_others_by_node_name_with_its_range_and_interface():
+    """Issue 46.9: only MASTER_PORT open on the head. The ranks' connect test (each node's first rank to every other
+    node's ephemeral-port listener) says the head refuses both workers; the gang names nodes by their names."""
+    from dsv3_preflight.collective.judge import rule_mesh_blocked
+
+    listeners = {str(r): {"rank": r, "addr": f"10.77.0.1{r}", "port": 40000 + r, "ifname": "eth0",
+                          "ephemeral_range": [32768, 60999]} for r in range(3)}
+    reach = [{"from_rank": a, "to_rank": b, "addr": f"10.77.0.1{b}", "port": 40000 + b,
+              "outcome": "timeout" if b == 0 else "ok", "error": "no answer in 3 s" if b == 0 else None}
+             for a in range(3) for b in range(3) if a != b]
+    outcomes = [{"ranks": [{"rank": r, "mesh": {"listeners": listeners, "reach": reach}}]} for r in range(3)]
+    [f] = rule_mesh_blocked(outcomes, {0: "lab-node0", 1: "lab-node1", 2: "lab-node2"})
+    assert f.message.startswith("lab-node0 (10.77.0.10) refuses TCP on its ephemeral ports from lab-node1 (10.77.0.11), "
+                                "lab-node2 (10.77.0.12) (a connect to 10.77.0.10:40000: timeout)")
+    assert f.actor is Actor.NODE and f.cause == "collective.ports_blocked_between_nodes"
+    assert "iptables -I INPUT -i eth0 -p tcp --dport 32768:60999 -j ACCEPT   # on lab-node0 (10.77.0.10)" in f.fix
+    assert "NCCL_PORT_RANGE" not in f.fix and paste_problems(f.fix) == []
+    unknown = [{"ranks": [{"rank": 1, "mesh": {"listeners": {"0": {"rank": 0, "addr": "10.0.0.1", "port": 5}},
+                                               "reach": [{**reach[2], "from_rank": 1}]}}]}]
+    [g] = rule_mesh_blocked(unknown)
+    assert '"${IFACE:?the training interface of this node}"' in g.fix and paste_problems(g.fix) == []
+    fine = [r for r in reach if r["outcome"] == "ok"]
+    assert rule_mesh_blocked([{"ranks": [{"rank": 0, "mesh": {"listeners": listeners, "reach": fine}}]}]) == []

@@ -13,6 +13,7 @@ import psutil
 import pytest
 
 from netns_lab import netns_lab  # noqa: F401 - the fixture
+from paste_lint import paste_problems
 
 pytestmark = [pytest.mark.slow, pytest.mark.netns]
 PORT = 39500  # inside the lab's own namespaces: no other run shares it
@@ -88,6 +89,22 @@ def test_blocked_rank_ports_with_store_port_open_still_end_on_time(netns_lab, tm
     all_kinds = {f["kind"] for res in out.values() for f in res["findings"]}
     assert all_kinds & {"gloo_full_mesh_connect", "stuck_in_init"}, all_kinds
     assert "could not connect to each other" in out[1]["stdout"] or "full-mesh" in out[1]["stdout"]
+    # issue 46.9: each node's first rank tried a high port of every other node: node 0 refuses both workers, and every
+    # node's report says so (node 0 learns it from the others' results in the store), with node 0's own port range
+    lo, hi = netns_lab.exec(0, ["cat", "/proc/sys/net/ipv4/ip_local_port_range"], check=True).stdout.split()
+    head = f"{netns_lab.addr(0)}"
+    for n, res in out.items():
+        result = res["result"]
+        [blocked] = [f for f in result["findings"] if f["cause"] == "collective.ports_blocked_between_nodes"
+                     and f["message"].startswith(f"rank 0 ({head}) refuses TCP on its ephemeral ports from ")]
+        assert f"rank 1 ({netns_lab.addr(1)})" in blocked["message"] and f"rank 2 ({netns_lab.addr(2)})" in blocked["message"]
+        assert "timeout" in blocked["message"] and blocked["actor"] == "node"
+        assert result["summary"].startswith(blocked["message"]), result["summary"]
+        assert f"iptables -I INPUT -i {netns_lab.PRIMARY_IF} -p tcp --dport {lo}:{hi} -j ACCEPT   # on rank 0 ({head})" \
+            in blocked["fix"]
+        assert paste_problems(blocked["fix"]) == []
+        assert "NCCL_PORT_RANGE" not in json.dumps(result)
+        assert not any(f["message"].startswith(("rank 1 ", "rank 2 ")) for f in result["findings"])  # the workers accept
 
 
 def test_wrong_gloo_socket_ifname_on_the_head_gets_the_head_nic_in_the_fix_not_lo(netns_lab, tmp_path):

@@ -163,6 +163,22 @@ def test_sweep_reports_nccl_tests_algbw_and_busbw():
         assert r["busbw_gbps"] == pytest.approx(r["algbw_gbps"] * 2 * (n - 1) / n, rel=1e-6)
 
 
+def test_a_sweep_bounded_by_time_stops_before_the_deadline_and_reports_the_iterations_it_did():
+    """Far more iterations than the time allows (the pairs probe's bandwidth phase over a slow link): the ranks agree
+    to stop, the run ends ok before its deadline, and the row states how many iterations its figures come from."""
+    outcomes = run_nodes(free_port(), 2, 1, timeout_s=10.0, sweep=True, sweep_sizes=(1 << 20,), sweep_iters=100000,
+                         sweep_reserve_s=3.0, startup_s=60.0)   # importing torch on a busy 2-core box is not the sweep's time
+    for outcome in outcomes:
+        assert outcome["ok"] and not outcome["deadline_hit"], [r["error"] for r in outcome["ranks"]]
+        assert outcome["ranks"][0]["phases"]["done"] - outcome["ranks"][0]["phases"]["imported"] < 10.0
+        [row] = outcome["sweep"]
+        assert row["time_limited"] is True and row["from_warmup"] is False and row["iters_asked"] == 100000
+        assert 1 <= row["iters"] < 100000 and row["busbw_gbps"] > 0
+        progress = outcome["ranks"][0]["sweep_progress"]
+        assert progress["size_bytes"] == 1 << 20 and progress["ops"] >= row["iters"] and progress["seconds"] > 0
+        assert_gone(outcome)
+
+
 # -- the CLI, as a user runs it --------------------------------------------------------------------
 def cli(*args, timeout=120, **kw):
     return subprocess.Popen([sys.executable, "-m", "dsv3_preflight", *args], stdout=subprocess.PIPE,

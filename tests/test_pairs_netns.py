@@ -79,6 +79,28 @@ def test_one_shaped_node_is_named_as_the_bad_node(lab3, tmp_path):
     assert "node lab-node2 is slow with every partner" in proc.stdout   # the console leads with it
 
 
+def test_a_slow_link_whose_bandwidth_phase_outlasts_the_pair_is_slow_not_dead_with_its_figures_and_the_link_fix(
+        lab3, tmp_path):
+    """Issue 46.1: lab-node2 behind `tc tbf rate 8mbit burst 16kb latency 300ms`; 2 MiB messages at 1 MB/s cannot do
+    their 22 all_reduces in a 20 s pair. The bandwidth phase stops in time with what it measured: the node is slow
+    with every partner (not 'could not complete a pair'), its pairs keep their latency, and the fix points at the link."""
+    lab3.shape_slow_link(2)
+    try:
+        proc, doc, r = _pairs(lab3, tmp_path, "--pairs-timeout", "20", "--pairs-busbw-bytes", str(2 * 1024 * 1024))
+    finally:
+        lab3.clear_shaping(2)
+    assert r["evidence"]["culprits"] == {"nodes": ["lab-node2"], "links": [], "failed": []}, \
+        "\n".join([r["summary"], proc.stderr[-3000:]])
+    assert r["summary"].startswith("node lab-node2 is slow with every partner (2 of 2 pairs: with lab-node0: slow link: p50 ")
+    assert "against a median of" in r["summary"] and ", bandwidth " in r["summary"] and "could not complete" not in r["summary"]
+    slow = [p for p in r["evidence"]["pairs"] if "lab-node2" in (p["a"], p["b"])]
+    assert all(p["status"] == "ok" and p["latency_us"] and p["busbw_gbps"] and p["cut_short"] for p in slow), slow
+    assert all(p["busbw_gbps"] < 0.01 for p in slow)   # about 1 MB/s through the bucket
+    fix = r["remediation"]
+    assert "tc -s qdisc show dev eth0   # on lab-node2" in fix and "ethtool -S eth0" in fix and "switch port" in fix
+    _assert_pasteable(r)
+
+
 def test_a_drop_between_one_pair_is_that_pairs_timeout_naming_both_and_who_could_not_connect(lab3, tmp_path):
     lab3.drop_pair(1, 2)
     try:

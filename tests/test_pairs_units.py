@@ -89,7 +89,8 @@ def test_recorded_runs_name_the_culprit_they_were_recorded_with(path):
 
 def test_a_shaped_node_is_named_with_its_pairs_its_address_and_its_interface():
     r = _judge(_recorded("pairs_6nodes_node"))
-    assert r.summary.startswith("node lab-node5 is slow with every partner (5 of 5 pairs: with lab-node0: busbw ")
+    assert r.summary.startswith("node lab-node5 is slow with every partner (5 of 5 pairs: with lab-node0: slow link: p50 ")
+    assert "against a median of" in r.summary and ", bandwidth 0.0" in r.summary
     assert r.actor is Actor.NODE and r.cause == "collective.bad_node"
     assert "# lab-node5 (10.77.0.15) is slow with every partner" in r.remediation
     assert "ip -s link show dev eth0   # on lab-node5" in r.remediation
@@ -229,7 +230,8 @@ def test_a_slow_latency_alone_marks_a_link():
     recs = [_ok("n0", "n1", lat=900.0), _ok("n0", "n2"), _ok("n1", "n2"), _ok("n0", "n3"), _ok("n1", "n3"), _ok("n2", "n3")]
     loc = localise(["n0", "n1", "n2", "n3"], recs, TH)
     [f] = rule_slow_links(loc, TH, {"n1": "10.0.0.1"})
-    assert f.message.startswith("link n0↔n1 is slow (p50 latency 0.9 ms = 9× the reference)")
+    assert f.message.startswith("link n0↔n1 is slow (p50 0.9 ms against a median of 0.1 ms (9×), "
+                                "bandwidth 1 GB/s against 1 GB/s)")
     assert "ping -c 20 -i 0.2 10.0.0.1   # on n0" in f.fix and paste_problems(f.fix) == []
 
 
@@ -317,3 +319,48 @@ def test_the_console_report_of_a_pairs_run_shows_the_matrix_before_the_causes():
     assert "pairs: 15 of 15 pairs tested" in text and "*lab-node5" in text
     assert text.index("pairs: 15 of 15") < text.index("Why NO-GO")
     assert "pairs: 15 of 15" not in render({**doc, "verdict": "NO-GO"}, "console", quiet=True)
+
+
+# -- a slow link is not a dead one (issue 46.1) ------------------------------------------------------------------
+def _stalled_in_the_bandwidth_phase(rec: dict, a: str, b: str, ops: int) -> dict:
+    """The recorded facts with the pair a↔b's ranks stopped at the hard deadline in the bandwidth phase, after their
+    steady-state all_reduces, having finished ``ops`` ops of it (as a worker's sweep_progress events record)."""
+    facts = copy.deepcopy(rec["collective_pairs"])
+    for fact in facts.values():
+        for m in fact["pairs"]:
+            if m["pair"] != [a, b]:
+                continue
+            out = m["outcome"]
+            out.update(ok=False, sweep=None, deadline_hit=True)
+            for r in out["ranks"]:
+                r.update(last_phase="steady_state", killed="killed at the hard deadline (12 s)", sweep=None,
+                         phases={k: v for k, v in r["phases"].items() if k not in ("sweep_done", "done")},
+                         sweep_progress={"size_bytes": 262144, "ops": ops, "seconds": 0.5 * ops, "waited_s": 9.0})
+                r["timings"]["total_s"] = None
+    return facts
+
+
+def test_a_pair_stalled_in_the_bandwidth_phase_keeps_its_latency_and_the_bandwidth_of_the_ops_done():
+    rec = _recorded("pairs_3nodes_healthy")
+    _, records = pair_records(_stalled_in_the_bandwidth_phase(rec, "lab-node1", "lab-node2", ops=2))
+    [stalled] = [r for r in records if r.key == ("lab-node1", "lab-node2")]
+    assert stalled.status == OK and stalled.latency_us and stalled.cut_short and not stalled.busbw_bound
+    assert stalled.busbw_gbps == pytest.approx(262144 / 0.5 / 1e9) and stalled.busbw_iters == 2
+
+
+def test_a_pair_stalled_before_any_op_of_the_bandwidth_phase_has_an_upper_bound_and_reads_slow():
+    rec = _recorded("pairs_3nodes_healthy")
+    facts = _stalled_in_the_bandwidth_phase(rec, "lab-node1", "lab-node2", ops=0)
+    _, records = pair_records(facts)
+    [stalled] = [r for r in records if r.key == ("lab-node1", "lab-node2")]
+    assert stalled.status == OK and stalled.busbw_bound and stalled.busbw_gbps == pytest.approx(262144 / 9.0 / 1e9)
+    r = _judge(rec, facts)
+    assert r.evidence["culprits"]["failed"] == [] and "could not complete" not in r.summary
+    assert "below " in r.summary and "(no all_reduce of 256 KiB finished)" in r.summary, r.summary
+
+
+def test_a_pair_that_never_connected_is_still_failed():
+    rec = _recorded("pairs_3nodes_drop")
+    _, records = pair_records(rec["collective_pairs"])
+    [cut] = [r for r in records if r.key == ("lab-node1", "lab-node2")]
+    assert cut.status == FAILED and cut.latency_us is None and cut.cut_short is None

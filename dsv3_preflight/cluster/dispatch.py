@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import threading
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -32,7 +33,7 @@ class NodeReport:
     node: NodeInfo
     value: dict[str, Any] | None = None
     error: str | None = None          # dead, hung, crashed, package missing: the cause in one line
-    kind: str | None = None           # "died", "timeout", "crashed", "package_missing", "unschedulable"
+    kind: str | None = None           # "died", "timeout", "crashed", "package_missing", "unschedulable", "unreachable"
     elapsed_s: float = 0.0
     details: dict[str, Any] = field(default_factory=dict)
     lost: Lost | None = None          # when Ray reported the node dead
@@ -174,8 +175,27 @@ def run_pinned(
             report.lost = watch.note_error(node.node_id, exc) or watch.lost.get(node.node_id)
             if report.lost is not None:
                 report.kind, report.error = "died", lost_text(node, report.lost)
+            elif report.kind == "died":   # its worker "crashed" while Ray lists the node alive: can we reach it?
+                unreachable(report, f"Ray reported the worker running the checks as crashed ({type(exc).__name__})")
         report.elapsed_s = time.monotonic() - started
         done(report)
+
+    def unreachable(report: NodeReport, why: str | None = None) -> None:
+        """Record the driver's connects to the node's Ray ports; a node whose worker ports are filtered is alive and
+        unreachable (kind ``unreachable``), not dead."""
+        from .reach import ray_ports_reach
+
+        reach = ray_ports_reach(report.node)
+        report.details["reach"] = reach
+        if reach["workers_filtered"]:
+            node = report.node
+            low = reach["ports"]["worker_port_low"]
+            report.kind = "unreachable"
+            report.error = (f"the node at {node.ip} is alive in Ray's node table, but its Ray workers cannot be reached "
+                            f"from here: a connect to {node.ip}:{low['port']} (Ray's worker port range "
+                            f"{reach['worker_ports'][0]}-{reach['worker_ports'][1]}) got {low['outcome']}"
+                            + (f" ({low['error']})" if low.get("error") and low["outcome"] != "timeout" else "")
+                            + f"; {why or report.error}")
 
     ready, dead = watch.wait({ref: node.node_id for ref, (node, _) in pending.items()},
                              deadline - time.monotonic(), on_ready=collect,
@@ -186,6 +206,7 @@ def run_pinned(
         _cancel(ref)
         done(NodeReport(node, kind="died", error=lost_text(node, lost), elapsed_s=time.monotonic() - started, lost=lost))
     gone = [watch.lost[n.node_id] for n, _ in pending.values() if n.node_id in watch.lost]
+    silent: list[NodeReport] = []
     for ref, (node, started) in pending.items():
         if node.node_id in reports:
             continue
@@ -196,9 +217,19 @@ def run_pinned(
                             error=f"not waited for: {names} was lost {gone[0].phase} and this wave cannot finish without "
                                   "every node; its task was cancelled", details={"lost_nodes": names}))
             continue
-        done(NodeReport(node, kind="timeout", elapsed_s=time.monotonic() - started,
-                        error=f"no answer within the overall timeout ({time.monotonic() - started:.0f} s): "
-                              "the node hangs, is overloaded, or Ray cannot start a worker there; its task was cancelled"))
+        silent.append(NodeReport(node, kind="timeout", elapsed_s=time.monotonic() - started,
+                                 error=f"no answer within the overall timeout ({time.monotonic() - started:.0f} s): "
+                                       "the node hangs, is overloaded, or Ray cannot start a worker there; its task was "
+                                       "cancelled"))
+    # the nodes Ray still lists alive that never answered: their Ray ports, all at once (a few seconds, not per node)
+    threads = [threading.Thread(target=unreachable, args=(r, "its task never answered"), daemon=True)
+               for r in silent if not watch.is_lost(r.node.node_id)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    for report in silent:
+        done(report)
     return reports
 
 

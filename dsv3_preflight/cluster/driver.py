@@ -276,13 +276,39 @@ def _node_error_row(node: NodeInfo, report: NodeReport | None, lost: Lost | None
                                 **(report.details if report else {})}
     if lost:
         evidence.update(lost.as_dict())
+    cause = "cluster.node_lost" if lost else None
     if report is not None and report.kind == "package_missing":
         fix = ("pip install dsv3-preflight   # in the Python Ray uses on that node, or export "
                "DSV3_PREFLIGHT_SHIP_PACKAGE=1 to ship it with the job (runtime_env py_modules)")
+    elif report is not None and report.kind == "unreachable" and not lost:
+        fix, cause = ray_ports_fix(node, report.details.get("reach") or {}), "cluster.node_unreachable"
     else:
         fix = lost_node_fix(node, lost, gcs)
     return error_result(NODE_RUN_CHECK, node.name, error, evidence, fix,
-                        duration_s=report.elapsed_s if report else 0.0, actor=Actor.NODE, cause="cluster.node_lost" if lost else None)
+                        duration_s=report.elapsed_s if report else 0.0, actor=Actor.NODE, cause=cause)
+
+
+def ray_ports_fix(node: NodeInfo, reach: dict[str, Any]) -> str:
+    """Open Ray's ports on the firewall of a node that is alive and unreachable: its worker port range, its raylet's
+    and object manager's ports (the real ones Ray reports), from the other nodes; then the connect that must work."""
+    where = f"{node.name} ({node.ip})" if node.name != node.ip else node.ip
+    lo, hi = (reach.get("worker_ports") or [10002, 19999])[:2]
+    ports = reach.get("ports") or {}
+    lines = [f"# {where} is alive in Ray but drops or refuses what the other nodes send its Ray workers: open Ray's "
+             "ports on its firewall",
+             f"iptables -I INPUT -p tcp --dport {lo}:{hi} -j ACCEPT   # on {where}: Ray's worker ports "
+             f"(ray start --min-worker-port/--max-worker-port, default {lo}-{hi})"]
+    for key, what in (("node_manager_port", "the raylet's node manager port"),
+                      ("object_manager_port", "the object manager port")):
+        if key in ports:
+            lines.append(f"iptables -I INPUT -p tcp --dport {ports[key]['port']} -j ACCEPT   # on {where}: {what} "
+                         f"(ray start --{key.replace('_', '-')}; it changes at each start unless set)")
+    lines += [f"# with nftables instead: nft insert rule inet filter input tcp dport {lo}-{hi} accept   # on {where}",
+              f"# with ufw instead: ufw allow proto tcp to any port {lo}:{hi}   # on {where}",
+              f"timeout 3 bash -c 'exec 3<>/dev/tcp/{node.ip}/{lo}' ; echo $?   # from the head: 0 or 1 (refused) once "
+              "open, 124 while it is filtered",
+              "dsv3-preflight run --all-nodes   # again"]
+    return "\n".join(lines)
 
 
 def lost_node_fix(node: NodeInfo, lost: Lost | None, gcs: str | None) -> str:

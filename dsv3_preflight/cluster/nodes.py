@@ -23,6 +23,8 @@ class NodeInfo:
     name: str = ""               # unique, stable name used in results (see unique_names)
     node_rank: int | None = None
     resources: dict[str, float] = field(default_factory=dict, compare=False)
+    node_manager_port: int | None = field(default=None, compare=False)     # the raylet's, as Ray reports it
+    object_manager_port: int | None = field(default=None, compare=False)
 
     @property
     def short_id(self) -> str:
@@ -54,6 +56,8 @@ def alive_nodes(driver_node_id: str | None = None) -> list[NodeInfo]:
             is_head=bool(entry.get("IsHeadNode")) or "node:__internal_head__" in resources,
             is_driver=entry["NodeID"] == driver_node_id,
             resources=resources,
+            node_manager_port=entry.get("NodeManagerPort") or None,
+            object_manager_port=entry.get("ObjectManagerPort") or None,
         ))
     return nodes
 
@@ -62,21 +66,31 @@ def unique_names(nodes: Iterable[NodeInfo], reported: dict[str, str] | None = No
     """Give every node a unique, stable name.
 
     The base name is what the node reported (``$DSV3_PREFLIGHT_NODE_NAME`` there, else its host name;
-    ``reported`` maps node id to it), else Ray's host name. Nodes sharing a base name (several Ray
-    nodes on one host) get ``-<first 6 hex digits of the Ray node id>`` appended, and so does a node
-    named after a host name that other Ray nodes share (it never reported its own name).
+    ``reported`` maps node id to it), else Ray's host name, else (when other Ray nodes share that host
+    name at other addresses: cloned images, containers started with one ``--hostname``) the address Ray
+    reports for it. Nodes sharing a base name (several Ray nodes on one host) get ``-<first 6 hex digits
+    of the Ray node id>`` appended, and so does a node named after a host name that other Ray nodes share
+    (it never reported its own name).
     """
     nodes = list(nodes)
     reported = reported or {}
-    base = {n.node_id: reported.get(n.node_id) or n.hostname or n.ip or n.short_id for n in nodes}
+    hosts: dict[str, int] = {}
+    ips: dict[str, int] = {}
+    for n in nodes:
+        hosts[n.hostname] = hosts.get(n.hostname, 0) + 1
+        ips[n.ip] = ips.get(n.ip, 0) + 1
+
+    def unreported(n: NodeInfo) -> str:
+        if n.hostname and hosts[n.hostname] > 1 and n.ip and ips[n.ip] == 1:
+            return n.ip   # its host name is not its own: the address Ray reaches it at is
+        return n.hostname or n.ip or n.short_id
+
+    base = {n.node_id: reported.get(n.node_id) or unreported(n) for n in nodes}
     counts: dict[str, int] = {}
     for value in base.values():
         counts[value] = counts.get(value, 0) + 1
     # a node that never said its name is called after its host: when Ray nodes share that host name (one
     # machine, or containers sharing a name) it keeps the node id even if the others reported other names
-    hosts: dict[str, int] = {}
-    for n in nodes:
-        hosts[n.hostname] = hosts.get(n.hostname, 0) + 1
 
     def shared(n: NodeInfo) -> bool:
         name = base[n.node_id]

@@ -215,7 +215,8 @@ _STUCK = {
     "all_joined": ("stuck_in_init", "every rank reached the store but the process group did not come up: the ranks "
                    "could not connect to each other (ports other than MASTER_PORT blocked, or a socket interface "
                    "the others cannot reach: {ifnames})",
-                   "# open TCP between the nodes on the training interface (Gloo uses ephemeral ports, NCCL its NCCL_PORT_RANGE), then:\n"
+                   "# open TCP between the nodes on the training interface (Gloo and NCCL listen on ephemeral ports: "
+                   "/proc/sys/net/ipv4/ip_local_port_range), then:\n"
                    "export GLOO_SOCKET_IFNAME=" + IFACE + " NCCL_SOCKET_IFNAME=" + NCCL_IFACE + "   " + NCCL_EXACT,
                    NETWORK, "collective.ports_blocked_between_nodes"),
     "pg_up": ("stuck_first_collective", "the process group came up but the first all_reduce never completed",

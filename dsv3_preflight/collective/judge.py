@@ -6,6 +6,9 @@ function returning findings (``rule_*``); :func:`judge_outcomes` runs them all t
 accumulator:
 
 - ``rule_duplicate_gpus``: two ranks on one GPU in the rank map the ranks registered (NCCL's own wording);
+- ``rule_mesh_blocked``: a node the others cannot reach on its ephemeral ports (the ranks' own connect test
+  from each node to each other node, run once all joined): named, with the nodes it refuses and the fix that
+  opens its ephemeral range on its training interface;
 - ``rule_completed``: every rank joined, finished and got the exact sum (else the decoded cause, most
   specific first, with the fix for this node's interface);
 - ``rule_busbw``: the bandwidth sweep's peak bus bandwidth is at least ``min_busbw_gbps`` when set;
@@ -90,6 +93,66 @@ def rule_completed(combined: Mapping[str, Any], notes: Sequence[str] = (),
                    cause=lead.get("cause_id") or "collective.failed")
 
 
+def mesh_of(outcomes: Iterable[Mapping[str, Any]]) -> tuple[dict[int, dict[str, Any]], list[dict[str, Any]]]:
+    """(every node's ephemeral-port listener by rank, every connect between them, deduplicated) from the ranks' ``mesh``."""
+    listeners: dict[int, dict[str, Any]] = {}
+    reach: dict[tuple[int, int], dict[str, Any]] = {}
+    for o in outcomes:
+        for r in o.get("ranks", []):
+            mesh = r.get("mesh") or {}
+            for key, rec in (mesh.get("listeners") or {}).items():
+                listeners.setdefault(int(key), dict(rec))
+            for row in mesh.get("reach") or []:
+                reach.setdefault((int(row["from_rank"]), int(row["to_rank"])), dict(row))
+    return listeners, [reach[k] for k in sorted(reach)]
+
+
+def _node(rank: int, listeners: Mapping[int, Mapping[str, Any]], rank_names: Mapping[int, str] | None) -> str:
+    addr = (listeners.get(rank) or {}).get("addr")
+    name = (rank_names or {}).get(rank) or f"rank {rank}"
+    return f"{name} ({addr})" if addr else name
+
+
+def rule_mesh_blocked(outcomes: Sequence[Mapping[str, Any]],
+                      rank_names: Mapping[int, str] | None = None) -> list[Finding]:
+    """A node whose ephemeral ports the other nodes cannot reach (only the rendezvous port open): named, with the
+    nodes it refuses, and the fix that opens its ephemeral range on its training interface (Gloo and NCCL listen
+    there for their peers; MASTER_PORT alone does not make a process group)."""
+    listeners, reach = mesh_of(outcomes)
+    blocked: dict[int, list[dict[str, Any]]] = {}
+    for row in reach:
+        if row.get("outcome") != "ok":
+            blocked.setdefault(int(row["to_rank"]), []).append(row)
+    found = []
+    for target, rows in sorted(blocked.items()):
+        me = listeners.get(target) or {}
+        who = _node(target, listeners, rank_names)
+        sources = ", ".join(_node(int(r["from_rank"]), listeners, rank_names) for r in rows)
+        how = "; ".join(sorted({f"{r['outcome']}" + (f" ({r['error']})" if r.get("error") and r["outcome"] != "timeout" else "")
+                                for r in rows}))
+        lo, hi = (me.get("ephemeral_range") or [None, None])[:2]
+        dev = me.get("ifname") or '"${IFACE:?the training interface of this node}"'
+        if lo and hi:
+            ports, nft_ports, shown = f"{lo}:{hi}", f"{lo}-{hi}", f"{lo}-{hi}"
+            range_line = f"cat /proc/sys/net/ipv4/ip_local_port_range   # on {who}: {lo} {hi}, where Gloo and NCCL listen\n"
+        else:
+            ports = nft_ports = '"${EPHEMERAL:?the range in /proc/sys/net/ipv4/ip_local_port_range, LOW:HIGH}"'
+            shown = "its ephemeral range"
+            range_line = f"cat /proc/sys/net/ipv4/ip_local_port_range   # on {who}: where Gloo and NCCL listen\n"
+        fix = (f"# {who} lets the other nodes reach MASTER_PORT but not its ephemeral ports: open {shown} on its training "
+               f"interface {dev} to the other nodes\n"
+               + range_line
+               + f"iptables -I INPUT -i {dev} -p tcp --dport {ports} -j ACCEPT   # on {who}, with iptables\n"
+               f"# with nftables instead: nft insert rule inet filter input iifname {dev} tcp dport {nft_ports} accept\n"
+               f"# with ufw instead: ufw allow in on {dev} proto tcp to any port {ports}\n"
+               f"{GANG_COMMAND}   # again once it is open")
+        found.append(failure(
+            f"{who} refuses TCP on its ephemeral ports from {sources} (a connect to {me.get('addr')}:{me.get('port')}: "
+            f"{how}); the process group needs them, MASTER_PORT alone is not enough", fix,
+            actor=Actor.NODE, cause="collective.ports_blocked_between_nodes"))
+    return found
+
+
 def rule_busbw(combined: Mapping[str, Any], threshold: float | None, backend: str | None) -> Finding | None:
     """The sweep's peak bus bandwidth reaches ``min_busbw_gbps`` (nccl-tests' busbw) when the profile sets it."""
     if threshold is None or not combined["ok"]:
@@ -157,8 +220,13 @@ def judge_outcomes(outcomes: Sequence[Mapping[str, Any]], world: int, profile: A
         ev["network"] = notes
     if duplicates:
         ev["duplicates"] = duplicates
+    listeners, reach = mesh_of(outcomes)
+    if reach:
+        ev["mesh"] = {"listeners": {str(k): v for k, v in listeners.items()}, "reach": reach}
     found = Findings()
     found.check(rule_duplicate_gpus, duplicates)
+    if not combined["ok"]:   # who refuses whom leads: it names the node to open, the hang below is its consequence
+        found.check(rule_mesh_blocked, outcomes, rank_names)
     found.check(rule_completed, combined, notes, rank_names)
     found.check(rule_busbw, combined, profile.min_busbw_gbps, backend)
     found.check(rule_nic_mismatch, combined, notes, nic_route)

@@ -57,7 +57,14 @@ class PairRecord:
     slow_start: list[str] = field(default_factory=list)   # NOT_STARTED: the nodes whose rank had not started
     latency_ratio: float | None = None
     busbw_ratio: float | None = None
+    latency_ref_us: float | None = None    # the medians it was compared with
+    busbw_ref_gbps: float | None = None
     slow: bool = False
+    # a pair that connected and answered, then ran out of time in a later phase (a slow link, not a dead one): the
+    # figures of the phases it finished are kept, and this says what stopped it
+    cut_short: str | None = None
+    busbw_iters: int | None = None         # the timed iterations the busbw comes from (fewer than asked: time-limited)
+    busbw_bound: bool = False              # no op finished: busbw_gbps is an upper bound (size / the time waited)
 
     @property
     def key(self) -> tuple[str, str]:
@@ -113,6 +120,26 @@ def _busbw(outcomes: Sequence[Mapping[str, Any]]) -> tuple[float | None, float |
             best = row.get("busbw_best_gbps") or row["busbw_gbps"]
             return float(best), float(row["busbw_gbps"]), int(row["size_bytes"])
     return None, None, None
+
+
+def _sweep_row(outcomes: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:
+    return next((row for o in outcomes for row in o.get("sweep") or []), None)
+
+
+def _bytes_done(outcomes: Sequence[Mapping[str, Any]]) -> tuple[float | None, int | None, int, bool]:
+    """(busbw, size, ops, bound) from the bandwidth phase's progress when no row came back (a rank stopped in it):
+    the ops both sides finished over the time they took; with none finished, the size over the time waited, an
+    upper bound. For 2 ranks busbw = algbw = size / time per op."""
+    progress = [r.get("sweep_progress") for o in outcomes for r in o.get("ranks", []) if r.get("sweep_progress")]
+    if not progress:
+        return None, None, 0, False
+    size = int(progress[0]["size_bytes"])
+    ops = min(int(p.get("ops") or 0) for p in progress)
+    if ops > 0:
+        seconds = max(float(p["seconds"]) * ops / max(int(p["ops"]), 1) for p in progress)
+        return (round(size * ops / seconds / 1e9, 12) if seconds > 0 else None), size, ops, False
+    waited = max(float(p.get("waited_s") or 0.0) for p in progress)
+    return (round(size / waited / 1e9, 12) if waited > 0 else None), size, 0, True
 
 
 def _within(sides: Mapping[int, Mapping[str, Any]]) -> str:
@@ -179,10 +206,20 @@ def pair_records(facts: Mapping[str, Any]) -> tuple[dict[str, Any], list[PairRec
         outcomes = [m["outcome"] for _, m in sorted(sides.items())]
         combined = combine(outcomes, 2, assume_absent=True)
         rec.kinds = [f["kind"] for f in combined.get("findings") or []]
+        # every phase's figures are kept, whatever a later phase did
+        rec.latency_us = _latency_us(outcomes)
+        rec.busbw_gbps, rec.busbw_avg_gbps, rec.size_bytes = _busbw(outcomes)
+        row = _sweep_row(outcomes)
+        if row is not None:
+            rec.busbw_iters = int(row.get("iters") or 0) or None
+        else:
+            rec.busbw_gbps, rec.size_bytes, ops, rec.busbw_bound = _bytes_done(outcomes)
+            rec.busbw_iters = ops or None
         if combined["ok"]:
             rec.status = OK
-            rec.latency_us = _latency_us(outcomes)
-            rec.busbw_gbps, rec.busbw_avg_gbps, rec.size_bytes = _busbw(outcomes)
+            if row is not None and row.get("time_limited"):
+                rec.cut_short = (f"the bandwidth phase was bounded by time: {row.get('iters')} of "
+                                 f"{row.get('iters_asked')} iterations{' (warm-up only)' if row.get('from_warmup') else ''}")
             if rec.latency_us is None or rec.busbw_gbps is None:
                 rec.status = FAILED
                 rec.failure = f"the pair {a}↔{b} finished without its timings"
@@ -190,9 +227,24 @@ def pair_records(facts: Mapping[str, Any]) -> tuple[dict[str, Any], list[PairRec
             rec.status, rec.slow_start, rec.timed_out = NOT_STARTED, slow, True
             rec.failure = _slow_start_text(a, b, slow, sides)
         else:
-            rec.status = FAILED
-            rec.failure, rec.could_not_connect, rec.timed_out = _failure(a, b, sides, combined, rec.store)
+            failure, could_not, timed_out = _failure(a, b, sides, combined, rec.store)
+            if _answered(outcomes, len(sides)) and timed_out:
+                # it connected and answered (its latency was measured), then ran out of time: slow, not dead
+                rec.status, rec.cut_short, rec.timed_out = OK, failure, True
+                if rec.busbw_gbps is None:   # not one byte of the bandwidth phase: nothing to say it is slow or fast
+                    rec.status, rec.failure = FAILED, failure
+            else:
+                rec.status = FAILED
+                rec.failure, rec.could_not_connect, rec.timed_out = failure, could_not, timed_out
     return schedule, records
+
+
+def _answered(outcomes: Sequence[Mapping[str, Any]], sides: int) -> bool:
+    """Both sides ran and measured the latency phase (steady-state all_reduces, correct sums): the pair connected
+    and answers."""
+    ranks = [r for o in outcomes for r in o.get("ranks", [])]
+    return sides == 2 and len(ranks) >= 2 and all(
+        (r.get("timings") or {}).get("steady_s") is not None and r.get("sum_ok") is not False for r in ranks)
 
 
 def _slow_start(a: str, b: str, sides: Mapping[int, Mapping[str, Any]]) -> list[str]:
@@ -244,8 +296,9 @@ def compare(rec: PairRecord, reference: Sequence[PairRecord], th: Thresholds) ->
     if rec.status != OK or not ref:
         return None
     lat, bw = _median(r.latency_us for r in ref), _median(r.busbw_gbps for r in ref)
-    rec.latency_ratio = round(rec.latency_us / lat, 3) if lat else None
-    rec.busbw_ratio = round(rec.busbw_gbps / bw, 4) if bw else None
+    rec.latency_ref_us, rec.busbw_ref_gbps = lat, bw
+    rec.latency_ratio = round(rec.latency_us / lat, 3) if lat and rec.latency_us is not None else None
+    rec.busbw_ratio = round(rec.busbw_gbps / bw, 4) if bw and rec.busbw_gbps is not None else None
     return bool((rec.latency_ratio is not None and rec.latency_ratio > th.latency_ratio)
                 or (rec.busbw_ratio is not None and rec.busbw_ratio < th.busbw_ratio))
 

@@ -66,13 +66,31 @@ def node_interfaces(facts: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
     return out
 
 
+def _bandwidth(rec: PairRecord) -> str:
+    """The pair's busbw as measured: from how many iterations, or an upper bound when no op finished."""
+    if rec.busbw_bound:
+        return f"below {_gbps(rec.busbw_gbps)} (no all_reduce of {_size(rec.size_bytes)} finished)"
+    return _gbps(rec.busbw_gbps)
+
+
 def _why_slow(rec: PairRecord, th: Thresholds) -> str:
+    """'p50 313 ms against a median of 0.66 ms, bandwidth X against Y' (the figures against the medians of the
+    reference pairs), and what cut the pair short."""
+    lat_slow = rec.latency_ratio is not None and rec.latency_ratio > th.latency_ratio
+    bw_slow = rec.busbw_ratio is not None and rec.busbw_ratio < th.busbw_ratio
+    if rec.status == FAILED or not (lat_slow or bw_slow):
+        return ("failed: " + (rec.failure or "?")) if rec.status == FAILED else "slow"
     parts = []
-    if rec.busbw_ratio is not None and rec.busbw_ratio < th.busbw_ratio:
-        parts.append(f"busbw {_gbps(rec.busbw_gbps)} = {rec.busbw_ratio:.2g}× the reference")
-    if rec.latency_ratio is not None and rec.latency_ratio > th.latency_ratio:
-        parts.append(f"p50 latency {_ms(rec.latency_us)} = {rec.latency_ratio:.3g}× the reference")
-    return ", ".join(parts) or ("failed: " + (rec.failure or "?") if rec.status == FAILED else "slow")
+    if rec.latency_us is not None:
+        parts.append(f"p50 {_ms(rec.latency_us)} against a median of {_ms(rec.latency_ref_us)}"
+                     + (f" ({rec.latency_ratio:.3g}×)" if lat_slow else ""))
+    if rec.busbw_gbps is not None:
+        parts.append(f"bandwidth {_bandwidth(rec)} against {_gbps(rec.busbw_ref_gbps)}"
+                     + (f" ({rec.busbw_ratio:.2g}×)" if bw_slow else ""))
+    text = ", ".join(parts)
+    if rec.cut_short:
+        text += f" [{rec.cut_short}]"
+    return text
 
 
 # -- the rules --------------------------------------------------------------------------------------------------
@@ -83,7 +101,8 @@ def rule_bad_nodes(loc: Localisation, th: Thresholds, addrs: Mapping[str, str],
     found = []
     for node, recs in loc.bad_nodes.items():
         failed = [r for r in recs if r.status == FAILED]
-        detail = "; ".join(f"with {r.b if r.a == node else r.a}: {_why_slow(r, th)}" for r in recs[:4])
+        detail = "; ".join(f"with {r.b if r.a == node else r.a}: {'' if r.status == FAILED else 'slow link: '}"
+                           f"{_why_slow(r, th)}" for r in recs[:4])
         more = f"; and {len(recs) - 4} more" if len(recs) > 4 else ""
         verb = ("could not complete a pair with any partner" if len(failed) == len(recs)
                 else "is slow with every partner")
@@ -92,8 +111,10 @@ def rule_bad_nodes(loc: Localisation, th: Thresholds, addrs: Mapping[str, str],
         where = f"{node} ({addrs[node]})" if node in addrs else node
         fix = (f"# {where} {verb} ({len(recs)} of {len(recs)} pairs): drain it from the job, or repair its link first\n"
                f"ip -s link show dev {dev}   # on {node}: errors, drops, carrier changes\n"
-               f"tc qdisc show dev {dev}   # on {node}: any shaping or a full queue\n"
-               f"ethtool {dev} | grep -iE 'speed|duplex'   # on {node}\n"
+               f"tc -s qdisc show dev {dev}   # on {node}: shaping, a full queue, its drops and overlimits\n"
+               f"ethtool {dev} | grep -iE 'speed|duplex'   # on {node}: the negotiated speed\n"
+               f"ethtool -S {dev} | grep -iE 'err|drop|discard|crc|timeout'   # on {node}: the NIC's own counters\n"
+               f"# then the NIC and its cable or transceiver on {node}, and the switch port it plugs into (its error counters)\n"
                f"{COMMAND}   # again after the repair")
         found.append(failure(f"node {node} {verb} ({len(recs)} of {len(recs)} pairs: {detail}{more})", fix,
                              actor=Actor.NODE, cause="collective.bad_node"))

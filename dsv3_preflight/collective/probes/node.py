@@ -166,7 +166,17 @@ def _rank_outcome(rank: int, local_rank: int, proc: subprocess.Popen, status: Pa
     error = None
     missing = None
     started_wall = None
+    progress: dict[str, Any] | None = None
+    mesh: dict[str, Any] | None = None
     for ev in events:
+        if ev.get("event") == "mesh":   # the nodes' ephemeral-port listeners and who could connect to whom
+            mesh = {"listeners": ev.get("listeners") or {}, "reach": ev.get("reach") or []}
+            continue
+        if ev.get("event") == "sweep_progress":   # a bounded sweep: the ops done so far (kept if the rank is stopped)
+            first = progress["started_wall"] if progress else ev.get("wall")
+            progress = {k: ev.get(k) for k in ("size_bytes", "ops", "seconds")}
+            progress["started_wall"] = first
+            continue
         if ev.get("event") == "phase" and ev.get("phase") == "started":
             started_wall = ev.get("wall")
         if ev.get("event") == "phase":
@@ -185,6 +195,8 @@ def _rank_outcome(rank: int, local_rank: int, proc: subprocess.Popen, status: Pa
         stuck = phase_finding(last, master=master, ifnames=ifnames, interface=interface)
         if stuck:
             findings.insert(0, stuck)
+    if progress is not None:   # how long the sweep had when the rank ended: the bound on an op that never finished
+        progress["waited_s"] = round(max(time.time() - (progress.pop("started_wall") or time.time()), 0.0), 3)
     timings = {
         "process_start_s": round(started_wall - spawned, 6) if started_wall else None,
         "import_s": _delta(phases, "started", "imported"),
@@ -219,6 +231,8 @@ def _rank_outcome(rank: int, local_rank: int, proc: subprocess.Popen, status: Pa
         "nccl_interfaces": nccl_interfaces(text) if backend == "nccl" else [],
         "rank_map": info.get("rank_map") or None,
         "sweep": info.get("sweep"),
+        "sweep_progress": progress,
+        "mesh": mesh,
         "log_tail": tail,
     }
 
@@ -248,6 +262,7 @@ def probe_node(
     sweep_iters: int | None = None,
     sweep_warmup: int | None = None,
     startup_s: float = 0.0,
+    sweep_reserve_s: float | None = None,
 ) -> dict[str, Any]:
     """Run this node's ranks of the probe and return its outcome (JSON types); see the package docstring.
 
@@ -257,7 +272,9 @@ def probe_node(
     ``sweep_warmup`` (timed and untimed iterations per sweep size; default 20 / 5), ``startup_s`` (a start-up
     allowance: the time a rank spends starting Python and importing torch, up to this many seconds, is not
     counted against ``timeout_s``, which then times the rendezvous and the collectives; a loaded node that
-    needs 15 s to import torch must not turn a healthy link into a timeout).
+    needs 15 s to import torch must not turn a healthy link into a timeout), ``sweep_reserve_s`` (bound the
+    sweep by time: it ends this many seconds before the ranks' deadline with the iterations it did, and each
+    rank's ``sweep_progress`` keeps the ops done should it be stopped in the middle of one).
     """
     if backend not in ("gloo", "nccl"):
         raise ValueError(f"backend must be gloo or nccl, not {backend!r}")
@@ -304,6 +321,8 @@ def probe_node(
                 argv += ["--device-index", str(device_indices[local])]
             if sizes:
                 argv += ["--sweep-sizes", ",".join(str(s) for s in sizes)]
+                if sweep_reserve_s is not None:
+                    argv += ["--sweep-reserve-s", f"{float(sweep_reserve_s):.3f}"]
             for flag, value in (("--steady-iters", steady_iters), ("--sweep-iters", sweep_iters),
                                 ("--sweep-warmup", sweep_warmup)):
                 if value is not None:

@@ -5,7 +5,8 @@ round's pairs and hands each its part through the environment (``DSV3_PREFLIGHT_
 :data:`PAIR_KEYS`). The probe runs a 2-rank process group with its partner (rank 0, the pair's first node,
 hosts the store on the pair's own port) under a hard timeout: the p50 of ``iters`` small all_reduces (the
 latency) and ``iters`` all_reduces of ``busbw_bytes`` (nccl-tests' bus bandwidth; for 2 ranks busbw =
-algbw). Without the variable it says the pairs were not requested.
+algbw), the bandwidth phase bounded by time (:func:`sweep_reserve`): on a slow link it stops with the iterations
+done, and their bandwidth is reported. Without the variable it says the pairs were not requested.
 
 The fact holds outcomes only: ``{"requested", "pairs": [measurement], "planned", "nodes", "sample"}``. The
 driver appends the measurements of every round into the one fact of each node; `dist.pairs` judges them.
@@ -25,6 +26,12 @@ PAIR_KEYS = ("round", "rounds", "pair", "addrs", "role", "port", "backend", "tim
              "planned", "nodes", "sample")
 #: untimed all_reduces before the timed bandwidth iterations
 WARMUP = 2
+
+
+def sweep_reserve(timeout_s: float) -> float:
+    """Seconds the bandwidth phase leaves before the pair's deadline (the barrier and teardown over a slow link):
+    the phase is bounded by time and reports the bandwidth of the iterations it did."""
+    return max(2.0, 0.15 * timeout_s)
 
 
 def pair_params(environ: Mapping[str, str] | None = None) -> dict[str, Any] | None:
@@ -50,7 +57,7 @@ def collective_pairs(profile) -> dict[str, Any]:
                          nproc_per_node=1, backend=backend, timeout_s=float(params["timeout_s"]), sweep=True,
                          sweep_sizes=(int(params["busbw_bytes"]),), steady_iters=int(params["iters"]),
                          sweep_iters=int(params["iters"]), sweep_warmup=WARMUP,
-                         startup_s=startup_s)
+                         startup_s=startup_s, sweep_reserve_s=sweep_reserve(float(params["timeout_s"])))
     measurement = {"round": params["round"], "pair": [first, second], "role": role, "me": me, "peer": peer,
                    "addrs": params["addrs"], "store": f"{store}:{params['port']}", "backend": backend,
                    "backend_note": note, "timeout_s": float(params["timeout_s"]),

@@ -67,38 +67,162 @@ def _wait_all_joined(store, world: int, rank: int, deadline: float, status: _Sta
     return missing
 
 
-def _sweep(torch, dist, device, world: int, sizes: list[int], iters: int, warmup: int) -> list[dict]:
+def _sweep(torch, dist, device, world: int, sizes: list[int], iters: int, warmup: int,
+           until: Callable[[], float] | None = None, status: "_Status | None" = None) -> list[dict]:
     """nccl-tests' all_reduce_perf, in torch: time per op averaged over iterations then over ranks
     (``time_us``, ``algbw_gbps``, ``busbw_gbps``), and the same from each rank's median iteration
-    (``time_p50_us``, ``busbw_p50_gbps``: robust to a preempted iteration on a busy host)."""
+    (``time_p50_us``, ``busbw_p50_gbps``: robust to a preempted iteration on a busy host).
+
+    ``until`` (epoch seconds, read before each op) bounds the sweep by time: after every op the ranks agree
+    (a one-element MIN all_reduce, not timed) whether the next op still fits before it, and stop together
+    when it does not. A row then holds the iterations done (``time_limited``), or, when not one timed
+    iteration fitted, the warm-up ops (``from_warmup``). Each op done is also written to ``status`` as a
+    ``sweep_progress`` event, so the bytes moved before a rank is stopped in the middle of an op are kept."""
     rows = []
     for nbytes in sizes:
         count = max(nbytes // 4, 1)
+        size = count * 4
         buf = torch.ones(count, dtype=torch.float32, device=device)
-        for _ in range(warmup):
-            dist.all_reduce(buf)
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
-        dist.barrier()
-        times = []
-        for _ in range(max(iters, 1)):
+        flag = torch.ones(1, dtype=torch.float32, device=device)
+        done = {"ops": 0, "seconds": 0.0}
+        limited = False
+        if status is not None and until is not None:
+            status.write({"event": "sweep_progress", "size_bytes": size, "ops": 0, "seconds": 0.0, "wall": time.time()})
+
+        def op() -> float:
             start = time.perf_counter()
             dist.all_reduce(buf)
             if device.type == "cuda":
                 torch.cuda.synchronize(device)
-            times.append(time.perf_counter() - start)
-        times.sort()
+            took = time.perf_counter() - start
+            done["ops"] += 1
+            done["seconds"] += took
+            if status is not None and until is not None:
+                status.write({"event": "sweep_progress", "size_bytes": size, "ops": done["ops"],
+                              "seconds": round(done["seconds"], 6), "wall": time.time()})
+            return took
+
+        def fits(last: float) -> bool:
+            """Do all ranks have time for one more op like the last one? (the same answer on every rank)"""
+            if until is None:
+                return True
+            flag.fill_(1.0 if time.time() + 1.5 * last < until() else 0.0)
+            dist.all_reduce(flag, op=dist.ReduceOp.MIN)
+            return bool(flag.item() > 0.5)
+
+        warm = []
+        for _ in range(warmup):
+            warm.append(op())
+            if not fits(warm[-1]):
+                limited = True
+                break
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        dist.barrier()
+        times = []
+        if not limited:
+            for _ in range(max(iters, 1)):
+                times.append(op())
+                if len(times) < max(iters, 1) and not fits(times[-1]):
+                    limited = True
+                    break
+        from_warmup = not times
+        times = sorted(times or warm)
+        if not times:
+            continue
         t = torch.tensor([sum(times) / len(times), times[len(times) // 2], times[0]], dtype=torch.float64, device=device)
         dist.all_reduce(t)
         avg, p50, best = (float(v) / world for v in t.tolist())
-        size = count * 4
         factor = 2 * (world - 1) / world
         algbw = size / avg / 1e9
-        rows.append({"size_bytes": size, "count": count, "iters": len(times), "time_us": round(avg * 1e6, 3),
-                     "algbw_gbps": round(algbw, 6), "busbw_gbps": round(algbw * factor, 6),
-                     "time_p50_us": round(p50 * 1e6, 3), "busbw_p50_gbps": round(size / p50 / 1e9 * factor, 6),
-                     "time_min_us": round(best * 1e6, 3), "busbw_best_gbps": round(size / best / 1e9 * factor, 6)})
+        row = {"size_bytes": size, "count": count, "iters": len(times), "time_us": round(avg * 1e6, 3),
+               "algbw_gbps": round(algbw, 6), "busbw_gbps": round(algbw * factor, 6),
+               "time_p50_us": round(p50 * 1e6, 3), "busbw_p50_gbps": round(size / p50 / 1e9 * factor, 6),
+               "time_min_us": round(best * 1e6, 3), "busbw_best_gbps": round(size / best / 1e9 * factor, 6)}
+        if limited:
+            row.update(time_limited=True, from_warmup=from_warmup, iters_asked=max(iters, 1))
+        rows.append(row)
+        if limited:
+            break   # no time left for the larger sizes
     return rows
+
+
+MESH_CONNECT_S = 3.0
+
+
+def _ephemeral_range(path: str = "/proc/sys/net/ipv4/ip_local_port_range") -> list[int] | None:
+    try:
+        with open(path, encoding="ascii") as fh:
+            lo, hi = (int(v) for v in fh.read().split()[:2])
+        return [lo, hi]
+    except (OSError, ValueError):
+        return None
+
+
+def _ifname_of(address: str) -> str | None:
+    try:
+        import psutil
+
+        return next((name for name, entries in psutil.net_if_addrs().items()
+                     if any(e.address.split("%")[0] == address for e in entries)), None)
+    except Exception:  # noqa: BLE001 - the interface name only words the fix
+        return None
+
+
+def _mesh_listen(master_addr: str, master_port: int, rank: int, host: str):
+    """A TCP listener on an ephemeral port of the address this node uses toward the store (where Gloo and NCCL
+    listen for their peers), accepting and closing; returns (socket, its record for the store)."""
+    import threading
+
+    probe = socket.socket(socket.AF_INET6 if ":" in master_addr else socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        probe.connect((master_addr, master_port))
+        local = probe.getsockname()[0]
+    finally:
+        probe.close()
+    srv = socket.socket(socket.AF_INET6 if ":" in local else socket.AF_INET, socket.SOCK_STREAM)
+    srv.bind((local, 0))
+    srv.listen(64)
+
+    def accept() -> None:
+        while True:
+            try:
+                conn, _ = srv.accept()
+                conn.close()
+            except OSError:
+                return
+
+    threading.Thread(target=accept, name="mesh-listener", daemon=True).start()
+    return srv, {"rank": rank, "host": host, "addr": local, "port": srv.getsockname()[1],
+                 "ifname": _ifname_of(local), "ephemeral_range": _ephemeral_range()}
+
+
+def _mesh_connect(peers: list[dict], timeout: float) -> list[dict]:
+    """A TCP connect to each peer's listener at once (threads), each under ``timeout``: ok, refused or timeout."""
+    import threading
+
+    out: list[dict] = [dict() for _ in peers]
+
+    def one(i: int, peer: dict) -> None:
+        t = time.perf_counter()
+        try:
+            with socket.create_connection((peer["addr"], int(peer["port"])), timeout=timeout):
+                outcome, error = "ok", None
+        except socket.timeout:
+            outcome, error = "timeout", f"no answer in {timeout:g} s"
+        except ConnectionRefusedError as exc:
+            outcome, error = "refused", str(exc)
+        except OSError as exc:
+            outcome, error = "unreachable", str(exc)
+        out[i] = {"to_rank": peer["rank"], "addr": peer["addr"], "port": peer["port"], "outcome": outcome,
+                  "error": error, "seconds": round(time.perf_counter() - t, 3)}
+
+    threads = [threading.Thread(target=one, args=(i, p), daemon=True) for i, p in enumerate(peers)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(timeout + 1.0)
+    return [o for o in out if o]
 
 
 def _start_watchdog(at: Callable[[], float], status: _Status, owned_dir: str | None = None,
@@ -156,6 +280,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="comma-separated message sizes in bytes (empty: no sweep); rank 0's choice holds for all")
     parser.add_argument("--sweep-iters", type=int, default=20)
     parser.add_argument("--sweep-warmup", type=int, default=5)
+    parser.add_argument("--sweep-reserve-s", type=float, default=None,
+                        help="bound the sweep by time: it ends this many seconds before --deadline (the ranks agree "
+                             "after each op whether the next one fits), keeping the iterations done")
     parser.add_argument("--steady-iters", type=int, default=STEADY_ITERS,
                         help="small-message all_reduces timed after the first (their p50 is the latency)")
     parser.add_argument("--device-index", type=int, default=None, help="CUDA device (default: local rank)")
@@ -176,6 +303,36 @@ def main(argv: list[str] | None = None) -> int:
                       "message": str(exc)[:4000], "t": round(time.time() - t0, 6)})
         print(f"[dsv3-preflight worker rank {args.rank}] {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
         return 1
+
+
+def _mesh_check(store, world: int, rank: int, mine: dict, deadline: float, status: _Status) -> None:
+    """Connect to the other nodes' listeners, publish what happened, and gather what the others saw (bounded): the
+    ``mesh`` event holds every node's listener and every connect result this rank learned."""
+    peers = []
+    for r in range(world):
+        if r != rank and store.check([f"{KEY_PREFIX}/mesh/{r}"]):
+            peer = json.loads(store.get(f"{KEY_PREFIX}/mesh/{r}"))
+            if peer.get("addr") and peer.get("addr") != mine.get("addr"):
+                peers.append(peer)
+    timeout = max(min(MESH_CONNECT_S, (deadline - time.time()) / 4), 0.2)
+    reach = _mesh_connect(peers, timeout) if mine.get("addr") else []
+    for row in reach:
+        row["from_rank"] = rank
+    store.set(f"{KEY_PREFIX}/mesh_reach/{rank}", json.dumps(reach))
+    listeners, seen = {str(rank): mine}, {str(rank): reach}
+    wait_until = time.time() + timeout + 1.0
+    others = [p["rank"] for p in peers]
+    while True:
+        for r in others:
+            if str(r) not in seen and store.check([f"{KEY_PREFIX}/mesh_reach/{r}"]):
+                seen[str(r)] = json.loads(store.get(f"{KEY_PREFIX}/mesh_reach/{r}"))
+        if len(seen) > len(others) or time.time() >= wait_until:
+            break
+        time.sleep(0.05)
+    for p in peers:
+        listeners[str(p["rank"])] = p
+    status.write({"event": "mesh", "listeners": listeners, "reach": [row for rows in seen.values() for row in rows],
+                  "t": round(time.time() - status.t0, 6)})
 
 
 def _run(args, status: _Status, host: str) -> int:
@@ -204,6 +361,15 @@ def _run(args, status: _Status, host: str) -> int:
     if args.host_store:  # rank 0 decides for everyone whether the sweep runs, and with which sizes
         store.set(f"{KEY_PREFIX}/sweep_sizes", args.sweep_sizes or "-")
     me = {"rank": rank, "host": host, "pid": os.getpid(), "pci_bus_id": pci, "device": str(device)}
+    # across nodes, each node's first rank listens on an ephemeral port (where Gloo and NCCL listen for their peers)
+    # and, once all joined, connects to the other nodes' listeners: who refuses whom, before the process group hangs
+    mesh, mesh_listener = None, None
+    if world > int(os.environ.get("LOCAL_WORLD_SIZE") or 1) and args.local_rank == 0:
+        try:
+            mesh_listener, mesh = _mesh_listen(args.master_addr, args.master_port, rank, host)
+        except OSError as exc:
+            mesh = {"rank": rank, "host": host, "error": str(exc)}
+        store.set(f"{KEY_PREFIX}/mesh/{rank}", json.dumps(mesh))
     store.set(f"{KEY_PREFIX}/joined/{rank}", json.dumps(me))
     store.add(f"{KEY_PREFIX}/joined_count", 1)
     status.reached("store_connected")
@@ -218,12 +384,16 @@ def _run(args, status: _Status, host: str) -> int:
         for r in range(world):
             rank_map[str(r)] = json.loads(store.get(f"{KEY_PREFIX}/joined/{r}"))
     status.reached("all_joined", rank_map=rank_map)
+    if mesh is not None:
+        _mesh_check(store, world, rank, mesh, args.deadline, status)
 
     pg_store = dist.PrefixStore(f"{KEY_PREFIX}/pg", store)
     dist.init_process_group(args.backend, store=pg_store, rank=rank, world_size=world,
                             timeout=timedelta(seconds=_remaining(args.deadline, 1.0)),
                             **({"device_id": device} if args.backend == "nccl" else {}))
     status.reached("pg_up")
+    if mesh_listener is not None:   # every rank is past its mesh check: the process group needed them all
+        mesh_listener.close()
 
     expected = world * (world + 1) / 2
     t = time.perf_counter()
@@ -254,7 +424,8 @@ def _run(args, status: _Status, host: str) -> int:
     agreed = store.get(f"{KEY_PREFIX}/sweep_sizes").decode()
     if agreed != "-":
         sizes = [int(s) for s in agreed.split(",") if s.strip()]
-        rows = _sweep(torch, dist, device, world, sizes, args.sweep_iters, args.sweep_warmup)
+        until = None if args.sweep_reserve_s is None else (lambda: args.deadline - args.sweep_reserve_s)
+        rows = _sweep(torch, dist, device, world, sizes, args.sweep_iters, args.sweep_warmup, until, status)
         status.reached("sweep_done", sweep=rows)
 
     dist.barrier()
