@@ -349,7 +349,7 @@ def test_run_reports_each_lora_check(tmp_path, model_dirs):
     assert results["lora.deepspeed_config"]["status"] == "warn", results["lora.deepspeed_config"]["summary"]
     assert GATHER_KEY in results["lora.deepspeed_config"]["remediation"]
     t = results["lora.targets"]
-    assert t["status"] == "warn" and "q_proj, k_proj, v_proj match no module of deepseek_v3" in t["summary"]
+    assert t["status"] == "fail" and "q_proj, k_proj, v_proj match no module of deepseek_v3" in t["summary"]
     assert t["evidence"]["trainable_params"] == 22_986_752
     assert results["lora.output_dir"]["status"] == "pass"
 
