@@ -484,16 +484,33 @@ def test_rank0_holds_master_addr_proposes_this_nodes_own_address(lab):
     assert free.rank0_holds_master_addr(lab("head")["port_bind"], MULTI) is None
 
 
-def test_nccl_port_range_free(lab):
-    f = lab("head")
-    held = f["port_holders"]["holders"][0]
-    held.update(port=39510)
-    f["port_holders"].update(nccl_port_range=[39500, 39531])
-    found = free.nccl_port_range_free(f["port_bind"], f["port_holders"])
-    assert found.status is Status.WARN and found.actor is Actor.JOB and "39500-39531" in found.message
-    assert f"kill {held['process']['pid']}" in found.fix and paste_problems(found.fix) == []
-    f["port_holders"]["holders"] = []
-    assert free.nccl_port_range_free(f["port_bind"], f["port_holders"]) is None
+def test_nccl_port_range_is_named_as_ignored_with_the_ephemeral_range_a_firewall_must_open(lab):
+    """Issue 46.8: NCCL has no NCCL_PORT_RANGE (NVIDIA/nccl#388): it and Gloo connect on the ephemeral ports."""
+    from dsv3_preflight.checks.env_launch_vars import nccl_port_range_ignored
+
+    fact = route(lab)
+    fact["ephemeral_range"] = [32768, 60999]
+    found = nccl_port_range_ignored({"NCCL_PORT_RANGE": "50000-51000"}, fact)
+    assert found.status is Status.WARN and found.actor is Actor.JOB
+    assert "NCCL has no such variable and ignores it" in found.message and "32768-60999 on this node" in found.message
+    assert "must be open between the nodes on the training interface" in found.message
+    assert found.fix.splitlines()[0].startswith("unset NCCL_PORT_RANGE")
+    assert "/proc/sys/net/ipv4/ip_local_port_range" in found.fix and "export NCCL_PORT_RANGE" not in found.fix
+    assert paste_problems(found.fix) == []
+    assert "ip_local_port_range" in nccl_port_range_ignored({"NCCL_PORT_RANGE": "x"}, None).message
+    assert nccl_port_range_ignored({}, fact) is None
+
+
+def test_the_collective_fixes_for_blocked_ports_name_the_ephemeral_range_never_nccl_port_range():
+    """Issue 46.8: 'open the NCCL port range (NCCL_PORT_RANGE)' sent admins to open a range NCCL never uses."""
+    from dsv3_preflight.collective.decode import decode, phase_finding
+
+    found = next(f for f in decode("socketStartConnect: Connect to 10.0.0.2<45123> failed : Connection refused",
+                                   interface="eth0") if f["kind"] == "nccl_socket_connect")
+    stuck = phase_finding("all_joined", master="10.0.0.1:39500", ifnames="eth0", interface="eth0")
+    for fix in (found["remediation"], stuck["remediation"]):
+        assert "NCCL_PORT_RANGE" not in fix and "/proc/sys/net/ipv4/ip_local_port_range" in fix, fix
+        assert paste_problems(fix) == []
 
 
 # -- net.port_reach --------------------------------------------------------------------------------------------

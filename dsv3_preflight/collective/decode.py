@@ -132,7 +132,8 @@ PATTERNS: tuple[Pattern, ...] = (
     _p("nccl_socket_connect",
        r"socketStartConnect: Connect to (?P<addr>\S+) failed\s*:\s*(?P<why>[^\n]+)",
        lambda m: f"NCCL could not connect to {m['addr']}: {m['why'].strip()}",
-       lambda m: ("# open the NCCL port range between the nodes (NCCL_PORT_RANGE), then pin the interface:\n"
+       lambda m: ("# open TCP between the nodes on the training interface: NCCL connects on the kernel's ephemeral ports\n"
+                  "cat /proc/sys/net/ipv4/ip_local_port_range   # the range to open, then pin the interface:\n"
                   f"export NCCL_SOCKET_IFNAME={NCCL_IFACE}   {NCCL_EXACT}"),
        NETWORK, "collective.ports_blocked_between_nodes"),
     _p("nccl_system_error",
@@ -207,7 +208,7 @@ _STUCK = {
     "all_joined": ("stuck_in_init", "every rank reached the store but the process group did not come up: the ranks "
                    "could not connect to each other (ports other than MASTER_PORT blocked, or a socket interface "
                    "the others cannot reach: {ifnames})",
-                   "# open TCP between the nodes on the training interface (Gloo uses ephemeral ports, NCCL its NCCL_PORT_RANGE), then:\n"
+                   "# open TCP between the nodes on the training interface (NCCL and Gloo connect on the kernel's ephemeral ports: cat /proc/sys/net/ipv4/ip_local_port_range), then:\n"
                    "export GLOO_SOCKET_IFNAME=" + IFACE + " NCCL_SOCKET_IFNAME=" + NCCL_IFACE + "   " + NCCL_EXACT,
                    NETWORK, "collective.ports_blocked_between_nodes"),
     "pg_up": ("stuck_first_collective", "the process group came up but the first all_reduce never completed",

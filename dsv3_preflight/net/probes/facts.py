@@ -116,6 +116,8 @@ def nic_route(profile, env, resolve_master, nccl_conf=None) -> dict[str, Any]:
         "local": False, "method": None, "route_type": None, "route_error": None, "route_errno": None,
         "ifname": None, "ifindex": None, "src": None, "gateway": None,
         "hosts_entries": resolve_master.get("hosts_entries") or [],
+        # the kernel's ephemeral range: the ports NCCL and Gloo connect on between nodes (a firewall must open them)
+        "ephemeral_range": ephemeral_ports(profile.master_port)["ephemeral_range"],
     }
     addresses, error = list(resolve_master.get("addresses") or []), resolve_master.get("error")
     fact["addresses"], fact["resolve_error"] = addresses, error
