@@ -563,6 +563,40 @@ def test_refused_while_our_listener_serves_shows_how_to_find_and_open_the_reject
     assert "the head (10.77.0.10)" in found.message and "no `dsv3-preflight listen` running" not in found.message
 
 
+STALE = {"host": "head-0", "address": "10.77.0.99",
+         "hosts_entries": [{"line": 7, "address": "10.77.0.99", "names": ["head-0"], "text": "10.77.0.99 head-0"}]}
+
+
+@pytest.mark.parametrize("outcome", [
+    {**REFUSED, "listener_expected": True},
+    {**REFUSED, "listener_expected": False, "expected_token": None},
+    {"outcome": "filtered", "listener": None, "error": "no answer within 3 s", "timeout_s": 3.0},
+    {"outcome": "unreachable", "listener": None, "errno": 113, "error": "No route to host"},
+])
+def test_a_name_this_nodes_hosts_file_maps_to_a_stale_address_is_not_called_the_head(lab, outcome):
+    """Issue 46.13a: MASTER_ADDR head-0, which this worker's /etc/hosts maps to an old address: port_reach called
+    that address 'the head' and suggested an iptables ACCEPT. The address is not the head's: fix /etc/hosts here."""
+    f = worker_reach(lab, **outcome, **STALE)
+    found = reach.RULES[f["outcome"]](f)
+    assert_finding(found, Status.FAIL, causes.MASTER_NAME_STALE, Actor.NODE,
+                   "10.77.0.99, the address this node's /etc/hosts gives head-0 (line 7: '10.77.0.99 head-0')",
+                   "resolves head-0 to another address than the head and the other nodes do")
+    assert "the head (10.77.0.99)" not in found.message and "firewall" not in found.message
+    lines = found.fix.splitlines()
+    assert "grep -n 'head-0' /etc/hosts" in found.fix and lines.index("hostname -I") < len(lines) - 2
+    assert not lines[0].startswith("iptables")
+
+
+def test_a_name_resolved_by_dns_keeps_the_firewall_verdict_but_checks_the_address_first(lab):
+    f = worker_reach(lab, **REFUSED, listener_expected=True, host="head-0", address="10.77.0.99", hosts_entries=[])
+    found = reach.refused(f)
+    assert found.cause == causes.PORT_REJECTED and "the head (10.77.0.99)" not in found.message
+    assert "10.77.0.99 (what head-0 resolves to on this node)" in found.message
+    assert "unless 10.77.0.99 is not the head's address" in found.message
+    assert found.fix.index("getent ahosts head-0") < found.fix.index("iptables -I INPUT")
+    assert "comes from DNS here" in found.fix and paste_problems(found.fix) == []
+
+
 def test_refused_with_no_listener_expected_starts_one(lab):
     found = reach.refused(worker_reach(lab, **REFUSED, expected_token=None, listener_expected=False))
     assert "dsv3-preflight listen --port 39500 --deadline 120" in found.fix.splitlines()
