@@ -125,6 +125,24 @@ def nccl_variables(env: Env) -> list[Finding]:
     return [f for f in found if f is not None]
 
 
+def nccl_port_range_ignored(env: Env, nic_route: Mapping[str, Any] | None) -> Finding | None:
+    """NCCL_PORT_RANGE is a myth: NCCL has no such variable (NVIDIA/nccl#388) and ignores it. NCCL and Gloo connect
+    between nodes on the kernel's ephemeral ports, so a firewall opened for that "range" alone blocks them."""
+    value = env.get("NCCL_PORT_RANGE")
+    if value is None:
+        return None
+    span = (nic_route or {}).get("ephemeral_range")
+    where = f"{span[0]}-{span[1]} on this node" if span else "see /proc/sys/net/ipv4/ip_local_port_range"
+    return warning(f"NCCL_PORT_RANGE={value!r} is set, but NCCL has no such variable and ignores it (NVIDIA/nccl#388): "
+                   f"NCCL and Gloo connect between nodes on the kernel's ephemeral ports ({where}), so a firewall "
+                   "that opens only NCCL_PORT_RANGE blocks them; the ephemeral range must be open between the nodes "
+                   "on the training interface",
+                   "unset NCCL_PORT_RANGE   # NCCL ignores it: drop it from the job's environment too\n"
+                   "cat /proc/sys/net/ipv4/ip_local_port_range   # the ports NCCL and Gloo connect on: open them "
+                   "between the nodes on the training interface, beside MASTER_PORT",
+                   actor=Actor.JOB)
+
+
 def _bool_var(name: str, value: str) -> Finding | None:
     if value.strip() in ("0", "1"):
         return None
@@ -168,7 +186,8 @@ def variables_seen(env: Env, profile, resolve_master: Mapping[str, Any]) -> dict
         seen["MASTER_ADDR resolves to"] = resolve_master.get("addresses")
     seen.update({"MASTER_PORT": profile.master_port, "OMP_NUM_THREADS": env.get("OMP_NUM_THREADS")})
     for name in sorted(env):
-        if name in BOOL_VARS or (name.startswith(("NCCL_", "TORCH_NCCL_", "TORCH_DIST")) and "TIMEOUT" in name):
+        if (name in BOOL_VARS or name == "NCCL_PORT_RANGE"
+                or (name.startswith(("NCCL_", "TORCH_NCCL_", "TORCH_DIST")) and "TIMEOUT" in name)):
             seen[name] = env[name]
     return seen
 
@@ -184,6 +203,7 @@ def launch_vars(env, profile, resolve_master, nic_route=None):
     found.check(master_port_unprivileged, profile)
     found.check(omp_threads, env, profile)
     found.check(nccl_variables, env)
+    found.check(nccl_port_range_ignored, env, nic_route)
     ok = (f"launch variables coherent (world size {profile.nnodes * profile.nproc_per_node}, "
           f"rendezvous {profile.master_addr}:{profile.master_port})")
     return found.result(ok, {"variables": variables_seen(env, profile, resolve_master)})

@@ -8,7 +8,8 @@ from dsv3_preflight.gpu import remedies
 from dsv3_preflight.gpu.common import NO_DRIVER, NOT_EXPECTED, no_nvml_summary, spans
 from dsv3_preflight.gpu.cuda_causes import VISIBLE_DEVICES
 from dsv3_preflight.gpu.rankmap import (PCI_BUS_ID, find_duplicates, mapping_table, node_rank_problems, plan,
-                                        resolve_visible, shared_machine_problems, world_size_problems)
+                                        resolve_visible, shared_machine_problems, world_size_problems,
+                                        written_problems)
 from dsv3_preflight.result import Actor, Finding, Findings, failure, warning
 
 ORDER_FIX = "export CUDA_DEVICE_ORDER=PCI_BUS_ID   # on every node, before torchrun"
@@ -62,6 +63,18 @@ def rule_visible_devices(resolution: Any, nproc: int, n_gpus: int, first_rank: i
     return found
 
 
+def rule_visible_devices_as_written(cvd: str | None, nproc: int, label: str = "") -> list[Finding]:
+    """CUDA_VISIBLE_DEVICES judged by its text where the GPUs cannot be read (no driver): a GPU listed twice is the
+    job's error whatever the node has, and bites once the administrator installs the driver."""
+    problems = written_problems(cvd, nproc)
+    if not problems:
+        return []
+    fix = (f"# CUDA_VISIBLE_DEVICES={cvd}: {nproc} local ranks need {nproc} distinct GPUs, each listed once\n"
+           f'export CUDA_VISIBLE_DEVICES="${{CUDA_VISIBLE_DEVICES_DISTINCT:?{nproc} distinct GPU indices or UUIDs, '
+           'comma-separated}"   # on every node, before torchrun; or unset it to use every GPU of the node')
+    return [failure(f"{label}{p}", fix, actor=Actor.JOB, cause=VISIBLE_DEVICES) for p in problems]
+
+
 def rule_no_shared_gpu(duplicates: Sequence[Mapping[str, Any]], where: str, fix: str) -> list[Finding]:
     """No two ranks on one GPU: NCCL aborts with "Duplicate GPU detected"."""
     return [failure(f"{d['message']} ({where} {d['host']}, PCI {d['pci_bus_id']})", fix, actor=Actor.JOB,
@@ -78,7 +91,14 @@ def rank_mapping(nvml, env, host, profile):
     if not profile.expects_gpus:
         return Result.skipped(NOT_EXPECTED, evidence)
     found = Findings()
-    if found.check(rule_nvml_answers, nvml) or found.check(rule_node_rank_in_range, profile.node_rank, profile.nnodes):
+    if not nvml.get("available"):
+        # the driver is the node's to install; what CUDA_VISIBLE_DEVICES says wrong by itself is the job's, and a
+        # cause of its own (not "the same cause"): it bites once the driver is there
+        found.check(rule_nvml_answers, nvml)
+        found.check(rule_node_rank_in_range, profile.node_rank, profile.nnodes)
+        found.check(rule_visible_devices_as_written, cvd, profile.nproc_per_node)
+        return found.result("ranks mapped", evidence)
+    if found.check(rule_node_rank_in_range, profile.node_rank, profile.nnodes):
         return found.result("ranks mapped", evidence)
     gpus = nvml.get("gpus") or []
     hostname = host.get("hostname") or "this node"
@@ -151,6 +171,9 @@ def rank_mapping_cluster(nvml, env, host, profile, node_ranks):
         missing = rule_node_facts(node, facts)
         if missing:
             found.add(missing, rule=rule_node_facts.__name__)
+            node_env = env.get(node) or {}
+            found.check(rule_visible_devices_as_written,
+                        node_env.get("CUDA_VISIBLE_DEVICES", profile.cuda_visible_devices), nproc, f"{node}: ")
             continue
         gpus = facts.get("gpus") or []
         node_env = env.get(node) or {}

@@ -61,7 +61,7 @@ def rendezvous_port_not_held(port_holders: Fact) -> list[Finding]:
     out = []
     for holder in port_holders.get("holders", []):
         if holder["port"] != port_holders["port"]:
-            continue
+            continue   # facts recorded by older versions also listed ports in NCCL_PORT_RANGE, which NCCL does not have
         proc = holder.get("process")
         out.append(failure(f"port {holder['port']} is held by {describe(proc)}",
                            kill_fix(proc) if proc else find_holder_fix(holder["port"]), actor=Actor.NODE,

@@ -10,7 +10,7 @@ from dsv3_preflight.result import Actor, Finding, Findings, failure, warning
 PSEUDO_FS = ("proc", "sysfs", "devtmpfs", "devpts", "cgroup", "cgroup2", "debugfs", "tracefs", "securityfs", "pstore",
              "bpf", "configfs", "fusectl", "mqueue", "hugetlbfs", "autofs", "binfmt_misc", "efivarfs")
 EVIDENCE_KEYS = ("path", "setting", "exists", "is_dir", "writable", "write_error", "mount", "network_fs", "parent",
-                 "parent_writable")
+                 "parent_writable", "free_bytes", "total_bytes")
 
 
 def _key(facts: dict) -> str:
@@ -27,10 +27,54 @@ def elsewhere_fix(facts: dict, directory: str, why: str) -> str:
                       f'# then pass --{key} "$OUTPUT_DIR" to the trainer'])
 
 
+def size(n: int | None) -> str:
+    """Bytes as a person reads them: 0 B, 512.0 MiB, 1.8 TiB."""
+    if n is None:
+        return "?"
+    value = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if value < 1024 or unit == "TiB":
+            return f"{int(value)} B" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{n} B"  # pragma: no cover
+
+
+def is_full(facts: dict) -> bool:
+    return "no space left" in (facts.get("write_error") or "").lower()
+
+
+def room(facts: dict) -> str:
+    """' (0 B free of 931.5 GiB on /dev/nvme0n1p1, mounted at /data)' from the statvfs of the directory's disk."""
+    if facts.get("free_bytes") is None:
+        return ""
+    mount = facts.get("mount") or {}
+    where = f" on {mount.get('device')}" if mount.get("device") else ""
+    where += f", mounted at {mount.get('mountpoint')}" if mount.get("mountpoint") else ""
+    return f" ({size(facts.get('free_bytes'))} free of {size(facts.get('total_bytes'))}{where})"
+
+
+def free_space_fix(facts: dict, directory: str) -> str:
+    """A full disk: see what takes the room, remove old checkpoints (or keep fewer), or move the output dir."""
+    d = fixes.quote(directory)
+    mountpoint = (facts.get("mount") or {}).get("mountpoint") or directory
+    return "\n".join([
+        f"df -h {d}   # {size(facts.get('free_bytes'))} free of {size(facts.get('total_bytes'))}",
+        f"du -xsh {d}/* 2>/dev/null | sort -h | tail -n 20   # what takes the room in {directory}",
+        f"du -xh --max-depth=2 {fixes.quote(mountpoint)} 2>/dev/null | sort -h | tail -n 20   # and on the whole disk",
+        f"ls -d {d}/checkpoint-* 2>/dev/null | sort -V | head -n -2   # every checkpoint but the last two",
+        fixes.comment("remove the old checkpoints you no longer need (rm -rf DIR), and keep fewer from now on: "
+                      "the trainer's --save_total_limit 2"),
+        fixes.comment(f"or move it: point {_key(facts)} at a node-local disk with room"),
+        elsewhere_fix(facts, directory, "").splitlines()[-1]])
+
+
 def unwritable_fix(facts: dict, directory: str) -> tuple[str, Actor]:
-    """chown where permissions are the reason; elsewhere for a read-only or pseudo filesystem (chown cannot help)."""
+    """chown where permissions are the reason; elsewhere for a read-only or pseudo filesystem (chown cannot help);
+    room made on a full disk (or elsewhere)."""
     error = (facts.get("write_error") or "").lower()
     fstype = (facts.get("mount") or {}).get("fstype") or ""
+    if is_full(facts):
+        return free_space_fix(facts, directory), Actor.JOB
     if "read-only" in error:
         return elsewhere_fix(facts, directory, "is on a read-only filesystem"), Actor.JOB
     if fstype in PSEUDO_FS:
@@ -54,7 +98,8 @@ def can_be_created(facts: dict) -> Finding | None:
     if not facts.get("parent_writable"):
         fix, actor = unwritable_fix(facts, str(parent))
         return failure(f"{key} {path} does not exist and cannot be created: {parent} is not writable "
-                       f"({facts.get('write_error')})", fix, actor=actor, cause=causes.OUTPUT_DIR_UNWRITABLE)
+                       f"({facts.get('write_error')}){room(facts) if is_full(facts) else ''}", fix, actor=actor,
+                       cause=causes.OUTPUT_DIR_UNWRITABLE)
     return None
 
 
@@ -67,7 +112,8 @@ def is_writable_dir(facts: dict) -> Finding | None:
                        actor=Actor.JOB, cause=causes.OUTPUT_DIR_UNWRITABLE)
     if not facts.get("writable"):
         fix, actor = unwritable_fix(facts, path)
-        return failure(f"{key} {path} is not writable: {facts.get('write_error')}", fix, actor=actor,
+        return failure(f"{key} {path} is not writable: {facts.get('write_error')}"
+                       f"{room(facts) if is_full(facts) else ''}", fix, actor=actor,
                        cause=causes.OUTPUT_DIR_UNWRITABLE)
     return None
 

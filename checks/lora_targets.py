@@ -172,15 +172,23 @@ def with_peft(res: dict, peft: dict, targets: list[str], modules_facts: dict) ->
             "trainable_params_unfused_experts": res["trainable_params_unfused_experts"] if params else None}
 
 
-def unmatched_targets(res: dict, model_type: str, fix: str, depth: int | None = None) -> Finding | None:
+def unmatched_targets(res: dict, model_type: str, fix: str, depth: int | None = None,
+                      severity: str = "fail", setting_source: str = "default") -> Finding | None:
+    """A named target that matches no module while others do: the run adapts less than it asks for. A FAIL unless
+    the profile's ``lora_unmatched_targets`` is ``warn`` (``setting_source`` says where that came from)."""
     if not res["matched"] or not res["unmatched"]:
         return None
     alone = ("; LLaMA-Factory expands all only when it is the whole lora_target, peft takes it as a name"
              if "all" in res["unmatched"] else "") + past_depth(res["unmatched"], depth)
-    return warning(f"lora_target {', '.join(res['unmatched'])} match no module of {model_type}{alone}; only "
-                   f"{', '.join(res['matched'])} will be adapted ({res['trainable_params']:,} trainable parameters at "
-                   f"r={res['rank']}); candidates: {','.join(res['candidates'])}", fix, actor=Actor.JOB,
-                   cause=causes.TARGETS_MISSING)
+    message = (f"lora_target {', '.join(res['unmatched'])} match no module of {model_type}{alone}; only "
+               f"{', '.join(res['matched'])} will be adapted ({res['trainable_params']:,} trainable parameters at "
+               f"r={res['rank']}); candidates: {','.join(res['candidates'])}")
+    if severity == "warn":
+        return warning(f"{message} (a warning: lora_unmatched_targets = warn, from {setting_source})", fix,
+                       actor=Actor.JOB, cause=causes.TARGETS_MISSING)
+    accept = fixes.comment("or, to accept adapting only the targets that match: lora_unmatched_targets = \"warn\" in "
+                           "preflight.toml (or --lora-unmatched-targets warn)")
+    return failure(message, f"{fix}\n{accept}", actor=Actor.JOB, cause=causes.TARGETS_MISSING)
 
 
 @check("lora.targets", needs=["lora_model_modules", "profile"], tags=["lora", "model"], timeout=240)
@@ -234,7 +242,8 @@ def targets(lora_model_modules, profile):
         return found.result(f"peft {peft['peft_version']} refuses these lora_targets", evidence)
     found.check(no_target_matches, res, model_type, fix, depth)
     found.check(unsupported_targets, res, model_type, fix)
-    found.check(unmatched_targets, res, model_type, fix, depth)
+    found.check(unmatched_targets, res, model_type, fix, depth, profile.lora_unmatched_targets,
+                profile.sources.get("lora_unmatched_targets", "default"))
     found.check(remote_experts, {**res, "rank": rank}, facts, trust)
     extra = ""
     if res["trainable_params_unfused_experts"]:

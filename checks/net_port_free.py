@@ -87,20 +87,6 @@ def reserve_port_fix(port_bind: Fact) -> str:
             f'export MASTER_PORT="${{MASTER_PORT_FREE:?a free port below {lo}, the same on every node}}"')
 
 
-def nccl_port_range_free(port_bind: Fact, port_holders: Fact) -> Finding | None:
-    in_range = [h for h in port_holders.get("holders", []) if h["port"] != port_bind["port"]]
-    if not in_range:
-        return None
-    lo, hi = port_holders.get("nccl_port_range") or (None, None)
-    listing = ", ".join(f"{h['port']} ({describe(h.get('process'))})" for h in in_range[:5])
-    fixes = [kill_fix(h["process"], f"a leftover holding {h['port']}, inside NCCL_PORT_RANGE")
-             for h in in_range if h.get("process")]
-    fixes.append("# or move the range off the held ports\n"
-                 'export NCCL_PORT_RANGE="${NCCL_PORT_RANGE_FREE:?set NCCL_PORT_RANGE_FREE to a range of free ports, LOW-HIGH}"')
-    return warning(f"NCCL_PORT_RANGE {lo}-{hi} overlaps ports already held: {listing}", "\n".join(dict.fromkeys(fixes)),
-                   actor=Actor.JOB)
-
-
 def ok_summary(port_bind: Fact, port_holders: Fact) -> str:
     port = port_bind["port"]
     if held_only_by_our_listener(port_bind, port_holders):
@@ -115,7 +101,7 @@ def ok_summary(port_bind: Fact, port_holders: Fact) -> str:
 
 @check("net.port_free", needs=["port_bind", "port_holders", "profile", "nic_route"], tags=["network"], timeout=10)
 def port_free(port_bind, port_holders, profile, nic_route=None):
-    """On the head: MASTER_PORT can be bound where workers connect; names the process holding it; NCCL_PORT_RANGE holds nothing."""
+    """On the head: MASTER_PORT can be bound where workers connect; names the process holding it."""
     port = port_bind["port"]
     if port_bind.get("role") != "head":
         return Result.skipped(f"not the head: {port_bind.get('role_reason')}; the head checks that port {port} is free",
@@ -128,9 +114,6 @@ def port_free(port_bind, port_holders, profile, nic_route=None):
     if found.check(rank0_holds_master_addr, port_bind, profile, nic_route):
         return found.result("", evidence)
     found.check(port_binds, port_bind, port_holders)
-    found.check(nccl_port_range_free, port_bind, port_holders)
     if held_only_by_our_listener(port_bind, port_holders):
         evidence["held_by_listener"] = True
-    if any(h["port"] != port for h in port_holders.get("holders", [])):
-        evidence["range_holders"] = [h for h in port_holders.get("holders", []) if h["port"] != port]
     return found.result(ok_summary(port_bind, port_holders), evidence)

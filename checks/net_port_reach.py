@@ -6,6 +6,7 @@ invalid, error); each outcome has its own small pure rule returning the finding 
 from __future__ import annotations
 
 import errno
+import ipaddress
 from typing import Any, Callable, Mapping
 
 from dsv3_preflight import Result, check
@@ -15,17 +16,74 @@ from dsv3_preflight.result import Actor, Finding, Findings, failure, warning
 
 Fact = Mapping[str, Any]
 EVIDENCE_KEYS = ("host", "address", "port", "outcome", "latency_ms", "elapsed_s", "timeout_s", "errno", "error", "invalid",
-                 "listener", "listener_expected", "token", "expected_token", "token_match", "banner")
+                 "listener", "listener_expected", "token", "expected_token", "token_match", "banner", "hosts_entries")
 
 
 def _where(f: Fact) -> str:
     return f"{f.get('host')}:{f.get('port')}"
 
 
+def by_name(f: Fact) -> bool:
+    """MASTER_ADDR is a host name this node resolved to ``address`` (not an address given as is)."""
+    host, address = str(f.get("host") or ""), f.get("address")
+    if not address or host == address:
+        return False
+    try:
+        ipaddress.ip_address(host.strip("[]"))
+        return False
+    except ValueError:
+        return True
+
+
+def hosts_lines(f: Fact) -> list[dict]:
+    """This node's /etc/hosts lines that map MASTER_ADDR to the address it connected to."""
+    return [e for e in f.get("hosts_entries") or [] if e.get("address") == f.get("address")]
+
+
 def _head(f: Fact) -> str:
-    """The head as this node reached it: ``the head (10.77.0.10)``."""
+    """The head as this node reached it: ``the head (10.77.0.10)``; for a host name, the address it resolved to
+    here, which is the head's only if this node resolves the name as the head does."""
     address = f.get("address")
+    if by_name(f):
+        return f"{address} (what {f.get('host')} resolves to on this node)"
     return f"the head ({address})" if address else "the head"
+
+
+def resolution_fix(f: Fact) -> str:
+    """Compare what the name resolves to here with the head's own addresses; correct /etc/hosts or DNS here."""
+    host, address = f.get("host"), f.get("address")
+    lines = [f"# {host} resolves to {address} on this node; on the head, its own addresses "
+             f"(one of them is what {host} must resolve to on every node):",
+             "hostname -I",
+             f"getent ahosts {host}   # on this node, and on a node that reaches the head: compare"]
+    if hosts_lines(f):
+        lines.append(f"grep -n '{host}' /etc/hosts   # on this node: the line mapping {host} to {address}; as root, "
+                     "correct its address to the head's (or delete it and let DNS answer)")
+    else:
+        lines.append(f"# {address} comes from DNS here: fix the record of {host}, or this node's resolver "
+                     "(/etc/resolv.conf), if it is not the head's")
+    lines.append("# then here: dsv3-preflight run --only net.port_reach")
+    return "\n".join(lines)
+
+
+def stale_hosts_line(f: Fact, what: str) -> Finding | None:
+    """MASTER_ADDR is a name this node maps to the address it could not reach through its own /etc/hosts: the
+    likely cause is this node's stale line, not a firewall (the head and the other nodes may resolve the name
+    elsewhere). None when the address did not come from /etc/hosts."""
+    if not by_name(f) or not hosts_lines(f):
+        return None
+    shown = "; ".join(f"line {e.get('line')}: {e.get('text')!r}" for e in hosts_lines(f)[:2])
+    return failure(f"connection to {_where(f)} {what} at {f.get('address')}, the address this node's /etc/hosts "
+                   f"gives {f.get('host')} ({shown}): most likely a stale line here, so this node resolves "
+                   f"{f.get('host')} to another address than the head and the other nodes do",
+                   resolution_fix(f) + "\n# if it is the head's address after all: a firewall on the way; as root "
+                                       f"on the head: iptables -L INPUT -n --line-numbers | grep -E 'REJECT|DROP|dpt:{f.get('port')}'",
+                   actor=Actor.NODE, cause=causes.MASTER_NAME_STALE)
+
+
+def _also_resolution(f: Fact, fix: str) -> str:
+    """A firewall fix for a host name's address: first make sure the address is the head's."""
+    return (resolution_fix(f) + "\n# if it is the head's address:\n" + fix) if by_name(f) else fix
 
 
 def listener_expected(f: Fact) -> bool:
@@ -77,11 +135,16 @@ def reached(f: Fact) -> Finding | None:
 def refused(f: Fact) -> Finding:
     """Refused (TCP RST, or ICMP port unreachable). With our listener up, a firewall REJECTs it."""
     port = f.get("port")
+    stale = stale_hosts_line(f, "actively refused")
+    if stale:
+        return stale
     if listener_expected(f):
         return failure(
             f"connection to {_where(f)} actively refused while the dsv3-preflight listener started for this check "
-            f"serves it: most likely a firewall REJECT rule for port {port} on {_head(f)} or on the path",
-            firewall_fix(f) + f"\n# if that listener has stopped (its deadline passed), start it again on the head: "
+            f"serves it: most likely a firewall REJECT rule for port {port} on {_head(f)} or on the path"
+            + (f", unless {f.get('address')} is not the head's address (this node may resolve {f.get('host')} "
+               "elsewhere than the head does)" if by_name(f) else ""),
+            _also_resolution(f, firewall_fix(f)) + f"\n# if that listener has stopped (its deadline passed), start it again on the head: "
                               f"dsv3-preflight listen --port {port} --deadline 120",
             actor=Actor.NETWORK, cause=causes.PORT_REJECTED)
     return failure(
@@ -94,17 +157,24 @@ def refused(f: Fact) -> Finding:
 
 def filtered(f: Fact) -> Finding:
     port = f.get("port")
+    stale = stale_hosts_line(f, f"got no answer within {f.get('timeout_s')} s")
+    if stale:
+        return stale
     return failure(
         f"no answer from {_where(f)} within {f.get('timeout_s')} s: a firewall DROPs it or packets are lost"
         + ("" if (f.get("error") or "").startswith("no answer") else f" ({f.get('error')})"),
-        f"# on {_head(f)}, as root: find the rule that drops TCP port {port}, then open it\n"
-        f"iptables -L INPUT -n -v --line-numbers | grep -E 'DROP|dpt:{port}'\n"
-        f"iptables -I INPUT -p tcp --dport {port} -j ACCEPT   # or open {port}/tcp in the cloud security group / nft "
-        "ruleset between the nodes", actor=Actor.NETWORK, cause=causes.PORT_FILTERED)
+        _also_resolution(f, f"# on {_head(f)}, as root: find the rule that drops TCP port {port}, then open it\n"
+                            f"iptables -L INPUT -n -v --line-numbers | grep -E 'DROP|dpt:{port}'\n"
+                            f"iptables -I INPUT -p tcp --dport {port} -j ACCEPT   # or open {port}/tcp in the cloud "
+                            "security group / nft ruleset between the nodes"),
+        actor=Actor.NETWORK, cause=causes.PORT_FILTERED)
 
 
 def unreachable(f: Fact) -> Finding:
     target = f.get("address") or f.get("host")
+    stale = stale_hosts_line(f, f"is unreachable ({f.get('error')})")
+    if stale and f.get("errno") != errno.ENETUNREACH:
+        return stale
     if f.get("errno") == errno.ENETUNREACH:  # this node's kernel has no route: net.nic_route says the same
         return failure(f"{_where(f)} is unreachable from this node: {f.get('error')}",
                        f"ip route get {target}   # then add a route, or bring up the interface that should reach the head",

@@ -152,6 +152,9 @@ FIELDS: tuple[Field, ...] = (
     Field("lora_targets", _list, None, "LoRA target modules (comma-separated)", (), "A,B"),
     Field("lora_rank", _int(1, 65536), None, "LoRA rank r"),
     Field("lora_dropout", _float(0.0), None, "LoRA dropout (peft's and LLaMA-Factory's default 0)"),
+    Field("lora_unmatched_targets", _choice("fail", "warn"), "fail",
+          "a lora_target naming no module of the model while others match: fail (the run would adapt less than "
+          "asked) or warn (accept it)", ("DSV3_PREFLIGHT_LORA_UNMATCHED_TARGETS",), "fail|warn"),
     Field("trust_remote_code", _bool, None, "the trainer's trust_remote_code: true builds a model whose config.json "
           "has an auto_map with the model repo's own code (DeepSeek-V3's modeling_deepseek.py), not transformers'",
           (), "true|false"),

@@ -8,7 +8,8 @@ Two rules, the way maintained secret scanners work:
 - by **value**: a string that looks like a credential whatever it is called. The provider patterns
   (AWS, GitHub, GitLab, Slack, JWT, private keys, Azure storage keys, Stripe, npm, PyPI...) are Yelp's
   detect-secrets' own regular expressions, read from its plugins; ours add what it lacks: Hugging Face
-  tokens, fine-grained GitHub tokens, the secret path of a Slack webhook, ``https://TOKEN@host`` and
+  tokens, fine-grained GitHub tokens, the secret path of a Slack webhook (on any host) and of other webhook URLs
+  (``/webhooks/``, ``/hooks/``), ``https://TOKEN@host`` and
   ``https://:PASS@host`` URLs, ``Authorization: Bearer``.
 
 Not secrets, and never masked: ``PWD``/``OLDPWD`` (the shell's directory), ``RAY_AUTH_MODE`` and other
@@ -29,6 +30,8 @@ _SECRET_WORDS = frozenset({
     "token", "tokens", "secret", "secrets", "password", "passwd", "passphrase", "pass", "pat", "jwt",
     "credential", "credentials", "cookie", "cookies", "apikey", "accesskey", "privatekey", "secretkey", "authkey",
     "authorization", "bearer", "sshpass", "pgpass", "dsn", "sessionid", "signature", "sig",
+    # a webhook URL is its own credential: whoever has it posts to the channel (SLACK_WEBHOOK_URL, ALERTS_WEBHOOK)
+    "webhook", "webhooks", "webhookurl",
 })
 #: a word that makes a name a secret when it ends the name: SSH_KEY, ACCOUNT_KEY, BASIC_AUTH (not AUTH_MODE,
 #: KEY_FILE, KEY_PATH)
@@ -75,6 +78,12 @@ _DS_EXCLUDED = {"IPPublicDetector"}
 _OWN_PATTERNS: tuple[tuple[str, str], ...] = (
     # the secret path of a Slack webhook: keep the service, hide the path
     ("Slack webhook", r"(?P<keep>https://hooks\.slack\.com/(?:services|workflows|triggers)/)(?P<secret>[A-Za-z0-9_/-]+)"),
+    # the same path on any host (a proxy or a test double in front of Slack: https://10.0.0.5/services/T0/B0/SECRET)
+    ("Slack-style webhook path",
+     r"(?i)(?P<keep>\bhttps?://[^\s/\"'@]+(?:/[^\s/\"'?#]+)*?/services/)(?P<secret>T\w+/B\w+/[A-Za-z0-9_-]+)"),
+    # a webhook URL's token path on any host (Discord's /api/webhooks/ID/TOKEN, /hooks/TOKEN, /webhook/TOKEN)
+    ("webhook URL",
+     r"(?i)(?P<keep>\bhttps?://[^\s/\"'@]+(?:/[^\s/\"'?#]+)*?/(?:webhooks?|hooks)/)(?P<secret>[^\s\"'?#<>]+)"),
     # a JWT whole, signature included (detect-secrets' pattern ends in a lazy match that stops before it)
     ("JSON Web Token", r"(?P<secret>eyJ[A-Za-z0-9_=-]{4,}\.[A-Za-z0-9_=-]{4,}(?:\.[A-Za-z0-9_.+/=-]*)?)"),
     ("Hugging Face token", r"(?<![A-Za-z0-9])(?P<secret>hf_[A-Za-z0-9]{30,})"),
@@ -96,7 +105,8 @@ _OWN_PATTERNS: tuple[tuple[str, str], ...] = (
 #: substrings (lower case) one of which a text must hold for a pattern to be tried: a plain substring test costs
 #: nothing, some of these regular expressions cost 30 us a line; a pattern without a gate is always tried
 _GATES: dict[str, tuple[str, ...]] = {
-    "Slack webhook": ("hooks.slack.com",), "JSON Web Token": ("eyj",), "Hugging Face token": ("hf_",),
+    "Slack webhook": ("hooks.slack.com",), "Slack-style webhook path": ("/services/",),
+    "webhook URL": ("hook",), "JSON Web Token": ("eyj",), "Hugging Face token": ("hf_",),
     "GitHub fine-grained token": ("github_pat_",), "GitHub token": ("gh",), "Weights & Biases key": ("wandb",),
     "Azure connection string key": ("accountkey", "sharedaccess", "sig="), "URL password": ("://",),
     "URL token": ("://",), "Authorization header": ("authoriz", "bearer"), "private key block": ("private key",),
@@ -173,10 +183,12 @@ def _mask_values(text: str) -> str:
     return text
 
 
-# NAME=value, NAME: value, "NAME": "value", NAME='value' and --name value / --name=value in free text
+# NAME=value, NAME: value, "NAME": "value", NAME='value' and --name value / --name=value in free text; an unquoted
+# value runs on over commas (api_key=FIRST,SECOND: a list of keys is all secret) up to an item that is itself an
+# assignment (api_key=X,other=Y leaves other=Y to be judged by its own name)
 _ASSIGN = re.compile(
     r"""(?P<name>(?<![\w.-])-{0,2}[A-Za-z_][\w.-]*)(?P<q>["']?)(?P<sep>[ \t]*[=:][ \t]*)"""
-    r"""(?P<value>"[^"\n]*"|'[^'\n]*'|[^\s,;&"'}\])]+)"""
+    r"""(?P<value>"[^"\n]*"|'[^'\n]*'|[^\s,;&"'}\])]+(?:,(?![^\s,;&"'}\])=:]*[=:])[^\s,;&"'}\])]+)*)"""
 )
 _FLAG = re.compile(r"""(?P<name>(?<![\w-])--?[A-Za-z_][\w.-]*)(?P<sep>[ \t]+)(?P<value>"[^"\n]*"|'[^'\n]*'|[^\s"'-][^\s]*)""")
 

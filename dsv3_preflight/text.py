@@ -10,12 +10,16 @@ def one_line(cmdline: str | None, limit: int = 200) -> str:
 
 _CONTROL = {c: f"\\x{c:02x}" for c in (*range(0x00, 0x20), 0x7F, *range(0x80, 0xA0)) if c not in (0x09, 0x0A)}
 _CONTROL.update({0x1B: "\\e", 0x0D: "\\r"})
-_TRANSLATE = {code: text for code, text in _CONTROL.items()}
+#: bidirectional formatting characters (U+202A-U+202E embeddings and overrides, U+2066-U+2069 isolates, the LRM/RLM
+#: and ALM marks): a terminal reorders what follows them, so a hostile node name or log line could show other text
+BIDI = (*range(0x202A, 0x202F), *range(0x2066, 0x206A), 0x200E, 0x200F, 0x061C)
+_TRANSLATE = {**{code: text for code, text in _CONTROL.items()}, **{c: f"\\u{c:04x}" for c in BIDI}}
 
 
 def safe_terminal(text: object) -> str:
     """Text from an input (a log line, an environment value, a file name) made safe to print to a terminal.
 
     Every C0/C1 control character except newline and tab is shown escaped (ESC as ``\\e``, CR as ``\\r``,
-    others as ``\\xNN``), so a hostile log line cannot move the cursor, retitle the window, or hide text."""
+    others as ``\\xNN``), and every bidirectional formatting character as ``\\uNNNN`` (U+202E as ``\\u202e``), so a
+    hostile log line cannot move the cursor, retitle the window, hide text or reorder it."""
     return str(text).translate(_TRANSLATE)

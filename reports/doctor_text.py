@@ -5,6 +5,8 @@ decides where it goes.
 """
 from __future__ import annotations
 
+from dsv3_preflight.text import safe_terminal
+
 _VERDICT = {"failure": "FAILURE", "healthy": "HEALTHY", "unknown": "UNKNOWN"}
 
 
@@ -140,4 +142,5 @@ def render_text(diagnosis: dict) -> str:
         out.append(f"not read as a log: {k['path']}: {k['why']}")
     for u in d.get("unreadable") or []:
         out.append(f"refused input: {u['path']}: {u['error']}")
-    return "\n".join(out) + "\n"
+    # every string here comes from logs and file names: no control character or bidi override reaches the terminal
+    return safe_terminal("\n".join(out)) + "\n"

@@ -263,3 +263,55 @@ def test_cluster_mapping_is_skipped_under_the_cpu_profile():
     doc, nv, env = field_notes_cluster()
     r = rank_mapping_cluster(nvml=nv, env=env, host=doc["hosts"], node_ranks=doc["node_ranks"], profile=cpu_profile())
     assert r.status is Status.SKIP
+
+
+# -- a duplicated entry is the job's error, knowable without a driver (issue 46.2) -----------------------------
+
+NO_NVML = {"available": False, "error": "NVML Shared Library Not Found", "gpus": []}
+
+
+@pytest.mark.parametrize("cvd, nproc, words", [
+    ("0,1,2,3,4,5,6,6", 8, "lists 6 twice (positions 6 and 7): two local ranks would share one GPU"),
+    ("GPU-aa11,GPU-bb22,gpu-AA11", 3, "lists gpu-AA11 twice (positions 0 and 2)"),
+    ("0,1,x,3", 4, "entry 'x' (position 2) is neither an index nor a GPU UUID: CUDA stops reading there"),
+    ("0,1", 8, "makes 2 GPUs visible for 8 local ranks"),
+])
+def test_without_a_driver_the_visible_devices_error_is_still_the_jobs_own_cause(cvd, nproc, words):
+    r = rank_mapping(nvml=NO_NVML, env={"CUDA_VISIBLE_DEVICES": cvd}, host=host(),
+                     profile=profile(nproc_per_node=nproc))
+    assert r.status is Status.FAIL
+    from paste_lint import paste_problems
+
+    assert {f.cause for f in r.findings} == {"gpu.no_driver", "gpu.visible_devices"}, r.findings
+    assert {f.actor.value for f in r.findings if f.cause == "gpu.no_driver"} == {"node"}
+    job = [f for f in r.findings if f.cause == "gpu.visible_devices"]
+    assert {f.actor.value for f in job} == {"job"} and any(words in f.message for f in job), job
+    assert all(paste_problems(f.fix) == [] for f in job)
+
+
+def test_the_duplicate_is_a_cause_of_its_own_beside_no_driver_in_the_report():
+    """The field's `CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,6 NPROC_PER_NODE=8` on a node without a driver read only
+    'no NVIDIA driver/NVML'; the duplicate would bite after the administrator installs one."""
+    from dsv3_preflight.reports.rootcause import root_causes
+
+    r = rank_mapping(nvml=NO_NVML, env={"CUDA_VISIBLE_DEVICES": "0,1,2,3,4,5,6,6"}, host=host(), profile=profile())
+    doc_result = {**r.to_dict(), "name": "gpu.rank_mapping", "node": "gpu-a"}
+    causes = {c.key: c for c in root_causes([doc_result])}
+    assert set(causes) == {"gpu.no_driver", "gpu.visible_devices"}
+    assert causes["gpu.no_driver"].actor == "node" and causes["gpu.visible_devices"].actor == "job"
+    assert "lists 6 twice" in causes["gpu.visible_devices"].title
+
+
+def test_without_a_driver_a_good_visible_list_adds_nothing_to_no_driver():
+    r = rank_mapping(nvml=NO_NVML, env={"CUDA_VISIBLE_DEVICES": "0,1,2,3,4,5,6,7"}, host=host(), profile=profile())
+    assert [f.cause for f in r.findings] == ["gpu.no_driver"]
+
+
+def test_the_cluster_check_names_a_driverless_nodes_duplicate_too():
+    profile_ = profile(nnodes=2)
+    r = rank_mapping_cluster(nvml={"a": NO_NVML, "b": nvml()},
+                             env={"a": {"CUDA_VISIBLE_DEVICES": "0,1,2,3,4,5,6,6"},
+                                  "b": {"CUDA_DEVICE_ORDER": "PCI_BUS_ID"}},
+                             host={"a": host("a"), "b": host("b")}, profile=profile_, node_ranks={"a": 0, "b": 1})
+    assert {f.cause for f in r.findings} >= {"gpu.no_driver", "gpu.visible_devices"}
+    assert any(f.message.startswith("a: CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,6 lists 6 twice") for f in r.findings)

@@ -3,6 +3,7 @@ import json
 import os
 import re
 import shlex
+import signal
 import socket
 import subprocess
 import sys
@@ -17,6 +18,7 @@ from ports import free_port
 
 DATA = Path(__file__).resolve().parent / "data" / "launch"
 TRAIN = DATA / "train_allreduce.py"
+SLEEPER = DATA / "train_sleep.py"
 TORCHRUN_MARK = "torch.distributed.run"
 
 
@@ -92,7 +94,7 @@ def test_green_preflight_starts_torchrun_and_the_allreduce_result_appears(tmp_pa
     assert any(TORCHRUN_MARK in cmd for cmd in seen)  # the watcher does see a torchrun when there is one
     assert "rank 1 all_reduce sum 3" in stdout
     log = (tmp_path / "launch.log").read_text()
-    assert "# preflight: GO (exit 0" in log and f"--master_port={port}" in log and "# GO: exec" in log
+    assert "# preflight: GO (exit 0" in log and f"--master_port={port}" in log and "# GO: start" in log
     assert "export GLOO_SOCKET_IFNAME=lo" in log
     report = json.loads((tmp_path / "report.json").read_text())
     assert report["verdict"] == "GO" and report["deselected"] == {}
@@ -102,9 +104,40 @@ def test_green_preflight_starts_torchrun_and_the_allreduce_result_appears(tmp_pa
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_an_interrupt_after_go_stops_torchrun_and_exits_2_like_every_command(tmp_path, user_env, sig):
+    """Issue 46.7: the launcher exec'd torchrun, so an interrupt ended with torchrun's exit (1). Now it stays the
+    parent, forwards the signal to torchrun's process group, waits for it, and exits 2 (README's exit codes)."""
+    started = tmp_path / "started"
+    argv = [sys.executable, "-m", "dsv3_preflight", "launch", *common(tmp_path, free_port()), "--",
+            str(SLEEPER), "--started", str(started)]
+    proc = subprocess.Popen(argv, env=user_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 150
+        while len(list(tmp_path.glob("started.*"))) < 2:   # both ranks of the real torchrun are running
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "the ranks never started"
+            time.sleep(0.1)
+        ranks = [int(p.read_text()) for p in tmp_path.glob("started.*")]
+        launcher = psutil.Process(proc.pid)
+        torchrun = [c for c in launcher.children() if TORCHRUN_MARK in " ".join(c.cmdline())]
+        assert torchrun, "the launcher is not torchrun's parent"
+        proc.send_signal(sig)   # to the launcher alone, as `kill` or a scheduler sends it
+        out, err = proc.communicate(timeout=90)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate(timeout=30)
+    assert proc.returncode == 2, (proc.returncode, err[-3000:])
+    assert not any(psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+                   for pid in ranks), "a rank outlived the interrupt"
+    assert "# GO: start" in (tmp_path / "launch.log").read_text()
+
+
+@pytest.mark.slow
 def test_a_failing_rank_leaves_its_error_file_beside_the_launch_log_and_the_doctor_reads_it_as_that_nodes(
         tmp_path, user_env):
-    # exec hands the terminal to torchrun: its output is not in the launch log; the rank's error file is
+    # torchrun writes to the terminal, not to the launch log; the rank's error file is
     out, reports = tmp_path / "result.json", tmp_path / "reports"
     code, stdout, stderr, _ = launch_watched(
         ["--profile", "cpu", "--master-port", str(free_port()), "--reports-dir", str(reports), "--skip", "dist.*",
@@ -342,4 +375,4 @@ def test_an_executable_under_the_config_files_no_python_torchrun_is_not_refused_
     assert code == 0, stderr
     assert "does not exist" not in stderr
     log = (tmp_path / "launch.log").read_text()
-    assert "# GO: exec" in log and "--no-python" in log and any(TORCHRUN_MARK in cmd for cmd in seen)
+    assert "# GO: start" in log and "--no-python" in log and any(TORCHRUN_MARK in cmd for cmd in seen)

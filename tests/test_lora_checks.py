@@ -349,7 +349,7 @@ def test_run_reports_each_lora_check(tmp_path, model_dirs):
     assert results["lora.deepspeed_config"]["status"] == "warn", results["lora.deepspeed_config"]["summary"]
     assert GATHER_KEY in results["lora.deepspeed_config"]["remediation"]
     t = results["lora.targets"]
-    assert t["status"] == "warn" and "q_proj, k_proj, v_proj match no module of deepseek_v3" in t["summary"]
+    assert t["status"] == "fail" and "q_proj, k_proj, v_proj match no module of deepseek_v3" in t["summary"]
     assert t["evidence"]["trainable_params"] == 22_986_752
     assert results["lora.output_dir"]["status"] == "pass"
 
@@ -510,3 +510,45 @@ def test_deepspeeds_own_config_model_rejects_a_misspelled_zero_key_and_accepts_a
     p, results = _doc(tmp_path, "--deepspeed-config", f)
     r = results["lora.deepspeed_config"]
     assert r["status"] == "pass" and r["evidence"]["deepspeed_model"] == {"available": True, "error": None, "offload": {}}, r["summary"]
+
+
+def test_a_full_output_dir_gives_its_free_bytes_and_a_fix_that_frees_space():
+    """Issue 46.13b: a full output dir read 'not writable: No space left on device' without the free bytes, and its
+    only fix moved the directory."""
+    facts = {"configured": True, "path": "/data/run/out", "setting": "output_dir", "exists": True, "is_dir": True,
+             "writable": False, "write_error": "No space left on device",
+             "mount": {"fstype": "ext4", "device": "/dev/nvme0n1p1", "mountpoint": "/data"}, "network_fs": False,
+             "free_bytes": 0, "total_bytes": 1000 * 2**30}
+    r = output_dir(facts, {})
+    assert r.status.value == "fail" and r.cause == "lora.output_dir_unwritable" and r.actor.value == "job"
+    assert r.summary == ("output_dir /data/run/out is not writable: No space left on device (0 B free of 1000.0 GiB "
+                         "on /dev/nvme0n1p1, mounted at /data)")
+    lines = r.remediation.splitlines()
+    assert lines[0] == "df -h /data/run/out   # 0 B free of 1000.0 GiB"
+    assert any(line.startswith("du -xsh /data/run/out/*") for line in lines)
+    assert any("checkpoint-*" in line for line in lines) and "--save_total_limit" in r.remediation
+    assert lines[-1].startswith('mkdir -p "${OUTPUT_DIR:?')   # moving it stays, beside freeing space
+    assert paste_problems(r.remediation) == [] and r.evidence["free_bytes"] == 0
+    # the directory not created yet, on a full parent: the same, for the parent
+    missing = {**facts, "exists": False, "is_dir": False, "writable": None, "parent": "/data/run",
+               "parent_is_dir": True, "parent_writable": False}
+    r = output_dir(missing, {})
+    assert "is not writable (No space left on device) (0 B free of 1000.0 GiB" in r.summary
+    assert r.remediation.startswith("df -h /data/run   # 0 B free")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounting a small tmpfs needs root")
+def test_a_real_full_disk_under_output_dir_is_reported_with_its_room(tmp_path):
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    fill = f"mount -t tmpfs -o size=1m tmpfs {mnt} && mkdir {mnt}/out && (head -c 2M /dev/zero > {mnt}/out/fill || true)"
+    out = tmp_path / "r.json"
+    argv = ["unshare", "--mount", "--propagation", "private", "sh", "-c", f'{fill} && exec "$@"', "sh",
+            sys.executable, "-m", "dsv3_preflight", "run", "--profile", "cpu", "--only", "lora.output_dir",
+            "--output-dir", str(mnt / "out"), "--no-report", "--no-color", "--json", str(out)]
+    p = subprocess.run(argv, capture_output=True, text=True, timeout=300, cwd=REPO)
+    if not out.exists() and "mount" in p.stderr:
+        pytest.skip(f"no private mount here: {p.stderr.strip()[-200:]}")
+    [r] = json.loads(out.read_text())["results"]
+    assert r["status"] == "fail" and "No space left on device (0 B free of 1.0 MiB" in r["summary"], r["summary"]
+    assert f"du -xsh {mnt}/out/*" in r["remediation"]

@@ -367,3 +367,112 @@ def test_an_unreadable_checkpoint_dir_beside_a_good_one_is_reported_unreadable(a
     doc = json.loads(p.stdout)
     assert [(a["step"], a["status"]) for a in doc["adapters"]] == [(50, "pass"), (100, "fail")]
     assert "cannot list this directory: Permission denied" in doc["adapters"][1]["summary"]
+
+
+# -- held to peft's own load (issue 46.3) ------------------------------------------------------------------------
+def _peft_load(adapter: Path, kind: str = "llama"):
+    """peft's PeftModel.from_pretrained on the tiny model: ("refused", message) or ("loaded", {saved key: intact?})."""
+    import warnings
+
+    import torch
+    from peft import PeftModel
+    from safetensors.torch import load_file
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            pm = PeftModel.from_pretrained(lab.tiny_model(kind), str(adapter))
+    except Exception as exc:  # noqa: BLE001 - the refusal is the answer
+        return "refused", str(exc)
+    loaded = pm.state_dict()
+    saved = load_file(str(adapter / "adapter_model.safetensors"))
+    intact = {}
+    for key, value in saved.items():
+        if ".default." in key or "lora_" not in key or "magnitude" in key:
+            continue
+        model_key = key.replace(".weight", ".default.weight")
+        intact[key] = model_key in loaded and torch.equal(loaded[model_key], value)
+    return "loaded", intact
+
+
+def _add_tensor(adapter: Path, key: str, tensor, rename=None) -> Path:
+    from safetensors.torch import load_file, save_file
+
+    f = adapter / "adapter_model.safetensors"
+    state = load_file(str(f))
+    if rename:
+        state = {rename(k): v for k, v in state.items()}
+    save_file({**state, key: tensor}, str(f), metadata={"format": "pt"})
+    return adapter
+
+
+Q0 = "base_model.model.model.layers.0.self_attn.q_proj.lora_A"
+
+
+def test_two_keys_for_one_parameter_fail_since_peft_loads_whichever_its_key_order_puts_last(adapters, tmp_path):
+    """peft maps lora_A.weight and lora_A.default.weight onto one parameter and keeps the later key: with the wrong
+    shape last, peft refuses the adapter (size mismatch); the field's file (the extra key first) passed the scan."""
+    import torch
+
+    # the field's case: an extra F32 [2,2] lora_A.default.weight beside a valid adapter
+    field = _add_tensor(shutil.copytree(adapters["llama"], tmp_path / "field"), f"{Q0}.default.weight", torch.zeros(2, 2))
+    v = _scan(field)
+    assert v["status"] == "fail" and "keys_collide" in _rules(v), v["findings"]
+    assert "saved under two keys of different shapes" in v["summary"] and "[2, 2]" in v["summary"]
+    # the same collision with the wrong shape where peft's order puts it last: peft's own refusal
+    last = _add_tensor(shutil.copytree(adapters["llama"], tmp_path / "last"), f"{Q0}.weight", torch.zeros(2, 2),
+                       rename=lambda k: k.replace(".weight", ".default.weight"))
+    outcome, said = _peft_load(last)
+    assert outcome == "refused" and "size mismatch" in said, said
+    v = _scan(last)
+    assert v["status"] == "fail" and "keys_collide" in _rules(v), v["findings"]
+    # of the same shape: peft loads (one of the two), the scan warns
+    same = _add_tensor(shutil.copytree(adapters["llama"], tmp_path / "same"), f"{Q0}.default.weight",
+                       torch.ones(8, 64))
+    assert _peft_load(same)[0] == "loaded"
+    v = _scan(same)
+    assert v["status"] == "warn" and "saved twice with the same shape" in v["summary"], v["findings"]
+
+
+def test_a_stray_dora_magnitude_without_use_dora_is_ignored_by_peft_so_it_warns_not_fails(adapters, tmp_path):
+    import torch
+
+    a = _add_tensor(shutil.copytree(adapters["llama"], tmp_path / "a"),
+                    "base_model.model.model.layers.0.self_attn.o_proj.lora_magnitude_vector", torch.ones(64))
+    outcome, intact = _peft_load(a)
+    assert outcome == "loaded" and intact and all(intact.values()), intact
+    v = _scan(a)
+    assert v["status"] == "warn", v["findings"]
+    assert "peft ignores them" in v["summary"] and "peft drops them" not in v["summary"]
+
+
+def test_null_target_modules_is_judged_by_what_peft_fills_in_for_the_model_type(tmp_path):
+    """peft fills a null target_modules with its default targets for the base model's type (Llama: q_proj, v_proj):
+    an adapter of exactly those modules loads intact (not a FAIL); of others it loads wrong (a FAIL)."""
+    from transformers import LlamaConfig
+
+    from dsv3_preflight.lora.peft_defaults import DEFAULT_TARGETS
+    from peft.utils.constants import TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING
+
+    assert DEFAULT_TARGETS == TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING   # the data is the installed peft's
+    base = tmp_path / "llama-base"
+    LlamaConfig(**lab.LLAMA_TINY).save_pretrained(base)
+    qv = lab.edit_config(lab.write_adapter(tmp_path / "qv", "llama", ["q_proj", "v_proj"]), target_modules=None)
+    outcome, intact = _peft_load(qv)
+    assert outcome == "loaded" and len(intact) == 8 and all(intact.values()), intact
+    v = _scan(qv)
+    assert v["status"] == "warn" and "loads intact" in v["summary"] and "llama" in v["summary"], v["findings"]
+    lab.edit_config(qv, base_model_name_or_path=str(base))   # the base model known: its type decides
+    v = _scan(qv)
+    assert v["status"] == "warn" and "default targets for llama" in v["summary"], v["findings"]
+    # q,k,v,o on a Llama base: peft builds only q_proj and v_proj, k_proj's and o_proj's weights are dropped
+    qkvo = lab.edit_config(lab.write_adapter(tmp_path / "qkvo", "llama", lab.QKVO), target_modules=None,
+                           base_model_name_or_path=str(base))
+    outcome, intact = _peft_load(qkvo)
+    assert outcome == "loaded" and not all(intact.values()), intact
+    v = _scan(qkvo)
+    assert v["status"] == "fail" and "peft's default targets for llama are q_proj, v_proj" in v["summary"], v
+    # modules that are no model type's defaults: a FAIL whatever the base
+    qk = lab.edit_config(lab.write_adapter(tmp_path / "qk", "llama", ["q_proj", "k_proj"]), target_modules=None)
+    assert _peft_load(qk)[0] == "loaded" and not all(_peft_load(qk)[1].values())
+    assert _scan(qk)["status"] == "fail"

@@ -62,7 +62,7 @@ def _peft(spec: str, rank: int = 4):
 
 @pytest.mark.parametrize("spec", [
     "q_a_proj,q_b_proj,kv_a_proj_with_mqa,kv_b_proj,o_proj",   # DeepSeek-V3's MLA
-    "q_proj,k_proj,v_proj,o_proj",        # only o_proj exists: a warning, peft adapts o_proj
+    "q_proj,k_proj,v_proj,o_proj",        # only o_proj exists: peft adapts o_proj, a failure (less than asked)
     "gate_proj,up_proj,down_proj",        # the fused routed experts, not the dense/shared Linear modules
     "all",                                # LLaMA-Factory's every linear layer
     "all-linear",                         # peft's own keyword (given with --lora-targets)
@@ -85,7 +85,8 @@ def test_the_verdict_and_the_count_are_peft_s_own(tiny_dir, spec):
         assert r.status.value == "fail" and r.cause == "lora.targets_missing", r.summary
         assert refused in r.findings[0].message and "refuses lora_target" in r.findings[0].message
     else:
-        assert r.status.value in ("pass", "warn"), r.summary
+        # peft adapts what matches; a named target matching nothing is still a failure (lora_unmatched_targets)
+        assert r.status.value == ("fail" if r.evidence["unmatched"] else "pass"), r.summary
         assert r.evidence["trainable_params"] == count, (spec, r.evidence["trainable_params"], count)
 
 
@@ -114,10 +115,43 @@ def test_all_linear_in_a_llamafactory_config_is_a_name_peft_does_not_find(tiny_d
     assert r.remediation and "lora_target" in r.remediation
 
 
-def test_all_among_other_names_is_a_name_and_the_warning_says_so(tiny_dir):
+def test_all_among_other_names_is_a_name_and_the_failure_says_so(tiny_dir):
     r = _check(tiny_dir, "all,o_proj")
-    assert r.status.value == "warn" and "expands all only when it is the whole lora_target" in r.summary
+    assert r.status.value == "fail" and "expands all only when it is the whole lora_target" in r.summary
     assert r.evidence["matched"] == {"o_proj": ["model.layers.*.self_attn.o_proj"]}
+
+
+def _field_notes_check(model_dir, tmp_path, cli=None, environ=None, toml=None):
+    """The field notes' --lora_target q_proj,v_proj,k_proj,o_proj on DeepSeek-V3, with the profile layers given."""
+    config = None
+    if toml is not None:
+        config = tmp_path / "preflight.toml"
+        config.write_text(toml)
+    profile = resolve_profile(profile_name="cpu", environ=environ or {}, config_path=config,
+                              cli={"lora_targets": "q_proj,v_proj,k_proj,o_proj", "lora_rank": 4,
+                                   "model_path": str(model_dir), **(cli or {})})
+    return targets_check.judge(lora_model_modules=lora_model_modules.gather(profile), profile=profile)
+
+
+def test_a_named_target_matching_no_module_fails_unless_the_profile_lowers_it_to_a_warning(tiny_dir, tmp_path):
+    """Issue 46.11: the field notes' list adapted only o_proj and the gate said GO (a warning)."""
+    from paste_lint import paste_problems
+
+    r = _field_notes_check(tiny_dir, tmp_path)
+    assert r.status.value == "fail" and r.cause == "lora.targets_missing", r.summary
+    assert "q_proj, v_proj, k_proj match no module of deepseek_v3; only o_proj will be adapted" in r.summary
+    assert 'lora_unmatched_targets = "warn"' in r.remediation and paste_problems(r.remediation) == []
+    for where, kwargs in [("--lora-unmatched-targets", {"cli": {"lora_unmatched_targets": "warn"}}),
+                          ("env DSV3_PREFLIGHT_LORA_UNMATCHED_TARGETS",
+                           {"environ": {"DSV3_PREFLIGHT_LORA_UNMATCHED_TARGETS": "warn"}}),
+                          ("preflight.toml [lora_unmatched_targets]", {"toml": 'lora_unmatched_targets = "warn"\n'})]:
+        r = _field_notes_check(tiny_dir, tmp_path, **kwargs)
+        assert r.status.value == "warn", (where, r.summary)
+        assert "only o_proj will be adapted" in r.summary and "lora_unmatched_targets = warn" in r.summary
+        assert where in r.summary, (where, r.summary)
+    # none of the targets matching stays a failure whatever the setting
+    r = _field_notes_check(tiny_dir, tmp_path, cli={"lora_targets": "q_proj,v_proj", "lora_unmatched_targets": "warn"})
+    assert r.status.value == "fail", r.summary
 
 
 @pytest.mark.slow

@@ -180,6 +180,31 @@ def test_fifos_in_the_tree_never_hang_the_watch(tmp_path, good_and_empty):
     assert by_step[30]["status"] == "pass"
 
 
+def test_a_fifo_in_place_of_the_weights_is_named_a_fifo_not_an_unfinished_save(tmp_path, good_and_empty):
+    """Issue 46.5: without trainer_state.json the watch said 'the weights are not completely written yet' of a FIFO,
+    where `lora scan` says it is a FIFO. Both say what it is; the FIFO is never opened for reading."""
+    good, _ = good_and_empty
+    ck = tmp_path / "checkpoint-10"
+    ck.mkdir()
+    shutil.copy(good / "adapter_config.json", ck / "adapter_config.json")
+    os.mkfifo(ck / "adapter_model.safetensors")
+    obs = observe(ck / "adapter_model.safetensors")
+    assert obs["not_regular"] == "a FIFO (named pipe)"
+    assert decide_save(obs, stable_for=0, settle=2) == decide_save(obs, stable_for=9, settle=2)
+    assert decide_save(obs, stable_for=0, settle=2).ready
+    clock = Clock()
+    w = Watcher(tmp_path, settle=1.0, clock=clock)
+    done = threading.Event()
+    out: list = []
+    worker = threading.Thread(target=lambda: (out.extend(w.poll()), done.set()), daemon=True)
+    worker.start()
+    assert done.wait(30), "the watch blocked on the FIFO"
+    [verdict] = out
+    assert verdict["status"] == "fail" and "FIFO" in verdict["summary"], verdict
+    assert w.pending() == []
+    assert "not completely written" not in json.dumps(verdict)
+
+
 # ----------------------------------------------------------------------------------------- the CLI
 def _watch(tmp_path: Path, *args: str) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "dsv3_preflight", "lora", "watch", str(tmp_path), *args], cwd=REPO,

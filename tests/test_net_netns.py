@@ -1,6 +1,7 @@
 """The net.* checks run by the CLI inside real network namespaces (tests/netns_lab.py): head node 0,
 workers 1 and 2; node 1 has a second NIC (eth1, holding its default route) and a docker0 bridge."""
 import json
+import os
 import select
 import sys
 import time
@@ -10,7 +11,7 @@ import pytest
 from dsv3_preflight.engine import run_cluster_checks
 from dsv3_preflight.profile import Profile
 from dsv3_preflight.registry import load_registry
-from netns_lab import netns_lab  # noqa: F401  (the fixture)
+from netns_lab import NETNS_ETC, netns_lab  # noqa: F401  (the fixture)
 from paste_lint import paste_problems
 
 pytestmark = [pytest.mark.netns, pytest.mark.slow]
@@ -277,3 +278,24 @@ def test_a_head_whose_hosts_file_maps_master_addr_to_loopback_gets_the_hosts_lin
     assert facts["facts"]["resolve_master"]["addresses"] == [lab.addr(0)]
     assert again["net.nic_route"]["status"] == "pass" and again["net.nic_route"]["evidence"]["interface"] == "eth0"
     assert not [f for f in again["env.launch_vars"]["findings"] if f["cause"] == "net.master_loopback"]
+
+
+def test_a_worker_whose_hosts_file_maps_master_addr_to_a_stale_address_is_told_so_not_blamed_on_a_firewall(
+        netns_lab, tmp_path):
+    """Issue 46.13a: MASTER_ADDR lab-head, which the head and worker 1 map to the head and worker 2's /etc/hosts to
+    an old address (worker 1's, where nothing serves the port): port_reach called that address the head and
+    suggested an iptables ACCEPT."""
+    lab = netns_lab
+    for i, addr in ((0, lab.addr(0)), (1, lab.addr(0)), (2, lab.addr(1))):
+        with open(os.path.join(NETNS_ETC, lab.ns(i), "hosts"), "a") as fh:
+            fh.write(f"{addr} lab-head\n")
+    start_listener(lab)
+    good, rc, _, _ = run_checks(lab, tmp_path, 1, only="net.port_reach", MASTER_ADDR="lab-head", **PINNED)
+    assert rc == 0 and good["net.port_reach"]["status"] == "pass", good
+    stale, rc, facts, _ = run_checks(lab, tmp_path, 2, only="net.port_reach", MASTER_ADDR="lab-head", **PINNED)
+    reach = stale["net.port_reach"]
+    assert rc == 1 and reach["cause"] == "net.master_name_stale" and reach["actor"] == "node", reach
+    assert f"at {lab.addr(1)}, the address this node's /etc/hosts gives lab-head" in reach["summary"]
+    assert f"the head ({lab.addr(1)})" not in reach["summary"] and "firewall" not in reach["summary"]
+    assert "grep -n 'lab-head' /etc/hosts" in reach["remediation"]
+    assert not reach["remediation"].splitlines()[0].startswith("iptables")

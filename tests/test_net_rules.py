@@ -484,16 +484,33 @@ def test_rank0_holds_master_addr_proposes_this_nodes_own_address(lab):
     assert free.rank0_holds_master_addr(lab("head")["port_bind"], MULTI) is None
 
 
-def test_nccl_port_range_free(lab):
-    f = lab("head")
-    held = f["port_holders"]["holders"][0]
-    held.update(port=39510)
-    f["port_holders"].update(nccl_port_range=[39500, 39531])
-    found = free.nccl_port_range_free(f["port_bind"], f["port_holders"])
-    assert found.status is Status.WARN and found.actor is Actor.JOB and "39500-39531" in found.message
-    assert f"kill {held['process']['pid']}" in found.fix and paste_problems(found.fix) == []
-    f["port_holders"]["holders"] = []
-    assert free.nccl_port_range_free(f["port_bind"], f["port_holders"]) is None
+def test_nccl_port_range_is_named_as_ignored_with_the_ephemeral_range_a_firewall_must_open(lab):
+    """Issue 46.8: NCCL has no NCCL_PORT_RANGE (NVIDIA/nccl#388): it and Gloo connect on the ephemeral ports."""
+    from dsv3_preflight.checks.env_launch_vars import nccl_port_range_ignored
+
+    fact = route(lab)
+    fact["ephemeral_range"] = [32768, 60999]
+    found = nccl_port_range_ignored({"NCCL_PORT_RANGE": "50000-51000"}, fact)
+    assert found.status is Status.WARN and found.actor is Actor.JOB
+    assert "NCCL has no such variable and ignores it" in found.message and "32768-60999 on this node" in found.message
+    assert "must be open between the nodes on the training interface" in found.message
+    assert found.fix.splitlines()[0].startswith("unset NCCL_PORT_RANGE")
+    assert "/proc/sys/net/ipv4/ip_local_port_range" in found.fix and "export NCCL_PORT_RANGE" not in found.fix
+    assert paste_problems(found.fix) == []
+    assert "ip_local_port_range" in nccl_port_range_ignored({"NCCL_PORT_RANGE": "x"}, None).message
+    assert nccl_port_range_ignored({}, fact) is None
+
+
+def test_the_collective_fixes_for_blocked_ports_name_the_ephemeral_range_never_nccl_port_range():
+    """Issue 46.8: 'open the NCCL port range (NCCL_PORT_RANGE)' sent admins to open a range NCCL never uses."""
+    from dsv3_preflight.collective.decode import decode, phase_finding
+
+    found = next(f for f in decode("socketStartConnect: Connect to 10.0.0.2<45123> failed : Connection refused",
+                                   interface="eth0") if f["kind"] == "nccl_socket_connect")
+    stuck = phase_finding("all_joined", master="10.0.0.1:39500", ifnames="eth0", interface="eth0")
+    for fix in (found["remediation"], stuck["remediation"]):
+        assert "NCCL_PORT_RANGE" not in fix and "/proc/sys/net/ipv4/ip_local_port_range" in fix, fix
+        assert paste_problems(fix) == []
 
 
 # -- net.port_reach --------------------------------------------------------------------------------------------
@@ -544,6 +561,40 @@ def test_refused_while_our_listener_serves_shows_how_to_find_and_open_the_reject
     assert "nft -a list ruleset | grep -E 'reject|dport 39500'" in lines
     assert "iptables -I INPUT -p tcp --dport 39500 -j ACCEPT" in lines
     assert "the head (10.77.0.10)" in found.message and "no `dsv3-preflight listen` running" not in found.message
+
+
+STALE = {"host": "head-0", "address": "10.77.0.99",
+         "hosts_entries": [{"line": 7, "address": "10.77.0.99", "names": ["head-0"], "text": "10.77.0.99 head-0"}]}
+
+
+@pytest.mark.parametrize("outcome", [
+    {**REFUSED, "listener_expected": True},
+    {**REFUSED, "listener_expected": False, "expected_token": None},
+    {"outcome": "filtered", "listener": None, "error": "no answer within 3 s", "timeout_s": 3.0},
+    {"outcome": "unreachable", "listener": None, "errno": 113, "error": "No route to host"},
+])
+def test_a_name_this_nodes_hosts_file_maps_to_a_stale_address_is_not_called_the_head(lab, outcome):
+    """Issue 46.13a: MASTER_ADDR head-0, which this worker's /etc/hosts maps to an old address: port_reach called
+    that address 'the head' and suggested an iptables ACCEPT. The address is not the head's: fix /etc/hosts here."""
+    f = worker_reach(lab, **outcome, **STALE)
+    found = reach.RULES[f["outcome"]](f)
+    assert_finding(found, Status.FAIL, causes.MASTER_NAME_STALE, Actor.NODE,
+                   "10.77.0.99, the address this node's /etc/hosts gives head-0 (line 7: '10.77.0.99 head-0')",
+                   "resolves head-0 to another address than the head and the other nodes do")
+    assert "the head (10.77.0.99)" not in found.message and "firewall" not in found.message
+    lines = found.fix.splitlines()
+    assert "grep -n 'head-0' /etc/hosts" in found.fix and lines.index("hostname -I") < len(lines) - 2
+    assert not lines[0].startswith("iptables")
+
+
+def test_a_name_resolved_by_dns_keeps_the_firewall_verdict_but_checks_the_address_first(lab):
+    f = worker_reach(lab, **REFUSED, listener_expected=True, host="head-0", address="10.77.0.99", hosts_entries=[])
+    found = reach.refused(f)
+    assert found.cause == causes.PORT_REJECTED and "the head (10.77.0.99)" not in found.message
+    assert "10.77.0.99 (what head-0 resolves to on this node)" in found.message
+    assert "unless 10.77.0.99 is not the head's address" in found.message
+    assert found.fix.index("getent ahosts head-0") < found.fix.index("iptables -I INPUT")
+    assert "comes from DNS here" in found.fix and paste_problems(found.fix) == []
 
 
 def test_refused_with_no_listener_expected_starts_one(lab):

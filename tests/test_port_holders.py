@@ -122,6 +122,30 @@ def test_a_listener_of_a_process_not_started_by_this_run_is_named():
             pass
 
 
+def test_a_listener_inside_nccl_port_range_is_not_a_holder_nccl_has_no_such_range():
+    """Issue 46.8: NCCL_PORT_RANGE is not NCCL's (NVIDIA/nccl#388): a listener of another process inside it is not
+    named (it was, as 'inside NCCL_PORT_RANGE'); only MASTER_PORT's holders are facts here."""
+    port, other = free_port(), free_port()
+    while other == port:
+        other = free_port()
+    starter = subprocess.run([sys.executable, "-c", ORPHAN_LISTENER, str(other)], stdout=subprocess.PIPE, text=True,
+                             timeout=30)
+    orphan = int(starter.stdout.split()[0])
+    try:
+        deadline = time.monotonic() + 10
+        while not _holders(other) and time.monotonic() < deadline:   # the orphan listens: it is a holder of its port
+            time.sleep(0.05)
+        assert _holders(other), "the orphan listener never listened"
+        profile = resolve_profile(profile_name="cpu", cli={"master_port": port})
+        fact = port_holders.gather(profile=profile, env={"NCCL_PORT_RANGE": f"{other}-{other}"})
+        assert fact["holders"] == [] and "nccl_port_range" not in fact
+    finally:
+        try:
+            os.kill(orphan, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
 @pytest.fixture(autouse=True)
 def _no_master_env(monkeypatch):
     for name in list(os.environ):

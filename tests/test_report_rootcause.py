@@ -2,6 +2,8 @@
 own line, every cause says who must act, and with several nodes the matrix comes before the cards."""
 from __future__ import annotations
 
+import pytest
+
 from dsv3_preflight.document import build_document
 from dsv3_preflight.reports.console import render_console
 from dsv3_preflight.reports.html import render_html
@@ -128,3 +130,43 @@ def test_fixes_are_printed_flush_left_so_a_pasted_heredoc_ends():
     doc = _doc([Result.failed("bad config", {}, fix, actor=Actor.JOB).stamped(name="x.config", node="gpu-a", duration_s=0)])
     lines = render_console(doc, quiet=True).splitlines()
     assert lines[lines.index("python3 - <<'EOF'") + 2] == "EOF"
+
+
+def test_a_bidi_override_in_a_document_is_escaped_in_the_console():
+    """Issue 46.6: U+202E in a node name or a check's text reached the console raw (the terminal reorders it)."""
+    hostile = Result.failed("bad \u202egnp.exe line", {}, "echo \u2067x", actor=Actor.JOB)
+    text = render_console(_doc([hostile.stamped(name="x.check", node="gpu-\u202ea", duration_s=0)]), color=False)
+    assert not any(ord(c) in (0x202E, 0x2067) for c in text)
+    assert "bad \\u202egnp.exe line" in text
+
+
+@pytest.mark.slow
+def test_a_bidi_override_never_reaches_the_console_of_run_doctor_report_or_launch(tmp_path):
+    """A node name, a log line and the report's strings holding U+202E, through the real commands."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MASTER_", "NCCL_", "DSV3_PREFLIGHT"))}
+    env.update(DSV3_PREFLIGHT_NODE_NAME="node\u202eevil", COLUMNS="250")
+    log = tmp_path / "train.log"
+    log.write_text("[rank0]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB \u202eevil\n",
+                   encoding="utf-8")
+    (tmp_path / "train.py").write_text("print('training')\n")
+
+    def cli(*args):
+        p = subprocess.run([sys.executable, "-m", "dsv3_preflight", *args], env=env, cwd=tmp_path,
+                           capture_output=True, text=True, timeout=300, encoding="utf-8")
+        return p.stdout + p.stderr
+
+    consoles = {
+        "run": cli("run", "--profile", "cpu", "--only", "env.*", "--no-color", "--json", "r.json", "--no-report",
+                   "--logs", str(log)),
+        "doctor": cli("doctor", str(log)),
+        "report": cli("report", "r.json", "-o", "r.html"),
+        "launch": cli("launch", "--profile", "cpu", "--only", "env.*", "--no-color", "--dry-run", "--no-report",
+                      "--", "train.py"),
+    }
+    for name, text in consoles.items():
+        assert "\u202e" not in text, (name, text[-2000:])
+    assert "\\u202eevil" in consoles["doctor"]   # shown escaped, not dropped

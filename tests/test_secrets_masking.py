@@ -19,10 +19,23 @@ from report_lab import load
     ("MY_CREDENTIALS=credSECRET", "credSECRET"),
     ("AWS_ACCESS_KEY_ID=AKIASECRET123", "AKIASECRET123"),
     ("SSH_KEY=sshSECRET", "sshSECRET"),
+    # issue 46.4: every value of a comma-separated list after a secret name, and webhook URLs on any host
+    ("wandb: ERROR api_key=FIRSTSECRET111,SECONDSECRET222", "SECONDSECRET222"),
+    ("wandb: ERROR api_key=FIRSTSECRET111,SECONDSECRET222", "FIRSTSECRET111"),
+    ("SLACK_WEBHOOK_URL=https://127.0.0.1/services/T0/B0/SLACKSECRET1234", "SLACKSECRET1234"),
+    ("posting to https://127.0.0.1/services/T0/B0/SLACKSECRET1234 failed", "SLACKSECRET1234"),
+    ("POST https://discord.com/api/webhooks/1234/DISCORDsecretTOKEN: 404", "DISCORDsecretTOKEN"),
 ])
 def test_mask_text_hides_the_secret_value(text, secret):
     masked = mask_text(text)
     assert secret not in masked and "***" in masked
+
+
+def test_a_list_after_a_secret_name_is_masked_whole_but_the_next_assignment_is_judged_by_its_own_name():
+    assert mask_text("api_key=A1,B2,nodes=gpu-a,gpu-b") == "api_key=***,nodes=gpu-a,gpu-b"
+    assert mask_text("NODES=gpu-a,gpu-b TOKEN=t1,t2 done") == "NODES=gpu-a,gpu-b TOKEN=*** done"
+    assert mask_text("see https://example.com/services/status for the outage") == (
+        "see https://example.com/services/status for the outage")   # no Slack-shaped T…/B…/… path: no webhook
 
 
 @pytest.mark.parametrize("text", [

@@ -49,6 +49,8 @@ PLANTED_ENV = {
                         "PLANT24"),
     "GITLAB_CI_TOKEN": ("glpat-PLANT25abcdefghijklmn", "PLANT25"),
     "PIP_INDEX_URL": ("https://user:PLANT26pip@pypi.corp/simple", "PLANT26pip"),
+    # issue 46.4: a webhook on another host than hooks.slack.com appeared verbatim beside variables shown as ***
+    "SLACK_WEBHOOK_URL": ("https://127.0.0.1/services/T0/B0/SLACKSECRET1234", "SLACKSECRET1234"),
 }
 #: named non-secrets (value must survive masking)
 KEPT_ENV = {"RAY_AUTH_MODE": "token", "NCCL_SOCKET_IFNAME": "lo", "TOKENIZERS_PARALLELISM": "false",
@@ -58,9 +60,12 @@ LOG_LINES = [
     '{"ts": "2026-01-01T00:00:00", "level": "info", "msg": "args", "hf_token": "' + LOG_SECRET + '"}',
     "[rank0]: torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, unhandled system error",
     "connecting with WANDB_API_KEY=PLANT27wandb0123456789abcdef0123456789ab",
+    # issue 46.4: the second of two comma-separated keys read 'api_key=***,SECONDSECRET222'
+    "wandb: ERROR api_key=FIRSTSECRET111,SECONDSECRET222",
 ]
 TRAIN_SECRET = "hf_PLANT28abcdefghijklmnopqrstuvwxyzAB"
-SECRETS = [secret for _, secret in PLANTED_ENV.values()] + [LOG_SECRET, "PLANT27wandb", TRAIN_SECRET]
+SECRETS = [secret for _, secret in PLANTED_ENV.values()] + [LOG_SECRET, "PLANT27wandb", TRAIN_SECRET,
+                                                             "FIRSTSECRET111", "SECONDSECRET222"]
 
 
 def test_the_corpus_is_what_the_issue_planted():
@@ -75,7 +80,7 @@ def test_the_corpus_is_what_the_issue_planted():
 #: planted values a scanner finds by their shape alone, whatever variable or line holds them
 BY_SHAPE = ("GITHUB_PAT", "CI_JOB_JWT", "ALERTS_WEBHOOK", "GIT_REMOTE", "AZURE_STORAGE_CONNECTION_STRING", "DATABASE_URL",
             "APP_CONFIG", "HF_TOKEN", "AWS_ACCESS_KEY_ID", "HTTPS_PROXY", "SENTRY_DSN", "TRAIN_EXTRA", "SLACK_BOT",
-            "SSH_PRIVATE_KEY", "GITLAB_CI_TOKEN", "PIP_INDEX_URL")
+            "SSH_PRIVATE_KEY", "GITLAB_CI_TOKEN", "PIP_INDEX_URL", "SLACK_WEBHOOK_URL")
 
 
 @pytest.mark.parametrize("name", sorted(PLANTED_ENV))

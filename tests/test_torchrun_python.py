@@ -229,7 +229,7 @@ def test_launch_runs_the_named_torchrun_of_another_environment_when_its_librarie
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert json.loads(out.read_text())["sum"] == 3.0
     log = (tmp_path / "launch.log").read_text()
-    assert f"# GO: exec {torchrun} " in log   # the torchrun named, whose Python the check compared
+    assert f"# GO: start {torchrun} " in log   # the torchrun named, whose Python the check compared
     [judged] = [r for r in json.loads((tmp_path / "report.json").read_text())["results"]
                 if r["name"] == "env.torchrun_python"]
     assert f"runs {python}, another environment with the same versions" in judged["summary"]

@@ -140,7 +140,8 @@ PATTERNS: tuple[Pattern, ...] = (
     _p("nccl_socket_connect",
        r"socketStartConnect: Connect to (?P<addr>\S+) failed\s*:\s*(?P<why>[^\n]+)",
        lambda m: f"NCCL could not connect to {m['addr']}: {m['why'].strip()}",
-       lambda m: ("# open the NCCL port range between the nodes (NCCL_PORT_RANGE), then pin the interface:\n"
+       lambda m: ("# open TCP between the nodes on the training interface: NCCL connects on the kernel's ephemeral ports\n"
+                  "cat /proc/sys/net/ipv4/ip_local_port_range   # the range to open, then pin the interface:\n"
                   f"export NCCL_SOCKET_IFNAME={NCCL_IFACE}   {NCCL_EXACT}"),
        NETWORK, "collective.ports_blocked_between_nodes"),
     _p("nccl_system_error",

@@ -19,7 +19,8 @@ def add_arguments(parser) -> None:
     group.add_argument("--launch-log", default=None, metavar="PATH",
                        help="the launch log (default REPORTS_DIR/launch-<time>-<node>.log; none with --no-report)")
     group.add_argument("--stop-grace", type=float, default=10.0, metavar="S",
-                       help="with --all-nodes: seconds the other nodes get to stop after one node's torchrun fails")
+                       help="seconds torchrun gets to stop after an interrupt (with --all-nodes: the other nodes, after one "
+                            "node's torchrun fails), then SIGKILL")
     parser.add_argument("training", nargs="*", metavar="-- SCRIPT ARGS",
                         help="the training script and its arguments, after `--`")
 
@@ -165,19 +166,22 @@ def _launch(args, session, training_lines: list[str], training_values: dict) -> 
         sys.stdout.write(shell_text(command))
         return 0
     if log:
-        write_launch_log(log, launch_log_text(doc, code, written, command, f"GO: exec {command.argv[0]} (pid {os.getpid()})",
-                                          training_lines))
+        write_launch_log(log, launch_log_text(doc, code, written, command,
+                                              f"GO: start {command.argv[0]} (the launcher, pid {os.getpid()}, stays "
+                                              "its parent)", training_lines))
         err.print(f"launch log {log}")
     sys.stdout.flush()
     sys.stderr.flush()
-    try:
-        from .. import signals
+    from .. import signals
+    from ..launch.local import run_torchrun
 
-        signals.release()  # end what the preflight left running; torchrun gets neither our cookie nor handlers
-        os.execvpe(command.argv[0], list(command.argv),
-                   {k: v for k, v in command.env.items() if k != signals.COOKIE_VAR})
+    signals.release()  # end what the preflight left running; torchrun gets neither our cookie nor handlers
+    try:
+        # the launcher stays torchrun's parent: a SIGINT/SIGTERM is forwarded to torchrun's process group and the
+        # launch exits 2 once torchrun stopped (as every command does when interrupted); else torchrun's own code
+        return run_torchrun(command.argv, {k: v for k, v in command.env.items() if k != signals.COOKIE_VAR},
+                            stop_grace=args.stop_grace)
     except OSError as exc:
         from ..cli import UsageError
 
         raise UsageError(f"cannot start torchrun {command.argv[0]!r}: {exc.strerror or exc}") from None
-    return 3  # pragma: no cover - exec does not return

@@ -74,6 +74,40 @@ def parse_visible_devices(value: str | None) -> list[str] | None:
     return [part.strip() for part in value.split(",")] if value.strip() else []
 
 
+def written_problems(cuda_visible_devices: str | None, nproc: int) -> list[str]:
+    """What CUDA_VISIBLE_DEVICES gets wrong by its text alone, known without a driver or a GPU: an entry listed
+    twice (the same index or the same UUID: two ranks on one GPU), an entry that is neither an index nor a UUID
+    (CUDA stops reading there), fewer entries than local ranks. What needs the GPUs themselves (an index out of
+    range, a UUID of no GPU here, an index and a UUID naming one GPU) is :func:`resolve_visible`'s."""
+    entries = parse_visible_devices(cuda_visible_devices)
+    if entries is None:
+        return []
+    problems: list[str] = []
+    seen: dict[str, int] = {}
+    read = 0
+    for pos, entry in enumerate(entries):
+        if re.fullmatch(r"\d+", entry):
+            key = str(int(entry))
+        elif entry.upper().startswith(("GPU-", "MIG-")):
+            key = entry.lower()
+        else:
+            problems.append(f"CUDA_VISIBLE_DEVICES entry {entry!r} (position {pos}) is "
+                            + ("a negative index" if re.fullmatch(r"[+-]\d+", entry) else "neither an index nor a GPU UUID")
+                            + (f": CUDA stops reading there and ignores the {len(entries) - pos - 1} entries after it"
+                               if pos < len(entries) - 1 else ""))
+            break
+        read += 1
+        if key in seen:
+            problems.append(f"CUDA_VISIBLE_DEVICES={cuda_visible_devices} lists {entry} twice (positions {seen[key]} "
+                            f"and {pos}): two local ranks would share one GPU (NCCL aborts: Duplicate GPU detected)")
+        seen.setdefault(key, pos)
+    if not entries:
+        problems.append("CUDA_VISIBLE_DEVICES is empty: no GPU is visible")
+    elif nproc > read:
+        problems.append(f"CUDA_VISIBLE_DEVICES={cuda_visible_devices} makes {read} GPUs visible for {nproc} local ranks")
+    return problems
+
+
 @dataclass
 class Resolution:
     devices: list[dict[str, Any]]

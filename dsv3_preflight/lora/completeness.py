@@ -29,9 +29,13 @@ def decide_save(obs: Mapping[str, Any], *, stable_for: float, settle: float) -> 
 
     ``obs`` holds: ``trainer_state`` (bool: trainer_state.json exists beside it), ``next_checkpoint`` (bool),
     ``config`` (bool: adapter_config.json exists), ``file_complete`` (bool or None: the header/zip proves the
-    file whole; None when it cannot tell), ``missing_weights`` (bool: a config without weights).
+    file whole; None when it cannot tell), ``missing_weights`` (bool: a config without weights), ``not_regular``
+    (what the weights path is when it is no regular file: "a FIFO (named pipe)"; judged at once).
     ``stable_for`` is how long the weights and config have been unchanged.
     """
+    if obs.get("not_regular"):
+        # a FIFO, a device or a socket where the weights belong is what it is, not a save in progress
+        return Decision(True, f"the weights path is {obs['not_regular']}, not a regular file")
     if stable_for < settle:
         return Decision(False, f"changed {stable_for:.1f}s ago (settle {settle:g}s)")
     trainer_done = bool(obs.get("trainer_state") or obs.get("next_checkpoint"))

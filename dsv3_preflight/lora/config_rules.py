@@ -12,7 +12,7 @@ import json
 from typing import Any
 
 from ..result import Actor, Finding, failure, warning
-from . import causes, fixes, patterns
+from . import causes, fixes, patterns, peft_defaults
 from .case import CONFIG_NAME, AdapterCase
 
 TASK_TYPES = ("SEQ_CLS", "SEQ_2_SEQ_LM", "CAUSAL_LM", "TOKEN_CLS", "QUESTION_ANS", "FEATURE_EXTRACTION")
@@ -137,8 +137,7 @@ def target_modules(case: AdapterCase) -> Finding | list[Finding] | None:
     if value is None:
         if c.get("target_parameters"):
             return None
-        return _fail(case, "target_modules is not set: peft would guess the targets from the model type, not the "
-                           "modules these weights were trained on")
+        return null_target_modules(case)
     if isinstance(value, str):
         if value == ALL_LINEAR:
             return None
@@ -158,6 +157,37 @@ def target_modules(case: AdapterCase) -> Finding | list[Finding] | None:
             return _fail(case, f"target_modules holds {_show(bad[0])} ({type(bad[0]).__name__}), not a module name")
         return None
     return _fail(case, f"target_modules is a {type(value).__name__}, not a list of module names or a regex")
+
+
+def null_target_modules(case: AdapterCase) -> Finding:
+    """target_modules null: peft fills in its default targets for the base model's type at load. Where the saved
+    modules are exactly those defaults (Llama's q_proj, v_proj), the adapter loads intact on a model of such a type:
+    a warning naming them; any other saved modules load wrong (dropped, or layers left untrained): a FAIL."""
+    saved = sorted({m.rpartition(".")[2] for m in _saved_modules(case)})
+    fix = (fixes.json_edit(case.config_file, [(["target_modules"], saved)], "the modules the saved weights adapt")
+           if saved and case.directory else None)
+    known = case.facts.get("base_model_type")
+    types = peft_defaults.model_types_defaulting_to(set(saved)) if saved else []
+    if known:   # base_model_name_or_path is a local model: peft's defaults for its type are what it builds
+        defaults = peft_defaults.DEFAULT_TARGETS.get(known)
+        if known in types:
+            return warning(f"{CONFIG_NAME}: target_modules is null: peft fills in its default targets for "
+                           f"{known} (the base model's type) at load, which are the saved modules "
+                           f"({', '.join(saved)}): it loads intact; name them in target_modules all the same",
+                           fix or fixes.peft_reads(case.directory), actor=Actor.JOB,
+                           cause=causes.ADAPTER_CONFIG_INVALID)
+        what = (f"peft's default targets for {known} are {defaults if isinstance(defaults, str) else ', '.join(defaults)}"
+                if defaults else f"peft has no default targets for {known} and refuses to load it")
+        return _fail(case, f"target_modules is null: {what}, not the saved modules ({', '.join(saved)}): the "
+                           "adapter loads wrong (weights dropped, or layers left untrained)", fix)
+    if types:
+        return warning(f"{CONFIG_NAME}: target_modules is null: peft fills in its default targets for the base "
+                       f"model's type at load; the saved modules ({', '.join(saved)}) are the defaults of "
+                       f"{', '.join(types[:6])}{' and others' if len(types) > 6 else ''}, so the adapter loads intact "
+                       "on such a model (and wrong on any other): name them in target_modules",
+                       fix or fixes.peft_reads(case.directory), actor=Actor.JOB, cause=causes.ADAPTER_CONFIG_INVALID)
+    return _fail(case, "target_modules is not set: peft would guess the targets from the model type, not the "
+                       f"modules these weights were trained on{' (' + ', '.join(saved) + ')' if saved else ''}", fix)
 
 
 def target_parameters(case: AdapterCase) -> Finding | None:

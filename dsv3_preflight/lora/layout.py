@@ -42,6 +42,10 @@ class Layout:
     other: list[str] = field(default_factory=list)                        # keys in no peft class (full names)
     malformed: list[str] = field(default_factory=list)                    # a LoRA token in a key peft never writes
     zero_element: list[str] = field(default_factory=list)
+    #: one adapter parameter saved under two keys (``lora_A.weight`` and ``lora_A.default.weight``): the parameter's
+    #: name (without the adapter) -> [(key, shape)], in the order peft maps them (sorted: the last one is the value
+    #: peft loads, see :func:`analyse`)
+    collisions: dict[str, list[tuple[str, tuple[int, ...]]]] = field(default_factory=dict)
     by_dtype: dict[str, list[str]] = field(default_factory=dict)
     #: what the rules derived from this layout, by (rule, config values): a layout is shared by a run's checkpoints
     memo: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)
@@ -67,6 +71,21 @@ def analyse(tensors: Mapping[str, Any]) -> Layout:
     """Classify ``tensors`` ({name: (dtype, shape)} or {name: [dtype, shape]}) by peft's key grammar."""
     out = Layout(tensors=len(tensors))
     pairs, by_dtype = out.pairs, out.by_dtype
+    # peft remaps ``lora_A.weight`` and keeps ``lora_A.default.weight`` as it is: both fill one parameter, and the key
+    # that comes later in load_file's (sorted) order wins; so the layout keeps that key's shape
+    holder: dict[str, tuple[str, tuple[int, ...]]] = {}
+
+    def claim(param: str, name: str, shape: tuple[int, ...]) -> bool:
+        """Whether ``name`` is the key peft loads ``param`` from (so far); a second key is a collision."""
+        prior = holder.get(param)
+        if prior is not None:
+            seen = out.collisions.setdefault(param, [prior])
+            seen.append((name, shape))
+            seen.sort()
+            if name < prior[0]:
+                return False
+        holder[param] = (name, shape)
+        return True
     for name, (dtype, shape) in tensors.items():
         shape = _shape(shape)
         by_dtype.setdefault(dtype, []).append(name)
@@ -125,6 +144,8 @@ def analyse(tensors: Mapping[str, Any]) -> Layout:
             continue
         if adapter is not None and adapter != DEFAULT_ADAPTER:
             out.other_adapter.setdefault(adapter, []).append(name)
+            continue
+        if not claim(f"{module}.{token}" + (f".{param}" if param else ""), name, shape):
             continue
         if token == "lora_magnitude_vector":
             out.magnitude[module] = shape

@@ -139,6 +139,34 @@ def keys_other_adapter(case: AdapterCase) -> Finding | None:
                       f"adapter's keys without its name (or with 'default'), so these are dropped: {named(keys, 3)}", case)
 
 
+def keys_collide(case: AdapterCase) -> list[Finding]:
+    """Two keys naming one adapter parameter (``…q_proj.lora_A.weight`` and ``…q_proj.lora_A.default.weight``): peft
+    maps both onto the same parameter and loads whichever its key order puts last. Of another shape, that is
+    torch's "size mismatch for …" (or, in the other order, a key silently dropped): a FAIL. Of the same shape, peft
+    loads one and ignores the other: a WARN."""
+    lay = case.layout
+    if not lay or not lay.collisions:
+        return []
+    differ = {p: keys for p, keys in lay.collisions.items() if len({shape for _, shape in keys}) > 1}
+    same = [p for p in lay.collisions if p not in differ]
+    found = []
+    if differ:
+        shown = "; ".join(" and ".join(f"{k.removeprefix(PREFIX)} {list(shape)}" for k, shape in keys)
+                          for keys in list(differ.values())[:3])
+        found.append(keys_fail(f"{len(differ)} adapter parameters are saved under two keys of different shapes "
+                               f"({shown}{'; …' if len(differ) > 3 else ''}): peft maps both onto one parameter and "
+                               "loads the one its key order puts last, refusing the adapter ('size mismatch for …') "
+                               "when that one has the wrong shape", case))
+    if same:
+        found.append(warning(f"{len(same)} adapter parameters are saved twice with the same shape "
+                             f"({named(sorted(k for p in same for k, _ in lay.collisions[p]), 4)}): peft loads one "
+                             "of each pair and ignores the other",
+                             "\n".join([fixes.comment("save the adapter with peft's own save_pretrained (or the "
+                                                       "Trainer), not a hand-written state_dict; then check it again"),
+                                         fixes.rescan(case.path)]), actor=Actor.JOB, cause=causes.ADAPTER_KEYS_INVALID))
+    return found
+
+
 def unpaired(case: AdapterCase) -> Finding | None:
     lay = case.layout
     if not lay:
@@ -249,8 +277,14 @@ def dora_keys(case: AdapterCase) -> Finding | None:
             return keys_fail(f"use_dora is true but {len(lacking)} modules have no lora_magnitude_vector: "
                               f"{named(lacking)}", case)
     elif lay.magnitude:
-        return keys_fail(f"{len(lay.magnitude)} DoRA lora_magnitude_vector keys but use_dora is not true in "
-                          f"{CONFIG_NAME}: peft drops them", case)
+        # peft builds no DoRA layer without use_dora: it ignores these keys and loads every LoRA tensor intact
+        # (tests/test_lora_scan.py holds it to peft's own load)
+        return warning(f"{len(lay.magnitude)} DoRA lora_magnitude_vector keys but use_dora is not true in "
+                       f"{CONFIG_NAME}: peft ignores them (the LoRA weights load intact, without DoRA): "
+                       f"{named(sorted(lay.magnitude), 3)}",
+                       "\n".join([fixes.comment("if the adapter was trained with DoRA, set use_dora to true in "
+                                                 f"{CONFIG_NAME}; else the magnitudes are leftovers peft ignores"),
+                                   fixes.rescan(case.path)]), actor=Actor.JOB, cause=causes.ADAPTER_KEYS_INVALID)
     return None
 
 
@@ -410,5 +444,5 @@ def layers_transform(case: AdapterCase) -> Finding | None:
 
 #: every rule on the saved keys and tensors, in the order their findings are shown
 WEIGHT_RULES = (empty_adapter, zero_element, weight_dtypes, keys_without_prefix, keys_not_peft, keys_other_adapter,
-                unpaired, ranks, shapes_consistent, dora_keys, bias_keys, saved_modules_present, target_coverage,
+                keys_collide, unpaired, ranks, shapes_consistent, dora_keys, bias_keys, saved_modules_present, target_coverage,
                 layers_transform, wrapper_options)

@@ -43,3 +43,6 @@ PORT_REJECTED = "net.port_rejected"
 PORT_NOT_LISTENING = "net.port_not_listening"
 #: no answer from MASTER_PORT within the timeout: a firewall DROP, or packets lost (net.port_reach)
 PORT_FILTERED = "net.port_filtered"
+#: MASTER_ADDR is a host name this node resolves, through its own /etc/hosts, to an address where the head does not
+#: answer: a stale mapping on this node, not a firewall (net.port_reach)
+MASTER_NAME_STALE = "net.master_name_stale"

@@ -37,16 +37,6 @@ def shm() -> dict[str, Any]:
     return {"path": path, "exists": True, "total_bytes": st.f_blocks * st.f_frsize, "free_bytes": st.f_bavail * st.f_frsize}
 
 
-def _port_range(text: str | None) -> tuple[int, int] | None:
-    if not text:
-        return None
-    m = re.fullmatch(r"\s*(\d+)\s*-\s*(\d+)\s*", text)
-    if not m:
-        return None
-    lo, hi = int(m.group(1)), int(m.group(2))
-    return (lo, hi) if 0 < lo <= hi <= 65535 else None
-
-
 def _is_this_run(pid: int, me: int) -> bool | None:
     """Whether ``pid`` is this process or one of its descendants; None when it has ended.
 
@@ -70,9 +60,10 @@ def _is_this_run(pid: int, me: int) -> bool | None:
 HOLDER_RESCANS = 3
 
 
-@probe("port_holders", needs=["profile", "env"], timeout=10, claims=["master_port"])
-def port_holders(profile, env) -> dict[str, Any]:
-    """Sockets of this host bound to the rendezvous port or inside NCCL_PORT_RANGE, with their processes.
+@probe("port_holders", needs=["profile"], timeout=10, claims=["master_port"])
+def port_holders(profile, env=None) -> dict[str, Any]:
+    """Sockets of this host bound to the rendezvous port, with their processes (NCCL and Gloo connect on ephemeral
+    ports, which no preflight can hold free; NCCL has no port-range variable).
 
     This run's own sockets are left out, also where a child of this run holds them (see :func:`_is_this_run`).
     When a holder ends between the socket table and its process lookup, the table is read again (at most
@@ -80,7 +71,6 @@ def port_holders(profile, env) -> dict[str, Any]:
     import psutil
 
     port = profile.master_port
-    nccl_range = _port_range(env.get("NCCL_PORT_RANGE"))
     me = os.getpid()
     for attempt in range(HOLDER_RESCANS + 1):
         holders, vanished = [], False
@@ -88,8 +78,7 @@ def port_holders(profile, env) -> dict[str, Any]:
             if not conn.laddr:
                 continue
             lport = conn.laddr.port
-            in_range = nccl_range is not None and nccl_range[0] <= lport <= nccl_range[1]
-            if lport != port and not in_range:
+            if lport != port:
                 continue
             if conn.status not in (psutil.CONN_LISTEN, psutil.CONN_NONE) and not (lport == port and conn.status == psutil.CONN_ESTABLISHED):
                 continue  # outgoing connections that merely use a local port do not hold it for binding
@@ -109,8 +98,7 @@ def port_holders(profile, env) -> dict[str, Any]:
         if not vanished or attempt == HOLDER_RESCANS:
             break
         time.sleep(0.05)
-    return {"port": port, "nccl_port_range": list(nccl_range) if nccl_range else None,
-            "nccl_port_range_raw": env.get("NCCL_PORT_RANGE"), "holders": holders}
+    return {"port": port, "holders": holders}
 
 
 @probe("gpu_holders", timeout=10)

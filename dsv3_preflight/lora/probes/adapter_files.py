@@ -198,6 +198,21 @@ def read_trainer_step(directory: str | os.PathLike[str]) -> tuple[int | None, st
     return (step if type(step) is int else None), None
 
 
+def base_model_type(config: Any) -> str | None:
+    """The model_type of the base model an adapter config names, when base_model_name_or_path is a local directory
+    holding a readable config.json (what peft fills a null target_modules from); None otherwise (a hub id, no
+    such directory, an unreadable config)."""
+    base = config.get("base_model_name_or_path") if isinstance(config, dict) else None
+    if not isinstance(base, str) or not base or not os.path.isdir(base):
+        return None
+    try:
+        data = read_json(Path(base) / "config.json", what="base model config", max_bytes=CONFIG_CAP)
+    except InputError:
+        return None
+    model_type = data.get("model_type") if isinstance(data, dict) else None
+    return model_type if isinstance(model_type, str) else None
+
+
 def read_adapter(path: str | os.PathLike[str], *, cap: int = DEFAULT_HEADER_CAP) -> dict[str, Any]:
     """Every fact the judge needs about one adapter: its weights file (or its directory when it has none).
 
@@ -221,4 +236,6 @@ def read_adapter(path: str | os.PathLike[str], *, cap: int = DEFAULT_HEADER_CAP)
     facts["has_config_beside"] = os.path.lexists(directory / CONFIG_NAME)
     if is_dir or p.name in WEIGHT_NAMES or facts["has_config_beside"]:
         facts["config"], facts["config_error"] = read_config(directory)
+        if isinstance(facts["config"], dict) and facts["config"].get("target_modules") is None:
+            facts["base_model_type"] = base_model_type(facts["config"])
     return facts

@@ -10,12 +10,13 @@ Directories named ``tmp-checkpoint-*`` (the Trainer's staging name) are ignored.
 from __future__ import annotations
 
 import os
+import stat
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from dsv3_preflight.inputs import InputError, open_regular
+from dsv3_preflight.inputs import InputError, kind_of, open_regular
 from dsv3_preflight.lora.case import CONFIG_NAME, step_of
 from dsv3_preflight.lora.completeness import decide_save
 from dsv3_preflight.lora.verdict import unreadable_dir
@@ -77,6 +78,14 @@ def observe(path: Path, *, cap: int = DEFAULT_HEADER_CAP) -> dict[str, Any]:
     obs: dict[str, Any] = {"trainer_state": os.path.lexists(directory / TRAINER_STATE),
                            "config": os.path.lexists(directory / CONFIG_NAME),
                            "missing_weights": path.is_dir(), "next_checkpoint": _later_checkpoint(directory)}
+    if not path.is_dir():
+        try:
+            mode = os.stat(path).st_mode   # stat, never open: a FIFO opened for reading would block
+        except OSError:
+            mode = None
+        if mode is not None and not stat.S_ISREG(mode):
+            obs["not_regular"] = kind_of(mode)   # no wait will make it a file of weights: judge it now
+            return obs
     if not obs["trainer_state"] and not obs["next_checkpoint"] and not path.is_dir():
         obs["file_complete"] = _zip_whole(path) if path.suffix in (".bin", ".pt") else _safetensors_whole(path, cap)
     return obs

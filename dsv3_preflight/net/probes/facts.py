@@ -116,6 +116,8 @@ def nic_route(profile, env, resolve_master, nccl_conf=None) -> dict[str, Any]:
         "local": False, "method": None, "route_type": None, "route_error": None, "route_errno": None,
         "ifname": None, "ifindex": None, "src": None, "gateway": None,
         "hosts_entries": resolve_master.get("hosts_entries") or [],
+        # the kernel's ephemeral range: the ports NCCL and Gloo connect on between nodes (a firewall must open them)
+        "ephemeral_range": ephemeral_ports(profile.master_port)["ephemeral_range"],
     }
     addresses, error = list(resolve_master.get("addresses") or []), resolve_master.get("error")
     fact["addresses"], fact["resolve_error"] = addresses, error
@@ -245,7 +247,10 @@ def port_reach(profile, nic_route, env) -> dict[str, Any]:
                             "attempted": False, "host": profile.master_addr, "port": profile.master_port,
                             # a token to expect means a dsv3-preflight listener was started for this check (by
                             # `run --all-nodes` on node 0, or by hand with `dsv3-preflight listen`)
-                            "listener_expected": bool(env.get(TOKEN_ENV))}
+                            "listener_expected": bool(env.get(TOKEN_ENV)),
+                            # where a host name's address came from on this node: a stale /etc/hosts line sends the
+                            # worker to an old address, which net.port_reach must not call the head's
+                            "hosts_entries": nic_route.get("hosts_entries") or []}
     if nic_route.get("role") == "head":
         return fact
     try:
