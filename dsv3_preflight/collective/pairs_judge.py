@@ -230,7 +230,7 @@ def suspect_rows(nodes: Sequence[str], records: Sequence[PairRecord], loc: Local
         wanted += [rec.a, rec.b]
     wanted += [n for n in nodes if states.get(n) in ("suspect", "untested")][:LISTED]
     wanted = list(dict.fromkeys(wanted))
-    mine: dict[str, list[PairRecord]] = {n: [] for n in wanted}
+    mine: dict[str, list[PairRecord]] = {n: [] for n in wanted}   # each in round order below
     for r in records:
         for n in (r.a, r.b):
             if n in mine:
@@ -238,7 +238,8 @@ def suspect_rows(nodes: Sequence[str], records: Sequence[PairRecord], loc: Local
     return [{"node": n, "state": "bad" if n in loc.bad_nodes else states.get(n, "?"),
              "pairs": [{"peer": r.b if r.a == n else r.a, "round": r.round, "status": r.status,
                         "latency_us": r.latency_us, "busbw_gbps": r.busbw_gbps, "latency_ratio": r.latency_ratio,
-                        "busbw_ratio": r.busbw_ratio, "slow": r.slow, "failure": r.failure} for r in mine[n]]}
+                        "busbw_ratio": r.busbw_ratio, "slow": r.slow, "failure": r.failure}
+                       for r in sorted(mine[n], key=lambda r: r.round or 0)]}
             for n in wanted]
 
 
