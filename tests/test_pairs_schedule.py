@@ -20,6 +20,7 @@ from dsv3_preflight.collective.schedule import (FAST_MIN_NODES, first_round, max
                                                 uses_fast)
 from dsv3_preflight.commands.run import options_from_args
 from dsv3_preflight.profile import Profile
+from paste_lint import paste_problems
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 from pairs_sim import SimCluster, payload, Quiet  # noqa: E402
@@ -190,3 +191,22 @@ def test_a_large_clusters_report_folds_the_healthy_nodes_and_shows_the_suspects_
     text = render(doc, "console")
     assert "63 healthy" in text and f"  {bad[0]} (bad)" in text and "p50 latency of a 4 KiB" not in text
     assert document.MAX_DOCUMENT_BYTES > row["report_bytes"]
+
+
+def test_a_slow_pair_the_schedule_could_not_resolve_is_named_as_such_never_as_a_link():
+    """Round 1 only (the limit reached, say): the slow pair's two nodes met no one else, so it may be either node
+    or the link; the judge says that, with --pairs=all to tell which."""
+    from dsv3_preflight.collective.pairs_judge import rule_unresolved
+
+    recs = [PairRecord(f"n{i}", f"n{i + 1}", round=1, status=OK, latency_us=100.0, busbw_gbps=10.0) for i in (0, 2, 4)]
+    recs.append(PairRecord("n6", "n7", round=1, status=OK, latency_us=100.0, busbw_gbps=0.5))
+    names = [f"n{i}" for i in range(8)]
+    assert node_states(names, recs, TH) == {**{n: "good" for n in names[:6]}, "n6": "suspect", "n7": "suspect"}
+    loc = localise(names, recs, TH, resolve_links=True)
+    assert loc.culprits() == {"nodes": [], "links": [], "failed": [], "unresolved": [["n6", "n7"]]}
+    [finding] = rule_unresolved(loc, TH, {}, 5)
+    assert finding.cause == "collective.pair_unresolved" and "--pairs=all" in finding.fix
+    assert paste_problems(finding.fix) == [], finding.fix
+    assert finding.message.startswith("pair n6↔n7 is slow (busbw 0.5 GB/s = 0.05× the reference); not resolved")
+    # the round-robin's judgement of the same pairs is unchanged: a slow pair of two nodes is a link
+    assert localise(names, recs, TH).culprits()["links"] == [["n6", "n7"]]
