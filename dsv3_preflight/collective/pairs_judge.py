@@ -264,7 +264,10 @@ def judge_pairs(collective_pairs: Mapping[str, Any], profile: Any, node_ranks: M
                               "and names a slow node or link")
     th = Thresholds(float(profile.pairs_latency_ratio), float(profile.pairs_busbw_ratio))
     schedule, records = pair_records(facts)
-    nodes = schedule["nodes"] or sorted(node_ranks, key=lambda n: node_ranks[n])
+    # the nodes in rank order (the fast schedule's facts name only their own pairs' nodes), then any other the facts name
+    ranked = sorted(node_ranks, key=lambda n: node_ranks[n])
+    known = set(ranked)
+    nodes = ranked + [n for n in schedule["nodes"] if n not in known]
     fast = schedule.get("kind") == FAST
     states = node_states(nodes, records, th)
     loc = localise(nodes, records, th, resolve_links=fast)
