@@ -194,8 +194,9 @@ def coverage(schedule: Mapping[str, Any], records: Sequence[PairRecord], loc: Lo
     planned = len(schedule["planned"])
     text = f"{tested} of {total} pairs tested"
     states = dict(states or {})
-    counts = {k: sum(1 for v in states.values() if v == k) for k in ("good", "bad", "suspect", "untested")}
-    open_nodes = [n for n, v in states.items() if v in ("suspect", "untested")]
+    counts = {k: sum(1 for v in states.values() if v == k) for k in ("good", "suspect", "untested")}
+    counts["bad"] = len(loc.bad_nodes)   # the verdict's bad nodes (the rule's), not the schedule's view of them
+    open_nodes = [n for n, v in states.items() if v in ("suspect", "untested", "bad") and n not in loc.bad_nodes]
     if schedule.get("kind") == FAST:
         text += (f" (fast schedule, {schedule['rounds']} round(s): {counts['good']} of {nodes} node(s) proven good"
                  + (f", {counts['bad']} named bad" if counts["bad"] else "")
