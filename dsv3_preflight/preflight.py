@@ -64,6 +64,8 @@ class RunOptions:
     #: None, "gang" (one all_reduce over all nodes) or "pairs" (every pair of nodes)
     probe: str | None = None
     pairs_sample: int | None = None
+    #: with probe "pairs": "fast" (round 1 pairs every node, then only the suspects) or "all" (every pair)
+    pairs_schedule: str = "fast"
     #: an open Ray session to use and leave open (`launch --all-nodes` keeps it for torchrun)
     ray_session: Any = None
     # -- what the person sees while it runs (stderr); the document is the same either way
@@ -122,6 +124,8 @@ def run_preflight(options: RunOptions) -> dict[str, Any]:
         raise UsageError(f"timeout {options.timeout!r}: expected a finite number of seconds > 0")
     if options.probe not in (None, "gang", "pairs"):
         raise UsageError(f"--probe {options.probe!r}: expected gang or pairs")
+    if options.pairs_schedule not in ("fast", "all"):
+        raise UsageError(f"--pairs {options.pairs_schedule!r}: expected fast or all")
     started = _dt.datetime.now(_dt.timezone.utc)
     notes: list[str] = []
     facts_doc = load_facts(options.facts_in) if options.facts_in else None
@@ -140,6 +144,7 @@ def run_preflight(options: RunOptions) -> dict[str, Any]:
 
         outcome = run_all_nodes(registry, selection.selected, profile, timeout=timeout, address=options.ray_address,
                                 probe=options.probe, pairs_sample=options.pairs_sample,
+                                pairs_schedule=options.pairs_schedule,
                                 checks_dirs=list(options.checks_dirs), progress=options.progress,
                                 no_color=options.no_color, session=options.ray_session)
         results, nodes, extra = outcome.results, outcome.nodes, {**extra, **outcome.extra}

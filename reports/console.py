@@ -23,6 +23,7 @@ from rich.table import Table
 from dsv3_preflight.result import GO, NOTHING_SELECTED, STATUS_ORDER, Status
 from dsv3_preflight.text import safe_terminal
 
+from .fold import fold, names_text
 from .probe_text import render_pairs_text
 from .rootcause import CLUSTER, Cause, cause_lead, cause_where, node_names, root_causes, verdict_line_parts
 
@@ -85,6 +86,13 @@ def verdict_line(doc: Mapping[str, Any], color: bool = False) -> str:
 
 def _nodes_line(console: Console, nodes: list) -> None:
     parts = []
+    if len(nodes) > 16:   # a large cluster: the count, its ends, and every node not up
+        down = [n for n in nodes if n.get("state") not in ("ok", "replayed")]
+        names = [str(n.get("node")) for n in nodes]
+        console.print(f"nodes: {len(nodes)} ({t(names_text(names))})"
+                      + ("; not up: " + ", ".join(f"{t(n.get('node'))} [{t(n.get('state'))}]" for n in down) if down else ""),
+                      soft_wrap=True)
+        return
     for n in nodes:
         state = n.get("state")
         parts.append(f"{t(n.get('node'))}=node {n.get('node_rank')}" + ("" if state in ("ok", "replayed") else f" [{t(state)}]"))
@@ -105,25 +113,43 @@ def _table(console: Console, results: list) -> None:
 
 
 def _matrix(console: Console, results: list, node_names: list[str], nodes: list) -> None:
-    """Checks down, nodes across; the worst status of each cell; a dead node's column says so."""
+    """Checks down, nodes across; the worst status of each cell; a dead node's column says so. Above 16 nodes the
+    healthy ones are folded into one column of counts (reports/fold.py)."""
+    shown, folded = fold(node_names, nodes, results)
+    folded_set = set(folded)
+    node_names = shown
     cell: dict[tuple[str, str], str] = {}
+    folded_counts: dict[str, dict[str, int]] = {}
     order = {s.value: i for i, s in enumerate(STATUS_ORDER)}
+    best: dict[str, int] = {}
     for r in results:
-        key = (str(r["name"]), str(r["node"]))
+        name = str(r["name"])
+        if str(r["node"]) in folded_set:
+            counts = folded_counts.setdefault(name, {})
+            counts[r["status"]] = counts.get(r["status"], 0) + 1
+            best[name] = min(best.get(name, 99), order[r["status"]])
+            continue
+        key = (name, str(r["node"]))
         if key not in cell or order[r["status"]] < order[cell[key]]:
             cell[key] = r["status"]
-    checks = sorted({k[0] for k in cell}, key=lambda c: (min(order[s] for (name, _), s in cell.items() if name == c), c))
+        best[name] = min(best.get(name, 99), order[r["status"]])
+    checks = sorted(best, key=lambda c: (best[c], c))
     state = {str(n.get("node")): n.get("state") for n in nodes}
     table = Table(show_lines=False, expand=False, title="node × check")
     table.add_column("check", no_wrap=True)
     for name in node_names:
         dead = state.get(name) not in (None, "ok", "replayed")
         table.add_column(t(name) + (f"\n[bold magenta]‼ {t(state.get(name))}[/]" if dead else ""), no_wrap=True, justify="center")
+    if folded:
+        table.add_column(f"{len(folded)} healthy\n(folded)", no_wrap=True, justify="center")
     for check in checks:
         row = [t(check)]
         for name in node_names:
             status = cell.get((check, name))
             row.append(f"[{STYLE[status]}]{LABEL[status]}[/]" if status else "·")
+        if folded:
+            counts = folded_counts.get(check, {})
+            row.append(" ".join(f"[{STYLE[s]}]{SYMBOL[s]} {counts[s]}[/]" for s in STYLE if counts.get(s)) or "·")
         table.add_row(*row)
     console.print(table)
 

@@ -22,6 +22,7 @@ from dsv3_preflight.result import severity
 from dsv3_preflight.secrets import mask
 
 from .doctor_text import who_acts
+from .fold import fold, names_text
 from .pairs_view import pairs_view
 from .rootcause import root_causes
 
@@ -84,17 +85,31 @@ def build_view(doc: Mapping[str, Any]) -> dict[str, Any]:
     deselected = [{"name": name, "summary": reason} for name, reason in (doc.get("deselected") or {}).items()]
 
     node_names = [str(n["node"]) for n in nodes]
+    seen_names = set(node_names)
     for r in selected:
-        if r["node"] not in node_names:
+        if r["node"] not in seen_names:
             node_names.append(r["node"])
+            seen_names.add(r["node"])
+    # a large cluster: healthy nodes folded into one column of counts (reports/fold.py); every other node shown
+    shown, folded = fold(node_names, nodes, selected)
+    folded_set = set(folded)
     by_cell: dict[tuple[str, str], dict[str, Any]] = {}
+    folded_counts: dict[str, dict[str, int]] = {}
     for r in selected:
+        if r["node"] in folded_set:
+            counts = folded_counts.setdefault(r["name"], {})
+            counts[r["status"]] = counts.get(r["status"], 0) + 1
+            continue
         key = (r["name"], r["node"])
         if key not in by_cell or severity(r["status"]) > severity(by_cell[key]["status"]):
             by_cell[key] = r
-    checks = sorted({r["name"] for r in selected},
-                    key=lambda c: (-max(severity(by_cell[(c, n)]["status"]) for n in node_names if (c, n) in by_cell), c))
-    rows = [{"check": c, "cells": [by_cell.get((c, n)) for n in node_names]} for c in checks]
+    worst: dict[str, int] = {}
+    for (check, _), r in by_cell.items():
+        worst[check] = max(worst.get(check, -1), severity(r["status"]))
+    checks = sorted(set(worst) | set(folded_counts), key=lambda c: (-worst.get(c, -1), c))
+    rows = [{"check": c, "cells": [by_cell.get((c, n)) for n in shown],
+             "folded": [(s, folded_counts.get(c, {}).get(s, 0)) for s in STATUS_ORDER if folded_counts.get(c, {}).get(s)]}
+            for c in checks]
 
     node_state = {str(n["node"]): n for n in nodes}
     dead = [n for n in nodes if n.get("state") not in ("ok", "replayed")]
@@ -102,6 +117,7 @@ def build_view(doc: Mapping[str, Any]) -> dict[str, Any]:
     warn = [r for r in selected if r["status"] == "warn"]
     causes = _causes(selected)
     summaries = [node_summary(n) for n in nodes]
+    shown_results = [r for r in selected if r["node"] not in folded_set]
     profile = doc.get("profile") or {}
     values = profile.get("values") or {}
     return {
@@ -111,14 +127,17 @@ def build_view(doc: Mapping[str, Any]) -> dict[str, Any]:
         "causes": causes,
         "multi_node": len([n for n in node_names if n != "cluster"]) > 1,
         "counts": {s: (doc.get("counts") or {}).get(s, 0) for s in STATUS_ORDER},
-        "results": selected,
+        "results": shown_results,
         "deselected": deselected,
         "attention": red + warn,
-        "node_names": node_names,
+        "node_names": shown,
+        "folded": {"count": len(folded), "names": names_text(folded), "results": len(selected) - len(shown_results)},
+        "fact_nodes": [n for n in nodes if str(n.get("node")) not in folded_set],
         "node_state": node_state,
         "dead_nodes": dead,
         "rows": rows,
-        "summaries": summaries,
+        "summaries": [s for s in summaries if str(s["node"]) not in folded_set],
+        "summary_groups": _summary_groups([s for s in summaries if str(s["node"]) in folded_set]),
         "columns": _summary_columns(summaries),
         "rendezvous": _merged_values(doc, "rendezvous") or _rendezvous(values),
         "profiles_differ": len({m.get("profile") for m in doc.get("merged_from") or []}) > 1,
@@ -196,6 +215,17 @@ def node_summary(node: Mapping[str, Any]) -> dict[str, Any]:
     out["nic"] = _first(route, ("interface", "ifname", "dev", "nic"))
     out["source"] = _first(route, ("source", "src", "source_address"))
     return out
+
+
+def _summary_groups(summaries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Folded nodes grouped by identical values (versions, GPUs, NIC): one row per group, with its count."""
+    groups: dict[tuple, dict[str, Any]] = {}
+    keys = [k for k, _ in _summary_columns(summaries)]
+    for s in summaries:
+        key = (s.get("state"),) + tuple(s.get(k) for k in keys)
+        group = groups.setdefault(key, {**{k: s.get(k) for k in keys}, "state": s.get("state"), "nodes": []})
+        group["nodes"].append(str(s["node"]))
+    return [{**g, "count": len(g["nodes"]), "names": names_text(g["nodes"])} for g in groups.values()]
 
 
 def _summary_columns(summaries: list[dict[str, Any]]) -> list[tuple[str, str]]:

@@ -4,7 +4,9 @@
 returns what ``templates/pairs.html.j2`` lays out: two node × node maps (p50 latency, busbw), each cell
 with its value, a shade from 0 (the best pair) to 1 (the worst, on a log scale) and whether it is a
 culprit (a pair of the bad node, the bad link, or the pair that failed); None when the document has no
-pair matrix. No judging: the culprits are the check's.
+pair matrix. Above 32 nodes the check keeps no matrix (most of its cells would be pairs the fast schedule never
+ran): the view is then the suspects' rows, each named or unresolved node with every pair it was in. No judging:
+the culprits are the check's.
 """
 from __future__ import annotations
 
@@ -16,9 +18,31 @@ PAIRS_CHECK = "dist.pairs"
 
 def _result(doc: Mapping[str, Any]) -> Mapping[str, Any] | None:
     for r in doc.get("results") or []:
-        if r.get("name") == PAIRS_CHECK and isinstance((r.get("evidence") or {}).get("matrix"), Mapping):
+        ev = r.get("evidence") or {}
+        if r.get("name") == PAIRS_CHECK and (isinstance(ev.get("matrix"), Mapping) or isinstance(ev.get("suspect_rows"), list)):
             return r
     return None
+
+
+def _rows(ev: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """A large cluster's suspects' rows (the check's ``suspect_rows``): each node the check names or could not
+    resolve, with every pair it was in, as text cells."""
+    out = []
+    for row in ev.get("suspect_rows") or []:
+        if not isinstance(row, Mapping):
+            continue
+        pairs = []
+        for p in row.get("pairs") or []:
+            lat, bw = p.get("latency_us"), p.get("busbw_gbps")
+            pairs.append({"peer": str(p.get("peer")), "round": p.get("round"), "status": str(p.get("status")),
+                          "slow": bool(p.get("slow")), "failure": p.get("failure"),
+                          "latency": format(lat / 1000.0, ".3g") if _number(lat) else "–",
+                          "busbw": format(bw, ".3g") if _number(bw) else "–",
+                          "ratios": ", ".join(f"{label} {v:.2g}×" for label, v in (("latency", p.get("latency_ratio")),
+                                                                                 ("busbw", p.get("busbw_ratio")))
+                                              if _number(v))})
+        out.append({"node": str(row.get("node")), "state": str(row.get("state")), "pairs": pairs})
+    return out
 
 
 def _number(v: Any) -> bool:
@@ -70,9 +94,18 @@ def pairs_view(doc: Mapping[str, Any]) -> dict[str, Any] | None:
     if result is None:
         return None
     ev = result.get("evidence") or {}
+    culprits = ev.get("culprits") or {}
+    common = {"status": result.get("status"), "summary": result.get("summary"),
+              "coverage": (ev.get("coverage") or {}).get("text", ""),
+              "culprit_nodes": sorted(str(n) for n in culprits.get("nodes") or []),
+              "culprit_links": [list(p) for p in culprits.get("links") or []],
+              "failed_links": [list(p) for p in culprits.get("failed") or []],
+              "unresolved": [list(p) for p in culprits.get("unresolved") or []],
+              "thresholds": ev.get("thresholds") or {}, "worst": ev.get("worst") or []}
+    if not isinstance(ev.get("matrix"), Mapping):   # a large cluster: the suspects' rows instead of the heat maps
+        return {**common, "maps": [], "rows": _rows(ev)}
     m = ev["matrix"]
     nodes = [str(n) for n in m.get("nodes") or []]
-    culprits = ev.get("culprits") or {}
     culprit_nodes = {str(n) for n in culprits.get("nodes") or []}
     culprit_pairs = {frozenset(map(str, p)) for p in (culprits.get("links") or []) + (culprits.get("failed") or [])}
     failures = {frozenset((p.get("a"), p.get("b"))): str(p.get("failure") or "failed")
@@ -85,8 +118,4 @@ def pairs_view(doc: Mapping[str, Any]) -> dict[str, Any] | None:
         _map(f"bus bandwidth at {size} bytes (best iteration)", "GB/s", nodes, m.get("busbw_gbps") or [], m["status"],
              ".3g", False, culprit_nodes, culprit_pairs, failures),
     ]
-    return {"status": result.get("status"), "summary": result.get("summary"),
-            "coverage": (ev.get("coverage") or {}).get("text", ""), "culprit_nodes": sorted(culprit_nodes),
-            "culprit_links": [list(p) for p in culprits.get("links") or []],
-            "failed_links": [list(p) for p in culprits.get("failed") or []],
-            "thresholds": ev.get("thresholds") or {}, "worst": ev.get("worst") or [], "maps": maps}
+    return {**common, "maps": maps, "rows": None}

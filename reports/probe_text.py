@@ -87,13 +87,36 @@ def _table(title: str, nodes: Sequence[str], values: Sequence[Sequence[Any]], st
     return lines
 
 
+def _suspects_text(result: Mapping[str, Any]) -> str:
+    """A large cluster's pairs (no matrix above 32 nodes): the coverage, then each named or unresolved node with every
+    pair it was in."""
+    ev = result["evidence"]
+    lines = [f"pairs: {_t((ev.get('coverage') or {}).get('text', ''))}"]
+    rows = ev.get("suspect_rows") or []
+    if rows:
+        lines.append("the nodes named or not resolved, with every pair each was in:")
+    for row in rows:
+        lines.append(f"  {_t(row.get('node'))} ({_t(row.get('state'))})")
+        for p in row.get("pairs") or []:
+            lat = "-" if p.get("latency_us") is None else f"{p['latency_us'] / 1000:.3f} ms"
+            bw = "-" if p.get("busbw_gbps") is None else f"{p['busbw_gbps']:.3g} GB/s"
+            lines.append(f"    with {_t(p.get('peer'))} (round {p.get('round')}): {_t(p.get('status'))}"
+                         + (", slow" if p.get("slow") else "") + f"; p50 {lat}, busbw {bw}"
+                         + (f"; {_t(p.get('failure'))}" if p.get("status") == "failed" else ""))
+    lines.append(f"{result.get('status', '').upper()} dist.pairs: {_t(result.get('summary'))}")
+    return "\n".join(lines) + "\n"
+
+
 def render_pairs_text(doc: Mapping[str, Any]) -> str:
     """The pair matrix of a `--probe=pairs` run ('' when the document has no judged pair matrix)."""
     result = next((r for r in doc.get("results") or [] if r.get("name") == PAIRS_CHECK
-                   and isinstance((r.get("evidence") or {}).get("matrix"), Mapping)), None)
+                   and (isinstance((r.get("evidence") or {}).get("matrix"), Mapping)
+                        or isinstance((r.get("evidence") or {}).get("suspect_rows"), list))), None)
     if result is None:
         return ""
     ev = result["evidence"]
+    if not isinstance(ev.get("matrix"), Mapping):
+        return _suspects_text(result)
     m = ev["matrix"]
     culprits = ev.get("culprits") or {}
     marked = set(culprits.get("nodes") or [])

@@ -122,8 +122,9 @@ def test_six_nodes_a_shaped_node_a_shaped_path_and_a_dropped_pair_are_each_named
     lab6.shape_path(3, 4)
     lab6.drop_pair(1, 2)
     try:
-        # 20 s a pair: on a loaded 2-core CI machine six nodes' rank start-ups alone took most of 12 s
-        proc, doc, r = _pairs(lab6, tmp_path, "--pairs-timeout", "20")
+        # 20 s a pair: on a loaded 2-core CI machine six nodes' rank start-ups alone took most of 12 s; --pairs=all:
+        # the path and the dropped pair are not among the fast schedule's pairs (round 1 pairs 0-1, 2-3, 4-5)
+        proc, doc, r = _pairs(lab6, tmp_path, "--pairs=all", "--pairs-timeout", "20")
     finally:
         lab6.clear_shaping(5)
         lab6.clear_shaping(3)
@@ -139,6 +140,23 @@ def test_six_nodes_a_shaped_node_a_shaped_path_and_a_dropped_pair_are_each_named
     _assert_pasteable(r)
     for n in range(1, 6):
         assert f"pairs round {n}/5" in proc.stderr
+
+
+def test_six_nodes_the_default_fast_schedule_names_a_shaped_node_in_two_rounds(lab6, tmp_path):
+    lab6.shape_node(5)
+    try:
+        proc, doc, r = _pairs(lab6, tmp_path, "--pairs-timeout", "20")
+    finally:
+        lab6.clear_shaping(5)
+    assert r["evidence"]["culprits"] == {"nodes": ["lab-node5"], "links": [], "failed": []}, (r["summary"], proc.stderr[-3000:])
+    probe = doc["cluster"]["probe"]
+    assert probe["schedule"] == "fast" and [x["pairs"] for x in probe["rounds"]] == [
+        [["lab-node0", "lab-node1"], ["lab-node2", "lab-node3"], ["lab-node4", "lab-node5"]],
+        [["lab-node0", "lab-node4"], ["lab-node1", "lab-node5"]]]
+    assert r["summary"].endswith("5 of 15 pairs tested (fast schedule, 2 round(s): 5 of 6 node(s) proven good, 1 named "
+                                 "bad; the other 10 pairs were not tested: --pairs=all tests every pair)")
+    assert "pairs round 2 (of at most 5)" in proc.stderr and "pairs round 3" not in proc.stderr
+    _assert_pasteable(r)
 
 
 def test_six_nodes_the_gang_records_facts_judged_by_dist_allreduce_cluster(lab6, tmp_path):

@@ -89,6 +89,7 @@ def run_all_nodes(
     address: str | None = None,
     probe: str | None = None,
     pairs_sample: int | None = None,
+    pairs_schedule: str = "fast",
     checks_dirs: Iterable[str] = (),
     progress: bool = True,
     no_color: bool = False,
@@ -130,7 +131,7 @@ def run_all_nodes(
     say.say(info.message)
     try:
         return _run(registry, node_checks, cluster_checks, profile, info, deadline, say, extra,
-                    probe and (probe, pairs_sample), checks_dirs)
+                    probe and (probe, pairs_sample, pairs_schedule), checks_dirs)
     finally:
         if info is not session:
             disconnect(info)
@@ -374,12 +375,12 @@ def _listener_wave(registry, head, workers, reports, profile, deadline, say, nam
 def _probe_wave(registry, probe, ranked, node_facts, profile, deadline, say, cluster_info, payload):
     """``--probe``: the gang (``gang.py``) or the pairs rounds (``pairs.py``). They put what each node measured
     into its facts; returns (ERROR results of node tasks that failed, the registered cluster check to judge)."""
-    kind, sample = probe
+    kind, sample, schedule = probe
     if kind == "pairs":
         from .pairs import PAIRS_CHECK as name, run_pairs
 
         def wave():
-            return run_pairs(ranked, profile, deadline, node_facts, payload, say, sample)
+            return run_pairs(ranked, profile, deadline, node_facts, payload, say, sample, schedule)
     else:
         from .gang import GANG_CHECK as name, run_gang
 

@@ -18,6 +18,7 @@ A uniformly slow fabric has no outlier: that is what ``min_busbw_gbps`` and the 
 """
 from __future__ import annotations
 
+import bisect
 import statistics
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
@@ -87,20 +88,23 @@ def requested_facts(facts: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
 
 
 def schedule_of(facts: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
-    """The schedule the nodes were given: node order, planned pairs, rounds, sample (the union over nodes)."""
-    nodes: list[str] = []
-    planned: list[tuple[str, str]] = []
-    rounds, sample = 0, None
+    """The schedule the nodes were given: node order, planned pairs, rounds, sample, kind ("fast" or "all", from the
+    driver's note in each node's fact; "all" when absent) and the fast schedule's round limit (the union over nodes)."""
+    nodes: dict[str, None] = {}
+    planned: dict[tuple[str, str], None] = {}
+    rounds, sample, kind, max_rounds = 0, None, None, None
     for f in facts.values():
         for n in f.get("nodes") or []:
-            if n not in nodes:
-                nodes.append(n)
+            nodes.setdefault(n, None)
         for a, b in f.get("planned") or []:
-            if (a, b) not in planned:
-                planned.append((a, b))
+            planned.setdefault((a, b), None)
         rounds = max(rounds, int(f.get("rounds") or 0))
         sample = f.get("sample") if f.get("sample") is not None else sample
-    return {"nodes": nodes, "planned": planned, "rounds": rounds, "sample": sample}
+        note = f.get("schedule") if isinstance(f.get("schedule"), Mapping) else {}
+        kind = note.get("kind") or kind
+        max_rounds = note.get("max_rounds") or max_rounds
+    return {"nodes": list(nodes), "planned": list(planned), "rounds": rounds, "sample": sample,
+            "kind": kind or "all", "max_rounds": max_rounds}
 
 
 def _latency_us(outcomes: Sequence[Mapping[str, Any]]) -> float | None:
@@ -194,7 +198,8 @@ def pair_records(facts: Mapping[str, Any]) -> tuple[dict[str, Any], list[PairRec
             by_pair.setdefault(key, {})[int(m["role"])] = m
             rounds[key] = m.get("round")
     records = []
-    for key in schedule["planned"] + [k for k in by_pair if k not in schedule["planned"]]:
+    planned = set(schedule["planned"])
+    for key in schedule["planned"] + [k for k in by_pair if k not in planned]:
         a, b = key
         sides = by_pair.get(key, {})
         rec = PairRecord(a, b, round=rounds.get(key))
@@ -290,17 +295,75 @@ def summary_stats(records: Sequence[PairRecord]) -> dict[str, Any]:
             "busbw_gbps_median": _median(bw), "busbw_gbps_mad": _mad(bw)}
 
 
+def _ratios(rec: PairRecord, lat: float | None, bw: float | None, th: Thresholds) -> bool:
+    rec.latency_ref_us, rec.busbw_ref_gbps = lat, bw   # the medians it was compared with, kept for the summary
+    rec.latency_ratio = round(rec.latency_us / lat, 3) if lat and rec.latency_us is not None else None
+    rec.busbw_ratio = round(rec.busbw_gbps / bw, 4) if bw and rec.busbw_gbps is not None else None
+    return bool((rec.latency_ratio is not None and rec.latency_ratio > th.latency_ratio)
+                or (rec.busbw_ratio is not None and rec.busbw_ratio < th.busbw_ratio))
+
+
 def compare(rec: PairRecord, reference: Sequence[PairRecord], th: Thresholds) -> bool | None:
     """Is ``rec`` slow against the median of ``reference``? Sets its ratios; None when there is no reference."""
     ref = [r for r in reference if r.status == OK and r.key != rec.key]
     if rec.status != OK or not ref:
         return None
-    lat, bw = _median(r.latency_us for r in ref), _median(r.busbw_gbps for r in ref)
-    rec.latency_ref_us, rec.busbw_ref_gbps = lat, bw
-    rec.latency_ratio = round(rec.latency_us / lat, 3) if lat and rec.latency_us is not None else None
-    rec.busbw_ratio = round(rec.busbw_gbps / bw, 4) if bw and rec.busbw_gbps is not None else None
-    return bool((rec.latency_ratio is not None and rec.latency_ratio > th.latency_ratio)
-                or (rec.busbw_ratio is not None and rec.busbw_ratio < th.busbw_ratio))
+    return _ratios(rec, _median(r.latency_us for r in ref), _median(r.busbw_gbps for r in ref), th)
+
+
+def _kth(values: Sequence[float], removed: Sequence[float], k: int) -> float:
+    """The k-th smallest (from 0) of the multiset ``values`` less ``removed`` (both sorted; ``removed`` a part of it)."""
+    lo, hi = 0, len(values) - 1
+    while lo < hi:
+        mid = (lo + hi) // 2
+        v = values[mid]
+        if bisect.bisect_right(values, v) - bisect.bisect_right(removed, v) >= k + 1:
+            hi = mid
+        else:
+            lo = mid + 1
+    return values[lo]
+
+
+class Reference:
+    """The median of the healthy pairs, less a few: the reference of a pair or a node without scanning every pair
+    again (O(log² P) per question, after an O(P log P) index), so judging P pairs costs O(P log² P), not O(P²)."""
+
+    def __init__(self, records: Iterable[PairRecord]):
+        self.ok = [r for r in records if r.status == OK]
+        self.lat = sorted(r.latency_us for r in self.ok if r.latency_us is not None)
+        self.bw = sorted(r.busbw_gbps for r in self.ok if r.busbw_gbps is not None)
+        self.by_node: dict[str, list[PairRecord]] = {}
+        for r in self.ok:
+            self.by_node.setdefault(r.a, []).append(r)
+            self.by_node.setdefault(r.b, []).append(r)
+
+    @staticmethod
+    def _median(values: Sequence[float], removed: Sequence[float]) -> float | None:
+        m = len(values) - len(removed)
+        if m <= 0:
+            return None
+        lo, hi = _kth(values, removed, (m - 1) // 2), _kth(values, removed, m // 2)
+        return lo if lo == hi else (lo + hi) / 2
+
+    def without(self, excluded: Iterable[PairRecord]) -> tuple[float | None, float | None, int]:
+        """(median p50 latency, median busbw, how many pairs) of the healthy pairs other than ``excluded``."""
+        gone = {id(r): r for r in excluded if r.status == OK}
+        lat = sorted(r.latency_us for r in gone.values() if r.latency_us is not None)
+        bw = sorted(r.busbw_gbps for r in gone.values() if r.busbw_gbps is not None)
+        return self._median(self.lat, lat), self._median(self.bw, bw), len(self.ok) - len(gone)
+
+    def without_nodes(self, *nodes: str) -> tuple[float | None, float | None, int]:
+        """The reference of the pairs that share no node with ``nodes``."""
+        return self.without(r for n in nodes for r in self.by_node.get(n, ()))
+
+    def slow(self, rec: PairRecord, th: Thresholds, *, without: Iterable[PairRecord]) -> bool | None:
+        """``compare`` against this index less ``without``: sets the ratios; None when there is no reference."""
+        if rec.status != OK:
+            return None
+        lat, bw, count = self.without(without)
+        if count <= 0:
+            return None
+        return _ratios(rec, lat, bw, th)
 
 
 @dataclass
@@ -309,41 +372,115 @@ class Localisation:
     slow_links: list[PairRecord] = field(default_factory=list)
     failed_links: list[PairRecord] = field(default_factory=list)
     judged_nodes: list[str] = field(default_factory=list)               # nodes with 2+ tested partners
+    #: pairs that are slow or failed where a node at either end was not proven good by another pair (a schedule that
+    #: stopped before it could tell the node from the link)
+    unresolved: list[PairRecord] = field(default_factory=list)
 
     def culprits(self) -> dict[str, Any]:
-        return {"nodes": sorted(self.bad_nodes), "links": [list(r.key) for r in self.slow_links],
-                "failed": [list(r.key) for r in self.failed_links]}
+        out = {"nodes": sorted(self.bad_nodes), "links": [list(r.key) for r in self.slow_links],
+               "failed": [list(r.key) for r in self.failed_links]}
+        if self.unresolved:  # only the fast schedule, stopped before it told the node from the link
+            out["unresolved"] = [list(r.key) for r in self.unresolved]
+        return out
 
 
-def localise(nodes: Sequence[str], records: Sequence[PairRecord], th: Thresholds) -> Localisation:
-    """Name the bad nodes, then the bad links between the others (see the module docstring)."""
+def _by_node(records: Iterable[PairRecord]) -> dict[str, list[PairRecord]]:
+    out: dict[str, list[PairRecord]] = {}
+    for r in records:
+        out.setdefault(r.a, []).append(r)
+        out.setdefault(r.b, []).append(r)
+    return out
+
+
+def localise(nodes: Sequence[str], records: Sequence[PairRecord], th: Thresholds, *,
+             resolve_links: bool = False) -> Localisation:
+    """Name the bad nodes, then the bad links between the others (see the module docstring).
+
+    Linear in the pairs tested (times a log²): each node looks at its own pairs only, and the references come from
+    one sorted index. ``resolve_links`` (the fast schedule, where most nodes meet one partner): a slow or failed pair
+    is a bad link only when both its nodes were proven good by another pair; otherwise it is ``unresolved``."""
     tested = [r for r in records if r.status in (OK, FAILED)]
+    mine_of = _by_node(tested)
+    ref = Reference(tested)
     out = Localisation()
     for node in nodes:
-        mine = [r for r in tested if r.involves(node)]
+        mine = mine_of.get(node) or []
         if len(mine) < 2:
             continue
         out.judged_nodes.append(node)
-        without = [r for r in tested if not r.involves(node)]
         failed = sum(1 for r in mine if r.status == FAILED)
-        slow = sum(1 for r in mine if r.status == OK and compare(r, without, th))
+        slow = sum(1 for r in mine if r.status == OK and ref.slow(r, th, without=ref.by_node.get(node, ())))
         # the outlier with every partner, by at least two outliers of one kind: one failed pair and one noisy
         # measurement never condemn a node (that is a failed link, and a pair within the noise)
         if failed + slow == len(mine) and (failed >= 2 or slow >= 2):
             out.bad_nodes[node] = mine
-    good = [r for r in tested if not any(r.involves(n) for n in out.bad_nodes)]
+    bad = set(out.bad_nodes)
+    good = [r for r in tested if r.a not in bad and r.b not in bad]
+    good_ref = Reference(good)
     for rec in good:
-        if rec.status == FAILED:
-            out.failed_links.append(rec)
+        if rec.status == OK:
+            rec.slow = bool(good_ref.slow(rec, th, without=(rec,)))
+    if resolve_links:
+        cleared = {n for r in good if r.status == OK and not r.slow for n in (r.a, r.b)}
+    for rec in good:
+        if rec.status != FAILED and not rec.slow:
             continue
-        slow = compare(rec, good, th)
-        rec.slow = bool(slow)
-        if slow:
+        if resolve_links and not (rec.a in cleared and rec.b in cleared):
+            out.unresolved.append(rec)
+        elif rec.status == FAILED:
+            out.failed_links.append(rec)
+        else:
             out.slow_links.append(rec)
     for recs in out.bad_nodes.values():
         for rec in recs:
             rec.slow = True
     return out
+
+
+def node_states(nodes: Sequence[str], records: Sequence[PairRecord], th: Thresholds) -> dict[str, str]:
+    """What the pairs so far say of each node, for the fast schedule's next round and the coverage:
+
+    - ``good``: in a healthy pair that is not slow against the pairs sharing no node with it (a bad node is slow
+      with every partner, so one such pair proves the node);
+    - ``bad``: not good, and an outlier (slow or failed) with at least two partners of one kind;
+    - ``untested``: in no pair that ran; ``suspect``: the rest (only slow, failed or unmeasured pairs so far).
+
+    Linear in the pairs (times a log²)."""
+    ref = Reference(records)
+    good: set[str] = set()
+    outliers: dict[str, dict[str, int]] = {}
+    seen: set[str] = set()
+    for rec in records:
+        if rec.status == UNTESTED:
+            continue
+        seen.update((rec.a, rec.b))
+        verdict = None
+        if rec.status == OK:
+            verdict = ref.slow(rec, th, without=[*ref.by_node.get(rec.a, ()), *ref.by_node.get(rec.b, ())])
+            if verdict is False:
+                good.update((rec.a, rec.b))
+        if rec.status == FAILED or verdict:
+            kind = "failed" if rec.status == FAILED else "slow"
+            for n in (rec.a, rec.b):
+                outliers.setdefault(n, {"failed": 0, "slow": 0})[kind] += 1
+    states = {}
+    for n in nodes:
+        if n in good:
+            states[n] = "good"
+        elif max((outliers.get(n) or {"": 0}).values()) >= 2:
+            states[n] = "bad"
+        else:
+            states[n] = "suspect" if n in seen else "untested"
+    return states
+
+
+def partners_met(records: Iterable[PairRecord]) -> dict[str, set[str]]:
+    """{node: the partners it has been paired with} (any outcome)."""
+    met: dict[str, set[str]] = {}
+    for r in records:
+        met.setdefault(r.a, set()).add(r.b)
+        met.setdefault(r.b, set()).add(r.a)
+    return met
 
 
 def matrix(nodes: Sequence[str], records: Sequence[PairRecord]) -> dict[str, Any]:

@@ -20,12 +20,17 @@ from typing import Any, Mapping, Sequence
 
 from dsv3_preflight.result import Actor, Finding, Findings, Result, failure, warning
 
-from .localise import (FAILED, NOT_STARTED, OK, UNTESTED, Localisation, PairRecord, Thresholds, localise, matrix, pair_records,
-                       requested_facts, summary_stats)
-from .schedule import total_pairs
+from .localise import (FAILED, NOT_STARTED, OK, UNTESTED, Localisation, PairRecord, Thresholds, localise, matrix,
+                       node_states, pair_records, requested_facts, summary_stats)
+from .schedule import FAST, total_pairs
 
 COMMAND = "dsv3-preflight run --all-nodes --probe=pairs"
 WORST = 3
+#: up to this many nodes the evidence holds the node × node matrix; above it, the rows of the suspects only (a
+#: 512-node matrix is 262,144 cells, most of them pairs the fast schedule never ran)
+MATRIX_NODES = 32
+#: the most nodes the evidence names one by one in a list of the coverage (the counts are always there)
+LISTED = 64
 
 
 def _ms(us: float | None) -> str:
@@ -152,6 +157,22 @@ def rule_slow_links(loc: Localisation, th: Thresholds, addrs: Mapping[str, str])
     return found
 
 
+def rule_unresolved(loc: Localisation, th: Thresholds, addrs: Mapping[str, str], max_rounds: Any) -> list[Finding]:
+    """A slow or failed pair whose node(s) no other pair proved good: the fast schedule stopped (its round limit, or
+    no free proven-good partner) before it could tell the node from the link. Both nodes are named; `--pairs=all`
+    tests every pair."""
+    found = []
+    for rec in loc.unresolved:
+        what = _why_slow(rec, th)
+        fix = (f"# {rec.a} or {rec.b}, or the link between them: the schedule stopped before it could tell which\n"
+               f"{COMMAND} --pairs=all   # every pair: each node meets every partner\n"
+               f"ping -c 20 -i 0.2 {addrs.get(rec.b, '${PEER:?the address of ' + rec.b + '}')}   # on {rec.a}: loss and round-trip time")
+        found.append(failure(f"pair {rec.a}↔{rec.b} is {'failed' if rec.status == FAILED else 'slow'} ({what}); "
+                             f"not resolved to a node or the link within {max_rounds or '?'} round(s)", fix,
+                             actor=Actor.NETWORK, cause="collective.pair_unresolved"))
+    return found
+
+
 def rule_slow_start(records: Sequence[PairRecord], timeout_s: float) -> Finding | None:
     """Pairs not measured because a side had not finished starting when their time ran out: that node's load or its
     torch import, not the link between the two."""
@@ -181,14 +202,29 @@ def rule_untested(records: Sequence[PairRecord]) -> Finding | None:
 
 # -- coverage and the verdict ----------------------------------------------------------------------------------
 
+def _names(nodes: Sequence[str]) -> str:
+    return ", ".join(nodes[:6]) + (f" and {len(nodes) - 6} more" if len(nodes) > 6 else "")
+
+
 def coverage(schedule: Mapping[str, Any], records: Sequence[PairRecord], loc: Localisation,
-             node_count: int) -> dict[str, Any]:
+             node_count: int, states: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """Which pairs were tested, which nodes were proven good, what remains untested: the text and the counts."""
     nodes = max(node_count, len(schedule["nodes"]))
     total = total_pairs(nodes)
     tested = sum(1 for r in records if r.status in (OK, FAILED))
     planned = len(schedule["planned"])
     text = f"{tested} of {total} pairs tested"
-    if schedule.get("sample") is not None:
+    states = dict(states or {})
+    counts = {k: sum(1 for v in states.values() if v == k) for k in ("good", "suspect", "untested")}
+    counts["bad"] = len(loc.bad_nodes)   # the verdict's bad nodes (the rule's), not the schedule's view of them
+    open_nodes = [n for n, v in states.items() if v in ("suspect", "untested", "bad") and n not in loc.bad_nodes]
+    if schedule.get("kind") == FAST:
+        text += (f" (fast schedule, {schedule['rounds']} round(s): {counts['good']} of {nodes} node(s) proven good"
+                 + (f", {counts['bad']} named bad" if counts["bad"] else "")
+                 + (f", {len(open_nodes)} not resolved ({_names(open_nodes)})" if open_nodes else "")
+                 + (f", {planned - tested} planned pair(s) not measured" if planned > tested else "")
+                 + f"; the other {total - planned} pairs were not tested: --pairs=all tests every pair)")
+    elif schedule.get("sample") is not None:
         unjudged = nodes - len(loc.judged_nodes)
         text += (f" (--pairs-sample {schedule['sample']}: {planned} sampled in {schedule['rounds']} round(s); "
                  f"{total - planned} pair(s) not tested"
@@ -196,8 +232,37 @@ def coverage(schedule: Mapping[str, Any], records: Sequence[PairRecord], loc: Lo
                     if unjudged else "") + ")")
     elif planned > tested:
         text += f" ({planned} planned)"
-    return {"text": text, "tested": tested, "total": total, "planned": planned, "rounds": schedule["rounds"],
-            "sample": schedule.get("sample"), "judged_nodes": loc.judged_nodes}
+    out = {"text": text, "tested": tested, "total": total, "planned": planned, "untested_pairs": total - tested,
+           "rounds": schedule["rounds"], "schedule": schedule.get("kind") or "all",
+           "max_rounds": schedule.get("max_rounds"), "sample": schedule.get("sample"),
+           "nodes_good": counts["good"], "nodes_bad": counts["bad"], "nodes_open": len(open_nodes),
+           "open_nodes": open_nodes[:LISTED]}
+    # the node lists (a round-robin's judged nodes: every node) stay short at 512 nodes: counts, and names up to LISTED
+    out["judged_nodes"] = loc.judged_nodes if len(loc.judged_nodes) <= LISTED else loc.judged_nodes[:LISTED]
+    out["judged_count"] = len(loc.judged_nodes)
+    return out
+
+
+def suspect_rows(nodes: Sequence[str], records: Sequence[PairRecord], loc: Localisation,
+                 states: Mapping[str, str]) -> list[dict[str, Any]]:
+    """The rows the report shows instead of a large matrix: each culprit or unresolved node and every pair it was
+    in (the culprit links' two nodes too). Linear in the pairs."""
+    wanted = list(loc.bad_nodes)
+    for rec in loc.slow_links + loc.failed_links + loc.unresolved:
+        wanted += [rec.a, rec.b]
+    wanted += [n for n in nodes if states.get(n) in ("suspect", "untested")][:LISTED]
+    wanted = list(dict.fromkeys(wanted))
+    mine: dict[str, list[PairRecord]] = {n: [] for n in wanted}   # each in round order below
+    for r in records:
+        for n in (r.a, r.b):
+            if n in mine:
+                mine[n].append(r)
+    return [{"node": n, "state": "bad" if n in loc.bad_nodes else states.get(n, "?"),
+             "pairs": [{"peer": r.b if r.a == n else r.a, "round": r.round, "status": r.status,
+                        "latency_us": r.latency_us, "busbw_gbps": r.busbw_gbps, "latency_ratio": r.latency_ratio,
+                        "busbw_ratio": r.busbw_ratio, "slow": r.slow, "failure": r.failure}
+                       for r in sorted(mine[n], key=lambda r: r.round or 0)]}
+            for n in wanted]
 
 
 def _worst(records: Sequence[PairRecord]) -> list[dict[str, Any]]:
@@ -221,21 +286,30 @@ def judge_pairs(collective_pairs: Mapping[str, Any], profile: Any, node_ranks: M
                               "and names a slow node or link")
     th = Thresholds(float(profile.pairs_latency_ratio), float(profile.pairs_busbw_ratio))
     schedule, records = pair_records(facts)
-    nodes = schedule["nodes"] or sorted(node_ranks, key=lambda n: node_ranks[n])
-    loc = localise(nodes, records, th)
+    # the nodes in rank order (the fast schedule's facts name only their own pairs' nodes), then any other the facts name
+    ranked = sorted(node_ranks, key=lambda n: node_ranks[n])
+    known = set(ranked)
+    nodes = ranked + [n for n in schedule["nodes"] if n not in known]
+    fast = schedule.get("kind") == FAST
+    states = node_states(nodes, records, th)
+    loc = localise(nodes, records, th, resolve_links=fast)
     addrs, ifaces = node_addresses(facts), node_interfaces(facts)
-    cover = coverage(schedule, records, loc, len(node_ranks))
+    cover = coverage(schedule, records, loc, len(node_ranks), states)
     stats = summary_stats(records)
     size = next((r.size_bytes for r in records if r.size_bytes), None)
     evidence = {
         "coverage": cover, "thresholds": {"pairs_latency_ratio": th.latency_ratio, "pairs_busbw_ratio": th.busbw_ratio},
         "reference": stats, "busbw_bytes": size, "culprits": loc.culprits(), "worst": _worst(records),
-        "matrix": matrix(nodes, records), "pairs": [r.as_dict() for r in records], "addresses": addrs,
+        # the node × node matrix while it is readable; above MATRIX_NODES the suspects' rows say the same
+        "matrix": matrix(nodes, records) if len(nodes) <= MATRIX_NODES else None,
+        "suspect_rows": suspect_rows(nodes, records, loc, states) if len(nodes) > MATRIX_NODES else None,
+        "pairs": [r.as_dict() for r in records], "addresses": addrs if len(addrs) <= LISTED else None,
     }
     found = Findings()
     found.check(rule_bad_nodes, loc, th, addrs, ifaces)
     found.check(rule_failed_pairs, loc, addrs)
     found.check(rule_slow_links, loc, th, addrs)
+    found.check(rule_unresolved, loc, th, addrs, schedule.get("max_rounds"))
     found.check(rule_slow_start, records, float(profile.pairs_timeout))
     found.check(rule_untested, records)
     if len(nodes) == 2 and not found:

@@ -39,8 +39,12 @@ def add_run_options(parser) -> None:
     cluster.add_argument("--probe", nargs="?", const="gang", default=None, choices=("gang", "pairs"),
                          help="with --all-nodes: also run the collective probe: `--probe` (or =gang) one all_reduce over "
                               "all nodes; `--probe=pairs` every pair of nodes, naming a slow or lossy node or link")
+    cluster.add_argument("--pairs", dest="pairs_schedule", default="fast", choices=("fast", "all"),
+                         help="with --probe=pairs: `fast` (default) pairs every node once, then tests only the suspects "
+                              "against nodes proven good (at most 2+ceil(log2 N) rounds); `all` tests every pair "
+                              "(round-robin, N-1 rounds) for a whole link matrix")
     cluster.add_argument("--pairs-sample", type=int, default=None, metavar="K",
-                         help="with --probe=pairs: test K pairs only (large clusters); the coverage says so")
+                         help="with --probe=pairs: the first K pairs of the round-robin only; the coverage says so")
 
 
 def add_arguments(parser) -> None:
@@ -61,6 +65,7 @@ def options_from_args(args, **changes: Any):
         timeout=args.timeout, strict=args.strict, facts_in=args.facts_in, facts_out=args.facts_out,
         logs=tuple(args.logs), all_nodes=args.all_nodes, ray_address=args.ray_address,
         probe=probe, pairs_sample=getattr(args, "pairs_sample", None),
+        pairs_schedule=getattr(args, "pairs_schedule", None) or "fast",
         progress=not args.quiet, no_color=args.no_color, command=tuple(getattr(args, "argv", ()) or ()),
     )
     values.update(changes)
