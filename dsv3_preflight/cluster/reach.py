@@ -10,11 +10,10 @@ prohibition (unreachable): what this records, as data.
 """
 from __future__ import annotations
 
-import socket
 import threading
-import time
 from typing import Any
 
+from ..net.probes import tcp
 from .nodes import NodeInfo
 
 #: Ray's default worker port range (`ray start --min-worker-port/--max-worker-port`)
@@ -24,17 +23,7 @@ CONNECT_S = 3.0
 
 def connect(host: str, port: int, timeout: float = CONNECT_S) -> dict[str, Any]:
     """One TCP connect: {"port", "outcome": ok | refused | timeout | unreachable, "error", "seconds"}."""
-    t0 = time.monotonic()
-    try:
-        with socket.create_connection((host, port), timeout=timeout):
-            outcome, error = "ok", None
-    except socket.timeout:
-        outcome, error = "timeout", f"no answer in {timeout:g} s"
-    except ConnectionRefusedError as exc:
-        outcome, error = "refused", str(exc)
-    except OSError as exc:
-        outcome, error = "unreachable", str(exc)
-    return {"port": port, "outcome": outcome, "error": error, "seconds": round(time.monotonic() - t0, 3)}
+    return tcp.connect(host, port, timeout)
 
 
 def ray_ports_reach(node: NodeInfo, timeout: float = CONNECT_S) -> dict[str, Any]:

@@ -204,18 +204,9 @@ def _mesh_connect(peers: list[dict], timeout: float) -> list[dict]:
     out: list[dict] = [dict() for _ in peers]
 
     def one(i: int, peer: dict) -> None:
-        t = time.perf_counter()
-        try:
-            with socket.create_connection((peer["addr"], int(peer["port"])), timeout=timeout):
-                outcome, error = "ok", None
-        except socket.timeout:
-            outcome, error = "timeout", f"no answer in {timeout:g} s"
-        except ConnectionRefusedError as exc:
-            outcome, error = "refused", str(exc)
-        except OSError as exc:
-            outcome, error = "unreachable", str(exc)
-        out[i] = {"to_rank": peer["rank"], "addr": peer["addr"], "port": peer["port"], "outcome": outcome,
-                  "error": error, "seconds": round(time.perf_counter() - t, 3)}
+        from dsv3_preflight.net.probes.tcp import connect
+
+        out[i] = {"to_rank": peer["rank"], "addr": peer["addr"], **connect(peer["addr"], int(peer["port"]), timeout)}
 
     threads = [threading.Thread(target=one, args=(i, p), daemon=True) for i, p in enumerate(peers)]
     for th in threads:
