@@ -3058,7 +3058,7 @@ SIGNATURES: tuple[Signature, ...] = (
 #: holds the table to the registry), so a new check comes with a decision.
 CHECK_CLASS: dict[str, str] = {
     "cluster.env_consistency": GATE_CLASS, "cluster.master_node": "port_rendezvous", "cluster.node_count": "port_rendezvous",
-    "cluster.node_rank": "pci_rank_dup", "dist.allreduce": GATE_CLASS, "dist.allreduce_cluster": GATE_CLASS,
+    "cluster.node_rank": "pci_rank_dup", "cluster.unique_hostnames": GATE_CLASS, "dist.allreduce": GATE_CLASS, "dist.allreduce_cluster": GATE_CLASS,
     "dist.pairs": GATE_CLASS, "env.launch_vars": GATE_CLASS, "env.torchrun_python": "version_drift",
     "gpu.clocks": GATE_CLASS, "gpu.cuda_init": GATE_CLASS,
     "gpu.fabric_manager": "cuda_fabric", "gpu.inventory": GATE_CLASS, "gpu.memory_errors": GPU_FAULT_CLASS,

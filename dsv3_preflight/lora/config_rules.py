@@ -159,6 +159,10 @@ def target_modules(case: AdapterCase) -> Finding | list[Finding] | None:
     return _fail(case, f"target_modules is a {type(value).__name__}, not a list of module names or a regex")
 
 
+#: how many model types must share a default target set before a null target_modules on an unknown base is a warning
+COMMON_DEFAULT_TYPES = 3
+
+
 def null_target_modules(case: AdapterCase) -> Finding:
     """target_modules null: peft fills in its default targets for the base model's type at load. Where the saved
     modules are exactly those defaults (Llama's q_proj, v_proj), the adapter loads intact on a model of such a type:
@@ -180,14 +184,20 @@ def null_target_modules(case: AdapterCase) -> Finding:
                 if defaults else f"peft has no default targets for {known} and refuses to load it")
         return _fail(case, f"target_modules is null: {what}, not the saved modules ({', '.join(saved)}): the "
                            "adapter loads wrong (weights dropped, or layers left untrained)", fix)
-    if types:
+    # base type unknown: a saved set that is the default of many model types (q_proj, v_proj: Llama, Mistral, Qwen2
+    # and most others) most likely loads intact; one that is the default of a rare few only (q_proj, k_proj,
+    # v_proj, o_proj: nemotron_h alone) loads wrong on the Llama-family model it was most likely trained on
+    if len(types) >= COMMON_DEFAULT_TYPES:
         return warning(f"{CONFIG_NAME}: target_modules is null: peft fills in its default targets for the base "
                        f"model's type at load; the saved modules ({', '.join(saved)}) are the defaults of "
                        f"{', '.join(types[:6])}{' and others' if len(types) > 6 else ''}, so the adapter loads intact "
                        "on such a model (and wrong on any other): name them in target_modules",
                        fix or fixes.peft_reads(case.directory), actor=Actor.JOB, cause=causes.ADAPTER_CONFIG_INVALID)
+    rare = (f"; they are peft's defaults for {', '.join(types)} only, and load wrong on any other model"
+            if types else "")
     return _fail(case, "target_modules is not set: peft would guess the targets from the model type, not the "
-                       f"modules these weights were trained on{' (' + ', '.join(saved) + ')' if saved else ''}", fix)
+                       f"modules these weights were trained on{' (' + ', '.join(saved) + ')' if saved else ''}{rare}",
+                 fix)
 
 
 def target_parameters(case: AdapterCase) -> Finding | None:
