@@ -8,7 +8,10 @@
 LOCK=requirements/lock.txt
 WHEELS=${DSV3_WHEELS:-/opt/wheels}
 PY=${PYTHON:-python3}
-UV_FLAGS=(--find-links "$WHEELS" --quiet)
+# --compile-bytecode: byte-compile at install, as pip does; uv does not by default, and where the environment sets
+# PYTHONDONTWRITEBYTECODE (these machines do) every process would compile torch's sources again on each import
+# (import torch: 4 s instead of about 1.3 s here, the whole suite twice as long)
+UV_FLAGS=(--find-links "$WHEELS" --quiet --compile-bytecode)
 
 env_say() { printf '[%s %s] %s\n' "${SAY_AS:-env}" "$(date +%H:%M:%S)" "$*" >&2; }
 

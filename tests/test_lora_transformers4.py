@@ -37,7 +37,8 @@ MLP = ["gate_proj", "up_proj", "down_proj"]
 def _uv_pip(python: Path, *args: str) -> subprocess.CompletedProcess:
     wheels = os.environ.get("DSV3_WHEELS", "/opt/wheels")  # where these machines keep torch 2.13.0+cpu (scripts/_env.sh)
     return subprocess.run([sys.executable, "-m", "uv", "pip", args[0], "--python", str(python), "--quiet",
-                           "--find-links", wheels, *args[1:]], capture_output=True, text=True, timeout=900)
+                           "--compile-bytecode", "--find-links", wheels, *args[1:]], capture_output=True, text=True,
+                          timeout=900)
 
 
 @pytest.fixture(scope="module")
