@@ -27,9 +27,10 @@ make_env() {
   if [ "$("$dir/bin/python" -m uv --version 2>/dev/null | cut -d' ' -f2)" != "$uv_version" ]; then
     "$dir/bin/python" -m pip install --quiet --disable-pip-version-check "uv==$uv_version"
   fi
-  # sync: installs what the lock pins and removes what it does not (a reused .venv cannot drift)
-  "$dir/bin/python" -m uv pip sync --python "$dir/bin/python" "${UV_FLAGS[@]}" "$LOCK"
-  "$dir/bin/python" -m uv pip install --python "$dir/bin/python" "${UV_FLAGS[@]}" --no-deps --no-build-isolation -e .
+  # sync: installs what the lock pins and this checkout (editable), and removes the rest (a reused .venv cannot
+  # drift); one sync, so a .venv in use (README command 1 run by the tests) never loses its dsv3-preflight command
+  "$dir/bin/python" -m uv pip sync --python "$dir/bin/python" "${UV_FLAGS[@]}" --no-build-isolation \
+    "$LOCK" <(printf -- '-e %s\n' "$PWD")
 }
 
 # make_latest_env DIR: the newest releases pyproject.toml admits (torch stays the CPU build), not the lock

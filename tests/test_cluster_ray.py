@@ -145,13 +145,12 @@ def test_a_hung_node_is_an_error_and_the_others_are_reported_within_the_timeout(
     try:
         started = time.monotonic()
         proc, doc = lab.run(tmp_path / "hung.json", "--checks-dir", str(SITE_CHECKS), "--only", "testhook.slow_probe,env.*",
-                            "--timeout", "30", timeout=120)   # 15 s: under the suite's load the healthy nodes'
-        # task start-up (a Ray worker importing the package) alone took longer, and they were reported unanswered
+                            "--timeout", "15", timeout=120)
         wall = time.monotonic() - started
     finally:
         lab.clear_controls()
     assert proc.returncode == 1, proc.stderr[-3000:]
-    assert wall < 30 + 20, wall  # the timeout plus connecting and Ray's shutdown, never a hang
+    assert wall < 15 + 20, wall  # the timeout plus connecting and Ray's shutdown, never a hang
     hung = nodes_by_name(doc)["lab-node1"]  # named by what it said when its task started: it never answered
     assert hung["state"] == "error" and "no answer within the overall timeout" in hung["error"]
     row = results_by(doc, "cluster.node_run")["lab-node1"]
