@@ -27,6 +27,11 @@ make_env() {
   if [ "$("$dir/bin/python" -m uv --version 2>/dev/null | cut -d' ' -f2)" != "$uv_version" ]; then
     "$dir/bin/python" -m pip install --quiet --disable-pip-version-check "uv==$uv_version"
   fi
+  # a new environment first gets the lock alone: the editable build below runs without isolation, on the lock's
+  # setuptools, not on the older one a new venv comes with
+  if ! "$dir/bin/python" -I -c "import importlib.metadata as m; m.version('dsv3-preflight')" 2>/dev/null; then
+    "$dir/bin/python" -m uv pip sync --python "$dir/bin/python" "${UV_FLAGS[@]}" "$LOCK"
+  fi
   # sync: installs what the lock pins and this checkout (editable), and removes the rest (a reused .venv cannot
   # drift); one sync, so a .venv in use (README command 1 run by the tests) never loses its dsv3-preflight command
   "$dir/bin/python" -m uv pip sync --python "$dir/bin/python" "${UV_FLAGS[@]}" --no-build-isolation \
