@@ -5,6 +5,7 @@ Seen in CI: of two runs started at once on one MASTER_PORT, one failed host.reso
 pid 20695 (python -c import ctypes…)", the child its own CUDA probe had just forked while port_bind listened."""
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -102,8 +103,10 @@ def test_this_runs_listener_held_by_a_grandchild_is_not_a_holder():
         sock.close()
 
 
-def test_a_listener_of_a_process_not_started_by_this_run_is_named():
-    port = free_port()
+@contextlib.contextmanager
+def _orphan_listening(port: int):
+    """A listener on ``port`` in a process this run did not start (its parent exited), once it is a holder of the
+    port: yields (its pid, its holders); SIGKILLed by pid at the end."""
     starter = subprocess.run([sys.executable, "-c", ORPHAN_LISTENER, str(port)], stdout=subprocess.PIPE, text=True,
                              timeout=30)
     orphan = int(starter.stdout.split()[0])
@@ -113,13 +116,19 @@ def test_a_listener_of_a_process_not_started_by_this_run_is_named():
         while not holders and time.monotonic() < deadline:
             holders = _holders(port)
             time.sleep(0.05)
-        assert [(h["port"], h["process"]["pid"]) for h in holders] == [(port, orphan)]
-        assert holders[0]["status"] == "LISTEN" and holders[0]["process"]["cmdline"].endswith(str(port))
+        yield orphan, holders
     finally:
         try:
             os.kill(orphan, signal.SIGKILL)
         except ProcessLookupError:
             pass
+
+
+def test_a_listener_of_a_process_not_started_by_this_run_is_named():
+    port = free_port()
+    with _orphan_listening(port) as (orphan, holders):
+        assert [(h["port"], h["process"]["pid"]) for h in holders] == [(port, orphan)]
+        assert holders[0]["status"] == "LISTEN" and holders[0]["process"]["cmdline"].endswith(str(port))
 
 
 def test_a_listener_inside_nccl_port_range_is_not_a_holder_nccl_has_no_such_range():
@@ -128,22 +137,11 @@ def test_a_listener_inside_nccl_port_range_is_not_a_holder_nccl_has_no_such_rang
     port, other = free_port(), free_port()
     while other == port:
         other = free_port()
-    starter = subprocess.run([sys.executable, "-c", ORPHAN_LISTENER, str(other)], stdout=subprocess.PIPE, text=True,
-                             timeout=30)
-    orphan = int(starter.stdout.split()[0])
-    try:
-        deadline = time.monotonic() + 10
-        while not _holders(other) and time.monotonic() < deadline:   # the orphan listens: it is a holder of its port
-            time.sleep(0.05)
-        assert _holders(other), "the orphan listener never listened"
+    with _orphan_listening(other) as (_, holders):
+        assert holders, "the orphan listener never listened"   # it listens: it is a holder of its own port
         profile = resolve_profile(profile_name="cpu", cli={"master_port": port})
         fact = port_holders.gather(profile=profile, env={"NCCL_PORT_RANGE": f"{other}-{other}"})
         assert fact["holders"] == [] and "nccl_port_range" not in fact
-    finally:
-        try:
-            os.kill(orphan, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
 
 
 @pytest.fixture(autouse=True)
