@@ -226,7 +226,7 @@ def main() -> None:
         for name, r in rows:
             print(f"{name:44} {r['seconds']:8.1f} {size_mb / r['seconds']:8.1f} {r['cpu_s']:7.1f} {r['peak_rss_mb']:13.0f}  "
                   f"verdict={r['verdict']} root cause={r['top']} ({r['lines']} lines)")
-        print(f"{'grep -E -c (same %d patterns, LC_ALL=C)' % (len(SIGNATURES) + 1):44} {g['seconds']:8.1f} "
+        print(f"{f'grep -E -c (same {len(SIGNATURES) + 1} patterns, LC_ALL=C)':44} {g['seconds']:8.1f} "
               f"{size_mb / g['seconds']:8.1f} {g['cpu_s']:7.1f} {'-':>13}  {g['matching_lines']} matching lines (no classification)")
     finally:
         shutil.rmtree(workdir, ignore_errors=True)

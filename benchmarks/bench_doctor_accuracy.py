@@ -32,13 +32,13 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import io
 import json
 import os
 import subprocess
 import sys
 import tarfile
 import tempfile
-import io
 from collections import Counter
 from pathlib import Path
 

@@ -25,8 +25,8 @@ terminal or web console copied as it showed the lines: each line longer than the
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 Format = Callable[[list[bytes]], bytes]
 
@@ -86,7 +86,10 @@ PASTES: dict[str, Format] = {
 FORMATS: dict[str, Format] = {**COLLECTORS, **LABELS, **PASTES}
 
 
-def recorded_logs(data: Path = Path(__file__).resolve().parent.parent / "tests" / "data" / "doctor") -> list[Path]:
+_DOCTOR_DATA = Path(__file__).resolve().parent.parent / "tests" / "data" / "doctor"
+
+
+def recorded_logs(data: Path = _DOCTOR_DATA) -> list[Path]:
     """The recorded fixtures and the corpus's development part: what the format tests read (the held-out part
     measures the doctor; it is never tested against)."""
     manifest = (data / "corpus" / "manifest.jsonl").read_text().splitlines()

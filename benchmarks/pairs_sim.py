@@ -12,9 +12,10 @@ from __future__ import annotations
 import copy
 import json
 import random
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 from dsv3_preflight.cluster.dispatch import NodeReport
 from dsv3_preflight.cluster.nodes import NodeInfo

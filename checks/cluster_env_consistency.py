@@ -8,7 +8,7 @@ node's values, named with their file. NODE_RANK and the other per-node ranks are
 from __future__ import annotations
 
 import shlex
-from typing import Mapping
+from collections.abc import Mapping
 
 from dsv3_preflight import Result, check
 from dsv3_preflight.net.ifselect import nccl_settings

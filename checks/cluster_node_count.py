@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import re
 import shlex
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from dsv3_preflight import Result, check
 from dsv3_preflight.cluster.master import is_loopback, resolutions, training_address

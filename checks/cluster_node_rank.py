@@ -10,10 +10,11 @@ command (the profile's node_rank taken from it), which `launch --all-nodes` woul
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from dsv3_preflight import Result, check
-from dsv3_preflight.result import Actor, Findings, Finding, failure, warning
+from dsv3_preflight.result import Actor, Finding, Findings, failure, warning
 
 VAR = "NODE_RANK"
 CAUSE = "cluster.node_rank"

@@ -15,7 +15,6 @@ def pytest_collect_file(file_path, parent):
 
 
 def pytest_runtest_logreport(report):
-    import pytest
 
     _plugin.logreport(_CONFIG[0], report) if _CONFIG else None
 

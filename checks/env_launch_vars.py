@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import re
 import shlex
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from dsv3_preflight import check
 from dsv3_preflight.net import causes

@@ -9,7 +9,8 @@ interpreter, and a ``torchrun`` on PATH of another environment is a warning (the
 from __future__ import annotations
 
 import shlex
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from dsv3_preflight import check
 from dsv3_preflight.host.pyenv import describe, differences, pip_pin, same_environment

@@ -1,7 +1,8 @@
 """gpu.cuda_init: CUDA initialises (driver API and torch's runtime), with a root-cause verdict on failure."""
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from dsv3_preflight import Result, check
 from dsv3_preflight.gpu import remedies

@@ -1,7 +1,8 @@
 """gpu.inventory: the GPUs the profile expects are here, of an accepted model, persistent and free."""
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from dsv3_preflight import Result, check
 from dsv3_preflight.gpu import remedies

@@ -1,15 +1,24 @@
 """gpu.rank_mapping / gpu.rank_mapping_cluster: every rank gets its own GPU, the same way on every node."""
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from dsv3_preflight import Result, check
 from dsv3_preflight.gpu import remedies
 from dsv3_preflight.gpu.common import NO_DRIVER, NOT_EXPECTED, no_nvml_summary, spans
 from dsv3_preflight.gpu.cuda_causes import VISIBLE_DEVICES
-from dsv3_preflight.gpu.rankmap import (PCI_BUS_ID, find_duplicates, mapping_table, node_rank_problems, plan,
-                                        resolve_visible, shared_machine_problems, world_size_problems,
-                                        written_problems)
+from dsv3_preflight.gpu.rankmap import (
+    PCI_BUS_ID,
+    find_duplicates,
+    mapping_table,
+    node_rank_problems,
+    plan,
+    resolve_visible,
+    shared_machine_problems,
+    world_size_problems,
+    written_problems,
+)
 from dsv3_preflight.result import Actor, Finding, Findings, failure, warning
 
 ORDER_FIX = "export CUDA_DEVICE_ORDER=PCI_BUS_ID   # on every node, before torchrun"

@@ -5,7 +5,8 @@ findings with their own fix; where the output dir lies and whether it is writabl
 """
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from dsv3_preflight import check
 from dsv3_preflight.host.processes import describe, find_holder_fix, kill_fix

@@ -3,8 +3,14 @@ from __future__ import annotations
 
 from dsv3_preflight import Result, check
 from dsv3_preflight.lora import causes, fixes
-from dsv3_preflight.lora.dsconfig import (ACCELERATE_GATHER_ENV, ACCELERATE_STAGE_ENV, Context, library_findings, lint,
-                                          seen)
+from dsv3_preflight.lora.dsconfig import (
+    ACCELERATE_GATHER_ENV,
+    ACCELERATE_STAGE_ENV,
+    Context,
+    library_findings,
+    lint,
+    seen,
+)
 from dsv3_preflight.result import Actor, Finding, failure
 
 

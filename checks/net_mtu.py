@@ -7,7 +7,8 @@ it, and on a head whose own resolution is loopback the interface holding the add
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from dsv3_preflight import Result, check
 from dsv3_preflight.cluster.master import job_interface, resolutions, training_address

@@ -7,12 +7,19 @@ compare with the route's interface), and the accumulator keeps each problem with
 """
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from dsv3_preflight import check
 from dsv3_preflight.net import causes
-from dsv3_preflight.net.ifselect import (GLOO_EMPTY_NAME, gloo_default_address, gloo_select, nccl_select,
-                                         nccl_settings, recommended_nccl_value)
+from dsv3_preflight.net.ifselect import (
+    GLOO_EMPTY_NAME,
+    gloo_default_address,
+    gloo_select,
+    nccl_select,
+    nccl_settings,
+    recommended_nccl_value,
+)
 from dsv3_preflight.net.master import loopback_fix, training_addresses, unresolvable_fix
 from dsv3_preflight.result import Actor, Finding, Findings, failure, warning
 

@@ -5,13 +5,14 @@ addresses), each returning a finding with its fix.
 """
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from dsv3_preflight import Result, check
 from dsv3_preflight.host.processes import describe, find_holder_fix, is_preflight_listener, kill_fix
 from dsv3_preflight.net import causes
 from dsv3_preflight.net.master import HEAD_ADDR, this_node_fix, training_addresses
-from dsv3_preflight.result import Actor, Finding, Findings, failure, warning
+from dsv3_preflight.result import Actor, Finding, Findings, failure
 
 Fact = Mapping[str, Any]
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import errno
 import ipaddress
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from dsv3_preflight import Result, check
 from dsv3_preflight.net import causes

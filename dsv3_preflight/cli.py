@@ -15,7 +15,7 @@ import importlib
 import os
 import pkgutil
 import sys
-from typing import Sequence
+from collections.abc import Sequence
 
 from .preflight import UsageError  # noqa: F401  (re-exported: the commands raise it)
 from .result import ExitCode
@@ -94,13 +94,12 @@ def _bound_numbers(parser: argparse.ArgumentParser) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point: parse, run the command, map errors to the documented exit codes."""
+    from . import signals
     from .document import DocumentError
     from .facts import FactError
     from .inputs import InputError
     from .profile import ConfigError
     from .registry import RegistryError
-
-    from . import signals
     from .text import safe_terminal
 
     signals.install()  # first: a stop signal during the imports below is an exit 2 too, not a traceback

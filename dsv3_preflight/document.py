@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from . import __version__
 from .result import Result, Status, counts, decide_results, worst

@@ -8,8 +8,9 @@ from __future__ import annotations
 import threading
 import time
 import traceback
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any
 
 from .facts import FactBusy, FactError, FactNotRecorded, FactStore
 from .profile import Profile

@@ -10,9 +10,10 @@ import json
 import threading
 import time
 import traceback
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from .portclaim import PortBusy
 from .registry import ENGINE_FACTS, Registry

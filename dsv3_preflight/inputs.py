@@ -20,7 +20,6 @@ import sys
 from pathlib import Path
 from typing import IO, Any
 
-
 MIB = 1 << 20
 #: a config or document larger than this is not a config (16 MiB holds any real DeepSpeed/TOML/YAML file)
 DEFAULT_MAX_BYTES = 16 * MIB

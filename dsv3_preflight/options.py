@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from .profile import BUILTIN_PROFILES, FIELDS
 

@@ -27,8 +27,9 @@ import functools
 import os
 import sys
 import threading
+from collections.abc import Callable, Iterator
 from dataclasses import replace
-from typing import Any, Callable, Iterator
+from typing import Any
 
 _local = threading.local()
 _owner_pid = os.getpid()

@@ -21,8 +21,8 @@ import socket
 import struct
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator
 
 POLL_S = 0.05
 
@@ -117,7 +117,7 @@ class Claim:
                     entry[0].close()
                     del _HELD[self.port]
 
-    def __enter__(self) -> "Claim":
+    def __enter__(self) -> Claim:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 from .result import Result
 

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import ipaddress
 import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
 DEFAULT_MASTER_PORT = 39500
 
@@ -229,14 +230,14 @@ class Profile:
         }
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "Profile":
+    def from_dict(cls, data: Mapping[str, Any]) -> Profile:
         values = {}
         for field in FIELDS:
             value = data["values"].get(field.name, field.default)
             values[field.name] = tuple(value) if isinstance(value, list) else value
         return cls(data.get("name", DEFAULT_PROFILE), values, dict(data.get("sources", {})))
 
-    def with_values(self, source: str, **changes: Any) -> "Profile":
+    def with_values(self, source: str, **changes: Any) -> Profile:
         """A copy with some values changed (parsed and validated like any other layer)."""
         values, sources = dict(self.values), dict(self.sources)
         for key, raw in changes.items():
@@ -255,7 +256,8 @@ def _parse(field: Field, raw: Any, source: str) -> Any:
 def read_toml(path: str | Path) -> dict[str, Any]:
     """The --config TOML, read through the one bounded reader (a directory, a FIFO, /dev/zero, a binary or a
     huge file is a ConfigError naming it, at once: never a blocking read, never a crash)."""
-    from .inputs import InputError, read_toml as bounded_toml
+    from .inputs import InputError
+    from .inputs import read_toml as bounded_toml
 
     try:
         return bounded_toml(path, what="--config")

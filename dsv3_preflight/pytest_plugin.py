@@ -61,7 +61,7 @@ class _Session:
         self.profile = resolve(self.options)
         self.facts: dict[str, Any] = {}
 
-    def result(self, spec) -> "Any":
+    def result(self, spec) -> Any:
         """Run one check through run_preflight; facts gathered for earlier items are reused, not probed again."""
         from dataclasses import replace
 

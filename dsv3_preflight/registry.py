@@ -13,10 +13,11 @@ import os
 import pkgutil
 import re
 import sys
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Callable, Iterable
+from typing import Any
 
 SCOPES = ("node", "cluster")
 ENTRY_POINT_GROUP = "dsv3_preflight.checks"
@@ -240,7 +241,7 @@ class Registry:
         only: Iterable[str] = (),
         skip: Iterable[str] = (),
         tags: Iterable[str] = (),
-    ) -> "Selection":
+    ) -> Selection:
         """The selected checks (sorted by name), the deselected ones with why, and the patterns that matched nothing.
 
         ``only`` and ``skip`` take names or prefixes ending in '.' or '*' (``net.*``). A pattern or tag that
@@ -385,7 +386,7 @@ def load_checks_dir(registry: Registry, directory: str | Path) -> None:
                 continue
             module = importlib.util.module_from_spec(spec)
             sys.modules[mod_name] = module
-            _, error = plugin_guard.load(str(file), lambda: spec.loader.exec_module(module), plugin_import_timeout())
+            _, error = plugin_guard.load(str(file), lambda spec=spec, module=module: spec.loader.exec_module(module), plugin_import_timeout())
             if error is not None:
                 sys.modules.pop(mod_name, None)
                 registry.add_failed_plugin(file.stem, str(file), error)

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import enum
 import json
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Iterable, Iterator, Mapping
+from typing import Any
 
 
 class Status(str, enum.Enum):
@@ -45,12 +46,12 @@ _SYMBOL = {Status.PASS: "✔", Status.SKIP: "–", Status.WARN: "!", Status.FAIL
 STATUS_ORDER: tuple[Status, ...] = tuple(sorted(Status, key=lambda s: -_SEVERITY[s]))
 
 
-def as_status(value: "Status | str") -> Status:
+def as_status(value: Status | str) -> Status:
     """A Status from itself or its value ("fail"); a ValueError names anything else."""
     return value if isinstance(value, Status) else Status(str(value))
 
 
-def severity(value: "Status | str") -> int:
+def severity(value: Status | str) -> int:
     """The severity of a status or of its value; an unknown value ranks below PASS."""
     try:
         return as_status(value).severity
@@ -58,7 +59,7 @@ def severity(value: "Status | str") -> int:
         return -1
 
 
-def worst(statuses: Iterable["Status | str"]) -> Status | None:
+def worst(statuses: Iterable[Status | str]) -> Status | None:
     """The most severe status of an iterable, or None when it is empty."""
     statuses = [as_status(s) for s in statuses]
     return max(statuses, key=lambda s: s.severity) if statuses else None
@@ -76,7 +77,7 @@ class Actor(str, enum.Enum):
         return _ACTOR_LABEL[self]
 
     @classmethod
-    def from_text(cls, text: str | None) -> "Actor | None":
+    def from_text(cls, text: str | None) -> Actor | None:
         """The actor a "who acts: ..." line names, by its label or its bare value (as a console prints it and the
         doctor reads it back); None for none or anything else."""
         text = (text or "").strip()
@@ -90,7 +91,7 @@ _ACTOR_LABEL = {
 }
 
 
-def _actor(value: "Actor | str | None") -> Actor | None:
+def _actor(value: Actor | str | None) -> Actor | None:
     return None if value is None else value if isinstance(value, Actor) else Actor(str(value))
 
 
@@ -134,18 +135,18 @@ class Finding:
                 "actor": self.actor.value if self.actor else None, "cause": self.cause, "rule": self.rule}
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "Finding":
+    def from_dict(cls, data: Mapping[str, Any]) -> Finding:
         return cls(status=data["status"], message=data["message"], fix=data.get("fix"), actor=data.get("actor"),
                    cause=data.get("cause"), rule=data.get("rule") or "")
 
 
-def failure(message: str, fix: str | None = None, *, actor: "Actor | str | None" = None,
+def failure(message: str, fix: str | None = None, *, actor: Actor | str | None = None,
             cause: str | None = None) -> Finding:
     """A FAIL finding (a rule function returns it)."""
     return Finding(Status.FAIL, message, fix, _actor(actor), cause)
 
 
-def warning(message: str, fix: str | None = None, *, actor: "Actor | str | None" = None,
+def warning(message: str, fix: str | None = None, *, actor: Actor | str | None = None,
             cause: str | None = None) -> Finding:
     """A WARN finding (a rule function returns it)."""
     return Finding(Status.WARN, message, fix, _actor(actor), cause)
@@ -183,30 +184,30 @@ class Result:
 
     # -- constructors a check uses -------------------------------------------------
     @classmethod
-    def passed(cls, summary: str, evidence: Mapping[str, Any] | None = None) -> "Result":
+    def passed(cls, summary: str, evidence: Mapping[str, Any] | None = None) -> Result:
         return cls(Status.PASS, summary, evidence or {})
 
     @classmethod
     def warned(cls, summary: str, evidence: Mapping[str, Any] | None = None, remediation: str | None = None, *,
-               actor: "Actor | str | None" = None, cause: str | None = None) -> "Result":
+               actor: Actor | str | None = None, cause: str | None = None) -> Result:
         return cls(Status.WARN, summary, evidence or {}, remediation, actor=_actor(actor), cause=cause)
 
     @classmethod
     def failed(cls, summary: str, evidence: Mapping[str, Any] | None = None, remediation: str | None = None, *,
-               actor: "Actor | str | None" = None, cause: str | None = None) -> "Result":
+               actor: Actor | str | None = None, cause: str | None = None) -> Result:
         return cls(Status.FAIL, summary, evidence or {}, remediation, actor=_actor(actor), cause=cause)
 
     @classmethod
-    def skipped(cls, reason: str, evidence: Mapping[str, Any] | None = None, *, cause: str | None = None) -> "Result":
+    def skipped(cls, reason: str, evidence: Mapping[str, Any] | None = None, *, cause: str | None = None) -> Result:
         return cls(Status.SKIP, reason, evidence or {}, cause=cause)
 
     @classmethod
     def _engine_error(cls, summary: str, evidence: Mapping[str, Any] | None = None, remediation: str | None = None,
-                      actor: "Actor | str | None" = None, cause: str | None = None) -> "Result":
+                      actor: Actor | str | None = None, cause: str | None = None) -> Result:
         """Only the engine makes ERROR results; runners use ``engine.error_result``."""
         return cls(Status.ERROR, summary, evidence or {}, remediation, actor=_actor(actor), cause=cause)
 
-    def stamped(self, *, name: str, node: str, duration_s: float) -> "Result":
+    def stamped(self, *, name: str, node: str, duration_s: float) -> Result:
         return replace(self, name=name, node=node, duration_s=round(duration_s, 6))
 
     def to_dict(self) -> dict[str, Any]:
@@ -224,7 +225,7 @@ class Result:
         }
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "Result":
+    def from_dict(cls, data: Mapping[str, Any]) -> Result:
         return cls(
             status=Status(data["status"]),
             summary=data["summary"],
@@ -258,7 +259,7 @@ class Findings:
         self._items: list[Finding] = []
         self.extend(findings)
 
-    def add(self, found: "Finding | Iterable[Finding] | None", rule: str = "") -> "Findings":
+    def add(self, found: Finding | Iterable[Finding] | None, rule: str = "") -> Findings:
         """Add what a rule returned (a finding, an iterable of findings, or None)."""
         if found is None:
             return self
@@ -272,12 +273,12 @@ class Findings:
                 self._items.append(item)
         return self
 
-    def extend(self, findings: Iterable[Finding]) -> "Findings":
+    def extend(self, findings: Iterable[Finding]) -> Findings:
         for f in findings:
             self.add(f)
         return self
 
-    def check(self, rule: Callable[..., Any], *args: Any, **kwargs: Any) -> "Findings":
+    def check(self, rule: Callable[..., Any], *args: Any, **kwargs: Any) -> Findings:
         """Run a rule function and add what it found, labelled with the rule's name."""
         return self.add(rule(*args, **kwargs), rule=getattr(rule, "__name__", ""))
 
@@ -302,7 +303,7 @@ class Findings:
         return self.failures + self.warnings
 
     def result(self, ok_summary: str, evidence: Mapping[str, Any] | None = None, *,
-               remediation: str | None = None, actor: "Actor | str | None" = None) -> Result:
+               remediation: str | None = None, actor: Actor | str | None = None) -> Result:
         """PASS with ``ok_summary`` when nothing was found; else FAIL (any failure) or WARN."""
         evidence = dict(evidence or {})
         if not self._items:
@@ -344,7 +345,7 @@ class Verdict:
         return self.exit_code == ExitCode.OK
 
 
-def decide(statuses: Iterable["Status | str"], *, strict: bool = False) -> Verdict:
+def decide(statuses: Iterable[Status | str], *, strict: bool = False) -> Verdict:
     """The verdict of a run from the statuses of the checks it selected (deselected checks are not results).
 
     GO (exit 0): something ran and nothing is FAIL or ERROR (nor WARN under ``strict``); NO-GO (exit 1)
@@ -368,7 +369,7 @@ def decide_results(results: Iterable[Any], *, strict: bool = False) -> Verdict:
     return decide([r.status if isinstance(r, Result) else r.get("status") for r in results], strict=strict)
 
 
-def counts(statuses: Iterable["Status | str"]) -> dict[str, int]:
+def counts(statuses: Iterable[Status | str]) -> dict[str, int]:
     """{status value: how many}, every status present, most severe first."""
     statuses = [as_status(s) for s in statuses]
     return {s.value: statuses.count(s) for s in STATUS_ORDER}

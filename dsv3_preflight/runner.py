@@ -4,8 +4,9 @@ from __future__ import annotations
 import os
 import socket
 import time
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from .engine import OnResult, run_cluster_checks, run_node_checks
 from .facts import FactStore

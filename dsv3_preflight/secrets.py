@@ -19,8 +19,9 @@ says what is covered.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from functools import lru_cache
-from typing import Any, Iterable
+from typing import Any
 
 MASK = "***"
 
@@ -123,7 +124,7 @@ _GATES: dict[str, tuple[str, ...]] = {
 
 
 @lru_cache(maxsize=1)
-def _value_patterns() -> tuple[tuple[str, "re.Pattern[str]", tuple[str, ...]], ...]:
+def _value_patterns() -> tuple[tuple[str, re.Pattern[str], tuple[str, ...]], ...]:
     """Our patterns, then detect-secrets' own (its RegexBasedDetector plugins' deny lists), compiled once, each
     with its gate."""
     patterns = [(name, re.compile(rx), _GATES.get(name, ())) for name, rx in _OWN_PATTERNS]
@@ -131,7 +132,7 @@ def _value_patterns() -> tuple[tuple[str, "re.Pattern[str]", tuple[str, ...]], .
     return tuple(patterns)
 
 
-def detect_secrets_patterns() -> list[tuple[str, "re.Pattern[str]"]]:
+def detect_secrets_patterns() -> list[tuple[str, re.Pattern[str]]]:
     """(plugin class name, compiled regex) for every regex-based detect-secrets plugin we use; [] when it is
     not installed (then our own patterns and the name rules still apply)."""
     try:
@@ -148,7 +149,7 @@ def detect_secrets_patterns() -> list[tuple[str, "re.Pattern[str]"]]:
     return found
 
 
-def _mask_span(match: "re.Match[str]") -> tuple[int, int]:
+def _mask_span(match: re.Match[str]) -> tuple[int, int]:
     """The span of a match to replace: our patterns name the secret part (group ``secret``); detect-secrets'
     groups are sometimes the secret and sometimes a prefix (``(ghp|gho)_...``), so all of its match goes."""
     if "secret" in match.re.groupindex and match.group("secret"):
@@ -193,7 +194,7 @@ _ASSIGN = re.compile(
 _FLAG = re.compile(r"""(?P<name>(?<![\w-])--?[A-Za-z_][\w.-]*)(?P<sep>[ \t]+)(?P<value>"[^"\n]*"|'[^'\n]*'|[^\s"'-][^\s]*)""")
 
 
-def _assign_repl(match: "re.Match[str]") -> str:
+def _assign_repl(match: re.Match[str]) -> str:
     name, value = match.group("name"), match.group("value")
     if (not is_secret_name(name) or value.strip("\"'") in ("", MASK) or value.startswith("//")
             or value.lower() in ("bearer", "basic", "token")):
@@ -202,7 +203,7 @@ def _assign_repl(match: "re.Match[str]") -> str:
     return f"{name}{match.group('q')}{match.group('sep')}{quote}{MASK}{quote}"
 
 
-def _flag_repl(match: "re.Match[str]") -> str:
+def _flag_repl(match: re.Match[str]) -> str:
     name, value = match.group("name"), match.group("value")
     if not name.startswith("--") or not is_secret_name(name) or value == MASK:
         return match.group(0)

@@ -34,7 +34,8 @@ import tempfile
 import threading
 import time
 import uuid
-from typing import Any, Iterator, Sequence
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 COOKIE_VAR = "DSV3_PREFLIGHT_RUN_ID"
 TEMP_PREFIX = "dsv3pf-"
@@ -116,7 +117,7 @@ def _give_up_deferring() -> None:
 
 
 def _exit_now(code: int) -> None:
-    real = getattr(os, "_exit")
+    real = os._exit
     real(code)
 
 

@@ -17,10 +17,12 @@ flags come from the profile (CLI flags > NNODES/NODE_RANK/MASTER_* > --config > 
 from __future__ import annotations
 
 import shlex
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from dsv3_preflight.net.ifselect import gloo_select, nccl_select, nccl_settings, recommended_nccl_value
+
 
 def default_torchrun(python: str) -> list[str]:
     """torchrun as the module of the given interpreter: no PATH lookup, the same torch as the preflight's."""

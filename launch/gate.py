@@ -4,8 +4,9 @@ from __future__ import annotations
 import datetime as _dt
 import os
 import re
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from dsv3_preflight.result import decide_results
 

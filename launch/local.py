@@ -13,7 +13,7 @@ import os
 import signal
 import subprocess
 import time
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 #: the signals that stop the launch; each is forwarded to torchrun's process group
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)

@@ -19,8 +19,9 @@ import signal
 import sys
 import tempfile
 import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 #: exit code of `launch --all-nodes` when node R failed first: FAILED_NODE_BASE + R
 FAILED_NODE_BASE = 10

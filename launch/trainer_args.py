@@ -11,8 +11,9 @@ gate closed without repeating every path in the profile.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from dsv3_preflight.profile import FALSE_WORDS, TRUE_WORDS
 

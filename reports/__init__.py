@@ -12,8 +12,9 @@ document) and never print. The doctor's own document renders through ``render(di
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
 
 def _console(doc: Mapping[str, Any], **options: Any) -> str:

@@ -14,7 +14,8 @@ environment value cannot send control sequences to the terminal) and rich-escape
 from __future__ import annotations
 
 import io
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from rich.console import Console
 from rich.markup import escape

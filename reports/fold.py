@@ -9,7 +9,8 @@ columns, not 512).
 """
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 FOLD_NODES = 16
 CLUSTER = "cluster"

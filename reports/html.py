@@ -11,9 +11,10 @@ import base64
 import hashlib
 import math
 import shlex
+from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import jinja2
 

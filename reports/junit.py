@@ -8,7 +8,8 @@ Deselected checks are listed as skipped cases on node ``-`` (CI dashboards count
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from dsv3_preflight.secrets import mask
 from dsv3_preflight.text import safe_terminal

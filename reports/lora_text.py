@@ -7,7 +7,8 @@ shown. Colour (ANSI, only when asked) is applied to the status symbols alone, ne
 """
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from dsv3_preflight.text import safe_terminal
 

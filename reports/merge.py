@@ -12,8 +12,9 @@ inputs may come from anywhere).
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from dsv3_preflight.document import build_document
 from dsv3_preflight.result import Result

@@ -11,7 +11,8 @@ the culprits are the check's.
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 PAIRS_CHECK = "dist.pairs"
 

@@ -15,8 +15,9 @@ order the document lists them in.
 """
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from dsv3_preflight.result import Actor, Status, severity
 

@@ -32,9 +32,10 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 from netns_lab import NETNS_ETC, LabUnavailable, NetnsLab, stop_group, unavailable_reason  # noqa: F401 - re-exported
 
@@ -117,7 +118,7 @@ class RayLab:
         return Path(NETNS_ETC) / self.net.ns(ns) / "hosts"
 
     # -- start and stop ----------------------------------------------------------------------------
-    def __enter__(self) -> "RayLab":
+    def __enter__(self) -> RayLab:
         self.net.start()
         _LIVE.add(self)
         try:
@@ -335,7 +336,7 @@ class RayLab:
         done = subprocess.CompletedProcess(argv, proc.returncode, stdout, stderr)
         return done, (json.loads(out.read_text()) if out.exists() else {})
 
-    def popen(self, out: Path, *extra: str, env: dict[str, str] | None = None, **kw: Any) -> "Running":
+    def popen(self, out: Path, *extra: str, env: dict[str, str] | None = None, **kw: Any) -> Running:
         """The CLI in namespace 0, in the background, its stderr read line by line."""
         env = self.cli_env(head_tmp=kw.get("config") is not None, **(env or {}))
         proc = self.net.popen(0, self.argv(out, *extra, **kw), env=env, cwd=str(out.parent))

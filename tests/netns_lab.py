@@ -57,7 +57,7 @@ import shutil
 import signal
 import subprocess
 import sys
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 PRIMARY_IF = "eth0"
 SECOND_IF = "eth1"
@@ -150,7 +150,7 @@ class NetnsLab:
         with open(os.path.join(etc, "resolv.conf"), "w") as fh:
             fh.write("nameserver 127.0.0.1\noptions timeout:1 attempts:1\n")
 
-    def start(self) -> "NetnsLab":
+    def start(self) -> NetnsLab:
         reason = unavailable_reason()
         if reason:
             raise LabUnavailable(reason)
@@ -286,7 +286,7 @@ class NetnsLab:
 
         reap_orphaned_tempdirs()
 
-    def __enter__(self) -> "NetnsLab":
+    def __enter__(self) -> NetnsLab:
         return self.start()
 
     def __exit__(self, *exc) -> None:
@@ -296,7 +296,7 @@ class NetnsLab:
 _LIVE: set[NetnsLab] = set()
 
 
-def stop_group(proc: "subprocess.Popen | None", grace: float) -> None:
+def stop_group(proc: subprocess.Popen | None, grace: float) -> None:
     """SIGTERM the process group we started, SIGKILL it after ``grace`` seconds (and whatever the leader left
     in its group), close the pipes; by its id, never by name."""
     if proc is None:

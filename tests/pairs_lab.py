@@ -72,7 +72,7 @@ class RayNetnsLab:
                 "RAY_AUTH_MODE": "disabled", "PYTHONPATH": str(REPO)}
 
     # -- start and stop -------------------------------------------------------------------------
-    def __enter__(self) -> "RayNetnsLab":
+    def __enter__(self) -> RayNetnsLab:
         t0 = time.monotonic()
         self.net.start()
         try:

@@ -10,7 +10,6 @@ import ast
 from pathlib import Path
 
 import pytest
-
 from conftest import REPO
 
 PACKAGE = REPO / "dsv3_preflight"

@@ -5,8 +5,10 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import python_cli
+from paste_lint import paste_problems
+from ports import free_port
+
 from dsv3_preflight import Status
 from dsv3_preflight.checks import env_launch_vars as env_rules
 from dsv3_preflight.checks import host_resources as host_rules
@@ -14,8 +16,6 @@ from dsv3_preflight.checks.env_launch_vars import launch_vars
 from dsv3_preflight.checks.host_resources import resources
 from dsv3_preflight.profile import resolve_profile
 from dsv3_preflight.result import Actor
-from paste_lint import paste_problems
-from ports import free_port
 
 GPU = resolve_profile(environ={"MASTER_ADDR": "10.0.0.1"})
 GPU_1NODE = resolve_profile(cli={"nnodes": 1})

@@ -8,11 +8,11 @@ import json
 from pathlib import Path
 
 import pytest
+from paste_lint import paste_problems
 
 from dsv3_preflight.checks.cluster_hostnames import unique_hostnames
 from dsv3_preflight.host.identity import rule_shared_hostname
 from dsv3_preflight.result import Actor, Status
-from paste_lint import paste_problems
 
 DATA = Path(__file__).resolve().parent / "data" / "cluster" / "netns_three_nodes.json"
 

@@ -19,8 +19,17 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("ray")
-from cluster_lab import (ONLY, SITE_CHECKS, RayLab, assert_schema_valid, close_shared, nodes_by_name,  # noqa: E402
-                         results_by, shared_lab, wait_for)
+from cluster_lab import (  # noqa: E402
+    ONLY,
+    SITE_CHECKS,
+    RayLab,
+    assert_schema_valid,
+    close_shared,
+    nodes_by_name,
+    results_by,
+    shared_lab,
+    wait_for,
+)
 from paste_lint import paste_problems  # noqa: E402
 
 pytestmark = [pytest.mark.slow, pytest.mark.netns, pytest.mark.ray]

@@ -3,27 +3,43 @@ recorded from real Ray nodes in network namespaces (tests/data/cluster/netns_thr
 from __future__ import annotations
 
 import copy
-from dataclasses import replace
 import json
 import subprocess
 import sys
+from dataclasses import replace
 
 import pytest
+from paste_lint import paste_problems
 
 from dsv3_preflight.checks.cluster_env_consistency import env_consistency
-from dsv3_preflight.checks.cluster_node_count import (hosts_fix, master_node, node_count, rule_literal_loopback,
-                                                      rule_node0_holds, rule_resolutions_differ, rule_resolves_to_loopback,
-                                                      rule_unresolved)
-from dsv3_preflight.checks.cluster_node_rank import (exported_ranks, node_rank, rule_differs_from_assigned, rule_duplicates,
-                                                     rule_gaps, rule_not_a_number, rule_out_of_range, rule_partial,
-                                                     rule_rank0_off_master, rule_training_command)
+from dsv3_preflight.checks.cluster_node_count import (
+    hosts_fix,
+    master_node,
+    node_count,
+    rule_literal_loopback,
+    rule_node0_holds,
+    rule_resolutions_differ,
+    rule_resolves_to_loopback,
+    rule_unresolved,
+)
+from dsv3_preflight.checks.cluster_node_rank import (
+    exported_ranks,
+    node_rank,
+    rule_differs_from_assigned,
+    rule_duplicates,
+    rule_gaps,
+    rule_not_a_number,
+    rule_out_of_range,
+    rule_partial,
+    rule_rank0_off_master,
+    rule_training_command,
+)
 from dsv3_preflight.checks.net_mtu import mtu, rule_mtu_differs, rule_nodes_missing, rule_unknown, used_interfaces
 from dsv3_preflight.cluster import NodeInfo, assign_node_ranks, unique_names
 from dsv3_preflight.cluster.driver import lost_node_fix
 from dsv3_preflight.cluster.liveness import Lost, NodeWatch, logs_dir
 from dsv3_preflight.profile import resolve_profile
 from dsv3_preflight.result import Actor, Status
-from paste_lint import paste_problems
 
 
 def node(node_id, ip, hostname, **kw):

@@ -6,13 +6,19 @@ import subprocess
 import sys
 
 import pytest
-
-from dsv3_preflight.collective.judge import (judge_collective, judge_gang, rule_busbw, rule_completed,
-                                            rule_duplicate_gpus, rule_nic_mismatch)
-from dsv3_preflight.registry import load_registry
 from paste_lint import paste_problems
+
 from dsv3_preflight.collective import combine, decode, nccl_interfaces
+from dsv3_preflight.collective.judge import (
+    judge_collective,
+    judge_gang,
+    rule_busbw,
+    rule_completed,
+    rule_duplicate_gpus,
+    rule_nic_mismatch,
+)
 from dsv3_preflight.profile import resolve_profile
+from dsv3_preflight.registry import load_registry
 from dsv3_preflight.result import Actor, Status
 
 CASES = json.loads((__import__("pathlib").Path(__file__).parent / "data" / "collective" / "errors.json").read_text())["cases"]

@@ -1,14 +1,13 @@
 """Collective probe on real GPUs with NCCL: world 1 on one GPU; two ranks forced onto one GPU."""
 from __future__ import annotations
 
-
 import pytest
+from ports import free_port
 
 from dsv3_preflight.checks.dist_allreduce import judge_collective
 from dsv3_preflight.collective import combine, probe_node
 from dsv3_preflight.profile import resolve_profile
 from dsv3_preflight.result import Status
-from ports import free_port
 
 pytestmark = [pytest.mark.gpu, pytest.mark.slow]
 

@@ -11,7 +11,6 @@ import time
 
 import psutil
 import pytest
-
 from netns_lab import netns_lab  # noqa: F401 - the fixture
 from paste_lint import paste_problems
 
@@ -49,7 +48,7 @@ def finish(procs, tmp_path, t0):
 def test_three_namespaced_nodes_all_reduce_correctly(netns_lab, tmp_path):
     t0 = time.monotonic()
     out, elapsed = finish(start_nodes(netns_lab, tmp_path), tmp_path, t0)
-    for n, res in out.items():
+    for _n, res in out.items():
         assert res["rc"] == 0, res["stdout"] + res["stderr"]
         assert res["result"]["status"] == "pass", res["stdout"]
         assert res["result"]["summary"].startswith("all_reduce over 3 ranks correct (sum 6)")
@@ -82,7 +81,7 @@ def test_blocked_rank_ports_with_store_port_open_still_end_on_time(netns_lab, tm
     out, elapsed = finish(start_nodes(netns_lab, tmp_path), tmp_path, t0)
     assert elapsed <= TIMEOUT + MARGIN_S, elapsed
     assert all(res["rc"] == 1 for res in out.values()), [r["stdout"] for r in out.values()]
-    for n, res in out.items():
+    for _n, res in out.items():
         ranks = res["outcome"]["ranks"]
         # everyone reached the store; nobody got a process group
         assert all(r["last_phase"] in ("store_connected", "all_joined") for r in ranks), ranks
@@ -93,7 +92,7 @@ def test_blocked_rank_ports_with_store_port_open_still_end_on_time(netns_lab, tm
     # node's report says so (node 0 learns it from the others' results in the store), with node 0's own port range
     lo, hi = netns_lab.exec(0, ["cat", "/proc/sys/net/ipv4/ip_local_port_range"], check=True).stdout.split()
     head = f"{netns_lab.addr(0)}"
-    for n, res in out.items():
+    for _n, res in out.items():
         result = res["result"]
         [blocked] = [f for f in result["findings"] if f["cause"] == "collective.ports_blocked_between_nodes"
                      and f["message"].startswith(f"rank 0 ({head}) refuses TCP on its ephemeral ports from ")]

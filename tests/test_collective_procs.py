@@ -12,10 +12,10 @@ import time
 
 import psutil
 import pytest
-
-from dsv3_preflight.collective import combine, probe_node
 from paste_lint import paste_problems
 from ports import free_port
+
+from dsv3_preflight.collective import combine, probe_node
 
 pytestmark = pytest.mark.slow
 #: what the probe may take beyond its own timeout (reading logs, reaping)

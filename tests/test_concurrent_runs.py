@@ -12,13 +12,13 @@ import textwrap
 import threading
 
 import pytest
-
 from conftest import python_cli
+from ports import free_port
+
 from dsv3_preflight import portclaim
 from dsv3_preflight.facts import FactBusy, FactStore
 from dsv3_preflight.profile import resolve_profile
 from dsv3_preflight.registry import Registry, probe
-from ports import free_port
 
 
 @pytest.mark.slow

@@ -9,8 +9,8 @@ import time
 
 import jsonschema
 import pytest
-
 from conftest import python_cli
+
 from dsv3_preflight.document import load_schema
 
 CORE = ["--only", "env.launch_vars", "--only", "host.resources"]

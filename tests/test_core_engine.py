@@ -1,13 +1,12 @@
 """The engine: exceptions and timeouts become ERROR results, the run goes on and stays bounded."""
 import json
 import subprocess
-import sys
 import textwrap
 import time
 
 import pytest
-
 from conftest import python_cli
+
 from dsv3_preflight import Result, Status, check, probe
 from dsv3_preflight.engine import exit_code, run_cluster_checks, run_node_checks
 from dsv3_preflight.facts import FactStore

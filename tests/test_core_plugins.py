@@ -6,7 +6,6 @@ import sys
 import time
 
 import pytest
-
 from conftest import REPO, python_cli
 
 SITE_DIR = REPO / "examples" / "site_checks"

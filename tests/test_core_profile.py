@@ -2,8 +2,8 @@
 import subprocess
 
 import pytest
-
 from conftest import python_cli
+
 from dsv3_preflight.profile import ConfigError, resolve_profile
 
 

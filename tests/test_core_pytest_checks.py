@@ -6,7 +6,6 @@ import textwrap
 import xml.etree.ElementTree as ET
 
 import pytest
-
 from conftest import REPO
 
 STATUS_SITE = textwrap.dedent("""

@@ -11,9 +11,9 @@ import textwrap
 import time
 
 import pytest
+from ports import free_port
 
 from dsv3_preflight.doctor import triage
-from ports import free_port
 
 WORKER = textwrap.dedent(r'''
     import datetime, sys, time, torch, torch.distributed as dist

@@ -8,6 +8,7 @@ import json
 import subprocess
 
 import pytest
+from conftest import python_cli
 
 from dsv3_preflight.doctor import triage
 from dsv3_preflight.doctor.signatures import CHECK_CLASS, GATE_CLASS, GATE_SIGNATURES
@@ -15,8 +16,6 @@ from dsv3_preflight.document import build_document
 from dsv3_preflight.reports import write_html
 from dsv3_preflight.reports.console import render_console
 from dsv3_preflight.result import Actor, Result
-
-from conftest import python_cli
 
 FIX_A = "# on this node: the rule that drops the port\nnft list ruleset | grep -n 39500"
 FIX_B = "nc -vz -w 3 10.0.0.1 39500"

@@ -10,8 +10,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from conftest import python_cli
+
 from dsv3_preflight.doctor import reader, triage
 
 DATA = Path(__file__).resolve().parent / "data" / "doctor"

@@ -17,11 +17,11 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from conftest import python_cli
+from paste_lint import paste_problems
 
 from dsv3_preflight.doctor import triage
 from dsv3_preflight.doctor.signatures import SIGNATURES
-from conftest import python_cli
-from paste_lint import paste_problems
 
 CHILD = textwrap.dedent(r'''
     import datetime, os, socket, sys, tempfile, traceback

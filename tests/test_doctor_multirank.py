@@ -10,10 +10,10 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
 from conftest import python_cli
-from dsv3_preflight.doctor import triage
 from ports import free_port
+
+from dsv3_preflight.doctor import triage
 
 torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.skipif(not torch.distributed.is_available(), reason="torch without distributed")

@@ -40,9 +40,9 @@ import sys
 import time
 
 import pytest
+from netns_lab import netns_lab, stop_group  # noqa: F401 - the fixture
 
 from dsv3_preflight.doctor import triage
-from netns_lab import netns_lab, stop_group  # noqa: F401 - the fixture
 
 pytestmark = [pytest.mark.slow, pytest.mark.netns]
 PORT = 29531          # inside the lab's own namespaces: no other run shares it

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from dsv3_preflight.doctor import triage
-from dsv3_preflight.doctor.triage import Triage
 from dsv3_preflight.doctor.reader import SNIFF, relining_of
+from dsv3_preflight.doctor.triage import Triage
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 from log_formats import PASTES, recorded_logs  # noqa: E402  (shared with bench_doctor_accuracy --formats)

@@ -14,9 +14,9 @@ import tempfile
 import textwrap
 
 import pytest
+from netns_lab import netns_lab  # noqa: F401 - the lab's fixture
 
 from dsv3_preflight.doctor import triage
-from netns_lab import netns_lab  # noqa: F401 - the lab's fixture
 
 pytestmark = [pytest.mark.slow, pytest.mark.netns, pytest.mark.ray]
 

@@ -185,6 +185,7 @@ def _record_failure(error_file: Path, fail) -> None:
     """What a rank under torchrun's ``@record`` (HF's and DeepSpeed's entry points) leaves when ``fail`` raises:
     torch's own ErrorHandler writes ``error_file`` (``TORCHELASTIC_ERROR_FILE``)."""
     import os
+
     from torch.distributed.elastic.multiprocessing.errors import record
     error_file.parent.mkdir(parents=True)
     before = os.environ.get("TORCHELASTIC_ERROR_FILE")
@@ -202,8 +203,9 @@ def _record_failure(error_file: Path, fail) -> None:
 
 def test_a_ranks_torchrun_error_file_is_read_as_the_traceback_it_holds(tmp_path):
     import json
-    import torch
     from datetime import datetime
+
+    import torch
 
     def load_shards():   # a frame of the rank's own code, as a real traceback has
         torch.empty(1 << 50)   # torch's real DefaultCPUAllocator error

@@ -6,13 +6,20 @@ import shutil
 import subprocess
 
 import pytest
-
-from dsv3_preflight.doctor.signatures import NO_PREFLIGHT_CHECK
-
 from conftest import python_cli
 from paste_lint import paste_problems
-from dsv3_preflight.doctor.signatures import CLASSES, DERIVED, DERIVED_NAMES, EXTRA_CLASSES, GATE_CLASS, GPU_FAULT_CLASS, SIGNATURES
-from dsv3_preflight.doctor.triage import _Matcher, _fill, _groups
+
+from dsv3_preflight.doctor.signatures import (
+    CLASSES,
+    DERIVED,
+    DERIVED_NAMES,
+    EXTRA_CLASSES,
+    GATE_CLASS,
+    GPU_FAULT_CLASS,
+    NO_PREFLIGHT_CHECK,
+    SIGNATURES,
+)
+from dsv3_preflight.doctor.triage import _fill, _groups, _Matcher
 
 MATCHER = _Matcher(SIGNATURES)
 ALL = SIGNATURES + DERIVED

@@ -10,6 +10,7 @@ import subprocess
 from pathlib import Path
 
 from conftest import python_cli
+
 from dsv3_preflight.doctor import triage
 
 LOSS = "{'loss': 1.2345, 'grad_norm': 0.5, 'learning_rate': 2e-05, 'epoch': 0.9}"
@@ -123,8 +124,8 @@ def test_an_agent_failing_its_exit_barrier_after_its_workers_succeeded_keeps_a_f
                                                                             "elastic.exit_barrier_failed"}
     # the barrier's failure does not excuse a failure of the run: the same lines after a worker's own error
     node1 = (recorded / "node1.log").read_text().splitlines()
-    broken = [l.replace("rank 1 step 1 loss 0.4213 allreduce [3.0, 3.0, 3.0, 3.0]", "torch.OutOfMemoryError: CUDA out of "
-                        "memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.10 GiB") for l in node1]
+    broken = [line.replace("rank 1 step 1 loss 0.4213 allreduce [3.0, 3.0, 3.0, 3.0]", "torch.OutOfMemoryError: CUDA out of "
+                        "memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.10 GiB") for line in node1]
     doc = _doc(tmp_path, broken)
     assert (doc["exit_code"], doc["cause_class"]) == (1, "gpu_oom"), doc["summary"]
 

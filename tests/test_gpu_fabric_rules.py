@@ -5,12 +5,11 @@ from __future__ import annotations
 import copy
 
 import pytest
+from gpu_lab import compile_libcuda, gather, stand_up
+from paste_lint import paste_problems
 
 from dsv3_preflight.gpu import fabric_rules as fr
 from dsv3_preflight.result import Actor, Status
-
-from gpu_lab import compile_libcuda, gather, stand_up
-from paste_lint import paste_problems
 
 MACHINES = ("a100_nvswitch_fm_running", "a100_nvswitch_fm_stopped", "a100_nvswitch_fm_version_off",
             "h100_fabric_completed", "h100_fabric_in_progress", "h100_fabric_completed_error", "pcie_a100_no_nvswitch",

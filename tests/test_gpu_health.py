@@ -12,6 +12,8 @@ import os
 import time
 
 import pytest
+from gpu_lab import HEALTH, KMSG, cpu_profile, gather_kernel_log, gather_nvml, health_doc, profile
+from paste_lint import paste_problems
 
 from dsv3_preflight.checks.gpu_clocks import clocks
 from dsv3_preflight.checks.gpu_memory_errors import memory_errors
@@ -21,13 +23,11 @@ from dsv3_preflight.checks.gpu_pcie_link import pcie_link
 from dsv3_preflight.checks.gpu_reset_pending import reset_pending
 from dsv3_preflight.checks.gpu_xid import xid
 from dsv3_preflight.gpu import clocks as clock_rules
-from dsv3_preflight.gpu import links, memory, modes as mode_rules, recovery, xid_rules
+from dsv3_preflight.gpu import links, memory, recovery, xid_rules
+from dsv3_preflight.gpu import modes as mode_rules
 from dsv3_preflight.gpu.fabric_rules import Cause
 from dsv3_preflight.gpu.xid import meaning, parse_line, parse_lines
 from dsv3_preflight.result import Actor, Status
-
-from gpu_lab import HEALTH, KMSG, cpu_profile, gather_kernel_log, gather_nvml, health_doc, profile
-from paste_lint import paste_problems
 
 NODE_CHECKS = {"gpu.memory_errors": memory_errors, "gpu.pcie_link": pcie_link, "gpu.clocks": clocks,
                "gpu.modes": modes, "gpu.reset_pending": reset_pending}
@@ -383,8 +383,8 @@ def test_an_unreadable_kernel_log_is_a_skip_with_the_reason_not_a_pass():
 def test_a_committed_gpu_scenario_is_what_the_cli_records_from_its_machine_today(tmp_path):
     """tests/data/scenarios/gpu_*.facts.json are recorded by `run --facts-out` (tests/gpu_lab.py record): a fresh
     recording of one must give the same NVML facts, so the scenarios cannot drift from the probes silently."""
-    from gpu_lab import record_scenario
     from conftest import REPO
+    from gpu_lab import record_scenario
 
     committed = json.loads((REPO / "tests/data/scenarios/gpu_a10g_pcie_x8.facts.json").read_text())
     fresh = record_scenario("gpu_a10g_pcie_x8", tmp_path / "fresh.facts.json", tmp_path / "work")

@@ -5,17 +5,15 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import time
 
 import pytest
+from conftest import python_cli
+from gpu_lab import compile_libcuda, stand_up
 
 from dsv3_preflight.gpu.cuda_errors import decode, parse_torch_cuda_error
 from dsv3_preflight.gpu.fm_log import findings, parse_version
 from dsv3_preflight.gpu.probes.nvml import driver_api_init, torch_runtime_init
-
-from gpu_lab import compile_libcuda, stand_up
-from conftest import python_cli
 
 
 @pytest.fixture(scope="module")
@@ -91,7 +89,6 @@ def test_cli_on_a_recorded_fm_stopped_machine_reports_the_802_root_cause(tmp_pat
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DSV3_PREFLIGHT", "FAKE_"))}
     env.update(machine.env)
     env["PATH"] = machine.env["PATH"]
-    out = tmp_path / "result.json"
     facts = tmp_path / "facts.json"
     proc = subprocess.run(python_cli("run", "--only", "gpu.fabric_manager", "--only", "gpu.inventory", "--no-report",
                                      "--facts-out", str(facts)),

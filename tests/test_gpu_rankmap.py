@@ -4,14 +4,23 @@ from __future__ import annotations
 import json
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from gpu_lab import DATA, cpu_profile, profile
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dsv3_preflight.checks.gpu_rank_mapping import rank_mapping, rank_mapping_cluster
-from dsv3_preflight.gpu.rankmap import (enumeration_order, find_duplicates, mapping_table, nccl_bus_id, normalize_bus_id, parse_visible_devices, plan,
-                                   resolve_visible, cluster_problems)
+from dsv3_preflight.gpu.rankmap import (
+    cluster_problems,
+    enumeration_order,
+    find_duplicates,
+    mapping_table,
+    nccl_bus_id,
+    normalize_bus_id,
+    parse_visible_devices,
+    plan,
+    resolve_visible,
+)
 from dsv3_preflight.result import Status
-
-from gpu_lab import DATA, cpu_profile, profile
 
 A100_BUS = ["07", "0F", "47", "4E", "87", "90", "B7", "BD"]
 

@@ -5,13 +5,12 @@ import copy
 import json
 
 import pytest
+from gpu_lab import compile_libcuda, cpu_profile, gather, profile, stand_up
 
 from dsv3_preflight.checks.gpu_cuda_init import cuda_init as cuda_init_check
 from dsv3_preflight.checks.gpu_fabric_manager import fabric_manager as fm_check
 from dsv3_preflight.checks.gpu_inventory import inventory as inventory_check
 from dsv3_preflight.result import Status
-
-from gpu_lab import compile_libcuda, cpu_profile, gather, profile, stand_up
 
 
 @pytest.fixture(scope="module")
@@ -187,7 +186,7 @@ def test_inventory_fails_when_a_gpu_is_missing(healthy_nvml):
 
 
 def test_recorded_machine_files_say_where_their_format_comes_from():
-    from gpu_lab import MACHINES, DATA
+    from gpu_lab import DATA, MACHINES
     files = list(MACHINES.glob("*.json")) + list(DATA.glob("*.json"))
     assert len(files) >= 10
     for f in files:
@@ -252,9 +251,10 @@ def test_a_hung_driver_init_fails_with_the_wedged_driver_verdict(healthy_facts):
 
 
 def test_h100_on_a_driver_without_the_v_fabric_call_falls_back_to_the_first_version():
-    from dsv3_preflight.gpu.probes.replay import NvmlReplay
-    from dsv3_preflight.gpu.probes.nvml import nvml_facts
     from gpu_lab import load_machine
+
+    from dsv3_preflight.gpu.probes.nvml import nvml_facts
+    from dsv3_preflight.gpu.probes.replay import NvmlReplay
 
     doc = load_machine("h100_fabric_completed")["nvml"]
     for d in doc["devices"]:
@@ -265,9 +265,10 @@ def test_h100_on_a_driver_without_the_v_fabric_call_falls_back_to_the_first_vers
 
 def test_one_missing_driver_is_one_root_cause_with_one_fix_on_all_four_gpu_cards(machine):
     """Four red GPU cards for one missing driver were four alarms; one cause key lets the report collapse them."""
+    from paste_lint import paste_problems
+
     from dsv3_preflight.checks.gpu_rank_mapping import rank_mapping
     from dsv3_preflight.result import Actor
-    from paste_lint import paste_problems
 
     facts = machine("no_driver")
     results = judge_all(facts)
@@ -284,8 +285,9 @@ LAB_MACHINES = ("a100_nvswitch_fm_running", "a100_nvswitch_fm_stopped", "a100_nv
 
 @pytest.mark.parametrize("name", LAB_MACHINES)
 def test_every_gpu_fix_on_a_recorded_machine_pastes_and_every_problem_says_who_acts(machine, name):
-    from dsv3_preflight.checks.gpu_rank_mapping import rank_mapping
     from paste_lint import paste_problems
+
+    from dsv3_preflight.checks.gpu_rank_mapping import rank_mapping
 
     facts = machine(name)
     results = judge_all(facts)

@@ -4,11 +4,12 @@ from __future__ import annotations
 import copy
 import json
 
-from dsv3_preflight.checks.gpu_versions import versions as versions_check
-from dsv3_preflight.gpu.probes.fabric import torch_cuda_version, versions as versions_probe
-from dsv3_preflight.result import Status
-
 from gpu_lab import DATA, cpu_profile, profile
+
+from dsv3_preflight.checks.gpu_versions import versions as versions_check
+from dsv3_preflight.gpu.probes.fabric import torch_cuda_version
+from dsv3_preflight.gpu.probes.fabric import versions as versions_probe
+from dsv3_preflight.result import Status
 
 
 def three_nodes():

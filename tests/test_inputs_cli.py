@@ -12,7 +12,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from conftest import DATA, python_cli
 
 GREEN = DATA / "report" / "green_single_node.json"

@@ -3,9 +3,9 @@ from pathlib import Path
 
 import pytest
 
+from dsv3_preflight.document import build_document
 from dsv3_preflight.launch.command import build_command, derive_env
 from dsv3_preflight.launch.gate import is_go, launch_log_text, red_line
-from dsv3_preflight.document import build_document
 from dsv3_preflight.profile import resolve_profile
 from dsv3_preflight.result import Result
 

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import psutil
 import pytest
+from ports import free_port
 
 from dsv3_preflight.cli import main
-from ports import free_port
 
 DATA = Path(__file__).resolve().parent / "data" / "launch"
 TRAIN = DATA / "train_allreduce.py"

@@ -16,10 +16,11 @@ pytest.importorskip("ray")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cluster_lab import MASTER_PORT, LabUnavailable, RayLab  # noqa: E402
 
+from dsv3_preflight.launch.ray_launch import DOCTOR_HEAD  # noqa: E402
+
 pytestmark = [pytest.mark.slow, pytest.mark.netns, pytest.mark.ray]
 #: what the launch needs judged, cheaply (no GPU or collective probes on 2 cores)
 ONLY = "env.*,net.nic_route,cluster.*"
-from dsv3_preflight.launch.ray_launch import DOCTOR_HEAD
 
 TRAIN = Path(__file__).resolve().parent / "data" / "launch" / "train_allreduce.py"
 NNODES = 2

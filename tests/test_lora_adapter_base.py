@@ -12,9 +12,9 @@ import sys
 from pathlib import Path
 
 import pytest
-
 import test_lora_lab as lab
 from paste_lint import paste_problems
+
 from dsv3_preflight.checks.lora_adapter_base import adapter_base
 from dsv3_preflight.lora.base_fit import compare
 from dsv3_preflight.lora.case import AdapterCase

@@ -10,9 +10,9 @@ import sys
 from pathlib import Path
 
 import pytest
-
 import test_lora_lab as lab
 from paste_lint import paste_problems
+
 from dsv3_preflight.checks.lora_output_dir import output_dir
 from dsv3_preflight.lora.dsconfig import GATHER_KEY, lint
 from dsv3_preflight.lora.probes.facts import model_facts as model_modules
@@ -159,8 +159,9 @@ def test_legacy_fp16_gather_key_counts_and_zero2_needs_no_gather():
 def test_an_absent_pin_memory_is_what_the_installed_deepspeed_defaults_to():
     """DeepSpeed's own config model (installed here) fills an absent pin_memory with its default (True in 0.19;
     False in older releases): the probe records its reading and the rule follows it, not a guess."""
-    from dsv3_preflight.lora.probes.facts import _deepspeed_model_check
     from deepspeed.runtime.zero.offload_config import DeepSpeedZeroOffloadParamConfig
+
+    from dsv3_preflight.lora.probes.facts import _deepspeed_model_check
 
     cfg = _cfg("ds_z3_offload.json")
     for part in ("offload_param", "offload_optimizer"):

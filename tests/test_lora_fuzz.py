@@ -30,8 +30,8 @@ import warnings
 from pathlib import Path
 
 import pytest
-
 import test_lora_lab as lab
+
 from dsv3_preflight.lora.probes.scan import judge_path
 
 REPO = Path(__file__).resolve().parent.parent

@@ -115,7 +115,7 @@ def _peak_rss_mib(args: list[str]) -> tuple[float, subprocess.CompletedProcess]:
             "hwm = [l for l in open('/proc/self/status') if l.startswith('VmHWM')][0].split()[1]\n"
             "print('VmHWM', hwm, file=sys.stderr)\nsys.exit(code)")
     p = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=300, cwd=REPO)
-    line = next(l for l in p.stderr.splitlines() if l.startswith("VmHWM"))
+    line = next(ln for ln in p.stderr.splitlines() if ln.startswith("VmHWM"))
     return int(line.split()[1]) / 1024, p
 
 

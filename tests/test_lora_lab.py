@@ -26,7 +26,7 @@ def tiny_model(kind: str):
     return AutoModelForCausalLM.from_config(cfg)
 
 
-def write_adapter(out: Path, kind: str, targets: "list[str] | str", r: int = 8, safe: bool = True, trained: bool = True,
+def write_adapter(out: Path, kind: str, targets: list[str] | str, r: int = 8, safe: bool = True, trained: bool = True,
                   **lora) -> Path:
     """Save a real peft LoRA adapter of a tiny model into ``out``; with ``trained`` lora_B is non-zero. ``lora`` holds
     more LoraConfig fields (exclude_modules, layers_to_transform, ...)."""

@@ -13,9 +13,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 import test_lora_lab as lab
 from paste_lint import paste_problems
+
 from dsv3_preflight.checks.lora_targets import targets as targets_check
 from dsv3_preflight.lora.probes.facts import lora_model_modules, model_facts
 from dsv3_preflight.profile import resolve_profile

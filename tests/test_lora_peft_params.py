@@ -21,9 +21,9 @@ import warnings
 from pathlib import Path
 
 import pytest
-
 import test_lora_lab as lab
 from paste_lint import paste_problems
+
 from dsv3_preflight.lora import selection
 from dsv3_preflight.lora.probes.scan import judge_path
 

@@ -2,7 +2,6 @@
 control character, line break and bidi override in file names or adapter text escaped."""
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
@@ -10,9 +9,9 @@ import sys
 from pathlib import Path
 
 import pytest
-
 import test_lora_lab as lab
 from paste_lint import paste_problems
+
 from dsv3_preflight.lora.probes.scan import scan_paths
 from dsv3_preflight.reports.lora_text import render_scan, render_watch_event, render_watch_summary
 

@@ -10,9 +10,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 import test_lora_lab as lab
 from paste_lint import paste_problems
+
 from dsv3_preflight.lora import config_rules, dsconfig, file_rules, rules
 from dsv3_preflight.lora.case import AdapterCase
 from dsv3_preflight.lora.probes.adapter_files import read_adapter

@@ -12,9 +12,9 @@ import tracemalloc
 from pathlib import Path
 
 import pytest
-
 import test_lora_lab as lab
 from paste_lint import paste_problems
+
 from dsv3_preflight.lora.probes.adapter_files import find_adapters, read_header
 from dsv3_preflight.lora.probes.scan import judge_path, scan_paths
 
@@ -449,10 +449,10 @@ def test_a_stray_dora_magnitude_without_use_dora_is_ignored_by_peft_so_it_warns_
 def test_null_target_modules_is_judged_by_what_peft_fills_in_for_the_model_type(tmp_path):
     """peft fills a null target_modules with its default targets for the base model's type (Llama: q_proj, v_proj):
     an adapter of exactly those modules loads intact (not a FAIL); of others it loads wrong (a FAIL)."""
+    from peft.utils.constants import TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING
     from transformers import LlamaConfig
 
     from dsv3_preflight.lora.peft_defaults import DEFAULT_TARGETS
-    from peft.utils.constants import TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING
 
     assert DEFAULT_TARGETS == TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING   # the data is the installed peft's
     base = tmp_path / "llama-base"

@@ -11,8 +11,8 @@ import warnings
 from pathlib import Path
 
 import pytest
-
 import test_lora_lab as lab
+
 from dsv3_preflight.checks.lora_targets import targets as targets_check
 from dsv3_preflight.lora.probes.facts import lora_model_modules
 from dsv3_preflight.profile import resolve_profile

@@ -16,8 +16,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from paste_lint import paste_problems
+
 from dsv3_preflight.lora.dsconfig import GATHER_KEY, Context, lint
 from dsv3_preflight.lora.probes.trainer_chain import run_chain
 

@@ -22,7 +22,6 @@ import warnings
 from pathlib import Path
 
 import pytest
-
 import test_lora_lab as lab
 
 pytestmark = pytest.mark.slow

@@ -12,8 +12,8 @@ import time
 from pathlib import Path
 
 import pytest
-
 import test_lora_lab as lab
+
 from dsv3_preflight.lora.completeness import decide_save
 from dsv3_preflight.lora.probes.watch import Watcher, observe
 
@@ -236,9 +236,9 @@ def test_cli_watch_reports_the_first_bad_checkpoint_as_it_lands_and_fails_fast(t
             proc.kill()
             proc.wait(10)
     assert proc.returncode == 1, out + err
-    lines = [l for l in out.splitlines() if "checkpoint-" in l]
+    lines = [ln for ln in out.splitlines() if "checkpoint-" in ln]
     assert lines[0].startswith("✔ step 50:") and lines[1].startswith("✘ step 100:") and "empty adapter" in lines[1]
-    assert not any("truncated" in l for l in lines)  # the half-written file was never reported
+    assert not any("truncated" in ln for ln in lines)  # the half-written file was never reported
     assert latency < 30  # caught at the save, not at the end of the run
 
 
@@ -256,7 +256,7 @@ def test_cli_watch_fail_fast_survives_a_healthy_save_that_stalls(tmp_path, good_
             proc.kill()
             proc.wait(10)
     assert proc.returncode == 0, out + err
-    lines = [l for l in out.splitlines() if "checkpoint-" in l]
+    lines = [ln for ln in out.splitlines() if "checkpoint-" in ln]
     assert len(lines) == 1 and lines[0].startswith("✔ step 50:"), out
     assert "1 adapters judged, 0 bad" in out
 

@@ -7,10 +7,10 @@ import subprocess
 import threading
 
 import pytest
-
 from conftest import python_cli
-from dsv3_preflight.net.probes.reach import tcp_reach
 from ports import free_port
+
+from dsv3_preflight.net.probes.reach import tcp_reach
 
 
 def run_net(tmp_path, env, only="net.*", profile="cpu"):

@@ -24,13 +24,13 @@ import subprocess
 import sys
 
 import pytest
+from netns_lab import NETNS_ETC, unavailable_reason
+from ports import free_port
 
 from dsv3_preflight.checks.net_nic_route import nic_route as judge_nic_route
 from dsv3_preflight.net.probes.facts import nic_route as probe_nic_route
 from dsv3_preflight.net.probes.facts import resolve_master
 from dsv3_preflight.profile import resolve_profile
-from netns_lab import NETNS_ETC, unavailable_reason
-from ports import free_port
 
 PY = sys.executable
 MASTER = "10.99.0.2"
@@ -83,7 +83,7 @@ class TwoNodes:
         proc = subprocess.run(["ip", *args], capture_output=True, text=True, timeout=10)
         assert proc.returncode == 0, f"ip {' '.join(args)}: {proc.stderr}"
 
-    def build(self) -> "TwoNodes":
+    def build(self) -> TwoNodes:
         n, p = self.node, self.peer
         for ns in (n, p):
             self.ip("netns", "add", ns)

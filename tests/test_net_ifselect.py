@@ -7,9 +7,18 @@ import json
 
 import pytest
 
-from dsv3_preflight.net.ifselect import (find_interfaces, gloo_default_address, gloo_select, invalid_entries,
-                                         is_running, nccl_select, nccl_settings, parse_nccl_conf, parse_nccl_ifname,
-                                         recommended_nccl_value)
+from dsv3_preflight.net.ifselect import (
+    find_interfaces,
+    gloo_default_address,
+    gloo_select,
+    invalid_entries,
+    is_running,
+    nccl_select,
+    nccl_settings,
+    parse_nccl_conf,
+    parse_nccl_ifname,
+    recommended_nccl_value,
+)
 
 GPU_NODE = [
     {"name": "lo", "index": 1, "ipv4": ["127.0.0.1"], "ipv6": ["::1"]},

@@ -4,7 +4,6 @@ import subprocess
 import sys
 
 import pytest
-
 from netns_lab import NetnsLab, netns_lab, unavailable_reason  # noqa: F401  (netns_lab is the fixture)
 
 pytestmark = pytest.mark.netns

@@ -5,11 +5,11 @@ import threading
 import time
 
 import pytest
+from ports import free_port
 
 from dsv3_preflight.net.probes.listener import BANNER, Listener
 from dsv3_preflight.net.probes.reach import tcp_reach
 from dsv3_preflight.net.probes.route import interfaces, route_get
-from ports import free_port
 
 
 def test_listener_serves_its_token_line_and_records_the_peer():

@@ -7,12 +7,12 @@ import sys
 import time
 
 import pytest
+from netns_lab import NETNS_ETC, netns_lab  # noqa: F401  (the fixture)
+from paste_lint import paste_problems
 
 from dsv3_preflight.engine import run_cluster_checks
 from dsv3_preflight.profile import Profile
 from dsv3_preflight.registry import load_registry
-from netns_lab import NETNS_ETC, netns_lab  # noqa: F401  (the fixture)
-from paste_lint import paste_problems
 
 pytestmark = [pytest.mark.netns, pytest.mark.slow]
 PY = sys.executable
@@ -236,6 +236,7 @@ def test_an_interface_set_down_leaves_no_route_to_the_head(netns_lab, tmp_path):
 def test_a_stalled_resolver_is_cut_off_at_the_deadline(netns_lab):
     lab = netns_lab
     import os
+
     from netns_lab import NETNS_ETC
 
     with open(os.path.join(NETNS_ETC, lab.ns(2), "resolv.conf"), "w") as fh:  # a DNS server that never answers
@@ -251,6 +252,7 @@ def test_a_head_whose_hosts_file_maps_master_addr_to_loopback_gets_the_hosts_lin
     # issue 19.2 on the head: MASTER_ADDR lab-head, which the head's own /etc/hosts maps to 127.0.1.1 (Debian's
     # default for the host's own name); the fix names that line and the head's address, and applying it works
     import os
+
     from netns_lab import NETNS_ETC
 
     lab = netns_lab

@@ -5,8 +5,8 @@ import socket
 import subprocess
 
 import pytest
-
 from conftest import python_cli
+
 from dsv3_preflight.net.ports import in_port_list, parse_port_range
 from dsv3_preflight.net.probes.facts import ephemeral_ports
 
@@ -68,9 +68,10 @@ def test_a_port_in_use_for_a_moment_binds_on_a_retry_and_says_so(clean_env):
     import threading
     import time
 
+    from ports import free_port
+
     from dsv3_preflight.net.probes.facts import BIND_RETRY_S, port_bind
     from dsv3_preflight.profile import resolve_profile
-    from ports import free_port
 
     port = free_port()
     profile = resolve_profile(profile_name="cpu", cli={"master_port": port})

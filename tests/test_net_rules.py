@@ -7,16 +7,15 @@ import copy
 import json
 
 import pytest
+from paste_lint import paste_problems
 
 from dsv3_preflight.checks import net_nic_route as nic
 from dsv3_preflight.checks import net_port_free as free
 from dsv3_preflight.checks import net_port_reach as reach
 from dsv3_preflight.net import causes
-from dsv3_preflight.net.master import (HEAD_ADDR, is_loopback, loopback_fix, training_addresses,
-                                       unresolvable_fix)
+from dsv3_preflight.net.master import HEAD_ADDR, is_loopback, loopback_fix, training_addresses, unresolvable_fix
 from dsv3_preflight.profile import resolve_profile
 from dsv3_preflight.result import Actor, Status
-from paste_lint import paste_problems
 
 MULTI = resolve_profile(environ={"NNODES": "3", "MASTER_ADDR": "10.77.0.10", "NODE_RANK": "1"})
 HEAD = resolve_profile(environ={"NNODES": "3", "MASTER_ADDR": "10.77.0.10", "NODE_RANK": "0"})

@@ -10,20 +10,26 @@ import sys
 from pathlib import Path
 
 import pytest
+from paste_lint import paste_problems
 
 from dsv3_preflight.cli import build_parser
 from dsv3_preflight.cluster.nodes import NodeInfo
 from dsv3_preflight.cluster.pairs import PAIRS_FACT, Rounds, run_pairs
 from dsv3_preflight.collective.localise import OK, PairRecord, Thresholds, localise, node_states, partners_met
 from dsv3_preflight.collective.pairs_judge import judge_pairs
-from dsv3_preflight.collective.schedule import (FAST_MIN_NODES, first_round, max_fast_rounds, next_round, round_robin,
-                                                uses_fast)
+from dsv3_preflight.collective.schedule import (
+    FAST_MIN_NODES,
+    first_round,
+    max_fast_rounds,
+    next_round,
+    round_robin,
+    uses_fast,
+)
 from dsv3_preflight.commands.run import options_from_args
 from dsv3_preflight.profile import Profile
-from paste_lint import paste_problems
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
-from pairs_sim import SimCluster, payload, Quiet  # noqa: E402
+from pairs_sim import Quiet, SimCluster, payload  # noqa: E402
 
 DATA = Path(__file__).parent / "data" / "collective"
 TH = Thresholds()
@@ -172,10 +178,9 @@ def test_a_large_clusters_report_folds_the_healthy_nodes_and_shows_the_suspects_
     bad node's column and rows and fold the 63 healthy nodes into one column; `report DOC.json` reads it back."""
     from bench_scale import one
 
+    import dsv3_preflight.document as document
     from dsv3_preflight.document import read_document
     from reports import render
-
-    import dsv3_preflight.document as document
 
     captured = {}
 

@@ -10,15 +10,20 @@ import json
 from pathlib import Path
 
 import pytest
+from paste_lint import paste_problems
 
-from dsv3_preflight.collective.localise import (FAILED, OK, PairRecord, Thresholds, localise, matrix, pair_records)
-from dsv3_preflight.collective.pairs_judge import (judge_pairs, rule_bad_nodes, rule_failed_pairs, rule_slow_links,
-                                                   rule_untested)
+from dsv3_preflight.collective.localise import FAILED, OK, PairRecord, Thresholds, localise, matrix, pair_records
+from dsv3_preflight.collective.pairs_judge import (
+    judge_pairs,
+    rule_bad_nodes,
+    rule_failed_pairs,
+    rule_slow_links,
+    rule_untested,
+)
 from dsv3_preflight.collective.schedule import pair_port, partners, round_robin, sample_rounds, total_pairs
 from dsv3_preflight.profile import Profile
 from dsv3_preflight.registry import load_registry
 from dsv3_preflight.result import Actor, Status
-from paste_lint import paste_problems
 
 DATA = Path(__file__).parent / "data" / "collective"
 SCENARIOS = sorted(DATA.glob("pairs_*.json"))
@@ -158,7 +163,7 @@ def test_a_pair_whose_side_was_still_starting_names_that_node_not_the_link():
     # runs out: that pair says nothing of the link, and "neither reached the rendezvous" blamed the network
     rec = _recorded("pairs_3nodes_healthy")
     facts = copy.deepcopy(rec["collective_pairs"])
-    for node, fact in facts.items():
+    for _node, fact in facts.items():
         for m in fact["pairs"]:
             if m["pair"] == ["lab-node0", "lab-node2"]:
                 m["startup_s"] = 20.0

@@ -14,10 +14,10 @@ import sys
 import time
 
 import pytest
+from ports import free_port
 
 from dsv3_preflight.host.probes.resources import port_holders
 from dsv3_preflight.profile import resolve_profile
-from ports import free_port
 
 SLEEPER = "import time; time.sleep(60)"
 # a child that starts a grandchild holding the inherited socket, then sleeps itself

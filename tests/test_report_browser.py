@@ -7,9 +7,9 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from report_lab import hostile_document, load
 
 from dsv3_preflight.reports import write_html
-from report_lab import hostile_document, load
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"

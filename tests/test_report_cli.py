@@ -6,7 +6,6 @@ import os
 import subprocess
 
 import pytest
-
 from conftest import python_cli
 from report_lab import REPORT_DATA, Page
 

@@ -6,8 +6,9 @@ import shutil
 import subprocess
 
 from conftest import python_cli
-from dsv3_preflight.reports import write_html
 from report_lab import REPORT_DATA, load
+
+from dsv3_preflight.reports import write_html
 
 
 def cli(*args: str, cwd=None) -> subprocess.CompletedProcess:

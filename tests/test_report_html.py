@@ -7,9 +7,9 @@ import hashlib
 import re
 
 import pytest
+from report_lab import Page, hostile_document, load
 
 from dsv3_preflight.reports.html import render_html
-from report_lab import Page, hostile_document, load
 
 STORED = ["green_single_node.json", "red_single_node.json", "cluster_dead_node_duplicate_rank.json",
           "pytest_gpu-a.json", "pytest_gpu-b.json"]

@@ -3,6 +3,7 @@ import subprocess
 import xml.etree.ElementTree as ET
 
 from conftest import python_cli
+
 from dsv3_preflight.document import build_document
 from dsv3_preflight.reports import render
 from dsv3_preflight.result import Actor, Result

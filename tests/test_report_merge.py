@@ -2,11 +2,11 @@
 from __future__ import annotations
 
 import jsonschema
+from report_lab import Page, load
 
 from dsv3_preflight.document import load_schema
 from dsv3_preflight.reports.html import render_html
 from dsv3_preflight.reports.merge import merge_documents
-from report_lab import Page, load
 
 
 def merged(*names: str) -> dict:

@@ -4,10 +4,10 @@ from __future__ import annotations
 import json
 
 import pytest
+from report_lab import load
 
 from dsv3_preflight.reports import write_html
 from dsv3_preflight.secrets import mask, mask_text
-from report_lab import load
 
 
 @pytest.mark.parametrize("text, secret", [

@@ -12,11 +12,10 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-from pathlib import Path
 
 import pytest
-
 from conftest import python_cli
+
 from dsv3_preflight.secrets import is_secret_name, leaks, mask, mask_text
 
 AZURE_KEY = "PLANTazure" + "A" * 78  # 88 characters, the shape of a storage account key

@@ -23,7 +23,6 @@ import uuid
 from pathlib import Path
 
 import pytest
-
 from conftest import REPO
 from ports import free_port
 

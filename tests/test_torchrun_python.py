@@ -17,11 +17,11 @@ import time
 from pathlib import Path
 
 import pytest
-
-from dsv3_preflight.host.pyenv import shebang_interpreter
-from dsv3_preflight.host.probes.python_env import run_report
 from paste_lint import paste_problems
 from ports import free_port
+
+from dsv3_preflight.host.probes.python_env import run_report
+from dsv3_preflight.host.pyenv import shebang_interpreter
 
 REPO = Path(__file__).resolve().parent.parent
 TRAIN = REPO / "tests" / "data" / "launch" / "train_allreduce.py"

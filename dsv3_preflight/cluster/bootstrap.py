@@ -11,7 +11,8 @@ reported under its own name (:func:`dsv3_preflight.cluster.dispatch.hellos` read
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 TASK_NAME = "dsv3_preflight_node_task"
 #: Ray GCS key-value namespace of the nodes' hellos (deleted at the end of each run)

@@ -8,9 +8,10 @@ import secrets
 import socket
 import threading
 import time
+from collections.abc import Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 #: Environment variables the cluster runner reads (documented in the README, "Cluster mode").
 RUNTIME_ENV_VAR = "DSV3_PREFLIGHT_RAY_RUNTIME_ENV"   # a JSON runtime_env merged into the job's

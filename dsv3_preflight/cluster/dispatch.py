@@ -5,8 +5,9 @@ import json
 import threading
 import time
 import uuid
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 from .bootstrap import HELLO_NAMESPACE
 from .liveness import ACTIVE, Lost, NodeWatch, is_node_death

@@ -3,12 +3,13 @@ from __future__ import annotations
 
 import shlex
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
+from ..engine import error_result
 from ..profile import Profile
 from ..registry import CheckSpec, Registry
-from ..engine import error_result
 from ..result import Actor, Result
 from .connect import ClusterError, ConnectInfo, connect, disconnect
 from .dispatch import NodeReport, hello_key, hellos, lost_text, merge_entries, new_run_id, node_time_limit, run_pinned
@@ -265,7 +266,7 @@ def _waves(registry, node_checks, cluster_checks, profile, info, deadline, say, 
     return ClusterOutcome(results, list(entries.values()), extra, ranked, info)
 
 
-def _say_lost(say: "Progress", lost: list[Lost]) -> None:
+def _say_lost(say: Progress, lost: list[Lost]) -> None:
     for item in lost:
         say.say(f"Ray reported node {item.node_id[:6]} dead {item.phase} ({item.reason or 'no reason given'})")
 
@@ -377,12 +378,14 @@ def _probe_wave(registry, probe, ranked, node_facts, profile, deadline, say, clu
     into its facts; returns (ERROR results of node tasks that failed, the registered cluster check to judge)."""
     kind, sample, schedule = probe
     if kind == "pairs":
-        from .pairs import PAIRS_CHECK as name, run_pairs
+        from .pairs import PAIRS_CHECK as name
+        from .pairs import run_pairs
 
         def wave():
             return run_pairs(ranked, profile, deadline, node_facts, payload, say, sample, schedule)
     else:
-        from .gang import GANG_CHECK as name, run_gang
+        from .gang import GANG_CHECK as name
+        from .gang import run_gang
 
         def wave():
             return run_gang(ranked, profile, deadline, node_facts, payload, say)

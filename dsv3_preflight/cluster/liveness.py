@@ -22,15 +22,16 @@ import contextvars
 import datetime as _dt
 import os
 import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 from .nodes import NodeInfo
 
 #: how often a wait asks Ray's node table (a GCS round trip of a few milliseconds)
 POLL_S = 0.5
 #: the watch of the run in progress: every wave of the run (the probe waves too) records losses in it
-ACTIVE: contextvars.ContextVar["NodeWatch | None"] = contextvars.ContextVar("dsv3_preflight_node_watch", default=None)
+ACTIVE: contextvars.ContextVar[NodeWatch | None] = contextvars.ContextVar("dsv3_preflight_node_watch", default=None)
 
 
 @dataclass(frozen=True)

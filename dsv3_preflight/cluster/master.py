@@ -7,7 +7,8 @@ maps the host's name to 127.0.1.1) while it holds the address the workers use. N
 from __future__ import annotations
 
 import ipaddress
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 
 def is_loopback(value: str) -> bool:

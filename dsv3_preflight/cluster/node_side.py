@@ -9,7 +9,8 @@ import os
 import socket
 import sys
 import time
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 
 def run_node(payload: Mapping[str, Any]) -> dict[str, Any]:

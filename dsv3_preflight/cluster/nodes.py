@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import ipaddress
 import socket
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 
 @dataclass(frozen=True)

@@ -15,11 +15,21 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from ..collective.localise import Thresholds, node_states, pair_records, partners_met
-from ..collective.schedule import (ALL, FAST, max_fast_rounds, next_round, pair_port, round_robin, sample_rounds,
-                                   total_pairs, uses_fast)
+from ..collective.schedule import (
+    ALL,
+    FAST,
+    max_fast_rounds,
+    next_round,
+    pair_port,
+    round_robin,
+    sample_rounds,
+    total_pairs,
+    uses_fast,
+)
 from ..engine import error_result
 from ..result import Actor, Result
 from .dispatch import STARTUP_ALLOWANCE_S, run_pinned, startup_allowance
@@ -152,7 +162,7 @@ def run_pairs(ranked: Sequence[NodeInfo], profile: Any, deadline: float, node_fa
         shown = ", ".join(f"{a.name}↔{b.name}" for a, b in pairs[:8]) + (f" and {len(pairs) - 8} more" if len(pairs) > 8 else "")
         say.say(f"pairs round {of}: {len(pairs)} pair(s): {shown}")
         t0 = time.monotonic()
-        reports = dispatch(members, lambda node: payload(node, [PAIRS_CHECK], {PAIR_ENV: json.dumps(params[node.node_id])}),
+        reports = dispatch(members, lambda node, params=params: payload(node, [PAIRS_CHECK], {PAIR_ENV: json.dumps(params[node.node_id])}),
                            min(deadline, t0 + timeout_s + startup_s + ROUND_MARGIN_S),
                            task_label=f"pairs round {index + 1}")
         for node in members:

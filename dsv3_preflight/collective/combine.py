@@ -1,7 +1,8 @@
 """Judging the per-node outcomes of the probe together: who never joined, who got stuck where, and why."""
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from .phases import PHASES
 

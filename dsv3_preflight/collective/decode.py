@@ -8,9 +8,9 @@ The patterns are the messages the libraries really print (quoted in the tests' d
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
-
+from typing import Any
 
 #: where a remediation names this node's interface toward MASTER_ADDR; :func:`decode` fills it in
 IFACE = "<IFACE>"

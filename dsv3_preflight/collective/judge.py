@@ -16,7 +16,8 @@ accumulator:
 """
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from dsv3_preflight.net.ifselect import recommended_nccl_value, split_gloo_value
 from dsv3_preflight.result import Actor, Finding, Findings, Result, failure, warning

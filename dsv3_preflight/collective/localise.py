@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import bisect
 import statistics
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 from .combine import combine
 

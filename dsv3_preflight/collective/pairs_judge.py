@@ -15,13 +15,27 @@ The summary always states the coverage, "P of P pairs tested", and what a sample
 from __future__ import annotations
 
 import shlex
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from dsv3_preflight.result import Actor, Finding, Findings, Result, failure, warning
 
-from .localise import (FAILED, NOT_STARTED, OK, UNTESTED, Localisation, PairRecord, Thresholds, localise, matrix,
-                       node_states, pair_records, requested_facts, summary_stats)
+from .localise import (
+    FAILED,
+    NOT_STARTED,
+    OK,
+    UNTESTED,
+    Localisation,
+    PairRecord,
+    Thresholds,
+    localise,
+    matrix,
+    node_states,
+    pair_records,
+    requested_facts,
+    summary_stats,
+)
 from .schedule import FAST, total_pairs
 
 COMMAND = "dsv3-preflight run --all-nodes --probe=pairs"

@@ -11,7 +11,7 @@ pairs are disjoint, so they run at the same time. ``n`` nodes give ``n-1`` round
 from __future__ import annotations
 
 import math
-from typing import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 Pair = tuple[int, int]
 

@@ -17,9 +17,9 @@ Memory: about ``4 * CHUNK`` at most, whatever the input.
 from __future__ import annotations
 
 import bisect
+import functools
 import gzip
 import io
-import functools
 import json
 import os
 import re
@@ -29,9 +29,10 @@ import subprocess
 import sys
 import zlib
 from collections import Counter
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO, Iterable, Iterator
+from typing import Any, BinaryIO
 
 from dsv3_preflight.inputs import InputError as SharedInputError
 from dsv3_preflight.inputs import kind_of, open_regular
@@ -173,7 +174,7 @@ class _Bounded(StreamFilter):
         return n
 
 
-def open_log(path: str, needles: "NeedleSet | None" = None) -> BinaryIO:
+def open_log(path: str, needles: NeedleSet | None = None) -> BinaryIO:
     """A bounded binary stream of the log's text, gunzipped when it starts with the gzip magic (whatever its name).
 
     Raises ``InputError`` for anything that is not a readable text log (see the module docstring).
@@ -258,7 +259,7 @@ class Relining:
         return self.quoted or self.width is not None
 
 
-def relining_of(head: bytes, complete: bool, needles: "NeedleSet | None" = None) -> Relining:
+def relining_of(head: bytes, complete: bool, needles: NeedleSet | None = None) -> Relining:
     """Tell from a log's first bytes whether it was quoted or hard-wrapped (``complete``: ``head`` is the whole
     log, so its last line is whole too).
 
@@ -295,7 +296,7 @@ def relining_of(head: bytes, complete: bool, needles: "NeedleSet | None" = None)
     return Relining(quoted)
 
 
-def _spanned(needles: "NeedleSet", line: bytes, after: bytes) -> bool:
+def _spanned(needles: NeedleSet, line: bytes, after: bytes) -> bool:
     """Whether a signature's words run on from ``line`` into ``after``: a message cut in two by a wrap."""
     left, right = line[-_SPAN:], after[:_SPAN]
     return any(pos < len(left) < pos + len(n) for pos, n in needles.positions(left + right))
@@ -348,13 +349,13 @@ class _Relined(_Transcoded):
                 return out
 
 
-def relined(stream: BinaryIO) -> "_Relined | None":
+def relined(stream: BinaryIO) -> _Relined | None:
     """The filter that unquoted or unwrapped ``stream`` (``open_log``'s), if one did."""
     raw = getattr(stream, "raw", None)
     return raw if isinstance(raw, _Relined) else None
 
 
-def _sniffed(stream: BinaryIO, path: str, compressed: bool, needles: "NeedleSet | None" = None) -> BinaryIO:
+def _sniffed(stream: BinaryIO, path: str, compressed: bool, needles: NeedleSet | None = None) -> BinaryIO:
     """Refuse a stream whose first bytes are not text: NUL bytes, or many control bytes. UTF-16 with a byte order
     mark is text: it is read as UTF-8; UTF-8's byte order mark is skipped (else the first line's start is not its
     text's)."""
@@ -558,7 +559,7 @@ def _chunks(stream: BinaryIO, stats: FileStats) -> Iterator[bytes]:
 
 
 def scan(stream: BinaryIO, needles, stats: FileStats, skip=None,
-         unwrapped: "_Relined | None" = None) -> Iterator[tuple[int, bytes, bytes]]:
+         unwrapped: _Relined | None = None) -> Iterator[tuple[int, bytes, bytes]]:
     """(line number, raw segment, the raw segment after it) for each line segment that contains a needle; fills
     ``stats`` as it goes. The next segment lets the triage read a message wrapped over two lines (issue
     threads and terminals wrap long lines); it is empty at a chunk's end.

@@ -66,10 +66,12 @@ Table order matters: on one line the first matching signature wins, so specific 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable, Pattern
+from re import Pattern
 
-from ..gpu.xid import PCI, XIDS, meaning as xid_meaning, pci_key
+from ..gpu.xid import PCI, XIDS, pci_key
+from ..gpu.xid import meaning as xid_meaning
 from ..gpu.xid_rules import NVLINK_XIDS
 from ..result import Actor
 

@@ -23,20 +23,54 @@ from __future__ import annotations
 import io
 import os
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 from ..result import Actor
 from ..secrets import mask_text
-from .attribution import (Stamp, local_stamp, origin_of, stamp_key, stamp_text, strip_collector, strip_launcher,
-                          time_of)
-from .evidence import (FACT_NEEDLES, RAS_NEEDLES, CollectiveTrail, NcclFacts, RasText, elastic_error, load_json_document,
-                       ras_json)
+from .attribution import Stamp, local_stamp, origin_of, stamp_key, stamp_text, strip_collector, strip_launcher, time_of
+from .evidence import (
+    FACT_NEEDLES,
+    RAS_NEEDLES,
+    CollectiveTrail,
+    NcclFacts,
+    RasText,
+    elastic_error,
+    load_json_document,
+    ras_json,
+)
 from .gate import GATE_NEEDLES, GateText, gate_json, html_twin, is_preflight_html, is_result_document
-from .reader import (FileStats, InputError, NeedleSet, StreamFilter, clean, expand_inputs, labels_for, open_log, relined, scan,
-                     unwrap_record)
-from .signatures import (CLASS_TITLES, DERIVED, ERROR_NEEDLES, ERROR_RE, LABELS, QUIET_RE, SIGNATURES, STOPWORDS, Signature,
-                         by_id, DERIVED_NAMES, GATE_ERROR_NOTE, GATE_LAUNCHED, gate_rerun, gate_signature)
+from .reader import (
+    FileStats,
+    InputError,
+    NeedleSet,
+    StreamFilter,
+    clean,
+    expand_inputs,
+    labels_for,
+    open_log,
+    relined,
+    scan,
+    unwrap_record,
+)
+from .signatures import (
+    CLASS_TITLES,
+    DERIVED,
+    DERIVED_NAMES,
+    ERROR_NEEDLES,
+    ERROR_RE,
+    GATE_ERROR_NOTE,
+    GATE_LAUNCHED,
+    LABELS,
+    QUIET_RE,
+    SIGNATURES,
+    STOPWORDS,
+    Signature,
+    by_id,
+    gate_rerun,
+    gate_signature,
+)
 
 #: what a teardown line after the end of a run is (doc["warnings"], role "teardown")
 TEARDOWN_NOTE = ("Printed while the processes exited, after the log says the run finished: teardown noise, not a failure "

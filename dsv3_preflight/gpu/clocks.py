@@ -10,7 +10,8 @@ a GPU that cannot hold its clocks runs every rank at that GPU's pace.
 """
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from dsv3_preflight.result import Actor, Finding, failure, warning
 

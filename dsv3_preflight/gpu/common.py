@@ -1,7 +1,8 @@
 """Small shared pieces of the GPU checks' wording: naming GPUs, spans of indices, the no-driver summary."""
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 NOT_EXPECTED = "profile expects no GPUs (gpus_per_node = 0)"
 #: the root cause shared by every gpu.* check when NVML (the driver) does not answer
@@ -78,7 +79,7 @@ def nvml_reason(gpus: Sequence[Mapping[str, Any]], *error_keys: str) -> str:
     return "not in these facts (recorded by an older version?)"
 
 
-def health_skip(nvml: Mapping[str, Any], profile: Any, evidence: Mapping[str, Any], key: "str | tuple[str, ...]", what: str,
+def health_skip(nvml: Mapping[str, Any], profile: Any, evidence: Mapping[str, Any], key: str | tuple[str, ...], what: str,
                 *error_keys: str) -> Any:
     """The SKIP a health check returns before judging, or None: no GPU expected, no driver (the shared
     no-driver cause), or NVML reported ``key`` for no GPU (unknown, said with NVML's words)."""

@@ -6,7 +6,8 @@ with the other gpu checks that see the same problem) and who must act.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from dsv3_preflight.result import Actor
 

@@ -8,8 +8,9 @@ explain (:func:`cause_of_802`).
 """
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from dsv3_preflight.result import Actor, Finding, failure, warning
 
@@ -38,7 +39,7 @@ class FabricView:
     pci_gpus: Sequence[Mapping[str, Any]]
 
     @classmethod
-    def of(cls, fabric_manager: Mapping[str, Any], nvml: Mapping[str, Any]) -> "FabricView":
+    def of(cls, fabric_manager: Mapping[str, Any], nvml: Mapping[str, Any]) -> FabricView:
         gpus = nvml.get("gpus") or []
         return cls(
             switches=fabric_manager.get("nvswitch") or {},

@@ -8,7 +8,8 @@ Line formats from nv-fabricmanager's own messages as users posted them (journalc
 from __future__ import annotations
 
 import re
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 VERSION = re.compile(r"\b(\d{3,}\.\d+(?:\.\d+)?)\b")
 

@@ -14,7 +14,8 @@ counters (replay, recovery, CRC) since the last reset are reported as a warning 
 """
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from dsv3_preflight.result import Actor, Finding, failure, warning
 

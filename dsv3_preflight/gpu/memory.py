@@ -8,7 +8,8 @@ remapping that fails means the GPU is out of spare rows and goes back to the ven
 """
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from dsv3_preflight.result import Actor, Finding, failure, warning
 

@@ -8,7 +8,8 @@ nvidia-smi -q shows them as "GPU Reset Status" and "GPU Recovery Action".
 """
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from dsv3_preflight.result import Actor, Finding, failure
 

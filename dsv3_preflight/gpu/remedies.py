@@ -7,7 +7,8 @@ under the shared cause is the same whichever check leads it.
 """
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from .common import gpu_label, gpu_target
 

@@ -7,7 +7,8 @@ evidence. The kernel log keeps an event until the next boot, after a GPU reset t
 """
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from dsv3_preflight.result import Actor, Finding, failure, warning
 

@@ -9,8 +9,8 @@ network stack, one machine).
 from __future__ import annotations
 
 import ipaddress
-import shlex
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from dsv3_preflight.result import Actor, Finding, failure
 

@@ -2,7 +2,8 @@
 the process records the probes gather: ``{"pid", "user", "cmdline", "name", "started"}``)."""
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from dsv3_preflight.text import one_line
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 import os
 import re
 import shlex
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 #: the names of a Python interpreter (python, python3, python3.11, pypy3)
 PYTHON_NAME = re.compile(r"(?:python|pypy)(?:\d+(?:\.\d+)*)?")

@@ -21,12 +21,13 @@ one a ``.base_layer`` deeper.
 """
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from .layout import Layout, template
 from .patterns import PatternError
-from .selection import Targets, reachable, unwrap
 from .rules import named
+from .selection import Targets, reachable, unwrap
 
 #: how many differing modules a message names
 MAX_SHOWN = 3

@@ -4,19 +4,20 @@ from __future__ import annotations
 import os
 import re
 from collections import OrderedDict
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from .layout import Layout, analyse
 
 CONFIG_NAME = "adapter_config.json"
 WEIGHT_NAMES = ("adapter_model.safetensors", "adapter_model.bin")
 _STEP = re.compile(r"checkpoint-(\d+)$")
-_LAYOUTS: "OrderedDict[str, Layout]" = OrderedDict()
+_LAYOUTS: OrderedDict[str, Layout] = OrderedDict()
 _LAYOUT_MEMO = 32
 
 
-def step_of(path: "str | os.PathLike[str]") -> int | None:
+def step_of(path: str | os.PathLike[str]) -> int | None:
     """The step of the nearest ``checkpoint-<step>`` directory in ``path``, else None."""
     for part in reversed(os.fspath(path).split(os.sep)):
         m = _STEP.search(part)
@@ -33,7 +34,7 @@ class AdapterCase:
     layout: Layout | None
 
     @classmethod
-    def of(cls, facts: Mapping[str, Any]) -> "AdapterCase":
+    def of(cls, facts: Mapping[str, Any]) -> AdapterCase:
         return cls(facts, layout_of(facts))
 
     @property

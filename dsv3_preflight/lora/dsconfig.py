@@ -64,7 +64,7 @@ def _is_auto(v: Any) -> bool:
     return isinstance(v, str) and v.strip().lower() == "auto"
 
 
-def _stage(zero: dict[str, Any], ctx: "Context") -> int | None:
+def _stage(zero: dict[str, Any], ctx: Context) -> int | None:
     """The ZeRO stage the run gets: an "auto" stage is what accelerate fills it with (ACCELERATE_STAGE_ENV, else 2)."""
     raw = zero.get("stage", 0)
     if _is_auto(raw):

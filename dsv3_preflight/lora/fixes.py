@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import json
 import shlex
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 #: DeepSeek-V3's attention (MLA) projections, in the model's order: the LoRA targets of its attention
 DSV3_MLA_TARGETS = ("q_a_proj", "q_b_proj", "kv_a_proj_with_mqa", "kv_b_proj", "o_proj")

@@ -13,8 +13,9 @@ share it byte for byte), so the rules read lists, not tensors.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 PREFIX = "base_model.model."
 DEFAULT_ADAPTER = "default"

@@ -19,8 +19,9 @@ peft's own answer for every pattern that answers within the bound, and the bound
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from functools import lru_cache
-from typing import Any, Iterable
+from typing import Any
 
 MATCH_TIMEOUT_S = 0.05
 MAX_PATTERN_LEN = 4096

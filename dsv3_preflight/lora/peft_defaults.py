@@ -51,7 +51,7 @@ DEFAULT_TARGETS: dict[str, list[str] | str] = {
 }
 
 
-def model_types_defaulting_to(leaf_names: "set[str]") -> list[str]:
+def model_types_defaulting_to(leaf_names: set[str]) -> list[str]:
     """The model types whose default targets are exactly these module names: on a base model of one of them, an
     adapter saved for these modules and a null target_modules loads intact."""
     return [t for t, names in DEFAULT_TARGETS.items() if isinstance(names, list) and set(names) == set(leaf_names)]

@@ -14,7 +14,8 @@ module LoRA, or the wrapper of a target_parameters entry) is :mod:`.selection`'s
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from ..result import Actor, Finding, failure, warning
 from . import causes, fixes, patterns, selection
@@ -197,7 +198,7 @@ SELECTION_FIELDS = ("target_modules", "target_parameters", "exclude_modules", "m
                     "layers_pattern", "r", "rank_pattern")
 
 
-def peft_layers(case: AdapterCase) -> "tuple[selection.Targets, selection.Selection] | None":
+def peft_layers(case: AdapterCase) -> tuple[selection.Targets, selection.Selection] | None:
     """What peft builds for each saved module (:func:`selection.classify`), once per layout and config; None
     without a usable target_modules/target_parameters or with a pattern the config rules report."""
     lay, config = case.layout, case.config
@@ -340,7 +341,7 @@ def target_coverage(case: AdapterCase) -> list[Finding]:
     return found
 
 
-def _targets_adapted(case: AdapterCase, t: "selection.Targets", sel: "selection.Selection") -> list[Finding]:
+def _targets_adapted(case: AdapterCase, t: selection.Targets, sel: selection.Selection) -> list[Finding]:
     lay = case.layout
     modules = lay.modules
     built = sel.modules(selection.TARGETED, selection.WRAPPER)

@@ -52,7 +52,7 @@ class ParsedHeader:
     kind: str | None = None
 
     @classmethod
-    def corrupt(cls, why: str) -> "ParsedHeader":
+    def corrupt(cls, why: str) -> ParsedHeader:
         return cls(error=why, kind="corrupt")
 
 

@@ -26,9 +26,10 @@ tests/test_lora_peft_params.py holds :func:`select_module` to peft's ``check_tar
 """
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from itertools import permutations
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from . import patterns
 from .case import CONFIG_NAME
@@ -62,7 +63,7 @@ class Targets:
     rank_pattern: tuple[tuple[str, Any], ...] = ()
 
     @classmethod
-    def of(cls, config: Mapping[str, Any]) -> "Targets | None":
+    def of(cls, config: Mapping[str, Any]) -> Targets | None:
         """None when target_modules is neither a regex nor a list of names and no target_parameters stand in."""
         tm, tp = config.get("target_modules"), config.get("target_parameters")
         params = _strings(tp) if isinstance(tp, list) else None
@@ -86,7 +87,7 @@ class Targets:
                    layers_pattern=pattern, **cls._ranks(config))
 
     @classmethod
-    def of_ranks(cls, config: Mapping[str, Any]) -> "Targets":
+    def of_ranks(cls, config: Mapping[str, Any]) -> Targets:
         """Only r and rank_pattern (when target_modules is malformed: the ranks are still judged)."""
         return cls(modules=None, **cls._ranks(config))
 
@@ -303,7 +304,7 @@ def parameter_coverage(t: Targets, sel: Selection) -> list[str]:
 
 
 def rank_problems(pairs: Mapping[str, Mapping[str, tuple[int, ...]]], config: Mapping[str, Any],
-                  built: "tuple[Targets, Selection] | None") -> list[str] | None:
+                  built: tuple[Targets, Selection] | None) -> list[str] | None:
     """Saved modules whose ranks disagree (lora_A with lora_B, or with the config); None when a pattern is invalid.
 
     A module LoRA has the rank_pattern entry peft picks for its path, else r; the wrappers of target_parameters are

@@ -6,7 +6,8 @@ module over the full-size model.
 from __future__ import annotations
 
 import re
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 #: LLaMA-Factory's ``lora_target all`` and peft's ``all-linear``: every linear layer but the output head.
 ALL = ("all", "all-linear")

@@ -9,7 +9,8 @@ the adapters, their counts and the verdict from :func:`dsv3_preflight.result.dec
 """
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from ..result import Actor, Findings, counts, decide, failure
 from . import config_rules, file_rules, rules

@@ -38,7 +38,8 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from typing import Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 NCCL_DEFAULT_STEPS = ("ib", "^docker,lo,virbr", "docker", "lo", "virbr")
 #: the automatic steps before 2.28.3 (v2.27.7 src/misc/socket.cc: no virbr)

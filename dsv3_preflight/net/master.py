@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from typing import Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 #: the placeholder for the head's address (no apostrophe: an open quote inside ``${...}`` breaks the paste)
 HEAD_ADDR = "${HEAD_ADDR:?set HEAD_ADDR to the head node address on the training network}"

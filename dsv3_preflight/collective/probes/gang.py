@@ -8,7 +8,8 @@ holds the outcome only; `dist.allreduce_cluster` judges all nodes' facts togethe
 """
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from dsv3_preflight.registry import probe
 

@@ -7,7 +7,8 @@ import glob
 import json
 import os
 import socket
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from dsv3_preflight.registry import probe
 

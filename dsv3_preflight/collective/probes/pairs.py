@@ -13,7 +13,8 @@ driver appends the measurements of every round into the one fact of each node; `
 """
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from dsv3_preflight.registry import probe
 

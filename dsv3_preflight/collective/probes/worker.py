@@ -17,7 +17,8 @@ import os
 import socket
 import sys
 import time
-from typing import Callable
+from collections.abc import Callable
+from typing import Any
 
 KEY_PREFIX = "dsv3pf"
 STEADY_ITERS = 5
@@ -68,7 +69,7 @@ def _wait_all_joined(store, world: int, rank: int, deadline: float, status: _Sta
 
 
 def _sweep(torch, dist, device, world: int, sizes: list[int], iters: int, warmup: int,
-           until: Callable[[], float] | None = None, status: "_Status | None" = None) -> list[dict]:
+           until: Callable[[], float] | None = None, status: _Status | None = None) -> list[dict]:
     """nccl-tests' all_reduce_perf, in torch: time per op averaged over iterations then over ranks
     (``time_us``, ``algbw_gbps``, ``busbw_gbps``), and the same from each rank's median iteration
     (``time_p50_us``, ``busbw_p50_gbps``: robust to a preempted iteration on a busy host).
@@ -89,7 +90,7 @@ def _sweep(torch, dist, device, world: int, sizes: list[int], iters: int, warmup
         if status is not None and until is not None:
             status.write({"event": "sweep_progress", "size_bytes": size, "ops": 0, "seconds": 0.0, "wall": time.time()})
 
-        def op() -> float:
+        def op(buf: Any = buf, done: dict[str, Any] = done, size: int = size) -> float:
             start = time.perf_counter()
             dist.all_reduce(buf)
             if device.type == "cuda":
@@ -102,7 +103,7 @@ def _sweep(torch, dist, device, world: int, sizes: list[int], iters: int, warmup
                               "seconds": round(done["seconds"], 6), "wall": time.time()})
             return took
 
-        def fits(last: float) -> bool:
+        def fits(last: float, flag: Any = flag) -> bool:
             """Do all ranks have time for one more op like the last one? (the same answer on every rank)"""
             if until is None:
                 return True

@@ -12,11 +12,14 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from dsv3_preflight.gpu.fm_log import findings, parse_version
-# the readers env.torchrun_python's report of another interpreter uses too (standard library only, no torch import)
-from dsv3_preflight.host.probes.pyenv_report import dist_version, nccl_wheel, torch_cuda as torch_cuda_version
 from dsv3_preflight import signals
+from dsv3_preflight.gpu.fm_log import findings, parse_version
+
+# the readers env.torchrun_python's report of another interpreter uses too (standard library only, no torch import)
+from dsv3_preflight.host.probes.pyenv_report import dist_version, nccl_wheel
+from dsv3_preflight.host.probes.pyenv_report import torch_cuda as torch_cuda_version
 from dsv3_preflight.registry import probe
+
 from .nvml import kernel_module_version, sysroot
 
 NVIDIA_VENDOR = "0x10de"

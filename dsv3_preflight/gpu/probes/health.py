@@ -13,7 +13,8 @@ recovery_action} from NVML's field values (drivers that lack a field answer Not 
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 #: NVML field ids (nvml.h): GPU reset status, drain-and-reset status, recovery action
 FIELD_RESET_REQUIRED = 226

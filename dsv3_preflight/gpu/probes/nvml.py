@@ -15,11 +15,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from dsv3_preflight import signals
 from dsv3_preflight.gpu.cuda_errors import decode, parse_torch_cuda_error
+from dsv3_preflight.registry import probe
+
 from .health import health_fields
 from .replay import load_nvml
-from dsv3_preflight import signals
-from dsv3_preflight.registry import probe
 
 LIBCUDA_ENV = "DSV3_PREFLIGHT_LIBCUDA"
 SYSROOT_ENV = "DSV3_PREFLIGHT_SYSROOT"

@@ -75,7 +75,7 @@ class NvmlReplay:
         self._initialised = False
 
     @classmethod
-    def from_file(cls, path: str | Path) -> "NvmlReplay":
+    def from_file(cls, path: str | Path) -> NvmlReplay:
         doc = json.loads(Path(path).read_text())
         return cls(doc.get("nvml", doc))
 

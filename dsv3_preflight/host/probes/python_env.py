@@ -10,12 +10,14 @@ import json
 import os
 import shutil
 import subprocess
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from dsv3_preflight import signals
 from dsv3_preflight.host.pyenv import python_word, shebang_interpreter, split_command
 from dsv3_preflight.registry import probe
+
 from . import pyenv_report
 
 REPORT_TIMEOUT = 10.0

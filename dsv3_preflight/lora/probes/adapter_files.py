@@ -13,8 +13,9 @@ import hashlib
 import os
 import struct
 from collections import OrderedDict
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from dsv3_preflight.inputs import MIB, InputError, open_regular, parse_json, read_bytes, read_json
 from dsv3_preflight.lora.case import CONFIG_NAME, WEIGHT_NAMES, step_of
@@ -89,7 +90,7 @@ class _Memo:
     share their header and config byte for byte: each is parsed once; a differing one costs a length compare)."""
 
     def __init__(self, size: int = 16, max_bytes: int = 4 * MIB) -> None:
-        self.entries: "OrderedDict[int, tuple[Any, bytes, Any]]" = OrderedDict()
+        self.entries: OrderedDict[int, tuple[Any, bytes, Any]] = OrderedDict()
         self.size, self.max_bytes, self.next = size, max_bytes, 0
 
     def get(self, data: bytes | bytearray, make: Any, tag: Any = None) -> Any:
@@ -151,10 +152,12 @@ def read_header(path: str | os.PathLike[str], cap: int = DEFAULT_HEADER_CAP) -> 
     if len(header) < n:  # the file shrank under us
         return {**facts, "kind": "truncated", "error": f"truncated: the file ended {n - len(header):,} bytes into the header"}
     data_len = size - 8 - n
-    digest, parsed = _HEADERS.get(header, lambda: (hashlib.sha256(header).hexdigest(), parse_header(header, data_len)),
-                                  tag=data_len)
+    def digest_and_parse(header: Any = header) -> tuple[str, Any]:
+        return hashlib.sha256(header).hexdigest(), parse_header(header, data_len)
+
+    digest, parsed = _HEADERS.get(header, digest_and_parse, tag=data_len)
     facts["sha"] = digest
-    del header
+    del header, digest_and_parse
     # {name: (dtype, shape)}: tuples, written to JSON as lists
     facts.update(error=parsed.error, kind=parsed.kind, metadata=parsed.metadata, data_end=parsed.data_end,
                  tensors=parsed.tensors if parsed.kind != "corrupt" else {})

@@ -12,7 +12,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..targets import EXPERT as _EXPERT, LAYER as _LAYER, layer_of, template as _template
+from ..targets import EXPERT as _EXPERT
+from ..targets import LAYER as _LAYER
+from ..targets import layer_of
+from ..targets import template as _template
 
 MAX_BUILT_EXPERTS = 2
 
@@ -312,8 +315,10 @@ def _converted_config(lora: Any, model: Any) -> dict[str, Any] | None:
     import warnings
 
     try:
-        from peft.utils.transformers_weight_conversion import (convert_peft_config_for_transformers,
-                                                               get_model_conversion_mapping)
+        from peft.utils.transformers_weight_conversion import (
+            convert_peft_config_for_transformers,
+            get_model_conversion_mapping,
+        )
 
         config = copy.deepcopy(lora)
         with warnings.catch_warnings():

@@ -7,14 +7,15 @@ with a verdict. A directory the walk cannot list is reported as unreadable, neve
 from __future__ import annotations
 
 import os
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from dsv3_preflight.lora.verdict import judge_adapter, scan_document, unreadable_dir
 
 from .adapter_files import DEFAULT_HEADER_CAP, find_adapters, read_adapter, read_trainer_step
 
 
-def adapter_facts(path: "str | os.PathLike[str]", *, cap: int = DEFAULT_HEADER_CAP) -> dict[str, Any]:
+def adapter_facts(path: str | os.PathLike[str], *, cap: int = DEFAULT_HEADER_CAP) -> dict[str, Any]:
     """read_adapter, never raising: an OS error nobody foresaw is this adapter's unreadable weights."""
     try:
         return read_adapter(path, cap=cap)
@@ -23,7 +24,7 @@ def adapter_facts(path: "str | os.PathLike[str]", *, cap: int = DEFAULT_HEADER_C
                 "header": {"kind": "unreadable", "error": f"{path}: {exc.strerror or exc}", "tensors": {}}}
 
 
-def judge_path(path: "str | os.PathLike[str]", *, cap: int = DEFAULT_HEADER_CAP, deep: bool = False) -> dict[str, Any]:
+def judge_path(path: str | os.PathLike[str], *, cap: int = DEFAULT_HEADER_CAP, deep: bool = False) -> dict[str, Any]:
     """The verdict on one adapter path (weights file, or a directory holding only a config)."""
     facts = adapter_facts(path, cap=cap)
     verdict = judge_adapter(facts)
@@ -41,7 +42,7 @@ def judge_path(path: "str | os.PathLike[str]", *, cap: int = DEFAULT_HEADER_CAP,
     return verdict
 
 
-def scan_paths(paths: Iterable["str | os.PathLike[str]"], *, cap: int = DEFAULT_HEADER_CAP,
+def scan_paths(paths: Iterable[str | os.PathLike[str]], *, cap: int = DEFAULT_HEADER_CAP,
                deep: bool = False) -> tuple[dict[str, Any] | None, list[str]]:
     """(the scan document, []) or (None, the paths that are neither a file nor a directory)."""
     paths = [str(p) for p in paths]

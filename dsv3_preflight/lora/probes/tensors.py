@@ -22,7 +22,7 @@ def pickle_refusal(exc: BaseException) -> str:
     suggesting a re-run with weights_only=False (which executes whatever the pickle holds)."""
     text = str(exc)
     if type(exc).__name__ == "UnpicklingError" and "weights_only" in text:
-        reason = " ".join(l.strip() for l in text.splitlines() if l.strip() and not l.strip().startswith(_TORCH_BOILERPLATE))
+        reason = " ".join(ln.strip() for ln in text.splitlines() if ln.strip() and not ln.strip().startswith(_TORCH_BOILERPLATE))
         return ("torch pickle refused by weights_only=True: it is not a plain tensor dict (corrupt, or it holds "
                 f"objects/code; do not load it with weights_only=False unless you trust it): {reason[:200] or 'no reason given'}")
     return f"torch pickle not loadable with weights_only=True: {type(exc).__name__}: {(text.splitlines() or [''])[0][:200]}"

@@ -138,10 +138,10 @@ def run_chain(req: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {"available": True, "versions": _versions(), "step": None, "error": None, "mismatches": [],
                            "unfilled_auto": [], "engine": None}
     try:
-        from accelerate.utils import DeepSpeedPlugin
-        from transformers.integrations.deepspeed import HfTrainerDeepSpeedConfig
         import deepspeed.comm as ds_comm
+        from accelerate.utils import DeepSpeedPlugin
         from deepspeed.runtime.config import DeepSpeedConfig
+        from transformers.integrations.deepspeed import HfTrainerDeepSpeedConfig
     except Exception as exc:  # noqa: BLE001 - the libraries the run needs are not all here
         return {"available": False, "reason": f"{type(exc).__name__}: {exc}"[:300], "versions": out["versions"]}
     config = copy.deepcopy(req["config"])

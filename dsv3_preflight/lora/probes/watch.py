@@ -12,9 +12,10 @@ from __future__ import annotations
 import os
 import stat
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from dsv3_preflight.inputs import InputError, kind_of, open_regular
 from dsv3_preflight.lora.case import CONFIG_NAME, step_of

@@ -62,7 +62,7 @@ class Listener:
         self.port = port
 
     # -- lifecycle ---------------------------------------------------------------------
-    def start(self) -> "Listener":
+    def start(self) -> Listener:
         if self._sock is not None:
             return self
         family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
@@ -104,7 +104,7 @@ class Listener:
         self._thread.join(timeout)
         return not self._thread.is_alive()
 
-    def __enter__(self) -> "Listener":
+    def __enter__(self) -> Listener:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

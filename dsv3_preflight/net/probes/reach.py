@@ -46,7 +46,7 @@ def tcp_reach(host: str, port: int, timeout: float = 3.0, read_timeout: float = 
         t0 = time.monotonic()
         try:
             sock.connect(sockaddr)
-        except socket.timeout:
+        except TimeoutError:
             out.update(outcome="filtered", error=f"no answer within {timeout:g} s", elapsed_s=round(time.monotonic() - t0, 4))
             return out
         except ConnectionRefusedError as exc:
@@ -73,7 +73,7 @@ def tcp_reach(host: str, port: int, timeout: float = 3.0, read_timeout: float = 
                 if not chunk:
                     break
                 data += chunk
-        except (socket.timeout, OSError):
+        except (TimeoutError, OSError):
             pass
         out["elapsed_s"] = round(time.monotonic() - t0, 4)
         line = data.split(b"\n", 1)[0].decode("utf-8", "replace")

@@ -17,7 +17,7 @@ def connect(host: str, port: int, timeout: float) -> dict[str, Any]:
     try:
         with socket.create_connection((host, port), timeout=timeout):
             outcome, error = "ok", None
-    except socket.timeout:
+    except TimeoutError:
         outcome, error = "timeout", f"no answer in {timeout:g} s"
     except ConnectionRefusedError as exc:
         outcome, error = "refused", str(exc)
