@@ -396,7 +396,7 @@ def load_checks_dir(registry: Registry, directory: str | Path) -> None:
 
 #: the domains: each is a package of dsv3_preflight whose ``probes`` subpackage holds every probe of that domain
 #: (the only code that touches the system) and whose other modules are the pure helpers its checks use
-DOMAINS = ("host", "gpu", "net", "lora", "collective")
+DOMAINS = ("host", "gpu", "net", "lora", "collective", "kuberay")
 
 
 def probe_packages() -> list[str]:

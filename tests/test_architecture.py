@@ -14,7 +14,7 @@ from conftest import REPO
 
 PACKAGE = REPO / "dsv3_preflight"
 MAPPED = {"checks": REPO / "checks", "launch": REPO / "launch", "reports": REPO / "reports"}
-DOMAINS = ("host", "gpu", "net", "lora", "collective")
+DOMAINS = ("host", "gpu", "net", "lora", "collective", "kuberay")
 #: modules that touch the system: only probes (and the runners/commands that start processes) import them
 SYSTEM_MODULES = {"subprocess", "socket", "ctypes", "psutil", "pynvml", "netifaces", "select", "tempfile",
                   "multiprocessing", "ray", "torch", "safetensors", "peft", "transformers", "deepspeed", "urllib.request"}
