@@ -52,7 +52,7 @@ def rule_shm(facts: ManifestFacts, manifest: RayManifest, group: Group) -> Findi
     if gpus == 0 or (mounted or "").startswith("tmpfs"):
         return None
     where = f"{at(facts, group['line'])}: {manifest['kind']} {manifest['name']}, group {group['name']}"
-    left = "left at the container default (64 MiB)" if mounted is None else f"a {mounted} volume, not a tmpfs"
+    left = "left at the container default (64 MiB)" if mounted is None else f"mounted from {mounted}, not a tmpfs"
     fix = fixes.shm_fix(facts["path"], manifest, group)
     if gpus >= 2:
         return failure(f"{where}: {GPU_RESOURCE} {gpus} per pod and /dev/shm {left}: NCCL moves the traffic between "

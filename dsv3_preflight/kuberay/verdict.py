@@ -37,7 +37,7 @@ def result(facts: ManifestFacts, rule: Callable[[ManifestFacts], Judgement]) -> 
     if not facts.get("given"):
         return Result.skipped(NOT_GIVEN)
     if facts.get("error"):
-        return Result.failed(f"the KubeRay manifest cannot be read: {facts['error']}", {"path": facts.get("path")},
+        return Result.failed(f"the KubeRay manifest {facts.get('path')} cannot be read: {facts['error']}", {"path": facts.get("path")},
                              f"yq . {shlex.quote(str(facts.get('path')))}   # shows where the YAML breaks", actor=Actor.JOB,
                              cause=UNREADABLE)
     judged = rule(facts)
