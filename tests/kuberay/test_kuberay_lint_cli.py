@@ -139,3 +139,13 @@ def test_the_shared_claim_and_a_storage_path_on_it_clear_the_storage_failure(tmp
     manifest.write_text(body.replace("value: /home/ray/checkpoints", "value: /mnt/cluster_storage/env-scaling"))
     lint("--json", str(doc_path), str(manifest))
     assert statuses(doc_path)["kuberay.storage"] == "pass"
+
+
+def test_a_token_in_the_manifests_env_is_masked_in_the_document(tmp_path):
+    manifest, doc_path = tmp_path / "job.yaml", tmp_path / "lint.json"
+    token = "hf_" + "Zq8Lx2Vb7Nc4Mw1Ks9Pd3Rt6Yh5Gf0Ja"
+    manifest.write_text((KUBERAY / "rayjob_env_scaling.yaml").read_text().replace(
+        "      NCCL_SOCKET_IFNAME: \"eth0\"\n", f"      NCCL_SOCKET_IFNAME: \"eth0\"\n      HF_TOKEN: \"{token}\"\n"))
+    lint("--json", str(doc_path), str(manifest))
+    text = doc_path.read_text()
+    assert token not in text and "HF_TOKEN" in text
