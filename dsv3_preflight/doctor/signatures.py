@@ -3068,7 +3068,7 @@ CHECK_CLASS: dict[str, str] = {
     "gpu.rank_mapping": "pci_rank_dup", "gpu.rank_mapping_cluster": "pci_rank_dup", "gpu.reset_pending": GPU_FAULT_CLASS,
     "gpu.versions": "version_drift", "gpu.xid": GPU_FAULT_CLASS, "host.resources": GATE_CLASS,
     "kuberay.backoff": GATE_CLASS, "kuberay.deadline": GATE_CLASS, "kuberay.gpu_limits": GATE_CLASS,
-    "kuberay.nccl_ifname": "nic_iface", "kuberay.shm": GATE_CLASS, "kuberay.storage": GATE_CLASS,
+    "kuberay.nccl_ifname": GATE_CLASS, "kuberay.shm": GATE_CLASS, "kuberay.storage": GATE_CLASS,
     "lora.adapter_base": "lora_empty", "lora.deepspeed_config": GATE_CLASS, "lora.output_dir": GATE_CLASS,
     "lora.targets": "lora_empty", "net.mtu": GATE_CLASS, "net.nic_route": "nic_iface", "net.port_free": "port_rendezvous",
     "net.port_reach": "port_rendezvous",
