@@ -4,7 +4,7 @@ Keyword records (:class:`.record.Signature`); their place in the table is stated
 """
 from __future__ import annotations
 
-from .record import S, Signature
+from .record import Decode, S, Signature
 from .shared import ALLREDUCE_FIX, LABELS
 
 SIGNATURES: tuple[Signature, ...] = (
@@ -25,7 +25,12 @@ SIGNATURES: tuple[Signature, ...] = (
       root_cause="The peer's process went away (crash, OOM kill) or the connection was reset by the network.",
       fix=ALLREDUCE_FIX, check="dist.allreduce", tier=4,
       example="a100-st-p4d24xlarge-22:183006:183220 [1] misc/socket.cc:518 NCCL WARN Net : Call to recv from 10.200.84.247<58355> failed : Broken pipe",
-      source="https://github.com/NVIDIA/nccl/issues/795"),
+      source="https://github.com/NVIDIA/nccl/issues/795",
+      decode=(Decode(kind="peer_crashed",
+                     pattern=r"Connection closed by peer \[?(?P<peer>[^\]\s]+)\]?:(?P<port>\d+)",
+                     cause=lambda m: f"the peer at {m['peer']} closed the connection mid-collective: that rank crashed or was ended",
+                     remediation=lambda m: f"# read the log of the rank on {m['peer']}: its own error is the cause",
+                     actor="node", cause_id="collective.peer_crashed"),)),
     S(id="cuda.driver_shutting_down", cls=None, kind="symptom", needles=(b"driver shutting down",),
       pattern=r"driver shutting down",
       title="CUDA was already shutting down in this process",

@@ -4,7 +4,7 @@ Keyword records (:class:`.record.Signature`); their place in the table is stated
 """
 from __future__ import annotations
 
-from .record import S, Signature
+from .record import Decode, S, Signature
 from .shared import ALLREDUCE_FIX, LABELS
 
 SIGNATURES: tuple[Signature, ...] = (
@@ -78,7 +78,12 @@ SIGNATURES: tuple[Signature, ...] = (
       check="dist.allreduce", tier=3,
       example="[rank1]:[E626 06:24:44.903881913 ProcessGroupNCCL.cpp:616] [Rank 1] Watchdog caught collective operation timeout: "
       "WorkNCCL(SeqNum=808, OpType=ALLREDUCE, NumelIn=9801523, NumelOut=9801523, Timeout(ms)=600000) ran for 600020 milliseconds before timing out.",
-      source="https://github.com/XPixelGroup/BasicSR/issues/737 (torch ProcessGroupNCCL.cpp)"),
+      source="https://github.com/XPixelGroup/BasicSR/issues/737 (torch ProcessGroupNCCL.cpp)",
+      decode=(Decode(kind="collective_timeout",
+                     pattern=r"(Watchdog caught collective operation timeout|ProcessGroupGloo.*timed out|Timed out waiting \d+ms for (send|recv) operation)",
+                     cause=lambda m: "a collective started but did not complete before the timeout",
+                     remediation=lambda m: "# a rank is stuck or a link is blocked mid-collective: read the other ranks' last phase in the evidence",
+                     actor="network", cause_id="collective.stalled"),)),
     S(id="nccl.watchdog_hang", cls="nccl_hang", kind="symptom", needles=(b"Some NCCL operations have failed or timed out", b"Heartbeat monitor timed out",
                                                                         b"watchdog got stuck", b"collective timeout from", b"watchdog thread terminated",
                                                                         b"global timeout from another rank", b"attempting to dump debug info",

@@ -4,7 +4,8 @@ Keyword records (:class:`.record.Signature`); their place in the table is stated
 """
 from __future__ import annotations
 
-from .record import S, Signature
+from ...text import IFACE, NCCL_EXACT, NCCL_IFACE
+from .record import Decode, S, Signature
 from .shared import (
     GLOO_BOUND_UNREACHABLE,
     GLOO_MESH_CAUSES,
@@ -123,7 +124,13 @@ SIGNATURES: tuple[Signature, ...] = (
       "NCCL_SOCKET_FAMILY), so NCCL cannot bootstrap.",
       fix=IFACE_FIX, check="net.nic_route", tier=1,
       example="Bootstrap : no socket interface found",
-      source="https://github.com/EasonXiao-888/MambaTree/issues/14 (NCCL src/bootstrap.cc)"),
+      source="https://github.com/EasonXiao-888/MambaTree/issues/14 (NCCL src/bootstrap.cc)",
+      decode=(Decode(kind="nccl_ifname_missing",
+                     pattern=r"(Bootstrap|NET/Socket)\s*:\s*no (usable listening )?(socket )?interface found",
+                     cause=lambda m: "NCCL found no interface matching NCCL_SOCKET_IFNAME on this host (from NCCL 2.28.3: none of those "
+                                     "matching is up with a carrier)",
+                     remediation=lambda m: f"export NCCL_SOCKET_IFNAME={NCCL_IFACE}   {NCCL_EXACT}",
+                     actor="job", cause_id="net.nccl_socket_ifname"),)),
     S(id="gloo.no_address_for_interface", cls="nic_iface", kind="cause", needles=(b"Unable to find address for",),
       pattern=r"Unable to find address for:? (?P<iface>\S+)",
       title="Gloo cannot find an address for {iface}",
@@ -131,7 +138,13 @@ SIGNATURES: tuple[Signature, ...] = (
       "takes one concrete interface name, not NCCL's '^lo,docker' list syntax.",
       fix=IFACE_FIX, check="net.nic_route", tier=1,
       example="RuntimeError: Unable to find address for: eth0",
-      source="https://github.com/spark-arena/sparkrun/issues/275 (gloo/transport/tcp/device.cc)"),
+      source="https://github.com/spark-arena/sparkrun/issues/275 (gloo/transport/tcp/device.cc)",
+      decode=(Decode(kind="gloo_ifname_missing",
+                     pattern=r"Unable to find address for:\s*(?P<ifname>\S+)",
+                     cause=lambda m: f"GLOO_SOCKET_IFNAME names {m['ifname']!r}, an interface with no IPv4/IPv6 address on this host "
+                                     "(or no such interface)",
+                     remediation=lambda m: f"export GLOO_SOCKET_IFNAME={IFACE}   # one exact interface name, not a list, not an address",
+                     actor="job", cause_id="net.gloo_socket_ifname"),)),
     S(id="gloo.address_family_mismatch", cls="nic_iface", kind="cause", needles=(b"ss1.ss_family == ss2.ss_family", b"address family mismatch"),
       # gloo since 2019 (transport/tcp/device.cc); before it, pair.cc's "self_.ss_.ss_family == peer_.ss_.ss_family.
       # 2 vs 10. address family mismatch"
@@ -181,7 +194,14 @@ SIGNATURES: tuple[Signature, ...] = (
       root_cause="Gloo bound to an address the other nodes cannot reach (the host name resolving to 127.0.1.1, or a "
       "docker/bridge interface), so its pairwise connections fail.", fix=IFACE_FIX, check="net.nic_route", tier=1,
       example="[rank10]:[E130 18:11:34.707542570 ProcessGroupGloo.cpp:143] Gloo connectFullMesh failed with [../third_party/gloo/gloo/transport/tcp/pair.cc:144] no error",
-      source="https://github.com/sgl-project/sglang/issues/3226", consequence_of=GLOO_MESH_CAUSES),
+      source="https://github.com/sgl-project/sglang/issues/3226", consequence_of=GLOO_MESH_CAUSES,
+      decode=(Decode(kind="gloo_full_mesh_connect",
+                     pattern=r"(connectFullMesh|Connect timeout|gloo/transport/tcp/pair\.cc.*(timed out|Timed out|Connection reset|refused))",
+                     cause=lambda m: "Gloo's full-mesh connect between ranks failed: the store port is open but the ranks' own "
+                                     "listening ports (ephemeral, chosen per run) are blocked or the addresses they advertise are unreachable",
+                     remediation=lambda m: ("# open TCP between all nodes on the training interface, not only MASTER_PORT (Gloo's ranks listen on ephemeral ports)\n"
+                                            f"export GLOO_SOCKET_IFNAME={IFACE}   # the interface that routes between the nodes"),
+                     actor="network", cause_id="collective.ports_blocked_between_nodes"),)),
     S(id="gloo.connect_refused", cls="nic_iface", kind="cause", needles=(b"pair.cc", b"pair.h", b"Connect timeout ["),
       pattern=r"pair\.(?:cc|h):\d+\]\s*(?:connect \[(?P<addr>[^\]]+)\]:\d+: (?P<err>[^.\n]+)"
       r"|timed out connecting: (?P<err2>[^,\n]+?)(?:, remote=\[(?P<addr3>[^\]]+)\]\S*)?$"
@@ -314,7 +334,14 @@ SIGNATURES: tuple[Signature, ...] = (
       "peer published an address on an interface other nodes cannot reach (docker0, a bridge, loopback), or a "
       "firewall blocks the ports.", fix=IFACE_FIX, check="net.nic_route", tier=1,
       example="jnlh102072:8969:8969 [0] misc/socket.cc:484 NCCL WARN socketStartConnect: Connect to 10.37.12.78<46417> failed : Software caused connection abort",
-      source="https://blog.gitcode.com/c78323ca6ecbd73b92ec3459c9ac1ed1.html (NCCL src/misc/socket.cc)"),
+      source="https://blog.gitcode.com/c78323ca6ecbd73b92ec3459c9ac1ed1.html (NCCL src/misc/socket.cc)",
+      decode=(Decode(kind="nccl_socket_connect",
+                     pattern=r"socketStartConnect: Connect to (?P<addr>\S+) failed\s*:\s*(?P<why>[^\n]+)",
+                     cause=lambda m: f"NCCL could not connect to {m['addr']}: {m['why'].strip()}",
+                     remediation=lambda m: ("# open TCP between the nodes on the training interface: NCCL connects on the kernel's ephemeral ports\n"
+                                            "cat /proc/sys/net/ipv4/ip_local_port_range   # the range to open, then pin the interface:\n"
+                                            f"export NCCL_SOCKET_IFNAME={NCCL_IFACE}   {NCCL_EXACT}"),
+                     actor="network", cause_id="collective.ports_blocked_between_nodes"),)),
     S(id="nccl.connect_retry", cls="nic_iface", kind="cause", needles=(b"Call to connect returned", b", retrying ("),
       pattern=r"Call to connect returned (?P<err>[A-Z][^,\n]+), retrying"
       r"|[Cc]onnect to (?P<peer>[^\s<]+<\d+>) returned (?P<err2>[^,\n]+), retrying \(",  # NCCL 2.23+
@@ -419,7 +446,12 @@ SIGNATURES: tuple[Signature, ...] = (
       fix=IFACE_FIX + "\nexport NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET    # rerun: the WARN line names the call that failed",
       check="net.nic_route", tier=2,
       example="RuntimeError: NCCL error in: /pytorch/torch/lib/c10d/ProcessGroupNCCL.cpp:518, unhandled system error, NCCL version 2.4.8",
-      source="https://github.com/deepinsight/insightface/issues/1444 (NCCL ncclSystemError; torch ProcessGroupNCCL.cpp)"),
+      source="https://github.com/deepinsight/insightface/issues/1444 (NCCL ncclSystemError; torch ProcessGroupNCCL.cpp)",
+      decode=(Decode(kind="nccl_system_error",
+                     pattern=r"(unhandled system error|remote process exited or there was a network error)",
+                     cause=lambda m: "NCCL reported a system/network error (see the NCCL WARN lines in the log tail)",
+                     remediation=lambda m: "export NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET   # rerun, then read the NCCL WARN lines",
+                     actor="node", cause_id="collective.nccl_system_error"),)),
     S(id="nccl.bad_interface_selected", cls="nic_iface", kind="suspect", needles=(b"Using lo", b"]lo:", b"Using docker", b"]docker", b"virbr", b"veth",
                                                                                  b"Using interface lo:", b"]cni", b"flannel", b"Using br-", b"]br-"),
       pattern=r"(?:Bootstrap|NET/Socket|NET) ?: Using (?:interface )?(?:\[\d+\])?(?P<iface>" + UNREACHABLE_IFACE + r"):(?P<addr>\S+?)<",

@@ -4,7 +4,7 @@ Keyword records (:class:`.record.Signature`); their place in the table is stated
 """
 from __future__ import annotations
 
-from .record import S, Signature
+from .record import Decode, S, Signature
 from .shared import RANK_DUP_FIX
 
 SIGNATURES: tuple[Signature, ...] = (
@@ -18,7 +18,12 @@ SIGNATURES: tuple[Signature, ...] = (
       fix=RANK_DUP_FIX,
       check="gpu.rank_mapping", tier=1,
       example="Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 4f000",
-      source="https://github.com/rulixiang/afa/issues/26 (NCCL src/init.cc)"),
+      source="https://github.com/rulixiang/afa/issues/26 (NCCL src/init.cc)",
+      decode=(Decode(kind="duplicate_gpu",
+                     pattern=r"Duplicate GPU detected\s*:\s*rank (?P<a>\d+) and rank (?P<b>\d+) both on CUDA device (?P<dev>[0-9a-fA-F]+)",
+                     cause=lambda m: f"ranks {m['a']} and {m['b']} are both on CUDA device {m['dev']}: two processes share one GPU",
+                     remediation=lambda m: "export CUDA_DEVICE_ORDER=PCI_BUS_ID   # on every node, and one local rank per GPU (LOCAL_RANK → cuda:LOCAL_RANK)",
+                     actor="job", cause_id="gpu.duplicate_gpu"),)),
     S(id="nccl.ranks_share_gpu", cls="pci_rank_dup", kind="suspect", needles=(b"sharing GPU with bus",),
       pattern=r"Detected ranks (?P<rank_a>\d+) and (?P<rank_b>\d+) sharing GPU with bus (?P<busid>\w+)",
       title="Ranks {rank_a} and {rank_b} share the GPU with bus {busid}",

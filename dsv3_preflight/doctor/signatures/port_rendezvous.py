@@ -4,7 +4,8 @@ Keyword records (:class:`.record.Signature`); their place in the table is stated
 """
 from __future__ import annotations
 
-from .record import S, Signature
+from ...text import IFACE, NCCL_IFACE
+from .record import Decode, S, Signature
 from .shared import (
     ALLREDUCE_FIX,
     HOROVODRUN_FIX,
@@ -30,7 +31,12 @@ SIGNATURES: tuple[Signature, ...] = (
       check="net.port_free", tier=1,
       example="torch.distributed.DistNetworkError: The server socket has failed to listen on any local network address. "
       "The server socket has failed to bind to [::]:29500 (errno: 98 - Address already in use).",
-      source="https://github.com/meta-pytorch/torchtune/issues/392 (torch/csrc/distributed/c10d/socket.cpp)"),
+      source="https://github.com/meta-pytorch/torchtune/issues/392 (torch/csrc/distributed/c10d/socket.cpp)",
+      decode=(Decode(kind="store_port_in_use",
+                     pattern=r"(address already in use|EADDRINUSE)",
+                     cause=lambda m: "MASTER_PORT is already in use on the master: a leftover process holds it",
+                     remediation=lambda m: 'sudo fuser -v "${MASTER_PORT:-39500}/tcp"   # then end the leftover process it names',
+                     actor="node", cause_id="net.port_held"),)),
     S(id="c10d.numeric_hostname", cls="port_rendezvous", kind="cause", needles=(b"network address of (", b"network addresses of (", b"::ffff:0."),
       pattern=r"network address(?:es)? of \((?P<host>\d+), (?P<port>\d+)\)|connect to \[::ffff:(?P<addr>0\.\d+\.\d+\.\d+)\]:(?P<port2>\d+)",
       title="Hostname '{host}' is only digits and is read as an IP address",
@@ -78,7 +84,13 @@ SIGNATURES: tuple[Signature, ...] = (
       "dsv3-preflight run --only env.launch_vars",
       check="env.launch_vars", tier=1,
       example="[W socket.cpp:601] [c10d] The IPv6 network addresses of (user, 53821) cannot be retrieved (gai error: -3 - Temporary failure in name resolution).",
-      source="https://github.com/nyu-systems/Grendel-GS/issues/9 (glibc gai_strerror; torch 1.x TCPStore 'host not found')"),
+      source="https://github.com/nyu-systems/Grendel-GS/issues/9 (glibc gai_strerror; torch 1.x TCPStore 'host not found')",
+      # before the store's connect timeout: a name that does not resolve is why the store did not answer
+      decode=(Decode(kind="master_unresolvable",
+                     pattern=r"(Name or service not known|nodename nor servname provided|Temporary failure in name resolution|getaddrinfo.*failed)",
+                     cause=lambda m: "MASTER_ADDR does not resolve on this host",
+                     remediation=lambda m: 'export MASTER_ADDR="${HEAD_ADDR:?the head node address on the training network}"   # on every node',
+                     actor="job", cause_id="net.master_unresolvable"),)),
     S(id="c10d.desync_report_failed", cls=None, kind="symptom", needles=(b"TORCH_NCCL_DESYNC_DEBUG report", b"NCCL_DESYNC_DEBUG report"),
       pattern=r"Failed to re?t?rieve (?:TORCH_)?NCCL_DESYNC_DEBUG report",
       title="torch could not collect its desync report",
@@ -177,7 +189,26 @@ SIGNATURES: tuple[Signature, ...] = (
       source="https://github.com/pytorch/pytorch/issues/105782 (torch/csrc/distributed/c10d/socket.cpp; TCPStore.cpp "
       "'Timed out after {} seconds waiting for clients. {}/{} clients joined.')",
       consequence_of=("c10d.store_on_local_address", "c10d.numeric_hostname", "c10d.address_in_use", "net.name_resolution", "c10d.bind_failed",
-                      "c10d.env_var_missing", "elastic.c10d_store_not_hosted")),
+                      "c10d.env_var_missing", "elastic.c10d_store_not_hosted"),
+      decode=(Decode(kind="store_connect_timeout",
+                     pattern=r"The client socket has timed out after (?P<ms>\d+)\s*m?s while trying to connect to \((?P<host>[^,]+),\s*(?P<port>\d+)\)",
+                     cause=lambda m: f"the rendezvous store at {m['host']}:{m['port']} did not answer within {int(m['ms']) / 1000:g} s: "
+                                     "the master is not running yet, or the port is filtered on the way",
+                     remediation=lambda m: (f"# start node 0 first (it hosts the store); then, from this node, test the port:\n"
+                                            f"timeout 3 bash -c 'exec 3<>/dev/tcp/{m['host'].strip()}/{m['port']}' && echo open"),
+                     actor="network", cause_id="net.port_filtered"),
+              # the probe's own worker (collective/probes/worker.py) names the ranks its timed-out store wait missed
+              Decode(kind="ranks_missing",
+                     pattern=r"ranks \[(?P<ranks>[\d, ]+)\] never joined",
+                     cause=lambda m: f"ranks {m['ranks']} never reached the rendezvous store",
+                     remediation=lambda m: ("# run `dsv3-preflight probe` on every node with the same MASTER_ADDR and MASTER_PORT, or all at once from the Ray head:\n"
+                                            "dsv3-preflight run --all-nodes --probe"),
+                     actor="job", cause_id="collective.ranks_missing"),
+              Decode(kind="store_wait_timeout",
+                     pattern=r"(Wait timeout|Timed out (waiting|after).{0,80}for (key|keys)|Socket Timeout)",
+                     cause=lambda m: "a rank waited for the others in the rendezvous store until the timeout: some rank is missing or stuck",
+                     remediation=lambda m: "# see which ranks never joined (the evidence); start the missing node or fix its network",
+                     actor="job", cause_id="collective.ranks_missing"))),
     S(id="c10d.client_connect_failed", cls="port_rendezvous", kind="cause", needles=(b"client socket has failed to connect",
                                                                                     b"client socket cannot be initialized",
                                                                                     b"RuntimeError: No route to host", b"RuntimeError: Network is unreachable"),
@@ -193,7 +224,12 @@ SIGNATURES: tuple[Signature, ...] = (
       # names the host and port as configured (torch 2.13's per-address addresses can be garbage: "[::]:25987" for
       # 10.77.0.99:29531, seen in the network-namespace lab)
       consequence_of=("c10d.store_on_local_address", "c10d.numeric_hostname", "c10d.address_in_use", "net.name_resolution", "c10d.store_connect_retry",
-                      "c10d.store_timeout"), transient=True),
+                      "c10d.store_timeout"), transient=True,
+      decode=(Decode(kind="no_route",
+                     pattern=r"(No route to host|Network is unreachable|EHOSTUNREACH|ENETUNREACH)",
+                     cause=lambda m: "no route from this host to a peer (wrong interface or subnet)",
+                     remediation=lambda m: f"export NCCL_SOCKET_IFNAME={NCCL_IFACE} GLOO_SOCKET_IFNAME={IFACE}   # and check the peers are on a subnet it reaches",
+                     actor="network", cause_id="collective.no_route_to_peer"),)),
     S(id="store.retry_not_listening", cls="port_rendezvous", kind="suspect", needles=(b"while the server is not yet listening",),
       pattern=r"Retry to connect to (?!127\.)(?P<target>\S+?):(?P<port>\d+) while the server is not yet listening",  # 127.x: below
       title="A rank keeps retrying the master's store at {target}:{port}: nothing listens there yet",
@@ -300,7 +336,14 @@ SIGNATURES: tuple[Signature, ...] = (
       root_cause="The process hosting the TCPStore (rank 0 / the master) went away: a consequence of its own failure.",
       fix=STORE_FIX, check="net.port_reach", tier=4,
       example="torch.distributed.DistNetworkError: Failed to recv, got 0 bytes. Connection was likely closed. Did the remote server shutdown or crash?",
-      source="torch/csrc/distributed/c10d/TCPStore.cpp", teardown=True),
+      source="torch/csrc/distributed/c10d/TCPStore.cpp", teardown=True,
+      decode=(Decode(kind="store_closed",
+                     pattern=r"Failed to recv, got 0 bytes\. Connection was likely closed",
+                     cause=lambda m: "the rendezvous store (hosted by rank 0 on MASTER_ADDR) closed the connection: rank 0 failed or "
+                                     "was ended, so the other ranks cannot go on",
+                     remediation=lambda m: ("# read rank 0's error first (node 0's output): it is the cause; fix it, then rerun on every node\n"
+                                            "dsv3-preflight probe --node-rank 0   # on node 0, with the same MASTER_ADDR and MASTER_PORT"),
+                     actor="node", cause_id="collective.rank0_failed"),)),
     S(id="c10d.bind_not_local", cls="port_rendezvous", kind="cause", needles=(b"Cannot assign requested address", b"errno: 99"),
       pattern=r"(?:bind to|listen on) (?P<addr>\S+?) \(errno: 99 - Cannot assign requested address\)|Cannot assign requested address",
       title="The rendezvous address[[ {addr}]] is not an address of this host",
@@ -446,7 +489,14 @@ SIGNATURES: tuple[Signature, ...] = (
       source="CPython socket errors (strerror(ECONNREFUSED)); torch elastic's etcd backend through urllib3",
       consequence_of=("c10d.address_in_use", "c10d.bind_failed", "c10d.bind_not_local", "c10d.env_var_missing",
                       "net.name_resolution", "c10d.numeric_hostname", "c10d.store_timeout", "c10d.client_connect_failed",
-                      "elastic.rendezvous_connection", "launcher.ssh_unreachable", "ray.gcs_unreachable")),
+                      "elastic.rendezvous_connection", "launcher.ssh_unreachable", "ray.gcs_unreachable"),
+      decode=(Decode(kind="store_connect_refused",
+                     pattern=r"(Connection refused|ECONNREFUSED).{0,200}?(\((?P<host>[^,()]+),\s*(?P<port>\d+)\))?",
+                     cause=lambda m: "the rendezvous store refused the connection: nothing listens on MASTER_ADDR:MASTER_PORT"
+                                     + (f" ({m['host']}:{m['port']})" if m["host"] else ""),
+                     remediation=lambda m: ("# start node 0 (it hosts the store) first; MASTER_ADDR and MASTER_PORT must be the same on every node:\n"
+                                            'echo "MASTER_ADDR=${MASTER_ADDR:-unset} MASTER_PORT=${MASTER_PORT:-unset}"   # compare on every node'),
+                     actor="job", cause_id="net.port_not_listening"),)),
     S(id="ray.gcs_unreachable", cls="port_rendezvous", kind="cause", needles=(b"GCS", b"Could not find any running Ray instance",
                                                                              b"Failed to connect to Ray cluster at"),
       pattern=r"(?:Failed|Unable) to connect to GCS|GCS (?:server|client).{0,40}(?:timed out|unavailable|failed)|Timed out while waiting for GCS"

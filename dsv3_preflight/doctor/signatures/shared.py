@@ -95,11 +95,3 @@ GLOO_MESH_CAUSES = GLOO_BOUND_UNREACHABLE + ("gloo.loopback_peer", "gloo.connect
 #: interface names other nodes cannot reach (loopback, docker, libvirt, veth, CNI and flannel bridges)
 UNREACHABLE_IFACE = r"lo|docker\d*|virbr\d*|veth\w*|cni\d*|flannel[\w.]*|br-\w+"
 DS_CONFIG_FIX = "dsv3-preflight run --only lora.deepspeed_config    # reads the DeepSpeed config the run uses"
-
-# The collective probe's decoder (dsv3_preflight.collective.decode) writes its remediations with these:
-#: where a remediation names this node's interface toward MASTER_ADDR; the decoder fills it in
-IFACE = "<IFACE>"
-#: NCCL_SOCKET_IFNAME's value for that interface: NCCL reads a bare name as a prefix (eth0 also selects eth01,
-#: eth1 also eth10), ``=NAME`` selects exactly NAME (net.nic_route prints the bare name where it is exact)
-NCCL_IFACE = "=" + IFACE
-NCCL_EXACT = "# =NAME: exactly that interface (NCCL reads a bare name as a prefix)"

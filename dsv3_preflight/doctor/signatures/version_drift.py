@@ -4,7 +4,7 @@ Keyword records (:class:`.record.Signature`); their place in the table is stated
 """
 from __future__ import annotations
 
-from .record import S, Signature
+from .record import Decode, S, Signature
 from .shared import DRIVER_FIX, VERSIONS_FIX
 
 SIGNATURES: tuple[Signature, ...] = (
@@ -68,7 +68,15 @@ SIGNATURES: tuple[Signature, ...] = (
       "Python it runs, against the one checked\n" + VERSIONS_FIX, check="env.torchrun_python", tier=0,
       example="ModuleNotFoundError: No module named 'torch'",
       source="CPython's import system (ModuleNotFoundError); produced here by `from torch.distributed.run import main` in a "
-      "Python without torch (tests/test_torchrun_python.py's system Python)"),
+      "Python without torch (tests/test_torchrun_python.py's system Python)",
+      # the rank's Python has no torch (or a torch that fails to import): no deadline was involved
+      decode=(Decode(kind="torch_missing",
+                     pattern=r"(?:ModuleNotFoundError|ImportError): (?P<what>No module named '?torch[\w.]*'?|.*\btorch\b.*)",
+                     cause=lambda m: f"torch cannot be imported in the Python that runs the probe ({m['what'][:200]}): install it in the "
+                                     "environment the training runs in",
+                     remediation=lambda m: "python -c 'import sys, torch; print(sys.executable, torch.__version__)'   # in the training "
+                                           "environment: the one the preflight must run in",
+                     actor="job", cause_id="gpu.torch_missing"),)),
     S(id="python.stack_import_mismatch", cls="version_drift", kind="cause", needles=(b"cannot import name",),
       pattern=r"ImportError: cannot import name '(?P<name>\w+)' from '(?P<module>(?:torch|deepspeed|transformers|peft|accelerate"
       r"|safetensors)(?:\.[\w.]+)?)'",
