@@ -17,6 +17,7 @@ from dsv3_preflight.doctor.signatures import (
     GATE_CLASS,
     GPU_FAULT_CLASS,
     NO_PREFLIGHT_CHECK,
+    RAY_TRAIN_CLASS,
     SIGNATURES,
 )
 from dsv3_preflight.doctor.triage import _fill, _groups, _Matcher
@@ -87,7 +88,7 @@ def test_every_fix_passes_bash_n(sig):
 
 @pytest.mark.parametrize("sig", [s for s in ALL if s.kind in ("cause", "suspect")], ids=lambda s: s.id)
 def test_every_cause_says_why_how_to_fix_and_which_existing_check_catches_it(sig, check_names):
-    assert sig.root_cause and sig.fix and (sig.cls in CLASSES or sig.cls == GPU_FAULT_CLASS
+    assert sig.root_cause and sig.fix and (sig.cls in CLASSES or sig.cls in (GPU_FAULT_CLASS, RAY_TRAIN_CLASS)
                                                   or sig.cls == GATE_CLASS and sig.id.startswith("preflight."))
     if sig.id in NO_PREFLIGHT_CHECK:  # the training script itself (its argument checks, its collectives): no check sees it
         assert sig.check is None

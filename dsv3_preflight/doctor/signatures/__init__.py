@@ -2,7 +2,7 @@
 
 One keyword record per message (:class:`.record.Signature`, its fields described there), in the module of its cause
 family (``benign``, ``cuda_fabric``, ``version_drift``, ``pci_rank_dup``, ``port_rendezvous``, ``nic_iface``,
-``nccl_transport``, ``gpu_fault``, ``gpu_oom``, ``host_resources``, ``lora_empty``, ``config``, ``nccl_hang``,
+``nccl_transport``, ``gpu_fault``, ``gpu_oom``, ``host_resources``, ``lora_empty``, ``config``, ``ray_train``, ``nccl_hang``,
 ``consequences``, ``context``, ``progress``); :mod:`.order` states the order the matcher tries them in. The collective
 probe's decoder reads the same records (a record's ``decode``), so a library message is added in one place.
 
@@ -25,6 +25,7 @@ from .classes import (
     GATE_CLASS,
     GPU_FAULT_CLASS,
     NO_PREFLIGHT_CHECK,
+    RAY_TRAIN_CLASS,
 )
 from .derived import DERIVED_NAMES
 from .lines import ERROR_NEEDLES, ERROR_RE, QUIET_RE, STOPWORDS
@@ -72,7 +73,7 @@ __all__ = [
     "FM_FIX", "GATE_CAUSE_RE", "GATE_CLASS", "GATE_ERROR_NOTE", "GATE_LAUNCHED", "GATE_NO_GO", "GATE_SIGNATURES",
     "GLOO_BOUND_UNREACHABLE", "GLOO_MESH_CAUSES", "GPU_FAULT_CLASS", "HOROVODRUN_FIX", "HOST_NETWORK_FIX", "IFACE_FIX",
     "KINDS", "LABELS", "LAUNCH_FIX", "LOCAL_PATH", "NO_PREFLIGHT_CHECK", "OMPI_IFACE_FIX", "QUIET_RE", "RANK_DUP_FIX",
-    "RAY_IP_FIX", "S", "SHM_FIX", "SIGNATURES", "STOPWORDS", "STORE_FIX", "STORE_FIX_AT", "Signature",
+    "RAY_IP_FIX", "RAY_TRAIN_CLASS", "S", "SHM_FIX", "SIGNATURES", "STOPWORDS", "STORE_FIX", "STORE_FIX_AT", "Signature",
     "UNREACHABLE_IFACE", "VERSIONS_FIX", "XID_APPLICATION", "XID_FAULTS", "by_id", "gate_rerun", "gate_signature",
     "xid_texts",
 ]

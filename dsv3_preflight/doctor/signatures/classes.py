@@ -15,8 +15,11 @@ GATE_CLASS = "preflight_gate"
 #: a GPU or its driver state failed on a node (an Xid that needs a reset or a reboot, a GPU fallen off the bus, an
 #: uncorrectable ECC error): not a corpus class (the issue's classes have none for it), a cause of its own all the same
 GPU_FAULT_CLASS = "gpu_fault"
+#: Ray Train could not start its worker group (a ScalingConfig the cluster cannot place, retried without end) or persist
+#: to its storage path (one a worker's node does not see): not a corpus class, a cause of its own all the same
+RAY_TRAIN_CLASS = "ray_train"
 #: the classes the doctor names beyond the corpus's
-EXTRA_CLASSES = (GATE_CLASS, GPU_FAULT_CLASS)
+EXTRA_CLASSES = (GATE_CLASS, GPU_FAULT_CLASS, RAY_TRAIN_CLASS)
 CLASS_TITLES = {
     "cuda_fabric": "CUDA cannot initialise (driver / Fabric Manager / NVSwitch)",
     "version_drift": "versions that do not fit together (driver vs CUDA build, NCCL or torch across nodes)",
@@ -31,6 +34,8 @@ CLASS_TITLES = {
     "config": "DeepSpeed / accelerate / trainer configuration",
     GATE_CLASS: "the preflight found a problem before the run (its gate keeps torchrun from starting)",
     GPU_FAULT_CLASS: "a GPU fault on a node (an Xid needing a reset or reboot, fallen off the bus, uncorrectable ECC)",
+    RAY_TRAIN_CLASS: "Ray Train cannot start or persist (a ScalingConfig the cluster cannot place, a storage path a node "
+                     "does not see)",
 }
 
 
@@ -46,6 +51,7 @@ CLASS_ACTOR: dict[str, str | None] = {
     "cuda_fabric": "node", "version_drift": "job", "pci_rank_dup": "job", "port_rendezvous": "job",
     "nic_iface": "job", "nccl_hang": None, "nccl_transport": "node", "gpu_oom": "job", "host_resources": "node",
     "lora_empty": "job", "config": "job", GATE_CLASS: None, GPU_FAULT_CLASS: "node",
+    RAY_TRAIN_CLASS: "job",
 }
 #: signatures whose actor is not their class's (ids of SIGNATURES and DERIVED; a test holds every key to one)
 ACTOR_OF: dict[str, str | None] = {

@@ -25,6 +25,7 @@ from . import (
     pci_rank_dup,
     port_rendezvous,
     progress,
+    ray_train,
     version_drift,
 )
 from .preflight import GATE_NO_GO, GATE_SIGNATURES
@@ -44,6 +45,7 @@ FAMILIES: tuple[tuple[str, tuple[Signature, ...]], ...] = (
     ("host_resources", host_resources.SIGNATURES),
     ("lora_empty", lora_empty.SIGNATURES),
     ("config", config.SIGNATURES),
+    ("ray_train", ray_train.SIGNATURES),
     ("nccl_hang", nccl_hang.SIGNATURES),
     ("consequences", consequences.SIGNATURES),
     ("context", context.SIGNATURES),
