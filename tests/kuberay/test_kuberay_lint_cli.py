@@ -83,6 +83,7 @@ def pytest_checks(*args):
                           cwd=REPO, capture_output=True, text=True, timeout=240)
 
 
+@pytest.mark.slow
 def test_pytest_checks_runs_the_lint_with_a_manifest():
     proc = pytest_checks("--kuberay-manifest", str(KUBERAY / "rayjob_env_scaling.yaml"))
     assert proc.returncode == 1, proc.stdout[-3000:]
@@ -90,6 +91,7 @@ def test_pytest_checks_runs_the_lint_with_a_manifest():
     assert "FAIL kuberay.gpu_limits" in proc.stdout and "num_workers 8 × 1 GPU = 8 GPUs" in proc.stdout
 
 
+@pytest.mark.slow
 def test_pytest_checks_skips_the_lint_without_a_manifest():
     proc = pytest_checks()
     assert proc.returncode == 0, proc.stdout[-3000:]
@@ -116,6 +118,7 @@ def statuses(doc_path):
     return {r["name"]: r["status"] for r in json.loads(doc_path.read_text())["results"]}
 
 
+@pytest.mark.slow
 @NEEDS_JQ
 @pytest.mark.parametrize("name", ["rayjob_loses_checkpoints.yaml", "raycluster_8gpu.yaml"])
 def test_pasting_the_manifest_fixes_clears_their_findings(tmp_path, name):
@@ -128,6 +131,7 @@ def test_pasting_the_manifest_fixes_clears_their_findings(tmp_path, name):
     assert {n: s for n, s in statuses(doc_path).items() if n in edits and s not in ("pass", "skip")} == {}, after.stdout
 
 
+@pytest.mark.slow
 @NEEDS_JQ
 def test_the_shared_claim_and_a_storage_path_on_it_clear_the_storage_failure(tmp_path):
     manifest, doc_path = tmp_path / "job.yaml", tmp_path / "lint.json"
