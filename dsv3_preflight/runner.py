@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .engine import OnResult, run_cluster_checks, run_node_checks
+from .engine import OnResult, run_cluster_checks, run_node_checks, skip_cluster_checks
 from .facts import FactStore
 from .profile import Profile
 from .registry import CheckSpec, Registry
@@ -21,13 +21,6 @@ def this_node_name(environ: Mapping[str, str] | None = None) -> str:
     """This node's name in results: $DSV3_PREFLIGHT_NODE_NAME, else the host name."""
     environ = os.environ if environ is None else environ
     return environ.get(NODE_NAME_ENV) or socket.gethostname()
-
-
-def cluster_skip_reason(profile: Profile) -> str:
-    return (
-        f"cluster-scope check: the profile has {profile.nnodes} nodes, and this run saw only this one; "
-        "run `dsv3-preflight run --all-nodes` to judge all nodes together"
-    )
 
 
 @dataclass
@@ -87,11 +80,7 @@ def run_this_node(
                     store.get(need, deadline=deadline)
                 except Exception:  # noqa: BLE001 - recorded in fact_errors
                     pass
-        for spec in cluster:
-            result = Result.skipped(cluster_skip_reason(profile)).stamped(name=spec.name, node="cluster", duration_s=0.0)
-            results.append(result)
-            if on_result:
-                on_result(result)
+        results += skip_cluster_checks(cluster, profile, on_result=on_result)
     for fact in identity:
         try:
             store.get(fact, deadline=deadline)
