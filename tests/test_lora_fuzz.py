@@ -32,7 +32,7 @@ from pathlib import Path
 import pytest
 import test_lora_lab as lab
 
-from dsv3_preflight.lora.probes.scan import judge_path
+from dsv3_preflight.lora.run import judge_path
 
 REPO = Path(__file__).resolve().parent.parent
 #: CI uses this seed; DSV3_LORA_FUZZ_SEED explores others locally (a disagreement found becomes a fixed case)
@@ -449,7 +449,7 @@ def test_reads_stay_within_the_header_counted_by_the_kernel(corpus):
     root, cases = corpus
     code = (
         "import json, sys\n"
-        "from dsv3_preflight.lora.probes.scan import scan_paths\n"
+        "from dsv3_preflight.lora.run import scan_paths\n"
         "def rchar():\n"
         "    with open('/proc/self/io') as fh:\n"
         "        return int(fh.read().split('rchar:')[1].split()[0])\n"

@@ -25,7 +25,7 @@ import test_lora_lab as lab
 from paste_lint import paste_problems
 
 from dsv3_preflight.lora import selection
-from dsv3_preflight.lora.probes.scan import judge_path
+from dsv3_preflight.lora.run import judge_path
 
 REPO = Path(__file__).resolve().parent.parent
 R = 4
