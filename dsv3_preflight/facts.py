@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from .portclaim import PortBusy
-from .registry import ENGINE_FACTS, Registry
+from .registry import ENGINE_FACTS, ProbeSpec, Registry
 
 FACTS_FORMAT = "dsv3-preflight/facts"
 FACTS_VERSION = 1
@@ -141,14 +141,14 @@ class FactStore:
             slot.duration_s = time.monotonic() - slot.started
             slot.done.set()
 
-    def _claim(self, fact: str, spec) -> list[Any]:
+    def _claim(self, fact: str, spec: ProbeSpec) -> list[Any]:
         """Claim the ports the probe binds or inspects (portclaim), waiting at most its timeout for another run."""
         if not spec.claims or self.replaying:
             return []
         from .portclaim import claim
 
         profile = self._engine.get("profile")
-        held = []
+        held: list[Any] = []
         for field_name in spec.claims:
             port = getattr(profile, field_name, None) if profile is not None else None
             if not isinstance(port, int):
@@ -165,7 +165,7 @@ class FactStore:
                                     f"{got.waited_for.describe()}")
         return held
 
-    def _wait_for_earlier(self, spec) -> None:
+    def _wait_for_earlier(self, spec: ProbeSpec) -> None:
         """Wait (bounded by their timeouts) for the probes this one runs ``after``, when this run gathers them."""
         for first in spec.after:
             with self._lock:
