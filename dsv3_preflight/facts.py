@@ -11,7 +11,7 @@ import threading
 import time
 import traceback
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +22,52 @@ FACTS_FORMAT = "dsv3-preflight/facts"
 FACTS_VERSION = 1
 #: a facts document (--facts-in) larger than this is refused before parsing (a node's facts are < 1 MiB)
 MAX_FACTS_BYTES = 32 << 20
+
+
+#: the engine fact a probe needs to read a recorded machine instead of this one (``needs=["replay"]``)
+REPLAY_FACT = "replay"
+
+
+@dataclass(frozen=True)
+class Replay:
+    """Recorded sources that stand in for this machine's libraries, at the library boundary only: a property of the
+    run, held in its fact store as the engine fact ``replay``. The probes of a domain read it like any other fact
+    (``needs=["replay"]``) and never an environment variable; a live run holds the empty Replay.
+
+    - ``nvml``: a recorded NVML document, answered by ``gpu.probes.replay.NvmlReplay`` instead of pynvml;
+    - ``kmsg``: a recorded kernel log (``/dev/kmsg`` records, ``dmesg`` or ``journalctl -k`` lines);
+    - ``sysroot``: a directory standing for ``/`` (sysfs PCI functions, /dev, /proc/driver/nvidia, the FM log);
+    - ``libcuda``: the libcuda the driver-API child process loads (default ``libcuda.so.1``).
+
+    :meth:`from_environ` is how the CLI's run (and a node task's) sets it up from ``$DSV3_PREFLIGHT_NVML_REPLAY``,
+    ``$DSV3_PREFLIGHT_KMSG_REPLAY``, ``$DSV3_PREFLIGHT_SYSROOT`` and ``$DSV3_PREFLIGHT_LIBCUDA``, once, when the
+    run starts; tests hand a Replay to the run or to a probe directly.
+    """
+
+    nvml: str | None = None
+    kmsg: str | None = None
+    sysroot: str | None = None
+    libcuda: str | None = None
+
+    @classmethod
+    def from_environ(cls, environ: Mapping[str, str]) -> Replay:
+        return cls(**{name: environ.get(var) or None for name, var in REPLAY_ENV.items()})
+
+    @property
+    def root(self) -> Path:
+        """The directory standing for ``/``: the recorded sysroot, else ``/``."""
+        return Path(self.sysroot or "/")
+
+    def as_environ(self) -> dict[str, str]:
+        """The environment variables that set this replay up in another process's run (a CLI child)."""
+        return {REPLAY_ENV[f.name]: value for f in fields(self) if (value := getattr(self, f.name))}
+
+
+#: the environment variable that sets up each field of :class:`Replay` when a run starts
+REPLAY_ENV = {"nvml": "DSV3_PREFLIGHT_NVML_REPLAY", "kmsg": "DSV3_PREFLIGHT_KMSG_REPLAY",
+              "sysroot": "DSV3_PREFLIGHT_SYSROOT", "libcuda": "DSV3_PREFLIGHT_LIBCUDA"}
+#: a live run: every library of this machine answers itself
+LIVE = Replay()
 
 
 class FactError(Exception):
@@ -60,9 +106,12 @@ class FactStore:
         recorded: Mapping[str, Any] | None = None,
         recorded_errors: Mapping[str, str] | None = None,
         replay_source: str | None = None,
+        replay: Replay = LIVE,
     ) -> None:
+        """``replay_source``: the facts are a recording (``--facts-in``), no probe runs. ``replay``: the probes run,
+        and read the recorded sources it names at the library boundary (the engine fact ``replay``)."""
         self._registry = registry
-        self._engine = dict(engine_facts)
+        self._engine = {REPLAY_FACT: replay, **engine_facts}
         self._slots: dict[str, _Slot] = {}
         self._lock = threading.Lock()
         self._replay_source = replay_source

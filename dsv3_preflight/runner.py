@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .engine import OnResult, run_cluster_checks, run_node_checks, skip_cluster_checks
-from .facts import FactStore
+from .facts import FactStore, Replay
 from .profile import Profile
 from .registry import CheckSpec, Registry
 from .result import Result
@@ -38,6 +38,7 @@ def run_this_node(
     node: str | None = None,
     facts_doc: Mapping[str, Any] | None = None,
     replay_source: str | None = None,
+    replay: Replay | None = None,
     timeout: float | None = None,
     on_result: OnResult | None = None,
     cluster_checks_here: bool | None = None,
@@ -46,6 +47,8 @@ def run_this_node(
 
     Cluster-scope checks run here only when this node is the whole cluster (nnodes == 1), unless
     ``cluster_checks_here`` says otherwise (cluster mode judges them once on all nodes' facts).
+    ``replay``: recorded sources standing in for this machine's libraries, put in the run's fact store for the
+    probes (default: what this process's environment sets up, :meth:`Replay.from_environ`, read here once).
     """
     selected = list(selected)
     deadline = time.monotonic() + timeout if timeout else None
@@ -56,6 +59,7 @@ def run_this_node(
         recorded=(facts_doc or {}).get("facts") if facts_doc else None,
         recorded_errors=(facts_doc or {}).get("fact_errors") if facts_doc else None,
         replay_source=replay_source,
+        replay=Replay.from_environ(os.environ) if replay is None else replay,
     )
     cluster = [c for c in selected if c.scope == "cluster"]
     judged_elsewhere = cluster_checks_here is False  # cluster mode: the driver judges them on the facts sent back

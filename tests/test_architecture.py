@@ -273,3 +273,21 @@ def test_the_doctor_and_merge_rank_verdicts_in_the_one_order_of_result_py():
                     offenders.append(f"{name}:{node.lineno}")
     assert not offenders, f"a second verdict order: {offenders}"
 
+
+
+def test_no_probe_reads_a_replay_switch_from_the_environment():
+    """Recorded machines are replayed at the library boundary through the run's fact store (the engine fact
+    `replay`, facts.Replay), issue 43.6: no probe names a replay environment variable or reads them itself."""
+    from dsv3_preflight.facts import REPLAY_ENV
+
+    switches = set(REPLAY_ENV.values())
+    offenders = []
+    for name, file in MODULES.items():
+        if ".probes" not in name:
+            continue
+        for node in ast.walk(ast.parse(file.read_text(encoding="utf-8"))):
+            named = node.value if isinstance(node, ast.Constant) else node.id if isinstance(node, ast.Name) else (
+                node.attr if isinstance(node, ast.Attribute) else None)
+            if named in switches or named in ("REPLAY_ENV", "from_environ"):
+                offenders.append(f"{name}:{node.lineno} {named}")
+    assert not offenders, f"probes steered by environment switches: {offenders}"
