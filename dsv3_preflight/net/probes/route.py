@@ -51,7 +51,8 @@ def ioctl_flags(name: str) -> int | None:
             answer = fcntl.ioctl(sock.fileno(), SIOCGIFFLAGS, struct.pack("16s24x", name.encode()[:15]))
     except (OSError, UnicodeError):
         return None
-    return struct.unpack_from("H", answer, 16)[0]
+    flags: int = struct.unpack_from("H", answer, 16)[0]
+    return flags
 
 
 def _running(flags: int | None, admin_up: bool | None, operstate: str | None) -> bool | None:
