@@ -18,6 +18,7 @@ from paste_lint import paste_problems
 from dsv3_preflight.lora.probes.adapter_files import find_adapters, read_header
 from dsv3_preflight.lora.run import judge_path, scan_paths
 from dsv3_preflight.lora.verdict import RULES
+from dsv3_preflight.reports.lora_text import render_scan
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -209,6 +210,8 @@ def test_a_rule_that_raises_in_lora_scan_is_that_adapters_error_not_a_fail_blame
     assert by_step[100]["status"] == plain["adapters"][0]["status"] == "fail"
     assert by_step[100]["summary"] == plain["adapters"][0]["summary"]
     assert doc["counts"]["error"] == 1 and doc["verdict"] == "NO-GO" and doc["exit_code"] == 1
+    assert render_scan(doc).splitlines()[-1].endswith(
+        "2 adapters: 1 bad, 0 with warnings, 0 ok, 1 not judged (ERROR: a dsv3-preflight bug)")
 
 
 def test_deep_flags_all_zero_lora_b_after_training_steps(adapters, tmp_path):

@@ -124,6 +124,7 @@ def _watch(args) -> int:
     from ..lora.verdict import watch_summary
     from ..preflight import UsageError
     from ..reports.lora_text import plain, render_watch_event, render_watch_start, render_watch_summary
+    from ..result import as_status
 
     root = Path(args.dir)
     if not root.is_dir():
@@ -136,7 +137,7 @@ def _watch(args) -> int:
         for verdict in follow(watcher, interval=args.interval, max_seconds=args.max_seconds):
             judged.append(verdict)
             print(json.dumps(verdict) if args.as_json else render_watch_event(verdict), flush=True)
-            if verdict["status"] == "fail" and args.fail_fast:
+            if args.fail_fast and as_status(verdict["status"]).is_red:  # a FAIL, or an ERROR: never a pass
                 break
     except KeyboardInterrupt:
         pass
