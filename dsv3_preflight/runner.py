@@ -69,27 +69,14 @@ def run_this_node(
     store.start({n for c in cluster for n in c.needs} | set(identity))  # gathered beside the node checks' facts
     results = run_node_checks(registry, selected, store, node, deadline=deadline, on_result=on_result)
     if cluster and cluster_checks_here:
-        for spec in cluster:  # wait (bounded) for what they need
-            for need in spec.needs:
-                try:
-                    store.get(need, deadline=deadline)
-                except Exception:  # noqa: BLE001 - the error is in the snapshot and becomes the check's ERROR
-                    pass
+        _wait_for(store, [need for spec in cluster for need in spec.needs], deadline)  # bounded; errors are data
         snapshot = store.snapshot()
         results += run_cluster_checks(cluster, profile, {node: snapshot}, {node: profile.node_rank}, on_result=on_result)
     elif cluster:
-        for spec in cluster if judged_elsewhere else ():  # so wait (bounded) for their facts to be in the snapshot
-            for need in spec.needs:
-                try:
-                    store.get(need, deadline=deadline)
-                except Exception:  # noqa: BLE001 - recorded in fact_errors
-                    pass
+        if judged_elsewhere:  # so wait (bounded) for their facts to be in the snapshot
+            _wait_for(store, [need for spec in cluster for need in spec.needs], deadline)
         results += skip_cluster_checks(cluster, profile, on_result=on_result)
-    for fact in identity:
-        try:
-            store.get(fact, deadline=deadline)
-        except Exception:  # noqa: BLE001 - recorded in fact_errors
-            pass
+    _wait_for(store, identity, deadline)
     snapshot = store.snapshot()
     entry = {
         "node": node,
@@ -100,3 +87,13 @@ def run_this_node(
         **snapshot,
     }
     return NodeOutcome(node, results, entry)
+
+
+def _wait_for(store: FactStore, facts: Iterable[str], deadline: float | None) -> None:
+    """Wait (bounded by the deadline and each probe's timeout) for facts; one that fails is in the snapshot's
+    fact_errors, and becomes the ERROR of the check that needs it."""
+    for fact in facts:
+        try:
+            store.get(fact, deadline=deadline)
+        except Exception:  # noqa: BLE001 - recorded in fact_errors
+            pass
