@@ -12,7 +12,7 @@ inputs may come from anywhere).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -52,7 +52,7 @@ class _Doctor:
                 "findings": self.findings, "warnings": self.warnings}
 
 
-def _node_renames(inputs: list[tuple[str, dict[str, Any]]]) -> list[dict[str, str]]:
+def _node_renames(inputs: Sequence[tuple[str, Mapping[str, Any]]]) -> list[dict[str, str]]:
     """Per input, its node names → their names in the merged document (see the module docstring)."""
     name_count = Counter(str(n.get("node")) for _, doc in inputs for n in doc.get("nodes") or [])
     stamp_count = Counter((str(n.get("node")), str(doc.get("created"))) for _, doc in inputs for n in doc.get("nodes") or [])

@@ -137,7 +137,7 @@ def nearest(errors: list[Event]) -> list[dict]:
             scored.append((overlap / (len(sw) ** 0.5), s))
     scored.sort(key=lambda x: -x[0])
     out: list[dict] = []
-    seen: set[str] = set()
+    seen: set[str | None] = set()
     for score, s in scored:
         if s.cls in seen:
             continue

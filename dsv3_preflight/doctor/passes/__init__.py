@@ -88,7 +88,8 @@ def judge(tl: Timeline, hung: bool) -> Judged:
     s = _set_aside(tl, hung)
     kind = {f.sig.id: ("suspect" if f.sig.transient and resolved(tl, f) else f.sig.kind) for f in s.found}
     failing = s.error_count > 0 or any(kind[f.sig.id] in ("cause", "symptom") for f in s.found)
-    found, errors, error_count, gone = s.found, s.errors, s.error_count, []
+    found, errors, error_count = s.found, s.errors, s.error_count
+    gone: list[Finding] = []
     if failing and not hung and survived(tl, s.found, kind, s.one_node_errors):
         found, gone = _survived(tl, s, kind)
         errors, error_count, failing = [], 0, False
