@@ -228,22 +228,30 @@ class LineReader:
         return True
 
     # -- lines ------------------------------------------------------------------------------
-    def _line(self, fi: int, path: str, line: int, text: str, fallback_node: str | None, ctx: dict,
-              nxt: bytes = b"") -> None:
+    def _origin(self, fi: int, text: str, ctx: dict) -> tuple[str, Stamp | None, Origin] | None:
+        """The line without its wrappers (a collector's record, our launcher's prefix), its time (a collector's
+        first: one clock on every line of its files; else the line's; else the last one seen in the file) and who
+        printed it; None for our launcher's start of torchrun on a node (recorded, no line of the run)."""
         text, logged = unwrap_record(text)
-        ts = time_of(logged or text)   # a collector's time first (one clock on every line of its files), else the line's
+        ts = time_of(logged or text)
         text, collected_on = strip_collector(text)
         text, launched_on = strip_launcher(text)
         origin = origin_of(text, launched_on or collected_on)
         if launched_on is not None and _LAUNCH_STARTED.match(text):
             self.tl.launch_nodes.setdefault(fi, set()).add(launched_on)
-            return
+            return None
         if origin.local_rank is None and ctx.get("local_rank") is not None:   # a torchrun --log-dir rank's own file
             origin.local_rank = ctx["local_rank"]
         if ts is not None:
             ctx["ts"] = ts
-        else:
-            ts = ctx.get("ts")
+        return text, ts if ts is not None else ctx.get("ts"), origin
+
+    def _line(self, fi: int, path: str, line: int, text: str, fallback_node: str | None, ctx: dict,
+              nxt: bytes = b"") -> None:
+        read = self._origin(fi, text, ctx)
+        if read is None:
+            return
+        text, ts, origin = read
         if self._observed(fi, path, line, text, ts, origin.node or fallback_node, origin, ctx):
             return
         sig, m, benign = self._matcher.match(text, ctx, line)
