@@ -364,6 +364,34 @@ def decide(statuses: Iterable[Status | str], *, strict: bool = False) -> Verdict
     return Verdict(GO, ExitCode.OK, "no FAIL or ERROR")
 
 
+#: verdicts, most severe first: NO-GO, then NOTHING SELECTED (never read as GO), then GO
+VERDICT_ORDER: tuple[str, ...] = (NO_GO, NOTHING_SELECTED, GO)
+_VERDICT_EXIT = {NO_GO: ExitCode.RED, NOTHING_SELECTED: ExitCode.NOTHING, GO: ExitCode.OK}
+#: the doctor's verdicts on a log (dsv3_preflight.doctor.decide), each the run verdict it amounts to: a failure is
+#: NO-GO (exit 1), a healthy log GO (exit 0), a log that shows neither is like nothing selected (exit 5, never 0)
+LOG_VERDICTS: Mapping[str, str] = {"failure": NO_GO, "healthy": GO, "unknown": NOTHING_SELECTED}
+
+
+def as_run_verdict(label: str) -> str:
+    """A run's verdict label as it is, a doctor's ("failure", "healthy", "unknown") as the run verdict it amounts to."""
+    return LOG_VERDICTS.get(label, label)
+
+
+def verdict_exit_code(label: str) -> ExitCode:
+    """The exit code of a verdict label (a run's or the doctor's); a ValueError names anything else."""
+    try:
+        return _VERDICT_EXIT[as_run_verdict(label)]
+    except KeyError:
+        raise ValueError(f"not a verdict: {label!r}") from None
+
+
+def verdict_rank(label: str) -> int:
+    """How severe a verdict label is, a run's or the doctor's (NO-GO and failure highest, GO and healthy lowest but
+    one); anything else ranks 0, below them all."""
+    label = as_run_verdict(label)
+    return len(VERDICT_ORDER) - VERDICT_ORDER.index(label) if label in VERDICT_ORDER else 0
+
+
 def decide_results(results: Iterable[Any], *, strict: bool = False) -> Verdict:
     """:func:`decide` over Result objects or their dicts."""
     return decide([r.status if isinstance(r, Result) else r.get("status") for r in results], strict=strict)

@@ -38,109 +38,128 @@ def _indent(text: str, prefix: str) -> str:
     return "\n".join(prefix + line for line in text.splitlines())
 
 
-def render_text(diagnosis: dict) -> str:
-    """The doctor's diagnosis as plain text (what ``dsv3-preflight doctor`` prints without --json)."""
-    d = diagnosis
-    out: list[str] = []
-    verdict = d.get("verdict", "unknown")
-    code = d.get("exit_code")
-    out.append(f"doctor: {_VERDICT.get(verdict, verdict.upper())}" + (f" (exit {code})" if code is not None else "")
-               + f" — {d.get('summary', '')}")
+def _first_failure(d: dict) -> list[str]:
     ff = d.get("first_failure")
-    if ff:
-        where = ", ".join(x for x in (ff.get("node") and f"node {ff['node']}",
-                                      ff.get("rank") is not None and f"rank {ff['rank']}",
-                                      ff.get("time") and f"at {ff['time']}") if x)
-        loc = f"{ff['file']}:{ff['line']}" if ff.get("file") and ff.get("line") else ""
-        label = "stopped" if d.get("cause_class") == "interrupted" else "first failure"
-        out.append(f"{label}: {where or 'origin not shown in the log'}" + (f"  ({loc})" if loc else ""))
-        if ff.get("inferred_from"):
-            what = "node" if ff.get("rank") is None else "rank"
-            out.append(f"  ({what} inferred from {ff['inferred_from']}" + (f"; {loc} is the timeout as the others report it)"
-                                                                          if loc else ")"))
+    if not ff:
+        return []
+    where = ", ".join(x for x in (ff.get("node") and f"node {ff['node']}",
+                                  ff.get("rank") is not None and f"rank {ff['rank']}",
+                                  ff.get("time") and f"at {ff['time']}") if x)
+    loc = f"{ff['file']}:{ff['line']}" if ff.get("file") and ff.get("line") else ""
+    label = "stopped" if d.get("cause_class") == "interrupted" else "first failure"
+    out = [f"{label}: {where or 'origin not shown in the log'}" + (f"  ({loc})" if loc else "")]
+    if ff.get("inferred_from"):
+        what = "node" if ff.get("rank") is None else "rank"
+        out.append(f"  ({what} inferred from {ff['inferred_from']}" + (f"; {loc} is the timeout as the others report it)"
+                                                                      if loc else ")"))
+    return out
+
+
+def _no_cause(d: dict) -> list[str]:
+    """A stop from outside, or a failure whose cause is not recognised: the lines to read, the nearest causes."""
     if d.get("cause_class") == "interrupted":
-        out.append("")
-        out.append("no cause to name: the run was stopped by a signal (Ctrl-C, a scheduler's time limit or preemption, "
-                   "a kill) and nothing failed before it. What the stop printed:")
-    elif verdict == "failure" and not d.get("cause_recognised"):
-        out.append("")
-        out.append("cause not recognised. The error lines:" if d.get("error_lines") else
-                   "cause not recognised. Every error line is a known symptom, listed below with the first failure first:")
-        for ev in d.get("error_lines") or []:
-            out.append(f"  {ev['file']}:{ev['line']}  {ev['text']}")
-        near = d.get("nearest_causes") or []
-        if near:
-            out.append("nearest known causes (a hint, not a diagnosis):")
-            for n in near:
-                out.append(f"  - [{n['class']}] {n['title']}" + (f"  (check: {n['check']})" if n.get("check") else ""))
-    for i, f in enumerate(d.get("findings") or [], 1):
-        where = _where(f)
-        mark = "✘" if f["role"] == "root_cause" else "·"
-        head = f"{i}. {mark} {f['title']}  [{f.get('class') or 'consequence'}]" + (f" {where}" if where else "")
-        head += f" ×{f['count']}" if f.get("count", 1) > 1 else ""
-        out.append("")
-        out.append(head)
-        for ev in f.get("evidence") or []:
-            out.append(f"   {ev['file']}:{ev['line']}  {ev['text']}")
-        if f["role"] == "consequence":
-            if f.get("explained_by"):
-                out.append(f"   consequence of {f['explained_by']}: {f['root_cause']}")
-            else:
-                out.append(f"   {f['root_cause']}")
-            continue
-        # a log that only stops (no error, no progress): the cause is suspected, not seen failing
-        out.append(f"   {'suspected cause' if d.get('stalled') else 'cause'}: {f['root_cause']}")
-        if f.get("fix"):
-            out.append("   fix:")
-            out.append(_indent(f["fix"], "     "))
-        out.append(f"   who acts: {who_acts(f)}")
-        if str(f.get("id", "")).startswith("preflight."):   # the preflight's own verdict: it did catch it
-            launched = (f.get("detail") or {}).get("launched")
-            out.append(f"   found by the preflight{' check ' + f['check'] if f.get('check') else ''}"
-                       + (": torchrun was not started" if launched else ""))
-        elif f.get("check"):
-            out.append(f"   caught before launch by: dsv3-preflight run --only {f['check']}")
-        elif f.get("role") == "root_cause":
-            out.append("   caught before launch by: no preflight check (the cause is in the training code, the libraries it "
-                       "loads with, or the command that starts it)")
+        return ["", "no cause to name: the run was stopped by a signal (Ctrl-C, a scheduler's time limit or preemption, "
+                    "a kill) and nothing failed before it. What the stop printed:"]
+    if d.get("verdict", "unknown") != "failure" or d.get("cause_recognised"):
+        return []
+    out = ["", "cause not recognised. The error lines:" if d.get("error_lines") else
+           "cause not recognised. Every error line is a known symptom, listed below with the first failure first:"]
+    out += [f"  {ev['file']}:{ev['line']}  {ev['text']}" for ev in d.get("error_lines") or []]
+    near = d.get("nearest_causes") or []
+    if near:
+        out.append("nearest known causes (a hint, not a diagnosis):")
+        out += [f"  - [{n['class']}] {n['title']}" + (f"  (check: {n['check']})" if n.get("check") else "") for n in near]
+    return out
+
+
+def _caught_by(f: dict) -> str:
+    """Which preflight check catches a root cause before launch (or found it: the preflight's own verdict)."""
+    if str(f.get("id", "")).startswith("preflight."):   # the preflight's own verdict: it did catch it
+        launched = (f.get("detail") or {}).get("launched")
+        return (f"   found by the preflight{' check ' + f['check'] if f.get('check') else ''}"
+                + (": torchrun was not started" if launched else ""))
+    if f.get("check"):
+        return f"   caught before launch by: dsv3-preflight run --only {f['check']}"
+    return ("   caught before launch by: no preflight check (the cause is in the training code, the libraries it "
+            "loads with, or the command that starts it)")
+
+
+def _finding(i: int, f: dict, stalled: bool) -> list[str]:
+    where = _where(f)
+    mark = "✘" if f["role"] == "root_cause" else "·"
+    head = f"{i}. {mark} {f['title']}  [{f.get('class') or 'consequence'}]" + (f" {where}" if where else "")
+    head += f" ×{f['count']}" if f.get("count", 1) > 1 else ""
+    out = ["", head] + [f"   {ev['file']}:{ev['line']}  {ev['text']}" for ev in f.get("evidence") or []]
+    if f["role"] == "consequence":
+        if f.get("explained_by"):
+            return out + [f"   consequence of {f['explained_by']}: {f['root_cause']}"]
+        return out + [f"   {f['root_cause']}"]
+    # a log that only stops (no error, no progress): the cause is suspected, not seen failing
+    out.append(f"   {'suspected cause' if stalled else 'cause'}: {f['root_cause']}")
+    if f.get("fix"):
+        out += ["   fix:", _indent(f["fix"], "     ")]
+    out.append(f"   who acts: {who_acts(f)}")
+    if f.get("role") == "root_cause" or str(f.get("id", "")).startswith("preflight.") or f.get("check"):
+        out.append(_caught_by(f))
+    return out
+
+
+def _silent(d: dict) -> list[str]:
+    out: list[str] = []
     if d.get("silent_ranks"):
-        out.append("")
-        out.append(f"ranks that did not report the timeout (look at their logs first): {d['silent_ranks']}")
+        out += ["", f"ranks that did not report the timeout (look at their logs first): {d['silent_ranks']}"]
     if d.get("silent_nodes"):
-        out.append("")
-        out.append("nodes whose logs do not report the timeout the others' do (look at their ranks first): "
-                   + ", ".join(d["silent_nodes"]))
+        out += ["", "nodes whose logs do not report the timeout the others' do (look at their ranks first): "
+                + ", ".join(d["silent_nodes"])]
+    return out
+
+
+def _warnings(d: dict) -> list[str]:
+    out: list[str] = []
     warnings = d.get("warnings") or []
-    teardown = [w for w in warnings if w.get("role") == "teardown"]
-    survived = [w for w in warnings if w.get("role") == "survived"]
     for w in (w for w in warnings if w.get("role") not in ("teardown", "survived")):
         ev = (w.get("evidence") or [{}])[0]
-        out.append("")
-        out.append(f"! {w['title']}  {ev.get('file', '')}:{ev.get('line', '')}")
-        out.append(f"   {w['root_cause']}")
+        out += ["", f"! {w['title']}  {ev.get('file', '')}:{ev.get('line', '')}", f"   {w['root_cause']}"]
         if w.get("check"):
             out.append(f"   check: dsv3-preflight run --only {w['check']}")
-    for group, head in ((survived, "survived: printed before the log says the run succeeded"),
-                        (teardown, "teardown noise, printed after the log says the run finished")):
+    for role, head in (("survived", "survived: printed before the log says the run succeeded"),
+                       ("teardown", "teardown noise, printed after the log says the run finished")):
+        group = [w for w in warnings if w.get("role") == role]
         if not group:
             continue
-        out.append("")
-        out.append(head + ":")
+        out += ["", head + ":"]
         for w in group:
             ev = (w.get("evidence") or [{}])[0]
             count = f" ×{w['count']}" if w.get("count", 1) > 1 else ""
             out.append(f"  - {w['title']}{count}  {ev.get('file', '')}:{ev.get('line', '')}")
         out.append(f"  {group[0]['root_cause']}")
+    return out
+
+
+def _closing(d: dict) -> list[str]:
+    out: list[str] = []
+    verdict = d.get("verdict", "unknown")
     if verdict == "healthy" and d.get("healthy_signs"):
-        out.append("")
-        out.append("signs of progress: " + ", ".join(f"{h['title']} ×{h['count']}" for h in d["healthy_signs"]))
+        out += ["", "signs of progress: " + ", ".join(f"{h['title']} ×{h['count']}" for h in d["healthy_signs"])]
     if verdict == "unknown":
-        out.append("")
-        out.append("no error line and no sign of progress: the log may be truncated, from the wrong process, or from a "
-                   "run that never started (exit 5, not 0)")
-    for k in d.get("skipped") or []:
-        out.append(f"not read as a log: {k['path']}: {k['why']}")
-    for u in d.get("unreadable") or []:
-        out.append(f"refused input: {u['path']}: {u['error']}")
+        out += ["", "no error line and no sign of progress: the log may be truncated, from the wrong process, or from a "
+                    "run that never started (exit 5, not 0)"]
+    out += [f"not read as a log: {k['path']}: {k['why']}" for k in d.get("skipped") or []]
+    out += [f"refused input: {u['path']}: {u['error']}" for u in d.get("unreadable") or []]
+    return out
+
+
+def render_text(diagnosis: dict) -> str:
+    """The doctor's diagnosis as plain text (what ``dsv3-preflight doctor`` prints without --json)."""
+    d = diagnosis
+    verdict = d.get("verdict", "unknown")
+    code = d.get("exit_code")
+    out = [f"doctor: {_VERDICT.get(verdict, verdict.upper())}" + (f" (exit {code})" if code is not None else "")
+           + f" — {d.get('summary', '')}"]
+    out += _first_failure(d)
+    out += _no_cause(d)
+    for i, f in enumerate(d.get("findings") or [], 1):
+        out += _finding(i, f, bool(d.get("stalled")))
+    out += _silent(d) + _warnings(d) + _closing(d)
     # every string here comes from logs and file names: no control character or bidi override reaches the terminal
     return safe_terminal("\n".join(out)) + "\n"

@@ -78,26 +78,24 @@ def render_html(doc: Mapping[str, Any]) -> str:
 # ----------------------------------------------------------------------------------------------
 # The view: plain data the template lays out.
 
-def build_view(doc: Mapping[str, Any]) -> dict[str, Any]:
-    results = [dict(r, id=f"r{i}") for i, r in enumerate(doc.get("results") or [])]
-    nodes = sorted((dict(n) for n in doc.get("nodes") or []),
-                   key=lambda n: (n.get("node_rank") is None, n.get("node_rank") or 0, str(n.get("node"))))
-    selected = [r for r in results if r.get("node") != "-"]  # "-": a deselection written by an older version
-    deselected = [{"name": name, "summary": reason} for name, reason in (doc.get("deselected") or {}).items()]
-
+def _node_names(nodes: list[dict[str, Any]], selected: list[dict[str, Any]]) -> list[str]:
+    """The nodes of the document, then any node only a result names, in that order."""
     node_names = [str(n["node"]) for n in nodes]
     seen_names = set(node_names)
     for r in selected:
         if r["node"] not in seen_names:
             node_names.append(r["node"])
             seen_names.add(r["node"])
-    # a large cluster: healthy nodes folded into one column of counts (reports/fold.py); every other node shown
-    shown, folded = fold(node_names, nodes, selected)
-    folded_set = set(folded)
+    return node_names
+
+
+def _matrix(selected: list[dict[str, Any]], shown: list[str], folded: set[str]) -> list[dict[str, Any]]:
+    """The rows of the check × node matrix, the worst check first: each shown node's worst result, and the
+    folded nodes' results counted by status."""
     by_cell: dict[tuple[str, str], dict[str, Any]] = {}
     folded_counts: dict[str, dict[str, int]] = {}
     for r in selected:
-        if r["node"] in folded_set:
+        if r["node"] in folded:
             counts = folded_counts.setdefault(r["name"], {})
             counts[r["status"]] = counts.get(r["status"], 0) + 1
             continue
@@ -108,19 +106,53 @@ def build_view(doc: Mapping[str, Any]) -> dict[str, Any]:
     for (check, _), r in by_cell.items():
         worst[check] = max(worst.get(check, -1), severity(r["status"]))
     checks = sorted(set(worst) | set(folded_counts), key=lambda c: (-worst.get(c, -1), c))
-    rows = [{"check": c, "cells": [by_cell.get((c, n)) for n in shown],
+    return [{"check": c, "cells": [by_cell.get((c, n)) for n in shown],
              "folded": [(s, folded_counts.get(c, {}).get(s, 0)) for s in STATUS_ORDER if folded_counts.get(c, {}).get(s)]}
             for c in checks]
 
-    node_state = {str(n["node"]): n for n in nodes}
+
+def _setup(doc: Mapping[str, Any], nodes: list[dict[str, Any]], summaries: list[dict[str, Any]]) -> dict[str, Any]:
+    """The run's set-up: rendezvous, profile, NIC, GPUs per node, the command."""
+    profile = doc.get("profile") or {}
+    values = profile.get("values") or {}
+    return {
+        "rendezvous": _merged_values(doc, "rendezvous") or _rendezvous(values),
+        "profiles_differ": len({m.get("profile") for m in doc.get("merged_from") or []}) > 1,
+        "nic": _chosen_nic(nodes),
+        "gpus_per_node": _gpus_per_node(summaries, values),
+        "profile_rows": [{"key": k, "value": v, "source": (profile.get("sources") or {}).get(k, DASH)}
+                         for k, v in values.items()],
+        "profile_name": _merged_values(doc, "profile") or profile.get("name", DASH),
+        "command": " ".join(shlex.quote(a) for a in doc.get("command") or []) or DASH,
+    }
+
+
+def _node_facts(nodes: list[dict[str, Any]], summaries: list[dict[str, Any]], folded: set[str]) -> dict[str, Any]:
+    """The nodes' facts and summaries: each shown node's own, the folded ones grouped."""
+    return {
+        "fact_nodes": [n for n in nodes if str(n.get("node")) not in folded],
+        "summaries": [s for s in summaries if str(s["node"]) not in folded],
+        "summary_groups": _summary_groups([s for s in summaries if str(s["node"]) in folded]),
+        "columns": _summary_columns(summaries),
+    }
+
+
+def build_view(doc: Mapping[str, Any]) -> dict[str, Any]:
+    results = [dict(r, id=f"r{i}") for i, r in enumerate(doc.get("results") or [])]
+    nodes = sorted((dict(n) for n in doc.get("nodes") or []),
+                   key=lambda n: (n.get("node_rank") is None, n.get("node_rank") or 0, str(n.get("node"))))
+    selected = [r for r in results if r.get("node") != "-"]  # "-": a deselection written by an older version
+    deselected = [{"name": name, "summary": reason} for name, reason in (doc.get("deselected") or {}).items()]
+    node_names = _node_names(nodes, selected)
+    # a large cluster: healthy nodes folded into one column of counts (reports/fold.py); every other node shown
+    shown, folded = fold(node_names, nodes, selected)
+    folded_set = set(folded)
     dead = [n for n in nodes if n.get("state") not in ("ok", "replayed")]
     red = [r for r in selected if r["status"] in ("fail", "error")]
     warn = [r for r in selected if r["status"] == "warn"]
     causes = _causes(selected)
     summaries = [node_summary(n) for n in nodes]
     shown_results = [r for r in selected if r["node"] not in folded_set]
-    profile = doc.get("profile") or {}
-    values = profile.get("values") or {}
     return {
         "doc": doc,
         "verdict": doc.get("verdict", "NO-GO"),
@@ -133,21 +165,11 @@ def build_view(doc: Mapping[str, Any]) -> dict[str, Any]:
         "attention": red + warn,
         "node_names": shown,
         "folded": {"count": len(folded), "names": names_text(folded), "results": len(selected) - len(shown_results)},
-        "fact_nodes": [n for n in nodes if str(n.get("node")) not in folded_set],
-        "node_state": node_state,
+        "node_state": {str(n["node"]): n for n in nodes},
         "dead_nodes": dead,
-        "rows": rows,
-        "summaries": [s for s in summaries if str(s["node"]) not in folded_set],
-        "summary_groups": _summary_groups([s for s in summaries if str(s["node"]) in folded_set]),
-        "columns": _summary_columns(summaries),
-        "rendezvous": _merged_values(doc, "rendezvous") or _rendezvous(values),
-        "profiles_differ": len({m.get("profile") for m in doc.get("merged_from") or []}) > 1,
-        "nic": _chosen_nic(nodes),
-        "gpus_per_node": _gpus_per_node(summaries, values),
-        "profile_rows": [{"key": k, "value": v, "source": (profile.get("sources") or {}).get(k, DASH)}
-                         for k, v in values.items()],
-        "profile_name": _merged_values(doc, "profile") or profile.get("name", DASH),
-        "command": " ".join(shlex.quote(a) for a in doc.get("command") or []) or DASH,
+        "rows": _matrix(selected, shown, folded_set),
+        **_node_facts(nodes, summaries, folded_set),
+        **_setup(doc, nodes, summaries),
         "doctor": doc.get("doctor") if isinstance(doc.get("doctor"), Mapping) else None,
         "merged_from": doc.get("merged_from") or [],
         "title_node": node_names[0] if len(node_names) == 1 else f"{len(nodes)} nodes",

@@ -62,38 +62,62 @@ def load(trace_dir: str, prefix: str | None = None) -> tuple[dict[str, dict[str,
         raise InputError(trace_dir, f"Flight Recorder dumps unreadable: {type(exc).__name__}: {exc}") from exc
 
 
-def analyse(details: dict[str, dict[str, Any]], version: str) -> dict:
-    """Per process group: each rank's last collective; the ranks behind; desynchronised sequence numbers."""
-    ranks: dict[int, dict] = {}
+def _by_group(details: dict[str, dict[str, Any]]) -> tuple[list[int], dict[str, dict[int, list[dict]]]]:
+    """(the ranks, process group → rank → its collective entries; point-to-point ones left out)."""
+    ranks: set[int] = set()
     groups: dict[str, dict[int, list[dict]]] = {}
     for dump in details.values():
         rank = int(dump["rank"])
-        entries = [e for e in dump.get("entries") or [] if isinstance(e, dict) and not e.get("is_p2p")]
-        ranks[rank] = {"entries": len(entries)}
-        for e in entries:
+        ranks.add(rank)
+        for e in dump.get("entries") or []:
+            if not isinstance(e, dict) or e.get("is_p2p"):
+                continue
             pg = e.get("process_group")
             key = "/".join(str(x) for x in pg) if isinstance(pg, (list, tuple)) else str(pg)
             groups.setdefault(key, {}).setdefault(rank, []).append(e)
-    out: dict = {"version": version, "ranks": sorted(ranks), "groups": {}, "behind": [], "desync": []}
+    return sorted(ranks), groups
+
+
+def _seq(e: dict) -> int:
+    return e.get("collective_seq_id") or 0
+
+
+def _behind(pg: str, per_rank: dict[int, list[dict]]) -> tuple[dict, dict | None]:
+    """(the group's last collective per rank, the ranks behind the others' last one, if any)."""
+    last = {r: max(es, key=_seq) for r, es in per_rank.items()}
+    seqs = {r: _seq(e) for r, e in last.items()}
+    top = max(seqs.values())
+    waiting_in = next(e for e in last.values() if _seq(e) == top)
+    behind = sorted(r for r, s in seqs.items() if s < top)
+    group = {"last_seq": {str(r): s for r, s in sorted(seqs.items())},
+             "last_op": {str(r): last[r].get("profiling_name") for r in sorted(last)}}
+    if not behind:
+        return group, None
+    return group, {"pg": pg, "ranks": behind, "seq": top, "op": waiting_in.get("profiling_name"),
+                   "ahead": sorted(r for r, s in seqs.items() if s == top), "behind_at": {str(r): seqs[r] for r in behind}}
+
+
+def _desync(pg: str, per_rank: dict[int, list[dict]]) -> dict | None:
+    """The first sequence number at which the ranks ran different collectives (op or sizes), if any."""
+    by_seq: dict[int, dict[int, tuple]] = {}
+    for r, es in per_rank.items():
+        for e in es:
+            by_seq.setdefault(_seq(e), {})[r] = (e.get("profiling_name"), str(e.get("input_sizes")))
+    for seq in sorted(by_seq):
+        if len(set(by_seq[seq].values())) > 1 and len(by_seq[seq]) > 1:
+            return {"pg": pg, "seq": seq, "ops": {str(r): list(v) for r, v in sorted(by_seq[seq].items())}}
+    return None
+
+
+def analyse(details: dict[str, dict[str, Any]], version: str) -> dict:
+    """Per process group: each rank's last collective; the ranks behind; desynchronised sequence numbers."""
+    ranks, groups = _by_group(details)
+    out: dict = {"version": version, "ranks": ranks, "groups": {}, "behind": [], "desync": []}
     for pg, per_rank in sorted(groups.items()):
-        last = {r: max(es, key=lambda e: e.get("collective_seq_id") or 0) for r, es in per_rank.items()}
-        seqs = {r: e.get("collective_seq_id") or 0 for r, e in last.items()}
-        top = max(seqs.values())
-        waiting_in = next(e for e in last.values() if (e.get("collective_seq_id") or 0) == top)
-        behind = sorted(r for r, s in seqs.items() if s < top)
-        out["groups"][pg] = {"last_seq": {str(r): s for r, s in sorted(seqs.items())},
-                             "last_op": {str(r): last[r].get("profiling_name") for r in sorted(last)}}
-        if behind:
-            out["behind"].append({"pg": pg, "ranks": behind, "seq": top, "op": waiting_in.get("profiling_name"),
-                                  "ahead": sorted(r for r, s in seqs.items() if s == top),
-                                  "behind_at": {str(r): seqs[r] for r in behind}})
-        by_seq: dict[int, dict[int, tuple]] = {}
-        for r, es in per_rank.items():
-            for e in es:
-                by_seq.setdefault(e.get("collective_seq_id") or 0, {})[r] = (e.get("profiling_name"), str(e.get("input_sizes")))
-        for seq in sorted(by_seq):
-            kinds = set(by_seq[seq].values())
-            if len(kinds) > 1 and len(by_seq[seq]) > 1:
-                out["desync"].append({"pg": pg, "seq": seq, "ops": {str(r): list(v) for r, v in sorted(by_seq[seq].items())}})
-                break
+        out["groups"][pg], behind = _behind(pg, per_rank)
+        if behind is not None:
+            out["behind"].append(behind)
+        desync = _desync(pg, per_rank)
+        if desync is not None:
+            out["desync"].append(desync)
     return out

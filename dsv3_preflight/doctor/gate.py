@@ -12,10 +12,13 @@ Three places hold it:
 
 ``GateText`` reads the lines of one file (they reach it through the reader's needles, ``GATE_NEEDLES``);
 ``gate_json`` reads a result document. Both give entries the triage turns into one finding per failed check
-(``signatures.gate_signature``).
+(``signatures.gate_signature``). A launch log names its JSON document ("# report: ….json"): ``read_named_report``
+reads the causes from that document (its fixes with the node's values), and the cause lines of the text stand
+only for a log that names none, or one that can no longer be read.
 """
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections.abc import Mapping
@@ -61,6 +64,8 @@ class GateText:
     #: a line of `dsv3-preflight launch` said so (its closing line, its log): torchrun was not started. A plain `run`'s
     #: console or a report says nothing of a launch
     launched: bool = False
+    #: the JSON result document the launch log names ("# report: ….json"), as it names it
+    named: str | None = None
     _fix_from: tuple[str, int] | None = None   # (file, line) of the fix header being read
 
     def observe(self, text: str, where: dict) -> bool:
@@ -101,6 +106,7 @@ class GateText:
         m = _REPORT.search(text)
         if m:   # the launch log's "# report: ….json, ….html"
             self.report = self.report or m.group("report")
+            self.named = self.named or m.group("report")
             return True
         m = _VERDICT.search(text)
         if m and m.group(0).endswith("torchrun not started"):   # the launch log's last line
@@ -162,4 +168,41 @@ def gate_json(doc: Mapping[str, Any], path: str) -> GateText:
     return gate
 
 
-__all__ = ["GATE_NEEDLES", "GateText", "gate_json", "html_twin", "is_preflight_html", "is_result_document"]
+#: a result document larger than this is not read back (the launcher's documents are a few hundred KiB)
+_REPORT_LIMIT = 64 << 20
+
+
+def _locate(named: str, log_path: str) -> str | None:
+    """The file a launch log's "# report:" names: as named (absolute, or from the working directory), else beside
+    the log (the reports directory copied or moved with it)."""
+    here = os.path.dirname(os.path.abspath(log_path)) if log_path != "-" else os.getcwd()
+    for candidate in (named, os.path.join(here, named), os.path.join(here, os.path.basename(named))):
+        if os.path.isfile(candidate):
+            return candidate
+    return None
+
+
+def read_named_report(gate: GateText, log_path: str) -> GateText:
+    """The preflight's verdict from the JSON result document the launch log names: the causes, who acts and each
+    fix with the node's values, as ``gate_json`` reads them; whether the launcher said torchrun was not started stays
+    the log's. The gate as the text gave it when the log names no document, or the document is gone, unreadable or
+    not a result document."""
+    path = _locate(gate.named, log_path) if gate.named else None
+    if path is None:
+        return gate
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(_REPORT_LIMIT + 1)
+        doc = json.loads(data) if len(data) <= _REPORT_LIMIT else None
+    except (OSError, ValueError):
+        return gate
+    if not is_result_document(doc):
+        return gate
+    read = gate_json(doc, path)
+    read.launched, read.named = gate.launched, gate.named
+    read.closed = read.closed or gate.closed
+    return read
+
+
+__all__ = ["GATE_NEEDLES", "GateText", "gate_json", "html_twin", "is_preflight_html", "is_result_document",
+           "read_named_report"]

@@ -173,3 +173,52 @@ def test_only_the_launchers_own_lines_say_torchrun_was_not_started(tmp_path):
         assert "found by the preflight check host.resources" in render_text(d)
     d = triage([_write(tmp_path, "report.json", json.dumps(doc))])   # a report: run or launch, it does not say
     assert d["findings"][0]["detail"]["launched"] is False
+
+
+def _held_port_report(tmp_path) -> tuple[dict, str, int]:
+    """A real result document: the CLI's `run --only host.resources` while this process holds the master port (its
+    fix kills this pid). (document, its path, the port)"""
+    import os
+    import socket
+
+    out = tmp_path / "preflight-1-gpu-a.json"
+    with socket.socket() as holder:
+        holder.bind(("0.0.0.0", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        p = subprocess.run(python_cli("run", "--profile", "cpu", "--master-port", str(port), "--only", "host.resources",
+                                      "--json", str(out), "--no-report"), capture_output=True, text=True, timeout=120)
+    assert p.returncode == 1, p.stderr
+    doc = json.loads(out.read_text())
+    assert f"kill {os.getpid()}" in doc["results"][0]["remediation"]
+    return doc, str(out), port
+
+
+def test_a_launch_log_is_read_through_the_json_document_it_names_and_by_its_text_when_it_names_none(tmp_path):
+    import os
+    from pathlib import Path
+
+    from dsv3_preflight.launch.gate import launch_log_text
+
+    doc, report, port = _held_port_report(tmp_path)
+    named = _write(tmp_path, "launch-named.log", launch_log_text(doc, 1, [Path(report)], None, "NO-GO: torchrun not started"))
+    unnamed = _write(tmp_path, "launch-unnamed.log", launch_log_text(doc, 1, [], None, "NO-GO: torchrun not started"))
+    assert f"# report: {report}" in Path(named).read_text() and "# report: not written" in Path(unnamed).read_text()
+    from_json, from_text = triage([named]), triage([unnamed])
+    for d in (from_json, from_text):
+        head = d["findings"][0]
+        assert d["exit_code"] == 1 and d["cause_recognised"] and not d["error_lines"]
+        assert head["id"] == "preflight.host.resources" and str(port) in head["title"]
+        assert head["detail"]["launched"] is True and head["actor"] == "node"
+        _bash_n(head["fix"])
+    # the document named: the preflight's own fix, with this process's pid, and the check to re-run; read from it
+    json_head, text_head = from_json["findings"][0], from_text["findings"][0]
+    assert f"kill {os.getpid()}" in json_head["fix"] and "dsv3-preflight run --only host.resources" in json_head["fix"]
+    assert json_head["evidence"][0]["file"] == report
+    # no document named: the log's cause lines, and the signature's fix (the values are in the report, not the log)
+    assert f"kill {os.getpid()}" not in text_head["fix"] and text_head["evidence"][0]["file"] == unnamed
+    # a document named but gone: the text again
+    os.rename(report, report + ".gone")
+    gone = triage([named])["findings"][0]
+    assert f"kill {os.getpid()}" not in gone["fix"] and gone["evidence"][0]["file"] == named
+    assert f"dsv3-preflight doctor {report}" in gone["fix"]   # where the fix was, as the log names it

@@ -16,7 +16,7 @@ import pytest
 
 from dsv3_preflight.doctor import triage
 from dsv3_preflight.doctor.reader import SNIFF, relining_of
-from dsv3_preflight.doctor.triage import Triage
+from dsv3_preflight.doctor.reading import LineReader
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 from log_formats import PASTES, recorded_logs  # noqa: E402  (shared with bench_doctor_accuracy --formats)
@@ -27,7 +27,7 @@ LOGS = recorded_logs(DATA)   # the recorded fixtures and the corpus's developmen
 
 
 def triage_needles():
-    return Triage()._needles_all
+    return LineReader()._needles_all
 
 
 def _what(doc: dict) -> tuple:

@@ -9,6 +9,7 @@ import pytest
 from conftest import python_cli
 from paste_lint import paste_problems
 
+from dsv3_preflight.doctor.document import fill as _fill
 from dsv3_preflight.doctor.signatures import (
     CLASSES,
     DERIVED,
@@ -20,7 +21,8 @@ from dsv3_preflight.doctor.signatures import (
     RAY_TRAIN_CLASS,
     SIGNATURES,
 )
-from dsv3_preflight.doctor.triage import _fill, _groups, _Matcher
+from dsv3_preflight.doctor.timeline import Matcher as _Matcher
+from dsv3_preflight.doctor.timeline import groups_of as _groups
 
 MATCHER = _Matcher(SIGNATURES)
 ALL = SIGNATURES + DERIVED

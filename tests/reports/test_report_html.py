@@ -1,23 +1,64 @@
-"""The HTML report rendered from stored result documents (tests/data/report/, see make_documents.py)."""
+"""The HTML report rendered from result documents: those the CLI gives when it replays the recorded scenarios
+(tests/data/scenarios/, `run --facts-in`; the doctor's card from a real triage of a recorded log under
+tests/data/doctor/), and, for what no scenario records yet (a green node, a dead node in a cluster, a bandwidth
+sweep, `pytest` documents), the stored documents of tests/data/report/ (see make_documents.py)."""
 from __future__ import annotations
 
 import base64
 import copy
 import hashlib
+import json
 import re
+import subprocess
+import sys
 
 import pytest
+from conftest import REPO
 from report_lab import Page, hostile_document, load
 
 from dsv3_preflight.reports.html import render_html
 
 STORED = ["green_single_node.json", "red_single_node.json", "cluster_dead_node_duplicate_rank.json",
           "pytest_gpu-a.json", "pytest_gpu-b.json"]
+SCENARIOS = REPO / "tests" / "data" / "scenarios"
+#: FAIL (gpu.cuda_init and gpu.fabric_manager: one cause), WARN (gpu.rank_mapping) and PASS results on node "vm"
+FM_STOPPED = "gpu_a100_fm_stopped"
+#: a port held by a leftover process (host.resources, net.port_free), on node "lab-node0"
+PORT_HELD = "net_leftover_holds_port_cpu"
+REPLAYED = [FM_STOPPED, PORT_HELD, "net_wrong_socket_ifname_cpu"]
+#: a recorded log whose triage has a root cause, a consequence it explains, and an error line no signature knows
+DOCTOR_LOG = REPO / "tests" / "data" / "doctor" / "rendezvous_timeout.log"
+
+
+@pytest.fixture(scope="module")
+def replayed(tmp_path_factory):
+    """The document `dsv3-preflight run --facts-in SCENARIO` writes, replayed once per module (a fresh copy each)."""
+    cache: dict[str, dict] = {}
+
+    def document(name: str) -> dict:
+        if name not in cache:
+            out = tmp_path_factory.mktemp(name) / "doc.json"
+            proc = subprocess.run([sys.executable, "-m", "dsv3_preflight", "run", "--facts-in",
+                                   str(SCENARIOS / f"{name}.facts.json"), "--json", str(out), "--no-report",
+                                   "--no-color", "-q"], capture_output=True, text=True, timeout=120, cwd=out.parent)
+            assert proc.returncode == 1, proc.stderr   # every recorded scenario is red
+            cache[name] = json.loads(out.read_text())
+        return copy.deepcopy(cache[name])
+    return document
 
 
 def render(name: str) -> tuple[str, Page]:
     html = render_html(load(name))
     return html, Page(html)
+
+
+def render_doc(doc: dict) -> tuple[str, Page]:
+    html = render_html(doc)
+    return html, Page(html)
+
+
+def doctor_text(html: str) -> str:
+    return Page(html[html.index('id="doctor"'):html.index('id="failures"')]).text
 
 
 def test_green_report_says_go_and_shows_every_check_passed_or_skipped():
@@ -29,13 +70,15 @@ def test_green_report_says_go_and_shows_every_check_passed_or_skipped():
     assert not page.by_class("st-border-fail")
 
 
-def test_red_report_lists_failures_first_with_their_remediation_and_a_copy_button():
-    html, page = render("red_single_node.json")
+def test_red_report_lists_failures_first_with_their_remediation_and_a_copy_button(replayed):
+    doc = replayed(FM_STOPPED)
+    html, page = render_doc(doc)
     failures = html[html.index('id="failures"'):html.index('id="matrix"')]
-    order = re.findall(r"<code>([\w.]+)</code> on <b>gpu-a</b>", failures)
-    assert order == ["env.launch_vars", "host.resources", "lora.safetensors", "nccl.allreduce"]  # FAILs before the WARN
-    assert "kill 4242   # after checking it is a leftover of the previous run" in failures
-    assert failures.count('class="copy noprint"') == 4
+    order = re.findall(r"<code>([\w.]+)</code> on <b>vm</b>", failures)
+    assert order == ["gpu.cuda_init", "gpu.rank_mapping"]  # the FAIL (one cause for two checks) before the WARN
+    assert "systemctl enable --now nvidia-fabricmanager" in failures
+    assert "export CUDA_DEVICE_ORDER=PCI_BUS_ID   # on every node, before torchrun" in failures
+    assert failures.count('class="copy noprint"') == 2
     assert "✘ NO-GO" in page.text
 
 
@@ -93,15 +136,16 @@ def test_matrix_has_one_row_per_check_and_one_column_per_node_worst_first():
     assert columns == ["gpu-a", "gpu-b", "gpu-c", "cluster"]
 
 
-def test_every_matrix_cell_links_to_its_evidence():
-    _, page = render("red_single_node.json")
-    targets = [a["data-target"] for t, a in page.elements if t == "a" and "data-target" in a]
-    ids = {a["id"] for t, a in page.elements if t == "details" and "id" in a}
-    assert targets and set(targets) <= ids
+def test_every_matrix_cell_links_to_its_evidence(replayed):
+    for name in REPLAYED:
+        _, page = render_doc(replayed(name))
+        targets = [a["data-target"] for t, a in page.elements if t == "a" and "data-target" in a]
+        ids = {a["id"] for t, a in page.elements if t == "details" and "id" in a}
+        assert targets and set(targets) <= ids, name
 
 
-def test_status_is_readable_without_colour():
-    _, page = render("red_single_node.json")
+def test_status_is_readable_without_colour(replayed):
+    _, page = render_doc(replayed(FM_STOPPED))
     for label in ("✘ FAIL", "! WARN", "✔ PASS"):
         assert label in page.text
 
@@ -116,10 +160,17 @@ def test_sweep_becomes_an_inline_svg_chart_and_log_tail_a_monospace_block():
     assert "NET/Socket : Using ens3:172.17.0.2&lt;0&gt; (fallback)" in html
 
 
-def test_secrets_in_environment_and_command_line_never_reach_the_page():
+def test_secrets_in_environment_and_command_line_never_reach_the_page(replayed):
     for name in STORED:
         html = render_html(load(name))
         for secret in ("hf_live_secret_value", "0123456789abcdef", "hf_cli_secret", "hf_should_be_masked"):
+            assert secret not in html, (name, secret)
+    for name in REPLAYED:   # a real document, given a token in its node's environment and on its command line
+        doc = replayed(name)
+        doc["nodes"][0]["facts"]["env"]["HF_TOKEN"] = "hf_live_secret_value"
+        doc["command"] += ["--hf-token=hf_cli_secret"]
+        html = render_html(doc)
+        for secret in ("hf_live_secret_value", "hf_cli_secret"):
             assert secret not in html, (name, secret)
 
 
@@ -142,8 +193,8 @@ def test_markup_in_hostnames_evidence_and_file_names_renders_inert():
     assert "/nfs/x<script>" in page.text and "/var/log/<script>" in page.text
 
 
-def test_page_is_self_contained_and_its_script_is_pinned_by_the_content_security_policy():
-    html, page = render("cluster_dead_node_duplicate_rank.json")
+def test_page_is_self_contained_and_its_script_is_pinned_by_the_content_security_policy(replayed):
+    html, page = render_doc(replayed(PORT_HELD))
     assert not page.tags("link") and not page.tags("iframe") and not page.tags("img")
     assert not re.search(r"(src|href)=\"(https?:)?//", html)
     assert "@import" not in html and "url(" not in html
@@ -166,8 +217,8 @@ def test_stylesheet_is_inlined_verbatim():
     assert 'font-family: -apple-system, "Segoe UI"' in html and "table.kv > tbody > tr > th" in html
 
 
-def test_print_stylesheet_hides_controls_and_unclips_long_blocks():
-    html, _ = render("red_single_node.json")
+def test_print_stylesheet_hides_controls_and_unclips_long_blocks(replayed):
+    html, _ = render_doc(replayed(FM_STOPPED))
     css = html[html.index("@media print"):]
     assert ".noprint" in css and "max-height: none" in css and "break-inside: avoid" in css
 
@@ -181,18 +232,33 @@ def test_every_stored_document_renders_without_touching_the_input(name):
     assert html.startswith("<!DOCTYPE html>") and html.rstrip().endswith("</html>")
 
 
-def test_doctor_findings_show_root_cause_before_consequences_with_the_fix_and_log_lines():
-    html, page = render("cluster_dead_node_duplicate_rank.json")
-    doctor = Page(html[html.index('id="doctor"'):html.index('id="failures"')]).text
+@pytest.mark.parametrize("name", REPLAYED)
+def test_every_replayed_document_renders_without_touching_the_input(name, replayed):
+    doc = replayed(name)
+    before = copy.deepcopy(doc)
+    html = render_html(doc)
+    assert doc == before
+    assert html.startswith("<!DOCTYPE html>") and html.rstrip().endswith("</html>")
+
+
+def test_doctor_findings_show_root_cause_before_consequences_with_the_fix_and_log_lines(replayed):
+    from dsv3_preflight.doctor import triage
+
+    doc = replayed(PORT_HELD)
+    doc["doctor"] = triage([str(DOCTOR_LOG)])
+    head, consequence = doc["doctor"]["findings"]
+    assert (head["role"], consequence["role"]) == ("root_cause", "consequence")
+    doctor = doctor_text(render_html(doc))
     assert "Doctor (log triage): failure" in doctor
-    assert doctor.index("✘ ROOT CAUSE Two nodes claim node rank 0") < doctor.index("→ CONSEQUENCE Watchdog caught")
-    assert "Explained by rendezvous.duplicate_node_rank" in doctor
-    assert "export NODE_RANK=1 # on gpu-b" in doctor
-    assert "/nfs/runs/lora-7/logs/gpu-b.log:12: torch.distributed.elastic" in doctor
+    assert doctor.index(f"✘ ROOT CAUSE {head['title']}") < doctor.index(f"→ CONSEQUENCE {consequence['title']}")
+    assert f"Explained by {head['id']}" in doctor
+    assert " ".join(head["fix"].splitlines()[0].split()) in doctor
+    first = head["evidence"][0]
+    assert f"{first['file']}:{first['line']}: {first['text'][:40]}" in doctor
     assert "Error lines no signature knows (1)" in doctor
 
 
-def test_doctor_warnings_are_labelled_suspect_or_teardown_noise_not_consequence(tmp_path):
+def test_doctor_warnings_are_labelled_suspect_or_teardown_noise_not_consequence(tmp_path, replayed):
     from dsv3_preflight.doctor import triage
 
     log = tmp_path / "run.log"
@@ -202,25 +268,24 @@ def test_doctor_warnings_are_labelled_suspect_or_teardown_noise_not_consequence(
                    "gpu-a:1:2 [0] proxy.cc:1521 NCCL WARN [Proxy Service 0] Failed to execute operation Close from rank 0, retcode 3\n")
     found = triage([str(log)])
     assert {w["role"] for w in found["warnings"]} == {"warning", "teardown", "went_on"}
-    doc = copy.deepcopy(load("cluster_dead_node_duplicate_rank.json"))
+    doc = replayed(PORT_HELD)
+    doc["doctor"] = triage([str(DOCTOR_LOG)])
     doc["doctor"]["warnings"] = found["warnings"]
-    html = render_html(doc)
-    doctor = Page(html[html.index('id="doctor"'):html.index('id="failures"')]).text
+    doctor = doctor_text(render_html(doc))
     assert "Warnings (suspects, lines the run went past or survived, teardown noise)" in doctor
     assert "SUSPECT NCCL" in doctor and "TEARDOWN NOISE NCCL's proxy service lost a local rank while closing" in doctor
     assert "NOT A FAILURE NCCL warned, and the run went on: Could not find real path" in doctor
     assert doctor.count("→ CONSEQUENCE") == sum(f["role"] == "consequence" for f in doc["doctor"]["findings"])
 
 
-def test_the_doctors_root_cause_says_who_acts_and_on_which_node(tmp_path):
+def test_the_doctors_root_cause_says_who_acts_and_on_which_node(tmp_path, replayed):
     from dsv3_preflight.doctor import triage
 
     log = tmp_path / "node2.log"
     log.write_text("node2: [rank9]: RuntimeError: CUDA error: system not yet initialized\n")
-    doc = copy.deepcopy(load("cluster_dead_node_duplicate_rank.json"))
+    doc = replayed(PORT_HELD)
     doc["doctor"] = triage([str(log)])
-    html = render_html(doc)
-    doctor = Page(html[html.index('id="doctor"'):html.index('id="failures"')]).text
+    doctor = doctor_text(render_html(doc))
     # worded as the text report words it (reports/doctor_text.py who_acts): one rule, one wording
     assert "who acts: the node's administrator (repair or drain the node) — on node2" in doctor
     old = render_html(load("cluster_dead_node_duplicate_rank.json"))   # a document from before actors: nothing said

@@ -76,3 +76,22 @@ def test_merged_documents_from_different_profiles_say_so_with_each_rendezvous():
     text = Page(render_html(merge_documents([("run/a.json", a), ("run/b.json", b)]))).text
     assert "the merged documents ran under different profiles: cpu (a.json) / dsv3 (b.json)" in text
     assert "rendezvous 127.0.0.1:39500 (a.json) / 10.10.0.11:39500 (b.json)" in text
+
+
+def test_the_doctor_verdicts_merge_in_the_one_verdict_order():
+    # result.verdict_rank: a failure ranks as NO-GO, a log that shows nothing as NOTHING SELECTED (never as GO)
+    from dsv3_preflight.result import LOG_VERDICTS, verdict_exit_code, verdict_rank
+
+    def with_doctor(verdict: str) -> dict:
+        doc = load("pytest_gpu-a.json")
+        doc["doctor"] = {"verdict": verdict, "summary": verdict, "findings": [], "warnings": []}
+        return doc
+
+    for verdicts, worst in ((("healthy", "unknown"), "unknown"), (("healthy", "failure", "unknown"), "failure"),
+                            (("healthy", "healthy"), "healthy"), (("GO", "failure"), "failure")):
+        doc = merge_documents([(f"{i}.json", with_doctor(v)) for i, v in enumerate(verdicts)])
+        assert doc["doctor"]["verdict"] == worst, verdicts
+        assert doc["doctor"]["summary"] == "; ".join(verdicts)
+    assert [verdict_exit_code(v) for v in ("failure", "healthy", "unknown")] == [1, 0, 5]
+    assert sorted(LOG_VERDICTS, key=verdict_rank) == ["healthy", "unknown", "failure"]
+    assert verdict_rank("NO-GO") == verdict_rank("failure") > verdict_rank("unknown") > verdict_rank("GO") > verdict_rank("")
