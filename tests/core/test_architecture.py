@@ -255,9 +255,6 @@ def test_lora_scan_and_watch_judge_through_the_engines_wrapper():
 VERDICT_LABELS = ({"GO", "NO-GO"}, {"healthy", "failure"})
 
 
-@pytest.mark.xfail(strict=True, reason="issue 43.1: the doctor keeps its own verdict scale (doctor/triage.py EXIT) and "
-                   "reports/merge.py ranks doctor verdicts in a third order; helper doctor-pipe moves both onto "
-                   "result.py's verdict code. Remove this mark when that lands (strict: an XPASS fails)")
 def test_the_doctor_and_merge_rank_verdicts_in_the_one_order_of_result_py():
     """Only result.py orders verdicts (ExitCode, decide): no other module holds a table ranking verdict labels, so
     the doctor's verdict of a log and merge's verdict of several documents follow the shared order."""
@@ -272,7 +269,6 @@ def test_the_doctor_and_merge_rank_verdicts_in_the_one_order_of_result_py():
                         isinstance(v, ast.Constant) and isinstance(v.value, int) for v in node.values):
                     offenders.append(f"{name}:{node.lineno}")
     assert not offenders, f"a second verdict order: {offenders}"
-
 
 
 def test_no_probe_reads_a_replay_switch_from_the_environment():
