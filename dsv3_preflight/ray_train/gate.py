@@ -169,13 +169,13 @@ def worker_fact(worker: Any) -> WorkerFact:
 
 
 def choose_backend(configured: str | None, gpus_per_worker: float) -> str:
-    """The backend Ray Train's torch config picks: the configured one, else nccl with GPUs and gloo without."""
+    """The backend Ray Train's torch config picks: the configured one, else nccl with GPUs and gloo without (the
+    collective probe speaks gloo and nccl: a per-device list is judged by the backend of the workers' devices)."""
     text = (configured or "").lower()
-    if not text:
-        return "nccl" if gpus_per_worker > 0 else "gloo"
-    if "nccl" in text and gpus_per_worker > 0:
-        return "nccl"
-    return "gloo" if "gloo" in text or gpus_per_worker <= 0 else "nccl"
+    if text in ("gloo", "nccl"):
+        return text
+    # none, or a per-device list such as cpu:gloo,cuda:nccl: what the workers' devices use
+    return "nccl" if gpus_per_worker > 0 and ("nccl" in text or not text) else "gloo"
 
 
 def gather(refs: Mapping[str, Any], deadline: float) -> dict[str, tuple[Any, str | None]]:
@@ -193,28 +193,28 @@ def gather(refs: Mapping[str, Any], deadline: float) -> dict[str, tuple[Any, str
     return out
 
 
+def unique_names(names: Mapping[str, str]) -> dict[str, str]:
+    """Node id → name; a name several Ray nodes share gets ``-<6 hex digits of the node id>``."""
+    return {nid: name if list(names.values()).count(name) == 1 else f"{name}-{nid[:6]}" for nid, name in names.items()}
+
+
 def make_plan(workers: Sequence[Any], backend_config: Any, deadline: float) -> Plan:
     facts = [worker_fact(w) for w in workers]
     reps: dict[str, Any] = {}
-    ips: list[str] = []
+    first: dict[str, WorkerFact] = {}
     for worker, fact in zip(workers, facts):
         reps.setdefault(fact["node_id"], worker)
-        if fact["node_ip"] not in ips:
-            ips.append(fact["node_ip"])
-    plan = Plan(facts, reps)
+        first.setdefault(fact["node_id"], fact)
+    ips = list(dict.fromkeys(f["node_ip"] for f in facts))   # Ray Train's node ranks: node IPs in rank order
+    plan = Plan(facts, reps, node_rank={nid: ips.index(f["node_ip"]) for nid, f in first.items()})
     answers = gather({nid: w.execute_async(probes.identity) for nid, w in reps.items()}, deadline)
-    names = {nid: (value or {}).get("name") or facts[[f["node_id"] for f in facts].index(nid)]["hostname"]
-             for nid, (value, _err) in answers.items()}
-    for nid, name in names.items():
-        shared = [n for n in names if names[n] == name]
-        plan.names[nid] = name if len(shared) == 1 else f"{name}-{nid[:6]}"
-    first_ip = {nid: next(f["node_ip"] for f in facts if f["node_id"] == nid) for nid in reps}
-    plan.node_rank = {nid: ips.index(ip) for nid, ip in first_ip.items()}
-    (addr, port), error = gather({"rank0": workers[0].execute_async(probes.address_and_port)}, deadline)["rank0"] \
-        if workers else ((None, 0), "no workers")
-    plan.master_addr, plan.master_port = (addr or facts[0]["node_ip"]), int(port or 0)
-    gpus = float((getattr(workers[0], "resources", None) or {}).get("GPU", 0.0)) if workers else 0.0
-    plan.backend = choose_backend(getattr(backend_config, "backend", None), gpus)
+    plan.names = unique_names({nid: (value or {}).get("name") or first[nid]["hostname"]
+                               for nid, (value, _error) in answers.items()})
+    if workers:
+        (address, _error) = gather({"rank0": workers[0].execute_async(probes.address_and_port)}, deadline)["rank0"]
+        plan.master_addr, plan.master_port = address if address else (facts[0]["node_ip"], 0)
+        gpus = float((getattr(workers[0], "resources", None) or {}).get("GPU", 0.0))
+        plan.backend = choose_backend(getattr(backend_config, "backend", None), gpus)
     return plan
 
 

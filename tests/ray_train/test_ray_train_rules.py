@@ -11,7 +11,7 @@ from dsv3_preflight.ray_train import checks, rules
 from dsv3_preflight.ray_train.facts import node_resources_from_table
 from dsv3_preflight.result import Status
 
-DATA = Path(__file__).resolve().parent / "data" / "ray_train"
+DATA = Path(__file__).resolve().parents[1] / "data" / "ray_train"
 GIB = 1 << 30
 
 
