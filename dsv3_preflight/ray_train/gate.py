@@ -259,18 +259,25 @@ def prove_storage(plan: Plan, storage_path: str, remote: bool, deadline: float,
     return fact
 
 
-def node_profiles(plan: Plan, options: GateOptions) -> dict[str, Any]:
-    """Each node's profile: the base profile with the values Ray Train will use on that node."""
+def node_profiles(plan: Plan, options: GateOptions, node_gpus: Mapping[str, int]) -> dict[str, Any]:
+    """Each node's profile: the base profile with the values Ray Train will use on that node. GPUs expected on a
+    node: the named profile's or config's when one is given (gpu.inventory then catches a GPU Ray no longer sees),
+    else the GPUs the node's raylet advertises (``node_gpus``); none for a CPU run."""
     counts = {nid: sum(1 for w in plan.workers if w["node_id"] == nid) for nid in plan.reps}
     union = {nid: sorted({g for w in plan.workers if w["node_id"] == nid for g in w["gpu_ids"]}) for nid in plan.reps}
     use_gpu = any(union.values())
     base = base_profile(options, use_gpu)
+    named = bool(options.profile_name or options.config_path)
     out = {}
     for nid in plan.reps:
         values: dict[str, Any] = {"nnodes": len(plan.reps), "nproc_per_node": counts[nid],
                                   "node_rank": plan.node_rank[nid], "world_size": len(plan.workers),
-                                  "master_addr": plan.master_addr, "master_port": plan.master_port,
-                                  "backend": plan.backend, "gpus_per_node": len(union[nid])}
+                                  "master_addr": plan.master_addr, "master_port": plan.master_port or base.master_port,
+                                  "backend": plan.backend}
+        if not use_gpu:
+            values["gpus_per_node"] = 0
+        elif not named:
+            values["gpus_per_node"] = int(node_gpus.get(nid, len(union[nid])))
         if union[nid]:
             values["cuda_visible_devices"] = ",".join(union[nid])
         out[nid] = base.with_values("Ray Train (the started worker group)", **values)
@@ -356,7 +363,10 @@ def before_training(workers: Sequence[Any], run_context: Any, options: GateOptio
         f"{plan.master_addr}:{plan.master_port}; storage_path {storage_path}")
     controller = controller_node(plan)
     storage = prove_storage(plan, storage_path, remote, deadline, controller)
-    profiles = node_profiles(plan, options)
+    import ray
+
+    node_gpus = {n["node_id"]: int(n["total"].get("GPU", 0)) for n in node_resources_from_table(ray.nodes())}
+    profiles = node_profiles(plan, options, node_gpus)
     cluster_specs, names = selected_specs(options)
     results, entries = run_node_checks(plan, profiles, names, options, deadline)
     rank0 = next(nid for nid in plan.reps if plan.node_rank[nid] == 0)
