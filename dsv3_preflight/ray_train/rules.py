@@ -146,7 +146,8 @@ def rule_scaling_fits(scaling: ScalingFact, nodes: Sequence[NodeResources]) -> F
     totals = ", ".join(f"{_amount(k, sum(n['total'].get(k, 0.0) for n in nodes))} of {_amount(k, v * want)}"
                        for k, v in per_worker.items())
     return failure(
-        f"ScalingConfig asks for {want} workers × {asked} ({strategy}) and the {len(nodes)} live nodes can place "
+        f"ScalingConfig asks for {want} workers × {asked} ({strategy}) and the {len(nodes)} live "
+        f"node{'s' if len(nodes) != 1 else ''} can place "
         f"{can}: {table}. Cluster totals: {totals}. The placement group would pend forever and Ray Train would retry "
         "the start without end",
         f"ray status   # the resources each node advertises\n# then, in the training script: ScalingConfig(num_workers="
