@@ -21,7 +21,7 @@ from ..engine import error_result, judge, run_cluster_checks
 from ..result import Actor, Result
 from . import checks as gate_checks
 from . import probes
-from .facts import NodeResources, ScalingFact, StorageFact, WorkerFact, node_resources_from_table
+from .facts import NodeResources, ScalingFact, StorageFact, StorageWrite, WorkerFact, node_resources_from_table
 
 logger = logging.getLogger(__name__)
 
@@ -103,7 +103,7 @@ def conclude(doc: dict[str, Any], options: GateOptions) -> list[str]:
     return written
 
 
-def _document(results: Sequence[Result], profile: Any, nodes: list[dict[str, Any]], started: _dt.datetime,
+def _document(results: Sequence[Result], profile: Any, nodes: list[Mapping[str, Any]], started: _dt.datetime,
               options: GateOptions, info: Mapping[str, Any]) -> dict[str, Any]:
     from ..document import build_document
 
@@ -248,8 +248,9 @@ def prove_storage(plan: Plan, storage_path: str, remote: bool, deadline: float,
         return out
 
     for nid, (value, error) in wave(probes.write_nonce, per_node=True).items():
-        fact["writes"].append({"node": plan.name(nid), **(value or {"path": storage_path, "wrote": False,
-                                                                    "error": error, "free_bytes": None})})
+        wrote = value or {"path": storage_path, "wrote": False, "error": error, "free_bytes": None}
+        fact["writes"].append(StorageWrite(node=plan.name(nid), path=wrote["path"], wrote=wrote["wrote"],
+                                           error=wrote["error"], free_bytes=wrote["free_bytes"]))
     for nid, (value, error) in wave(probes.read_nonces, nonces).items():
         fact["reads"][plan.name(nid)] = {plan.name(k): v for k, v in (value or {k: str(error) for k in nonces}).items()}
     gather({nid: w.execute_async(probes.remove_nonce, storage_path, run_id, nid) for nid, w in plan.reps.items()},
@@ -377,5 +378,5 @@ def before_training(workers: Sequence[Any], run_context: Any, options: GateOptio
     info = {"run_name": run_config.name, "moment": "before init_process_group", "storage_path": storage_path,
             "master_addr": plan.master_addr, "master_port": plan.master_port, "backend": plan.backend,
             "workers": len(workers), "nodes": {plan.name(nid): nid for nid in plan.reps}}
-    ordered = sorted(entries.values(), key=lambda e: e.get("node_rank", 0))
+    ordered: list[Mapping[str, Any]] = sorted(entries.values(), key=lambda e: e.get("node_rank", 0))
     return conclude(_document(results, profiles[rank0], ordered, started, options, info), options)
