@@ -200,3 +200,12 @@ def test_node_ip_off_the_route_interface_warns_with_the_address_to_use():
     assert_pasteable(result)
     assert checks.nic({"w1": "192.168.10.2"}, {"w1": route}).status is Status.PASS
     assert checks.nic({"w0": "10.0.0.1"}, {"w0": dict(route, local=True)}).status is Status.PASS
+
+
+def test_the_heads_own_gpus_count_when_it_advertises_them():
+    table = json.loads((DATA / "nodes_2x8_h100.json").read_text())
+    table[0]["Resources"]["GPU"] = 8.0   # a head started with its GPUs (not --num-gpus=0)
+    with_head = node_resources_from_table(table)
+    assert checks.scaling(scaling(24, {"GPU": 1}), with_head).status is Status.PASS
+    result = checks.scaling(scaling(25, {"GPU": 1}), with_head)
+    assert "head-0 10.0.0.1 (head): GPU 8 → 8 workers" in result.summary
