@@ -14,7 +14,7 @@ The gate, either way:
     python examples/ray_train/train_lora.py --gate code --storage-path /shared/ray_results
 
 Options: --address (a running cluster; default: RAY_ADDRESS, else a local Ray), --num-workers, --cpus-per-worker,
---epochs, --rank. The last line is ``TRAINED loss=<x> checkpoint=<path>`` or ``REFUSED <first line>``; the exit code
+--epochs, --rank, --env NAME=VALUE (the workers' runtime env: NCCL_SOCKET_IFNAME, GLOO_SOCKET_IFNAME). The last line is ``TRAINED loss=<x> checkpoint=<path>`` or ``REFUSED <first line>``; the exit code
 is 0 or 1. See docs/ray-train.md.
 """
 from __future__ import annotations
@@ -78,6 +78,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rank", type=int, default=4)
     parser.add_argument("--gate", choices=("env", "code"), default="env",
                         help="env: RAY_TRAIN_CALLBACKS loads the gate (set it yourself); code: RunConfig(callbacks=...)")
+    parser.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
+                        help="an environment variable of the workers (the job's runtime env), e.g. NCCL_SOCKET_IFNAME=ib0")
     parser.add_argument("--started-marker", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
 
@@ -85,8 +87,9 @@ def main(argv: list[str] | None = None) -> int:
     from ray.train import RunConfig, ScalingConfig
     from ray.train.torch import TorchTrainer
 
+    env_vars = dict(item.split("=", 1) for item in args.env)
     ray.init(address=args.address, include_dashboard=False, logging_level="error", log_to_driver=False,
-             ignore_reinit_error=True)
+             ignore_reinit_error=True, runtime_env={"env_vars": env_vars} if env_vars else None)
     callbacks = []
     if args.gate == "code":
         from dsv3_preflight.ray_train import PreflightCallback

@@ -2,7 +2,8 @@
 in its own mount namespace (tests/ray_train_lab.py), driven by examples/ray_train/train_lora.py as a user runs it.
 
 - a head-local storage_path is refused before any training function starts, naming the nodes that cannot see it,
-  and the run ends with the gate's error (one report: Train did not retry the start);
+  and the run ends with the gate's error (one report: Train did not retry the start); the same refusal names the
+  workers' runtime env pinning Gloo on an interface that is not their route to the rank-0 node;
 - the same run with shared storage trains to its end (the gate in code, RunConfig(callbacks=...));
 - a ScalingConfig the two one-CPU nodes cannot place is refused before the placement group, with its numbers.
 """
@@ -51,9 +52,10 @@ def test_the_lab_nodes_do_not_share_their_local_dir(lab):
 
 def test_head_local_storage_path_is_refused_before_training_naming_the_nodes(lab):
     started = os.path.join(lab.shared_dir, "started-head-local")
-    # no collective gang here (DSV3_PREFLIGHT_RAY_TRAIN_PROBE=0): the storage verdict needs none, and two cores
+    # no collective gang here (DSV3_PREFLIGHT_RAY_TRAIN_PROBE=0): the storage verdict needs none, and two cores.
+    # The workers' runtime env pins Gloo on eth1: no interface of node 0, and not node 1's route to the rank-0 node
     fit = lab.fit(os.path.join(lab.local_dir, "ray_results"), "--started-marker", started,
-                  DSV3_PREFLIGHT_RAY_TRAIN_PROBE="0")
+                  "--env", "GLOO_SOCKET_IFNAME=eth1", DSV3_PREFLIGHT_RAY_TRAIN_PROBE="0")
     assert fit.code == 1, fit.stderr[-3000:]
     assert fit.last_line.startswith("REFUSED"), fit.stdout
     assert "dsv3-preflight refused this Ray Train run before training (NO-GO)" in fit.stderr
@@ -66,6 +68,12 @@ def test_head_local_storage_path_is_refused_before_training_naming_the_nodes(lab
     assert storage["evidence"]["unseen_by"] == {"lab-node0": ["lab-node1"], "lab-node1": ["lab-node0"]}
     assert doc["ray_train"]["master_addr"] in ("10.77.0.10", "10.77.0.11")
     assert str(fit.reports[0]).replace(".json", ".html") in fit.stderr
+    # the NIC judged in the workers' own runtime env, against each node's route to the rank-0 node's IP
+    nic = {r["node"]: r for r in doc["results"] if r["name"] == "net.nic_route"}
+    assert sorted(nic) == ["lab-node0", "lab-node1"]
+    for node, result in nic.items():
+        assert result["status"] == "fail" and "GLOO_SOCKET_IFNAME='eth1'" in result["summary"], (node, result["summary"])
+        assert result["evidence"]["master_addr"] == doc["ray_train"]["master_addr"]
 
 
 def test_shared_storage_trains_to_its_end_with_the_gate_in_code(lab):
