@@ -340,6 +340,13 @@ def gate_results(plan: Plan, storage: StorageFact, entries: Mapping[str, Mapping
     return out
 
 
+def raylet_gpus() -> dict[str, int]:
+    """Node id → the GPUs its raylet advertises (``ray.nodes()``), for the nodes alive now."""
+    import ray
+
+    return {n["node_id"]: int(n["total"].get("GPU", 0)) for n in node_resources_from_table(ray.nodes())}
+
+
 def controller_node(plan: Plan) -> str | None:
     """This process's Ray node (Train's controller runs on the driver's node), named like the workers' nodes."""
     import ray
@@ -364,10 +371,7 @@ def before_training(workers: Sequence[Any], run_context: Any, options: GateOptio
         f"{plan.master_addr}:{plan.master_port}; storage_path {storage_path}")
     controller = controller_node(plan)
     storage = prove_storage(plan, storage_path, remote, deadline, controller)
-    import ray
-
-    node_gpus = {n["node_id"]: int(n["total"].get("GPU", 0)) for n in node_resources_from_table(ray.nodes())}
-    profiles = node_profiles(plan, options, node_gpus)
+    profiles = node_profiles(plan, options, raylet_gpus())
     cluster_specs, names = selected_specs(options)
     results, entries = run_node_checks(plan, profiles, names, options, deadline)
     rank0 = next(nid for nid in plan.reps if plan.node_rank[nid] == 0)
