@@ -119,6 +119,15 @@ def _node_line(node: NodeResources, per_worker: Mapping[str, float], holds: int)
     return f"{node['hostname'] or node['ip']} {node['ip']}{head}: {have} → {holds} worker{'s' if holds != 1 else ''}"
 
 
+def _display_order(node: NodeResources) -> tuple[bool, tuple[int, ...], str]:
+    """The head first, then by IP (numerically), then by host name: ``ray.nodes()`` keeps no order."""
+    try:
+        ip = tuple(int(part) for part in node["ip"].split("."))
+    except ValueError:
+        ip = ()
+    return (not node["is_head"], ip, node["hostname"])
+
+
 def rule_accelerator_present(scaling: ScalingFact, nodes: Sequence[NodeResources]) -> Finding | None:
     """ScalingConfig(accelerator_type=X): some node must carry the resource Ray adds for it."""
     wanted = scaling.get("accelerator_type")
@@ -142,7 +151,7 @@ def rule_scaling_fits(scaling: ScalingFact, nodes: Sequence[NodeResources]) -> F
     per_worker = scaling["resources_per_worker"]
     strategy = (scaling.get("placement_strategy") or "PACK").upper()
     asked = "{" + ", ".join(_amount(k, v) for k, v in per_worker.items()) + "}"
-    table = "; ".join(_node_line(n, per_worker, per_node[n["node_id"]]) for n in nodes)
+    table = "; ".join(_node_line(n, per_worker, per_node[n["node_id"]]) for n in sorted(nodes, key=_display_order))
     totals = ", ".join(f"{_amount(k, sum(n['total'].get(k, 0.0) for n in nodes))} of {_amount(k, v * want)}"
                        for k, v in per_worker.items())
     return failure(

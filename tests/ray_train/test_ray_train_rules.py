@@ -67,6 +67,13 @@ def test_an_infeasible_scaling_config_shows_its_numbers_node_by_node():
     assert result.evidence["placeable"] == 16
 
 
+def test_the_table_shows_the_head_first_then_nodes_by_address_whatever_ray_nodes_order():
+    table = json.loads((DATA / "nodes_2x8_h100.json").read_text())
+    result = checks.scaling(scaling(24, {"GPU": 1}), node_resources_from_table(table[::-1]))
+    assert result.summary.index("head-0 10.0.0.1") < result.summary.index("gpu-1 10.0.0.2") < result.summary.index(
+        "gpu-2 10.0.0.3")
+
+
 def test_memory_is_shown_in_gib():
     result = checks.scaling(scaling(5, {"CPU": 1, "memory": 600 * GIB}), nodes())
     assert "memory 600.0 GiB" in result.summary
