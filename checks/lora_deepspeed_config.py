@@ -11,18 +11,8 @@ from dsv3_preflight.lora.dsconfig import (
     lint,
     seen,
 )
-from dsv3_preflight.result import Actor, Finding, failure
-
-
-def deepspeed_model_rejects(facts: dict) -> Finding | None:
-    """DeepSpeed's own config model (when DeepSpeed is installed here) refuses zero_optimization."""
-    ds = facts.get("deepspeed_check") or {}
-    if not ds.get("error"):
-        return None
-    return failure(f"DeepSpeed's own config model rejects zero_optimization: {ds['error']}",
-                   fixes.comment(f"correct the key DeepSpeed names in {facts['path']}, then check again:") + "\n"
-                   + f"dsv3-preflight run --only lora.deepspeed_config --deepspeed-config {fixes.quote(facts['path'])}",
-                   actor=Actor.JOB, cause=causes.DEEPSPEED_CONFIG_INVALID)
+from dsv3_preflight.lora.dsconfig_rules import deepspeed_model_rejects
+from dsv3_preflight.result import Actor
 
 
 @check("lora.deepspeed_config", needs=["lora_deepspeed_config", "profile", "env"], tags=["lora", "deepspeed"], timeout=60)
