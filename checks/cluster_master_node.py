@@ -8,9 +8,8 @@ that hosts line, with the address the workers resolve."""
 from __future__ import annotations
 
 from dsv3_preflight import Result, check
-from dsv3_preflight.cluster.master import is_loopback, resolutions, training_address
 from dsv3_preflight.net.master_node import (
-    own_addresses,
+    MasterView,
     rule_literal_loopback,
     rule_node0_holds,
     rule_resolutions_differ,
@@ -27,27 +26,16 @@ def master_node(host, nic_route, node_ranks, node_states, profile):
     ranked = sorted(node_ranks, key=lambda n: node_ranks[n])
     if not ranked:
         return Result.skipped("no node reported")
-    node0 = ranked[0]
-    addr = profile.master_addr
-    res = resolutions(nic_route)
-    want = training_address(res, addr)
-    seen = {a for lst in res.values() for a in lst if not is_loopback(a)} | ({want} if want else set())
-    holders = [n for n in ranked if own_addresses(host.get(n)) & seen
-               or addr in ((host.get(n) or {}).get("hostname"), (host.get(n) or {}).get("node_name"))]
-    node0_ip = (node_states.get(node0) or {}).get("ip") or next(
-        (a for a in sorted(own_addresses(host.get(node0))) if not is_loopback(a) and ":" not in a), None)
-    evidence = {"master_addr": addr, "source": profile.sources.get("master_addr"), "node0": node0,
-                "resolved": res, "training_address": want, "holders": holders,
-                "node0_addresses": sorted(own_addresses(host.get(node0)))}
-    if host.get(node0) is None:
-        return Result.skipped(f"node 0 ({node0}) did not report its addresses", evidence)
-    if profile.nnodes <= 1 and (is_loopback(addr) or (res and all(lst and all(map(is_loopback, lst)) for lst in res.values()))):
-        return Result.passed(f"single-node job: MASTER_ADDR {addr} is this node", evidence)
+    view = MasterView.of(host, nic_route, ranked, node_states, profile.master_addr)
+    evidence = view.evidence(host, profile)
+    if host.get(view.node0) is None:
+        return Result.skipped(f"node 0 ({view.node0}) did not report its addresses", evidence)
+    if view.single_node_loopback(profile):
+        return Result.passed(f"single-node job: MASTER_ADDR {view.addr} is this node", evidence)
     found = Findings()
-    found.check(rule_literal_loopback, addr, profile, node0, node0_ip)
-    found.check(rule_resolves_to_loopback, addr, res, want)
-    found.check(rule_unresolved, addr, res, want)
-    found.check(rule_resolutions_differ, addr, res)
-    found.check(rule_node0_holds, addr, node0, holders, seen, node0_ip, res)
-    shown = f" ({want} on every node)" if want and want != addr else ""
-    return found.result(f"node 0 ({node0}) holds MASTER_ADDR {addr}{shown}", evidence)
+    found.check(rule_literal_loopback, view.addr, profile, view.node0, view.node0_ip)
+    found.check(rule_resolves_to_loopback, view.addr, view.res, view.want)
+    found.check(rule_unresolved, view.addr, view.res, view.want)
+    found.check(rule_resolutions_differ, view.addr, view.res)
+    found.check(rule_node0_holds, view.addr, view.node0, view.holders, view.seen, view.node0_ip, view.res)
+    return found.result(view.ok_summary(), evidence)

@@ -1,11 +1,19 @@
-"""lora.adapter_base: the adapters already saved in the output dir fit the profile's model (their LoRA matrices take
-its layer widths and name modules it has), or resuming from one fails in peft with "size mismatch"."""
+"""The rules of lora.adapter_base: the adapters already saved in the output dir fit the profile's model (their LoRA
+matrices take its layer widths and name modules it has), or resuming from one fails in peft with "size mismatch".
+
+Pure: the ``output_dir``, ``saved_adapters`` and ``lora_base_model`` facts in; :func:`compare_saved` holds every
+saved adapter to the model once, and the rules read its :class:`Comparison`."""
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+from typing import Any
+
 from dsv3_preflight.lora import causes, fixes
-from dsv3_preflight.lora.base_fit import describe
+from dsv3_preflight.lora.base_fit import compare, describe
 from dsv3_preflight.lora.case import AdapterCase
+from dsv3_preflight.lora.layout import analyse
 from dsv3_preflight.lora.rules import named
+from dsv3_preflight.lora.targets import built_as_clause
 from dsv3_preflight.result import Actor, Finding, failure
 
 MAX_NAMED = 3
@@ -43,3 +51,89 @@ def does_not_fit(cases: list[AdapterCase], found: dict, model: dict, output_dir:
     verb = "does" if len(cases) == 1 else "do"
     return failure(f"{what} {named(shown, MAX_NAMED)} {verb} not fit {model_type} ({model_path}): "
                    f"{describe(found, model_type)}{trained_on}", fix, actor=Actor.JOB, cause=causes.ADAPTER_BASE_MISMATCH)
+
+
+def skip_reason(model: dict, saved_adapters: dict) -> str | None:
+    """Why there is nothing to compare (no model configured, no saved adapter with tensors), else None."""
+    if not model.get("configured"):
+        return "the profile names no model_path (--model-path / MODEL_PATH)"
+    if not model.get("needed"):
+        why = saved_adapters.get("reason") or "the output dir holds no saved adapter with tensors to compare"
+        return f"nothing to compare with the model: {why}"
+    return None
+
+
+def model_unreadable(model: dict, output_dir: dict) -> Finding | None:
+    """The model's config could not be read: the job's configuration names the wrong model path."""
+    if not model.get("error"):
+        return None
+    return failure(model["error"], recheck('"${MODEL_PATH:?the local model directory holding config.json}"',
+                                           output_dir.get("path") or "."),
+                   actor=Actor.JOB, cause=causes.MODEL_CONFIG_UNREADABLE)
+
+
+@dataclass
+class Comparison:
+    """Every saved adapter held to the model: one row per adapter, the module kinds compared, the adapters grouped
+    by how they differ (a run's checkpoints share their layout), and those peft converts as it loads them."""
+
+    output_dir: str
+    adapters: list[dict[str, Any]] = field(default_factory=list)
+    compared_modules: set[str] = field(default_factory=set)
+    #: adapters that differ the same way, same base
+    groups: dict[tuple, tuple[dict, list[AdapterCase]]] = field(default_factory=dict)
+    #: adapters whose keys peft converts when it loads them (transformers 4 saves of MoE experts)
+    converted: list[str] = field(default_factory=list)
+
+    def add(self, case: AdapterCase, model: dict) -> None:
+        conversion = (model.get("conversions") or {}).get(case.path) or {}
+        layout = analyse(conversion["tensors"]) if conversion.get("converted") else case.layout
+        if conversion.get("converted"):
+            self.converted.append(case.path.removeprefix(self.output_dir.rstrip("/") + "/"))
+        # a converted adapter is held to the config peft converts with it (fused names, a fused pair's rank 2r)
+        res = compare(layout, model, conversion.get("config") if conversion.get("converted") else case.config)
+        self.compared_modules.update(res["compared"])
+        self.adapters.append({"path": case.path, "base_model_name_or_path": base_of(case), **res,
+                              "peft_converts": bool(conversion.get("converted")),
+                              **({"peft_conversion_error": conversion["error"]} if conversion.get("error") else {})})
+        differs = (tuple((m["module"], m["matrix"], tuple(m["saved"])) for m in res["mismatched"]), tuple(res["absent"]))
+        self.groups.setdefault((differs, base_of(case)), (res, []))[1].append(case)
+
+
+def compare_saved(saved_adapters: dict, model: dict, output_dir: str) -> Comparison:
+    """Hold every saved adapter with LoRA pairs to the model."""
+    out = Comparison(output_dir)
+    for facts in saved_adapters.get("adapters") or []:
+        case = AdapterCase.of(facts)
+        if case.layout is not None and case.layout.pairs:
+            out.add(case, model)
+    return out
+
+
+def evidence_of(model: dict, comparison: Comparison) -> dict[str, Any]:
+    return {"model_path": model.get("path"), "model_type": model.get("model_type"), "built_as": model.get("built_as"),
+            "transformers": model.get("transformers_version"), "adapters": comparison.adapters}
+
+
+def conversion_clause(comparison: Comparison, model: dict) -> str:
+    """The adapters peft converts as it loads them, in words (empty when none)."""
+    converted = comparison.converted
+    if not converted:
+        return ""
+    versions = {c.get("peft_version") for c in (model.get("conversions") or {}).values() if c.get("converted")}
+    return (f"; peft {', '.join(sorted(v for v in versions if v))} converts {named(converted, MAX_NAMED)} as it "
+            f"loads {'it' if len(converted) == 1 else 'them'} (per-expert modules saved with transformers 4 become "
+            f"adapters of the fused experts of transformers {model.get('transformers_version')})")
+
+
+def nothing_compared(comparison: Comparison, model: dict) -> str:
+    """Why no saved module could be held to the model (the SKIP's reason)."""
+    kinds = sorted({t for a in comparison.adapters for t in a["not_compared"]})
+    return (f"no saved module could be compared with {model.get('model_type')}: {', '.join(kinds) or 'none adapted'}"
+            f"{conversion_clause(comparison, model)}")
+
+
+def ok_summary(comparison: Comparison, model: dict) -> str:
+    fitting = sum(1 for a in comparison.adapters if a["compared"])
+    return (f"{fitting} saved adapter(s) fit {model.get('model_type')}: {len(comparison.compared_modules)} adapted "
+            f"module kinds take the model's widths{conversion_clause(comparison, model)}{built_as_clause(model)}")

@@ -1,11 +1,15 @@
-"""lora.targets: every lora_target names modules the model has (DeepSeek-V3's MLA has no q_proj/k_proj/v_proj)."""
+"""The rules of lora.targets: every lora_target names modules the model has (DeepSeek-V3's MLA has no
+q_proj/k_proj/v_proj), and what peft would adapt with them (pure: the ``lora_model_modules`` fact and the profile
+in, findings out). :class:`TargetsCase` resolves the targets once; each rule reads it."""
 from __future__ import annotations
 
 import os
 import re
+from dataclasses import dataclass
+from typing import Any
 
 from dsv3_preflight.lora import causes, fixes
-from dsv3_preflight.lora.targets import layer_of, matches, remote_build
+from dsv3_preflight.lora.targets import DEFAULT_RANK, built_as_clause, layer_of, matches, remote_build, resolve
 from dsv3_preflight.result import Actor, Finding, failure, warning
 
 _CONFIG_SOURCE = re.compile(r"^training command (?P<file>.+\.(?P<ext>ya?ml|json)) \[(?P<key>\w+)\]$")
@@ -187,3 +191,118 @@ def unmatched_targets(res: dict, model_type: str, fix: str, depth: int | None = 
     accept = fixes.comment("or, to accept adapting only the targets that match: lora_unmatched_targets = \"warn\" in "
                            "preflight.toml (or --lora-unmatched-targets warn)")
     return failure(message, f"{fix}\n{accept}", actor=Actor.JOB, cause=causes.TARGETS_MISSING)
+
+
+def skip_reason(facts: dict) -> str | None:
+    """Why lora.targets has nothing to judge (no model configured, or the targets were not asked), else None."""
+    if not facts.get("configured"):
+        return "the profile names no model_path (--model-path / MODEL_PATH)"
+    if facts.get("skipped"):
+        return f"{facts['skipped']} (--lora-targets A,B)"
+    return None
+
+
+#: what the evidence keeps of peft's answer: who decided (peft itself on the model built on the meta device, or,
+#: without peft here, name matching)
+PEFT_EVIDENCE = ("available", "peft_version", "reason", "error", "target_modules", "peft_target_modules",
+                 "peft_target_parameters")
+
+
+@dataclass(frozen=True)
+class TargetsCase:
+    """The profile's lora_targets resolved against the model once: what they match, what peft says of them, and
+    the fix every rule of lora.targets shares."""
+
+    facts: dict
+    profile: Any
+    targets: list[str]
+    rank: int
+    res: dict
+    peft: dict
+    model_type: str
+    fix: str
+
+    @classmethod
+    def of(cls, facts: dict, profile: Any) -> TargetsCase:
+        rank = profile.lora_rank or DEFAULT_RANK
+        targets_ = list(profile.lora_targets)
+        res = resolve(targets_, facts, rank)
+        peft = facts.get("peft") or {"available": False, "reason": "not asked"}
+        if peft.get("available") and not peft.get("error"):
+            res = with_peft(res, peft, targets_, facts.get("modules", {}))
+        model_type = facts.get("model_type") or "the model"
+        suggestion = suggested_targets(res, facts.get("model_type"))
+        why = (f"{model_type}'s attention is MLA (no q_proj/k_proj/v_proj): target its projections"
+               if suggestion == list(fixes.DSV3_MLA_TARGETS) else f"linear layers of {model_type} to target")
+        fix = target_fix(suggestion, profile.sources.get("lora_targets", ""), facts.get("path") or "", why)
+        return cls(facts, profile, targets_, rank, res, peft, model_type, fix)
+
+    @property
+    def refused(self) -> bool:
+        """peft was asked and refused these targets (it raised building the LoRA model)."""
+        return bool(self.peft.get("available") and self.peft.get("error"))
+
+    @property
+    def depth(self) -> int | None:
+        return self.facts.get("num_hidden_layers")
+
+    @property
+    def trust(self) -> bool | None:
+        return self.profile.trust_remote_code
+
+    def evidence(self) -> dict[str, Any]:
+        res, facts, profile = self.res, self.facts, self.profile
+        return {"model_type": facts.get("model_type"), "transformers": facts.get("transformers_version"),
+                "built_as": facts.get("built_as"), "remote_code": facts.get("remote_code"),
+                "trust_remote_code": self.trust,
+                "targets": self.targets, "rank": self.rank, "lora_dropout": profile.lora_dropout,
+                "rank_source": "profile lora_rank" if profile.lora_rank else f"default {DEFAULT_RANK}",
+                "matched": res["matched"], "unmatched": res["unmatched"], "unsupported": res["unsupported"],
+                "candidates": res["candidates"], "siblings": res["siblings"], "adapted_modules": res["adapted_modules"],
+                "adapted_parameters": res.get("adapted_parameters", []),
+                "trainable_params": res["trainable_params"],
+                "trainable_params_unfused_experts": res["trainable_params_unfused_experts"],
+                "fused_expert_params": sorted(facts.get("fused_expert_params", {})),
+                "peft": {k: v for k, v in self.peft.items() if k in PEFT_EVIDENCE}}
+
+
+def peft_refusal(case: TargetsCase) -> Finding:
+    """peft refuses the targets: its message, with the dropout fix when the dropout is what it refused, and only a
+    warning when it refused transformers' build of a model the run builds from its own code."""
+    fix = case.fix
+    if "lora_dropout" in case.peft["error"]:
+        fix = dropout_fix(case.profile, case.targets, case.facts.get("path") or "")
+    said = peft_refuses(case.peft, case.targets, case.res["candidates"], case.model_type, fix,
+                        case.profile.lora_dropout, case.depth)
+    if remote_build(case.facts, case.trust) is not None:   # peft refused transformers' build, not the code the run uses
+        said = warning(said.message + built_as_clause(case.facts, case.trust), said.fix, actor=said.actor,
+                       cause=said.cause)
+    return said
+
+
+def _adapted_words(case: TargetsCase) -> str:
+    """What the targets adapt, in words: the modules, and the fused expert weights peft adapts as parameters."""
+    res, peft, targets_ = case.res, case.peft, case.targets
+    params = res.get("adapted_parameters") or []
+    what = " and ".join(x for x in (
+        res["adapted_modules"] and f"{res['adapted_modules']} modules",
+        params and f"the fused weights {', '.join(p.split('.', 3)[-1] for p in params)} of every MoE layer") if x)
+    rewritten = [t for t in targets_ if peft.get("available") and isinstance(peft.get("peft_target_modules"), list)
+                 and t not in peft["peft_target_modules"] and t in res["matched"] and targets_ != ["all"]]
+    if params and (rewritten or targets_ == ["all"]):
+        what += (" (with this transformers, peft turns the names of fused experts and routers into target_parameters:"
+                 " Linear modules of the same names, in dense layers or shared experts, are not adapted)")
+    return what
+
+
+def ok_summary(case: TargetsCase) -> str:
+    res, peft = case.res, case.peft
+    extra = ""
+    if res["trainable_params_unfused_experts"]:
+        extra = (f"; with transformers<5 (per-expert Linear modules) the same targets give "
+                 f"{res['trainable_params_unfused_experts']:,}")
+    who = (f"peft {peft['peft_version']} on the model built on the meta device" if peft.get("available")
+           else f"matched by name: peft is not importable here ({peft.get('reason')})")
+    return (f"{len(res['matched'])} lora_targets adapt {_adapted_words(case)}: {res['trainable_params']:,} trainable "
+            f"parameters at r={case.rank} ({who}; compare the trainer's 'Number of trainable parameters')"
+            f"{extra}{built_as_clause(case.facts, case.trust)}")

@@ -10,9 +10,10 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
-from dsv3_preflight.cluster.master import is_loopback
+from dsv3_preflight.cluster.master import is_loopback, resolutions, training_address
 from dsv3_preflight.result import Actor, Finding, failure
 
 LOOPBACK_CAUSE = "net.master_loopback"
@@ -106,3 +107,45 @@ def rule_node0_holds(addr: str, node0: str, holders: list[str], seen: set[str], 
     return failure(f"no node holds MASTER_ADDR {addr}{where}: node 0 is {node0}",
                    f"export MASTER_ADDR={target}   # on every node: node 0 {node0}, before ray start and the launch",
                    actor=Actor.JOB, cause="cluster.master_node")
+
+
+@dataclass(frozen=True)
+class MasterView:
+    """MASTER_ADDR as the nodes see it: node 0, what each node resolves MASTER_ADDR to, the address the workers
+    connect to (``want``), every non-loopback address seen, and the nodes that hold one of them."""
+
+    addr: str
+    node0: str
+    res: dict[str, list[str]]
+    want: str | None
+    seen: set[str]
+    holders: list[str]
+    node0_ip: str | None
+
+    @classmethod
+    def of(cls, host: Mapping[str, Any], nic_route: Mapping[str, Any], ranked: list[str],
+           node_states: Mapping[str, Mapping[str, Any]], addr: str) -> MasterView:
+        node0 = ranked[0]
+        res = resolutions(nic_route)
+        want = training_address(res, addr)
+        seen = {a for lst in res.values() for a in lst if not is_loopback(a)} | ({want} if want else set())
+        holders = [n for n in ranked if own_addresses(host.get(n)) & seen
+                   or addr in ((host.get(n) or {}).get("hostname"), (host.get(n) or {}).get("node_name"))]
+        node0_ip = (node_states.get(node0) or {}).get("ip") or next(
+            (a for a in sorted(own_addresses(host.get(node0))) if not is_loopback(a) and ":" not in a), None)
+        return cls(addr, node0, res, want, seen, holders, node0_ip)
+
+    def evidence(self, host: Mapping[str, Any], profile: Any) -> dict[str, Any]:
+        return {"master_addr": self.addr, "source": profile.sources.get("master_addr"), "node0": self.node0,
+                "resolved": self.res, "training_address": self.want, "holders": self.holders,
+                "node0_addresses": sorted(own_addresses(host.get(self.node0)))}
+
+    def single_node_loopback(self, profile: Any) -> bool:
+        """A single-node job whose MASTER_ADDR is (or resolves only to) loopback: this node, as it should be."""
+        res = self.res
+        return profile.nnodes <= 1 and (is_loopback(self.addr) or bool(
+            res and all(lst and all(map(is_loopback, lst)) for lst in res.values())))
+
+    def ok_summary(self) -> str:
+        shown = f" ({self.want} on every node)" if self.want and self.want != self.addr else ""
+        return f"node 0 ({self.node0}) holds MASTER_ADDR {self.addr}{shown}"
