@@ -14,7 +14,14 @@ from dsv3_preflight.net import causes
 from dsv3_preflight.net import port_rules as free
 from dsv3_preflight.net import reach_rules as reach
 from dsv3_preflight.net import route_rules as nic
-from dsv3_preflight.net.master import HEAD_ADDR, is_loopback, loopback_fix, training_addresses, unresolvable_fix
+from dsv3_preflight.net.master import (
+    HEAD_ADDR,
+    is_loopback,
+    loopback_fix,
+    resolves_to_loopback,
+    training_addresses,
+    unresolvable_fix,
+)
 from dsv3_preflight.profile import resolve_profile
 from dsv3_preflight.result import Actor, Status
 
@@ -344,6 +351,31 @@ def test_nic_route_keeps_every_distinct_problem_with_its_own_fix(lab):
                                         ("10.77.0.10", False), ("head", False), ("", False), (None, False)])
 def test_is_loopback(addr, loop):
     assert is_loopback(addr) is loop
+
+
+@pytest.mark.parametrize("addr, loop", [("::ffff:127.0.0.1", True), ("::ffff:127.0.1.1", True), ("::ffff:10.77.0.10", False),
+                                        ("127.0.0.1%lo", True), ("::1%lo", True), ("fe80::1%eth0", False),
+                                        ("LOCALHOST", True), ("localhost.", True), ("ip6-localhost", True),
+                                        ("node0.localhost", True), ("localhost.example.com", False), (" 127.0.0.1 ", True)])
+def test_is_loopback_knows_mapped_addresses_scopes_and_the_names_that_always_mean_this_host(addr, loop):
+    """IPv4-mapped loopback (a dual-stack socket's view of 127.0.0.1) and RFC 6761's *.localhost are loopback;
+    a name that merely starts with localhost is not (it resolves like any other name)."""
+    assert is_loopback(addr) is loop
+
+
+def test_a_name_is_loopback_when_it_resolves_to_loopback():
+    assert resolves_to_loopback("head", ["127.0.1.1"]) and resolves_to_loopback("localhost", [])
+    assert not resolves_to_loopback("head", ["10.77.0.10"]) and not resolves_to_loopback("head", None)
+
+
+def test_one_is_loopback_for_master_addr_everywhere():
+    """The cluster runner's node-0 choice and the checks share net.master's is_loopback."""
+    from dsv3_preflight.cluster import master as cluster_master
+    from dsv3_preflight.cluster.nodes import NodeInfo, assign_node_ranks
+    assert cluster_master.is_loopback is is_loopback
+    nodes = [NodeInfo("aa" * 14, "10.0.0.1", "gpu-a"), NodeInfo("dd" * 14, "10.0.0.200", "driver-host", is_driver=True)]
+    for addr in ("::ffff:127.0.0.1", "LOCALHOST"):
+        assert assign_node_ranks(nodes, addr, addresses={addr})[0].hostname == "driver-host"
 
 
 def test_training_addresses_leave_out_loopback_bridges_and_link_local(lab):

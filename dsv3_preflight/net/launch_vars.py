@@ -11,7 +11,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from dsv3_preflight.net import causes
-from dsv3_preflight.net.master import is_loopback, loopback_fix, training_addresses, unresolvable_fix
+from dsv3_preflight.net.master import (
+    is_loopback,
+    loopback_fix,
+    resolves_to_loopback,
+    training_addresses,
+    unresolvable_fix,
+)
 from dsv3_preflight.result import Actor, Finding, failure, warning
 
 TIMEOUT_UNITS = {"_MS": 0.001, "_SEC": 1.0, "_SECS": 1.0, "_S": 1.0, "_SECONDS": 1.0}
@@ -91,7 +97,7 @@ def master_resolves(profile, resolve_master: Mapping[str, Any]) -> Finding | Non
 def master_not_loopback(profile, resolve_master: Mapping[str, Any], nic_route: Mapping[str, Any] | None = None) -> Finding | None:
     addr = profile.master_addr
     addresses = list(resolve_master.get("addresses") or [])
-    if not profile.multi_node or not (is_loopback(addr) or any(is_loopback(a) for a in addresses)):
+    if not profile.multi_node or not resolves_to_loopback(addr, addresses):
         return None
     fix = loopback_fix(addr, addresses, resolve_master.get("hosts_entries") or [],
                        training_addresses((nic_route or {}).get("interfaces")), is_head(profile))

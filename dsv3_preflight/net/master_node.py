@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from dsv3_preflight.cluster.master import is_loopback, resolutions, training_address
+from dsv3_preflight.net.master import is_loopback, resolutions, training_address
 from dsv3_preflight.result import Actor, Finding, failure
 
 LOOPBACK_CAUSE = "net.master_loopback"

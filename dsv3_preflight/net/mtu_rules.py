@@ -9,7 +9,7 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
-from dsv3_preflight.cluster.master import job_interface, resolutions, training_address
+from dsv3_preflight.net.master import job_interface, resolutions, training_address
 from dsv3_preflight.result import Actor, Finding, failure, warning
 
 
