@@ -1,17 +1,18 @@
 """gpu.cuda_init: CUDA initialises (driver API and torch's runtime), with a root-cause verdict on failure."""
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from dsv3_preflight.gpu import remedies
 from dsv3_preflight.gpu.common import NO_DRIVER
 from dsv3_preflight.gpu.cuda_causes import cause_of, headline
 from dsv3_preflight.gpu.cuda_errors import decode
+from dsv3_preflight.gpu.facts import CudaInitFact, FabricManagerFact, NvmlFact
+from dsv3_preflight.profile import Profile
 from dsv3_preflight.result import Actor, Finding, failure
 
 
-def gate_driver_hung(cuda_init, nvml, fabric_manager, profile) -> Finding | None:
+def gate_driver_hung(cuda_init: CudaInitFact, nvml: NvmlFact, fabric_manager: FabricManagerFact, profile: Profile) -> Finding | None:
     driver = cuda_init.get("driver") or {}
     if not driver.get("timed_out"):
         return None
@@ -20,7 +21,7 @@ def gate_driver_hung(cuda_init, nvml, fabric_manager, profile) -> Finding | None
                    "\nreboot   # a hung cuInit rarely recovers", actor=Actor.NODE, cause="gpu.driver_hung")
 
 
-def gate_driver_loaded(cuda_init, nvml, fabric_manager, profile) -> Finding | None:
+def gate_driver_loaded(cuda_init: CudaInitFact, nvml: NvmlFact, fabric_manager: FabricManagerFact, profile: Profile) -> Finding | None:
     driver = cuda_init.get("driver") or {}
     if driver.get("loaded"):
         return None
@@ -28,19 +29,20 @@ def gate_driver_loaded(cuda_init, nvml, fabric_manager, profile) -> Finding | No
                    remedies.install_driver(nvml), actor=Actor.NODE, cause=NO_DRIVER)
 
 
-def _code_failure(code: int, cuda_init, nvml, fabric_manager, profile, prefix: str = "") -> Finding:
+def _code_failure(code: int, cuda_init: CudaInitFact, nvml: NvmlFact, fabric_manager: FabricManagerFact,
+                  profile: Profile, prefix: str = "") -> Finding:
     why = cause_of(code, cuda_init, nvml, fabric_manager, profile)
     return failure(f"{prefix}{headline(code)}: {why.why}", why.fix, actor=why.actor, cause=why.key)
 
 
-def gate_driver_code(cuda_init, nvml, fabric_manager, profile) -> Finding | None:
+def gate_driver_code(cuda_init: CudaInitFact, nvml: NvmlFact, fabric_manager: FabricManagerFact, profile: Profile) -> Finding | None:
     code = (cuda_init.get("driver") or {}).get("code")
     if code in (0, None):
         return None
     return _code_failure(int(code), cuda_init, nvml, fabric_manager, profile)
 
 
-def gate_runtime_hung(cuda_init, nvml, fabric_manager, profile) -> Finding | None:
+def gate_runtime_hung(cuda_init: CudaInitFact, nvml: NvmlFact, fabric_manager: FabricManagerFact, profile: Profile) -> Finding | None:
     runtime = cuda_init.get("runtime") or {}
     if not runtime.get("timed_out"):
         return None
@@ -49,7 +51,7 @@ def gate_runtime_hung(cuda_init, nvml, fabric_manager, profile) -> Finding | Non
                    + remedies.kernel_xid_log(), actor=Actor.NODE, cause="gpu.driver_hung")
 
 
-def gate_torch_installed(cuda_init, nvml, fabric_manager, profile) -> Finding | None:
+def gate_torch_installed(cuda_init: CudaInitFact, nvml: NvmlFact, fabric_manager: FabricManagerFact, profile: Profile) -> Finding | None:
     runtime = cuda_init.get("runtime") or {}
     if runtime.get("installed"):
         return None
@@ -57,7 +59,7 @@ def gate_torch_installed(cuda_init, nvml, fabric_manager, profile) -> Finding | 
                    actor=Actor.JOB, cause="gpu.torch_missing")
 
 
-def gate_torch_cuda_build(cuda_init, nvml, fabric_manager, profile) -> Finding | None:
+def gate_torch_cuda_build(cuda_init: CudaInitFact, nvml: NvmlFact, fabric_manager: FabricManagerFact, profile: Profile) -> Finding | None:
     runtime = cuda_init.get("runtime") or {}
     if runtime.get("cuda_built"):
         return None
@@ -65,14 +67,14 @@ def gate_torch_cuda_build(cuda_init, nvml, fabric_manager, profile) -> Finding |
                    remedies.torch_cuda_build(cuda_init, nvml), actor=Actor.JOB, cause="gpu.torch_cpu_build")
 
 
-def gate_runtime_code(cuda_init, nvml, fabric_manager, profile) -> Finding | None:
+def gate_runtime_code(cuda_init: CudaInitFact, nvml: NvmlFact, fabric_manager: FabricManagerFact, profile: Profile) -> Finding | None:
     code = (cuda_init.get("runtime") or {}).get("code")
     if code in (0, None):
         return None
     return _code_failure(int(code), cuda_init, nvml, fabric_manager, profile, prefix="torch: ")
 
 
-def gate_runtime_devices(cuda_init, nvml, fabric_manager, profile) -> Finding | None:
+def gate_runtime_devices(cuda_init: CudaInitFact, nvml: NvmlFact, fabric_manager: FabricManagerFact, profile: Profile) -> Finding | None:
     runtime = cuda_init.get("runtime") or {}
     if not runtime.get("error") and runtime.get("device_count"):
         return None
@@ -85,7 +87,7 @@ GATES = (gate_driver_hung, gate_driver_loaded, gate_driver_code, gate_runtime_hu
          gate_torch_cuda_build, gate_runtime_code, gate_runtime_devices)
 
 
-def evidence_of(cuda_init: Mapping[str, Any], nvml: Mapping[str, Any]) -> dict[str, Any]:
+def evidence_of(cuda_init: CudaInitFact, nvml: NvmlFact) -> dict[str, Any]:
     driver = cuda_init.get("driver") or {}
     runtime = cuda_init.get("runtime") or {}
     evidence: dict[str, Any] = {

@@ -1,20 +1,20 @@
 """gpu.inventory: the GPUs the profile expects are here, of an accepted model, persistent and free."""
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 from dsv3_preflight.gpu import remedies
 from dsv3_preflight.gpu.common import NO_DRIVER, no_nvml_summary, spans
+from dsv3_preflight.gpu.facts import Gpu, NvmlFact
 from dsv3_preflight.result import Actor, Finding, failure, warning
 
 MIB = 1 << 20
 
 
-GpuList = Sequence[Mapping[str, Any]]
+GpuList = Sequence[Gpu]
 
 
-def rule_nvml_answers(nvml: Mapping[str, Any]) -> Finding | None:
+def rule_nvml_answers(nvml: NvmlFact) -> Finding | None:
     if nvml.get("available"):
         return None
     return failure(no_nvml_summary(nvml), remedies.install_driver(nvml), actor=Actor.NODE, cause=NO_DRIVER)
