@@ -4,11 +4,13 @@ from __future__ import annotations
 from dsv3_preflight import Result, check
 from dsv3_preflight.gpu.common import NOT_EXPECTED
 from dsv3_preflight.gpu.cuda_init_rules import GATES, evidence_of
+from dsv3_preflight.gpu.facts import CudaInitFact, FabricManagerFact, NvmlFact
+from dsv3_preflight.profile import Profile
 from dsv3_preflight.result import Findings
 
 
 @check("gpu.cuda_init", needs=["cuda_init", "nvml", "fabric_manager", "profile"], tags=["gpu"], timeout=150)
-def cuda_init(cuda_init, nvml, fabric_manager, profile):
+def cuda_init(cuda_init: CudaInitFact, nvml: NvmlFact, fabric_manager: FabricManagerFact, profile: Profile):
     """cuInit and torch's CUDA runtime initialise and see GPUs; on failure, the root cause (802 → Fabric Manager, …)."""
     evidence = evidence_of(cuda_init, nvml)
     if not profile.expects_gpus:

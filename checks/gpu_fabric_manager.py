@@ -4,11 +4,13 @@ from __future__ import annotations
 from dsv3_preflight import Result, check
 from dsv3_preflight.gpu.common import NOT_EXPECTED
 from dsv3_preflight.gpu.fabric_rules import NVSWITCH_RULES, FabricView, fm_evidence, rule_gpus_present
+from dsv3_preflight.gpu.facts import FabricManagerFact, NvmlFact
+from dsv3_preflight.profile import Profile
 from dsv3_preflight.result import Findings
 
 
 @check("gpu.fabric_manager", needs=["fabric_manager", "nvml", "profile"], tags=["gpu"], timeout=30)
-def fabric_manager(fabric_manager, nvml, profile):
+def fabric_manager(fabric_manager: FabricManagerFact, nvml: NvmlFact, profile: Profile):
     """NVSwitch system → Fabric Manager active, same version as the driver, Hopper fabric Completed/Success; PCIe-only → not needed."""
     view = FabricView.of(fabric_manager, nvml)
     evidence = fm_evidence(fabric_manager, view)

@@ -5,6 +5,7 @@ from typing import Any
 
 from dsv3_preflight import Result, check
 from dsv3_preflight.gpu.common import NOT_EXPECTED
+from dsv3_preflight.gpu.facts import NvmlFact
 from dsv3_preflight.gpu.inventory_rules import (
     MIB,
     rule_count,
@@ -14,11 +15,12 @@ from dsv3_preflight.gpu.inventory_rules import (
     rule_one_model,
     rule_persistence,
 )
+from dsv3_preflight.profile import Profile
 from dsv3_preflight.result import Findings
 
 
 @check("gpu.inventory", needs=["nvml", "profile"], tags=["gpu"], timeout=30)
-def inventory(nvml, profile):
+def inventory(nvml: NvmlFact, profile: Profile):
     """GPU count and model match the profile; persistence mode on; no other process on the GPUs."""
     gpus = nvml.get("gpus") or []
     evidence: dict[str, Any] = {

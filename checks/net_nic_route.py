@@ -7,12 +7,14 @@ compare with the route's interface), and the accumulator keeps each problem with
 from __future__ import annotations
 
 from dsv3_preflight import check
+from dsv3_preflight.net.facts import NicRouteFact
 from dsv3_preflight.net.route_rules import GATES, NAME_RULES, RULES, evidence_of, ok_summary
+from dsv3_preflight.profile import Profile
 from dsv3_preflight.result import Findings
 
 
 @check("net.nic_route", needs=["nic_route", "profile"], tags=["network"], timeout=10)
-def nic_route(nic_route, profile):
+def nic_route(nic_route: NicRouteFact, profile: Profile):
     """MASTER_ADDR's interface (from the kernel's route) is up, not loopback on multi-node, and selected by NCCL_/GLOO_SOCKET_IFNAME."""
     f = nic_route
     found = Findings()

@@ -5,6 +5,7 @@ addresses), each returning a finding with its fix."""
 from __future__ import annotations
 
 from dsv3_preflight import Result, check
+from dsv3_preflight.net.facts import NicRouteFact, PortBindFact
 from dsv3_preflight.net.port_rules import (
     held_only_by_our_listener,
     holders_on_port,
@@ -12,11 +13,12 @@ from dsv3_preflight.net.port_rules import (
     port_binds,
     rank0_holds_master_addr,
 )
+from dsv3_preflight.profile import Profile
 from dsv3_preflight.result import Findings
 
 
 @check("net.port_free", needs=["port_bind", "port_holders", "profile", "nic_route"], tags=["network"], timeout=10)
-def port_free(port_bind, port_holders, profile, nic_route=None):
+def port_free(port_bind: PortBindFact, port_holders, profile: Profile, nic_route: NicRouteFact | None = None):
     """On the head: MASTER_PORT can be bound where workers connect; names the process holding it."""
     port = port_bind["port"]
     if port_bind.get("role") != "head":

@@ -5,12 +5,14 @@ invalid, error); each outcome has its own small pure rule returning the finding 
 from __future__ import annotations
 
 from dsv3_preflight import Result, check
+from dsv3_preflight.net.facts import PortReachFact
 from dsv3_preflight.net.reach_rules import EVIDENCE_KEYS, RULES, other_error, target_of
+from dsv3_preflight.profile import Profile
 from dsv3_preflight.result import Findings
 
 
 @check("net.port_reach", needs=["port_reach", "profile"], tags=["network"], timeout=30)
-def port_reach(port_reach, profile):
+def port_reach(port_reach: PortReachFact, profile: Profile):
     """On a worker: TCP to MASTER_ADDR:MASTER_PORT is ok, refused, filtered, unreachable or unresolvable — each with its fix."""
     f = port_reach
     if not f.get("attempted"):

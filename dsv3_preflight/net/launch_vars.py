@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from dsv3_preflight.net import causes
+from dsv3_preflight.net.facts import NicRouteFact, ResolveMasterFact
 from dsv3_preflight.net.master import (
     is_loopback,
     loopback_fix,
@@ -86,7 +87,7 @@ def world_size(profile) -> Finding | None:
                    f"export WORLD_SIZE={expected}", actor=Actor.JOB, cause="env.world_size")
 
 
-def master_resolves(profile, resolve_master: Mapping[str, Any]) -> Finding | None:
+def master_resolves(profile, resolve_master: ResolveMasterFact) -> Finding | None:
     if resolve_master.get("ok"):
         return None
     name = profile.master_addr
@@ -94,7 +95,7 @@ def master_resolves(profile, resolve_master: Mapping[str, Any]) -> Finding | Non
                    actor=Actor.JOB, cause=causes.MASTER_UNRESOLVABLE)
 
 
-def master_not_loopback(profile, resolve_master: Mapping[str, Any], nic_route: Mapping[str, Any] | None = None) -> Finding | None:
+def master_not_loopback(profile, resolve_master: ResolveMasterFact, nic_route: NicRouteFact | None = None) -> Finding | None:
     addr = profile.master_addr
     addresses = list(resolve_master.get("addresses") or [])
     if not profile.multi_node or not resolves_to_loopback(addr, addresses):
@@ -140,7 +141,7 @@ def nccl_variables(env: Env) -> list[Finding]:
     return [f for f in found if f is not None]
 
 
-def nccl_port_range_ignored(env: Env, nic_route: Mapping[str, Any] | None) -> Finding | None:
+def nccl_port_range_ignored(env: Env, nic_route: NicRouteFact | None) -> Finding | None:
     """NCCL_PORT_RANGE is a myth: NCCL has no such variable (NVIDIA/nccl#388) and ignores it. NCCL and Gloo connect
     between nodes on the kernel's ephemeral ports, so a firewall opened for that "range" alone blocks them."""
     value = env.get("NCCL_PORT_RANGE")
@@ -190,7 +191,7 @@ def _timeout_var(name: str, value: str) -> Finding | None:
     return None
 
 
-def variables_seen(env: Env, profile, resolve_master: Mapping[str, Any]) -> dict[str, Any]:
+def variables_seen(env: Env, profile, resolve_master: ResolveMasterFact) -> dict[str, Any]:
     """The variables this check looked at, as evidence."""
     seen: dict[str, Any] = {}
     if profile.expects_gpus:

@@ -24,6 +24,8 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from .facts import HostsEntry, Interface, NicRouteFact
+
 #: the placeholder for the head's address (no apostrophe: an open quote inside ``${...}`` breaks the paste)
 HEAD_ADDR = "${HEAD_ADDR:?set HEAD_ADDR to the head node address on the training network}"
 #: names that mean loopback without asking a resolver
@@ -63,7 +65,7 @@ def is_address(text: str | None) -> bool:
         return False
 
 
-def training_addresses(interfaces: Iterable[Mapping[str, Any]] | None) -> list[tuple[str, str]]:
+def training_addresses(interfaces: Iterable[Interface] | None) -> list[tuple[str, str]]:
     """``(interface, address)`` of this node's addresses that can carry the job between nodes.
 
     Interfaces that are up (or whose state is unknown), not loopback and not a container/VM bridge; their
@@ -99,7 +101,7 @@ def unresolvable_fix(name: str) -> str:
             f'# or keep the name and map it on every node: echo "$HEAD_ADDR {name}" | sudo tee -a /etc/hosts')
 
 
-def loopback_fix(name: str, addresses: Sequence[str], hosts_entries: Sequence[Mapping[str, Any]],
+def loopback_fix(name: str, addresses: Sequence[str], hosts_entries: Sequence[HostsEntry],
                  candidates: Sequence[tuple[str, str]], this_is_head: bool,
                  head_address: tuple[str, str] | None = None) -> str:
     """The fix for a MASTER_ADDR that is, or resolves to, loopback on a multi-node job.
@@ -165,7 +167,7 @@ def this_node_fix(candidates: Sequence[tuple[str, str]], variable: str = "MASTER
 
 # -- MASTER_ADDR as the nodes resolve it (cluster scope: cluster.master_node, net.mtu) ----------------------
 
-def resolutions(nic_route: Mapping[str, Mapping[str, Any]]) -> dict[str, list[str]]:
+def resolutions(nic_route: Mapping[str, NicRouteFact]) -> dict[str, list[str]]:
     """{node: the addresses MASTER_ADDR resolved to there, in getaddrinfo order} (empty: did not resolve)."""
     return {n: list((f or {}).get("addresses") or []) for n, f in nic_route.items()}
 
@@ -182,13 +184,13 @@ def training_address(res: Mapping[str, list[str]], master_addr: str) -> str | No
     return None
 
 
-def route_is_loopback(fact: Mapping[str, Any]) -> bool:
+def route_is_loopback(fact: NicRouteFact) -> bool:
     """The node's own route to MASTER_ADDR goes through loopback (lo, or a loopback target)."""
     target = fact.get("target")
     return bool(fact.get("loopback")) or fact.get("ifname") == "lo" or (target is not None and is_loopback(target))
 
 
-def interface_holding(fact: Mapping[str, Any], address: str) -> Mapping[str, Any] | None:
+def interface_holding(fact: NicRouteFact, address: str) -> Interface | None:
     """The node's interface (from its nic_route fact) that holds ``address``, if any."""
     for iface in fact.get("interfaces") or []:
         if address in (iface.get("ipv4") or []) or address in (iface.get("ipv6") or []):
@@ -196,7 +198,7 @@ def interface_holding(fact: Mapping[str, Any], address: str) -> Mapping[str, Any
     return None
 
 
-def job_interface(fact: Mapping[str, Any], want: str | None) -> dict[str, Any]:
+def job_interface(fact: NicRouteFact, want: str | None) -> dict[str, Any]:
     """The interface the job uses on this node toward the others, and how it was found.
 
     Normally the interface of the node's route to MASTER_ADDR. When that route is loopback (the head resolves

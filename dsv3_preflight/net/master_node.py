@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from dsv3_preflight.net.facts import NicRouteFact
 from dsv3_preflight.net.master import is_loopback, resolutions, training_address
 from dsv3_preflight.result import Actor, Finding, failure
 
@@ -123,7 +124,7 @@ class MasterView:
     node0_ip: str | None
 
     @classmethod
-    def of(cls, host: Mapping[str, Any], nic_route: Mapping[str, Any], ranked: list[str],
+    def of(cls, host: Mapping[str, Any], nic_route: Mapping[str, NicRouteFact], ranked: list[str],
            node_states: Mapping[str, Mapping[str, Any]], addr: str) -> MasterView:
         node0 = ranked[0]
         res = resolutions(nic_route)

@@ -9,11 +9,12 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
+from dsv3_preflight.net.facts import NicRouteFact
 from dsv3_preflight.net.master import job_interface, resolutions, training_address
 from dsv3_preflight.result import Actor, Finding, failure, warning
 
 
-def used_interfaces(nic_route: Mapping[str, Mapping[str, Any]], master_addr: str,
+def used_interfaces(nic_route: Mapping[str, NicRouteFact], master_addr: str,
                     nnodes: int = 2) -> dict[str, dict[str, Any]]:
     """{node: {"interface", "mtu", "how"}} for the interface each node uses toward the others (a single-node
     job uses its route to MASTER_ADDR as it is, loopback included)."""

@@ -9,27 +9,28 @@ from typing import Any
 
 from dsv3_preflight.host.processes import describe, find_holder_fix, is_preflight_listener, kill_fix
 from dsv3_preflight.net import causes
+from dsv3_preflight.net.facts import NicRouteFact, PortBindFact
 from dsv3_preflight.net.master import HEAD_ADDR, this_node_fix, training_addresses
 from dsv3_preflight.result import Actor, Finding, failure
 
 Fact = Mapping[str, Any]
 
 
-def failed_attempts(port_bind: Fact) -> list[dict]:
+def failed_attempts(port_bind: PortBindFact) -> list[dict]:
     return [a for a in port_bind.get("attempts", []) if not a["ok"]]
 
 
-def holders_on_port(port_bind: Fact, port_holders: Fact) -> list[dict]:
+def holders_on_port(port_bind: PortBindFact, port_holders: Fact) -> list[dict]:
     return [h for h in port_holders.get("holders", []) if h["port"] == port_bind["port"]]
 
 
-def held_only_by_our_listener(port_bind: Fact, port_holders: Fact) -> bool:
+def held_only_by_our_listener(port_bind: PortBindFact, port_holders: Fact) -> bool:
     """The port is held, and only by the dsv3-preflight listener serving the workers' reach test."""
     on_port = holders_on_port(port_bind, port_holders)
     return bool(on_port) and all(is_preflight_listener(h.get("process")) for h in on_port)
 
 
-def rank0_holds_master_addr(port_bind: Fact, profile, nic_route: Fact | None = None) -> Finding | None:
+def rank0_holds_master_addr(port_bind: PortBindFact, profile, nic_route: NicRouteFact | None = None) -> Finding | None:
     if not port_bind.get("rank0_without_master_addr"):
         return None
     candidates = training_addresses((nic_route or {}).get("interfaces"))
@@ -39,7 +40,7 @@ def rank0_holds_master_addr(port_bind: Fact, profile, nic_route: Fact | None = N
                    + this_node_fix(candidates), actor=Actor.JOB, cause=causes.RANK0_NOT_MASTER)
 
 
-def port_binds(port_bind: Fact, port_holders: Fact) -> Finding | None:
+def port_binds(port_bind: PortBindFact, port_holders: Fact) -> Finding | None:
     """The first failed bind, explained: a privileged port, an address not on this node, a holder, or the error."""
     failed = failed_attempts(port_bind)
     if not failed or held_only_by_our_listener(port_bind, port_holders):
@@ -68,12 +69,12 @@ def port_binds(port_bind: Fact, port_holders: Fact) -> Finding | None:
                    actor=Actor.NODE, cause=causes.PORT_HELD)
 
 
-def ephemeral_unreserved(port_bind: Fact) -> bool:
+def ephemeral_unreserved(port_bind: PortBindFact) -> bool:
     """MASTER_PORT is one the kernel may hand to an outgoing connection: in ip_local_port_range, not reserved."""
     return bool(port_bind.get("in_ephemeral_range")) and port_bind.get("reserved") is False
 
 
-def reserve_port_fix(port_bind: Fact) -> str:
+def reserve_port_fix(port_bind: PortBindFact) -> str:
     """Reserve MASTER_PORT (keeping the ports already reserved), now and for every boot; or move the job off the range."""
     port, lo = int(port_bind["port"]), port_bind["ephemeral_range"][0]
     reserved = ",".join(p for p in [str(port_bind.get("reserved_ports") or "").strip(), str(port)] if p)
@@ -85,7 +86,7 @@ def reserve_port_fix(port_bind: Fact) -> str:
             f'export MASTER_PORT="${{MASTER_PORT_FREE:?a free port below {lo}, the same on every node}}"')
 
 
-def ok_summary(port_bind: Fact, port_holders: Fact) -> str:
+def ok_summary(port_bind: PortBindFact, port_holders: Fact) -> str:
     port = port_bind["port"]
     if held_only_by_our_listener(port_bind, port_holders):
         pids = ", ".join(str(h["process"]["pid"]) for h in holders_on_port(port_bind, port_holders))

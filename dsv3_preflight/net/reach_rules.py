@@ -6,14 +6,15 @@ from __future__ import annotations
 
 import errno
 import ipaddress
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable
 
 from dsv3_preflight.net import causes
+from dsv3_preflight.net.facts import PortReachFact
 from dsv3_preflight.net.master import HEAD_ADDR, unresolvable_fix
 from dsv3_preflight.result import Actor, Finding, failure, warning
 
-Fact = Mapping[str, Any]
+#: the rules read the port_reach fact
+Fact = PortReachFact
 
 
 EVIDENCE_KEYS = ("host", "address", "port", "outcome", "latency_ms", "elapsed_s", "timeout_s", "errno", "error", "invalid",

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from dsv3_preflight.net import causes
+from dsv3_preflight.net.facts import NicRouteFact
 from dsv3_preflight.net.ifselect import (
     GLOO_EMPTY_NAME,
     gloo_default_address,
@@ -24,7 +25,8 @@ from dsv3_preflight.result import Actor, Finding, failure, warning
 DOWN_STATES = frozenset({"down", "lowerlayerdown", "notpresent"})
 
 
-Fact = Mapping[str, Any]
+#: the rules read the nic_route fact
+Fact = NicRouteFact
 
 
 NCCL_VARS = ("NCCL_SOCKET_IFNAME", "NCCL_SOCKET_FAMILY", "NCCL_COMM_ID")
