@@ -12,12 +12,13 @@ from dsv3_preflight.lora.adapter_base_rules import (
     ok_summary,
     skip_reason,
 )
+from dsv3_preflight.lora.facts import LoraBaseModelFact, SavedAdaptersFact
 from dsv3_preflight.result import Findings
 
 
 @check("lora.adapter_base", needs=["output_dir", "saved_adapters", "lora_base_model"], tags=["lora", "model"],
        timeout=240)
-def adapter_base(output_dir, saved_adapters, lora_base_model):
+def adapter_base(output_dir, saved_adapters: SavedAdaptersFact, lora_base_model: LoraBaseModelFact):
     """The adapters already in the output dir fit the profile's model: each lora_A/lora_B takes the width of the
     module it adapts, and every adapted module exists in the model."""
     model = lora_base_model

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from dsv3_preflight import Result, check
+from dsv3_preflight.lora.facts import LoraModelModulesFact
 from dsv3_preflight.lora.target_rules import (
     TargetsCase,
     model_readable,
@@ -14,11 +15,12 @@ from dsv3_preflight.lora.target_rules import (
     unmatched_targets,
     unsupported_targets,
 )
+from dsv3_preflight.profile import Profile
 from dsv3_preflight.result import Findings
 
 
 @check("lora.targets", needs=["lora_model_modules", "profile"], tags=["lora", "model"], timeout=240)
-def targets(lora_model_modules, profile):
+def targets(lora_model_modules: LoraModelModulesFact, profile: Profile):
     """Each lora_target matches Linear modules of the model (from its config.json); trainable parameters for rank r."""
     facts = lora_model_modules
     skip = skip_reason(facts)

@@ -11,6 +11,7 @@ from typing import Any
 from dsv3_preflight.lora import causes, fixes
 from dsv3_preflight.lora.base_fit import compare, describe
 from dsv3_preflight.lora.case import AdapterCase
+from dsv3_preflight.lora.facts import LoraBaseModelFact, SavedAdaptersFact
 from dsv3_preflight.lora.layout import analyse
 from dsv3_preflight.lora.rules import named
 from dsv3_preflight.lora.targets import built_as_clause
@@ -30,7 +31,7 @@ def base_of(case: AdapterCase) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-def does_not_fit(cases: list[AdapterCase], found: dict, model: dict, output_dir: str) -> Finding | None:
+def does_not_fit(cases: list[AdapterCase], found: dict, model: LoraBaseModelFact, output_dir: str) -> Finding | None:
     """One finding for the adapters that differ from the model in the same way (a run's checkpoints share their
     layout), naming the first of them."""
     if not found["mismatched"] and not found["absent"]:
@@ -53,7 +54,7 @@ def does_not_fit(cases: list[AdapterCase], found: dict, model: dict, output_dir:
                    f"{describe(found, model_type)}{trained_on}", fix, actor=Actor.JOB, cause=causes.ADAPTER_BASE_MISMATCH)
 
 
-def skip_reason(model: dict, saved_adapters: dict) -> str | None:
+def skip_reason(model: LoraBaseModelFact, saved_adapters: SavedAdaptersFact) -> str | None:
     """Why there is nothing to compare (no model configured, no saved adapter with tensors), else None."""
     if not model.get("configured"):
         return "the profile names no model_path (--model-path / MODEL_PATH)"
@@ -63,7 +64,7 @@ def skip_reason(model: dict, saved_adapters: dict) -> str | None:
     return None
 
 
-def model_unreadable(model: dict, output_dir: dict) -> Finding | None:
+def model_unreadable(model: LoraBaseModelFact, output_dir: dict) -> Finding | None:
     """The model's config could not be read: the job's configuration names the wrong model path."""
     if not model.get("error"):
         return None
@@ -85,7 +86,7 @@ class Comparison:
     #: adapters whose keys peft converts when it loads them (transformers 4 saves of MoE experts)
     converted: list[str] = field(default_factory=list)
 
-    def add(self, case: AdapterCase, model: dict) -> None:
+    def add(self, case: AdapterCase, model: LoraBaseModelFact) -> None:
         conversion = (model.get("conversions") or {}).get(case.path) or {}
         layout = analyse(conversion["tensors"]) if conversion.get("converted") else case.layout
         if conversion.get("converted"):
@@ -100,7 +101,7 @@ class Comparison:
         self.groups.setdefault((differs, base_of(case)), (res, []))[1].append(case)
 
 
-def compare_saved(saved_adapters: dict, model: dict, output_dir: str) -> Comparison:
+def compare_saved(saved_adapters: SavedAdaptersFact, model: LoraBaseModelFact, output_dir: str) -> Comparison:
     """Hold every saved adapter with LoRA pairs to the model."""
     out = Comparison(output_dir)
     for facts in saved_adapters.get("adapters") or []:
@@ -110,12 +111,12 @@ def compare_saved(saved_adapters: dict, model: dict, output_dir: str) -> Compari
     return out
 
 
-def evidence_of(model: dict, comparison: Comparison) -> dict[str, Any]:
+def evidence_of(model: LoraBaseModelFact, comparison: Comparison) -> dict[str, Any]:
     return {"model_path": model.get("path"), "model_type": model.get("model_type"), "built_as": model.get("built_as"),
             "transformers": model.get("transformers_version"), "adapters": comparison.adapters}
 
 
-def conversion_clause(comparison: Comparison, model: dict) -> str:
+def conversion_clause(comparison: Comparison, model: LoraBaseModelFact) -> str:
     """The adapters peft converts as it loads them, in words (empty when none)."""
     converted = comparison.converted
     if not converted:
@@ -126,14 +127,14 @@ def conversion_clause(comparison: Comparison, model: dict) -> str:
             f"adapters of the fused experts of transformers {model.get('transformers_version')})")
 
 
-def nothing_compared(comparison: Comparison, model: dict) -> str:
+def nothing_compared(comparison: Comparison, model: LoraBaseModelFact) -> str:
     """Why no saved module could be held to the model (the SKIP's reason)."""
     kinds = sorted({t for a in comparison.adapters for t in a["not_compared"]})
     return (f"no saved module could be compared with {model.get('model_type')}: {', '.join(kinds) or 'none adapted'}"
             f"{conversion_clause(comparison, model)}")
 
 
-def ok_summary(comparison: Comparison, model: dict) -> str:
+def ok_summary(comparison: Comparison, model: LoraBaseModelFact) -> str:
     fitting = sum(1 for a in comparison.adapters if a["compared"])
     return (f"{fitting} saved adapter(s) fit {model.get('model_type')}: {len(comparison.compared_modules)} adapted "
             f"module kinds take the model's widths{conversion_clause(comparison, model)}{built_as_clause(model)}")

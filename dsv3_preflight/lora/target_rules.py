@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dsv3_preflight.lora import causes, fixes
+from dsv3_preflight.lora.facts import LoraModelModulesFact, ModuleTemplate, PeftTargets
 from dsv3_preflight.lora.targets import DEFAULT_RANK, built_as_clause, layer_of, matches, remote_build, resolve
 from dsv3_preflight.result import Actor, Finding, failure, warning
 
@@ -65,7 +66,7 @@ def past_depth(targets: list[str], depth: int | None) -> str:
     return f"; {', '.join(past)}: the model has {depth} layers (0-{depth - 1})" if past else ""
 
 
-def model_readable(facts: dict) -> Finding | None:
+def model_readable(facts: LoraModelModulesFact) -> Finding | None:
     if not facts.get("error"):
         return None
     return failure(facts["error"],
@@ -74,7 +75,7 @@ def model_readable(facts: dict) -> Finding | None:
                    actor=Actor.JOB, cause=causes.MODEL_CONFIG_UNREADABLE)
 
 
-def no_native_code(facts: dict) -> Finding | None:
+def no_native_code(facts: LoraModelModulesFact) -> Finding | None:
     """A model_type transformers does not know, and no auto_map naming the repo's own code: the run cannot build
     the model. The fix its makers give (Kimi-K2's deployment guide): declare the architecture's own model_type."""
     b = facts.get("built_as")
@@ -98,7 +99,7 @@ def code_file(reference: str) -> str:
     return reference.split("--")[-1].rsplit(".", 1)[0].replace(".", "/") + ".py"
 
 
-def remote_experts(res: dict, facts: dict, trust_remote_code: bool | None) -> Finding | None:
+def remote_experts(res: dict, facts: LoraModelModulesFact, trust_remote_code: bool | None) -> Finding | None:
     """Targets that adapt fused expert weights of a model the run builds with its own code: transformers' native
     architecture fuses the routed experts (peft wraps them as target_parameters); the repo's code may keep them as
     Linear modules of their own (DeepSeek-V3's modeling_deepseek.py does), which peft adapts one by one."""
@@ -133,7 +134,7 @@ def unsupported_targets(res: dict, model_type: str, fix: str) -> Finding | None:
                    "peft raises at get_peft_model", fix, actor=Actor.JOB, cause=causes.TARGETS_MISSING)
 
 
-def peft_refuses(peft: dict, targets: list[str], candidates: list[str], model_type: str, fix: str,
+def peft_refuses(peft: PeftTargets, targets: list[str], candidates: list[str], model_type: str, fix: str,
                  dropout: float | None = None, depth: int | None = None) -> Finding | None:
     """peft itself (get_peft_model on the model built on the meta device) raises for these targets (and dropout)."""
     if not peft.get("available") or not peft.get("error"):
@@ -149,7 +150,7 @@ def peft_refuses(peft: dict, targets: list[str], candidates: list[str], model_ty
                    cause=causes.TARGETS_MISSING)
 
 
-def with_peft(res: dict, peft: dict, targets: list[str], modules_facts: dict) -> dict:
+def with_peft(res: dict, peft: PeftTargets, targets: list[str], modules_facts: dict[str, ModuleTemplate]) -> dict:
     """``resolve``'s answer with what peft adapts in place of its name matching: each target's adapted modules and
     parameters (peft rewrites fused-expert and router names into target_parameters), the targets that adapt
     nothing, and peft's trainable parameters of the full-size model."""
@@ -193,7 +194,7 @@ def unmatched_targets(res: dict, model_type: str, fix: str, depth: int | None = 
     return failure(message, f"{fix}\n{accept}", actor=Actor.JOB, cause=causes.TARGETS_MISSING)
 
 
-def skip_reason(facts: dict) -> str | None:
+def skip_reason(facts: LoraModelModulesFact) -> str | None:
     """Why lora.targets has nothing to judge (no model configured, or the targets were not asked), else None."""
     if not facts.get("configured"):
         return "the profile names no model_path (--model-path / MODEL_PATH)"
@@ -213,17 +214,17 @@ class TargetsCase:
     """The profile's lora_targets resolved against the model once: what they match, what peft says of them, and
     the fix every rule of lora.targets shares."""
 
-    facts: dict
+    facts: LoraModelModulesFact
     profile: Any
     targets: list[str]
     rank: int
     res: dict
-    peft: dict
+    peft: PeftTargets
     model_type: str
     fix: str
 
     @classmethod
-    def of(cls, facts: dict, profile: Any) -> TargetsCase:
+    def of(cls, facts: LoraModelModulesFact, profile: Any) -> TargetsCase:
         rank = profile.lora_rank or DEFAULT_RANK
         targets_ = list(profile.lora_targets)
         res = resolve(targets_, facts, rank)

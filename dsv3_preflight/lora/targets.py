@@ -10,6 +10,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 #: LLaMA-Factory's ``lora_target all`` and peft's ``all-linear``: every linear layer but the output head.
+from .facts import ModelModules, ModuleTemplate
+
 ALL = ("all", "all-linear")
 DEFAULT_RANK = 8  # peft's and LLaMA-Factory's default r / lora_rank
 
@@ -21,7 +23,7 @@ EXPERT = re.compile(r"\.experts\.(\d+)\.")
 _QUALIFIED = re.compile(r"(?<![A-Za-z0-9_])(?:layers|h|blocks)\.(\d+)(?:\.|$)")
 
 
-def remote_build(facts: dict[str, Any], trust_remote_code: bool | None = None) -> dict[str, Any] | None:
+def remote_build(facts: ModelModules, trust_remote_code: bool | None = None) -> dict[str, Any] | None:
     """How the run builds the model when it is not transformers' own code: ``{"code", "declared", "architecture",
     "why"}``. A model type transformers does not have is built with the repo's own code (auto_map) or not at all
     (``code`` None); one it has is built with the repo's code when the trainer sets trust_remote_code and
@@ -36,7 +38,7 @@ def remote_build(facts: dict[str, Any], trust_remote_code: bool | None = None) -
     return None
 
 
-def built_as_clause(facts: dict[str, Any], trust_remote_code: bool | None = None) -> str:
+def built_as_clause(facts: ModelModules, trust_remote_code: bool | None = None) -> str:
     """The clause saying the model was judged with transformers' code while the run builds it otherwise (a model
     type this transformers does not know, Kimi-K2's ``kimi_k2``; or trust_remote_code with an auto_map); ''
     when the run builds it with transformers' own code."""
@@ -71,7 +73,7 @@ def matches(target: str, name: str) -> bool:
     return name == target or name.endswith("." + target)
 
 
-def _hits(target: str, modules: Mapping[str, Mapping[str, Any]], depth: int | None) -> list[str]:
+def _hits(target: str, modules: Mapping[str, ModuleTemplate], depth: int | None) -> list[str]:
     """The module templates one target adapts (every Linear but lm_head for ``all``; none past the last layer)."""
     if target in ALL:
         return [n for n, m in modules.items() if m["type"] == "Linear" and not n.endswith("lm_head")]
@@ -81,14 +83,14 @@ def _hits(target: str, modules: Mapping[str, Mapping[str, Any]], depth: int | No
     return [n for n in modules if matches(target, n)]
 
 
-def _not_adaptable(target: str, facts: Mapping[str, Any]) -> list[str]:
+def _not_adaptable(target: str, facts: ModelModules) -> list[str]:
     """The modules a target names that peft cannot adapt (not Linear, or fused expert tensors)."""
     bad = [n for n in facts.get("other_modules", []) if matches(target, n)]
     bad += [n.rsplit(".", 1)[0] for n in facts.get("fused_expert_params", {}) if matches(target, n.rsplit(".", 1)[0])]
     return sorted(set(bad))
 
 
-def _unfused_extra(targets: list[str], facts: Mapping[str, Any], rank: int) -> int:
+def _unfused_extra(targets: list[str], facts: ModelModules, rank: int) -> int:
     """The trainable parameters the same targets add when routed experts are per-expert Linear modules
     ``mlp.experts.N.{gate,up,down}_proj`` (transformers < 5)."""
     extra = 0
@@ -102,7 +104,7 @@ def _unfused_extra(targets: list[str], facts: Mapping[str, Any], rank: int) -> i
     return extra
 
 
-def resolve(targets: Iterable[str], facts: dict[str, Any], rank: int) -> dict[str, Any]:
+def resolve(targets: Iterable[str], facts: ModelModules, rank: int) -> dict[str, Any]:
     """Match ``targets`` against the module templates in ``facts``; pure.
 
     Returns matched templates per target, the targets matching nothing, targets matching only
@@ -110,7 +112,7 @@ def resolve(targets: Iterable[str], facts: dict[str, Any], rank: int) -> dict[st
     (also the count the same targets gave when routed experts were per-expert Linear modules, as in
     transformers < 5, when the model has fused expert tensors).
     """
-    modules: dict[str, dict[str, Any]] = facts.get("modules", {})
+    modules: dict[str, ModuleTemplate] = facts.get("modules", {})
     targets = [t.strip() for t in targets if t and t.strip()]
     matched: dict[str, list[str]] = {}
     unmatched: list[str] = []
