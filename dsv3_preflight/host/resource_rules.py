@@ -4,9 +4,7 @@ Small pure rules over the facts (``shm``, ``output_dir``, ``port_holders``, ``gp
 findings with their own fix; where the output dir lies and whether it is writable is lora.output_dir's."""
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
+from dsv3_preflight.host.facts import GpuHoldersFact, OutputDirFact, PortHoldersFact, ShmFact
 from dsv3_preflight.host.processes import describe, find_holder_fix, kill_fix
 from dsv3_preflight.net import causes
 from dsv3_preflight.result import Actor, Finding, failure, warning
@@ -20,7 +18,6 @@ MIN_CHECKPOINT_FREE_GIB = 10
 SYSTEM_GPU_USERS = {"nvidia-persistenced", "nv-hostengine", "nv-fabricmanager", "Xorg", "dcgm-exporter", "nvidia-smi"}
 
 
-Fact = Mapping[str, Any]
 
 
 def shm_size_fix(gib: int) -> str:
@@ -28,7 +25,7 @@ def shm_size_fix(gib: int) -> str:
             "(a remount inside does not outlive it)")
 
 
-def shm_big_enough(shm: Fact, profile) -> Finding | None:
+def shm_big_enough(shm: ShmFact, profile) -> Finding | None:
     gib = max(int(profile.shm_min_gib), 1)
     if not shm.get("exists"):
         return failure("/dev/shm does not exist: NCCL and the DataLoader need it",
@@ -40,18 +37,18 @@ def shm_big_enough(shm: Fact, profile) -> Finding | None:
                    "'No space left on device'", shm_size_fix(gib), actor=Actor.NODE, cause="host.shm_small")
 
 
-def setting_of(output_dir: Fact) -> str:
+def setting_of(output_dir: OutputDirFact) -> str:
     """The profile field naming the directory (``output_dir`` or ``checkpoint_dir``)."""
     setting = output_dir.get("setting")
     return setting if setting in ("output_dir", "checkpoint_dir") else "output_dir"
 
 
-def usable(output_dir: Fact) -> bool:
+def usable(output_dir: OutputDirFact) -> bool:
     """The directory is writable, or can be created (else lora.output_dir says why)."""
     return bool(output_dir.get("writable") or output_dir.get("parent_writable"))
 
 
-def output_dir_has_room(output_dir: Fact) -> Finding | None:
+def output_dir_has_room(output_dir: OutputDirFact) -> Finding | None:
     free = output_dir.get("free_bytes")
     if not output_dir.get("configured") or not usable(output_dir) or free is None or free >= MIN_CHECKPOINT_FREE_GIB * GIB:
         return None
@@ -61,7 +58,7 @@ def output_dir_has_room(output_dir: Fact) -> Finding | None:
                    "room for the checkpoints", actor=Actor.NODE, cause="host.output_dir_full")
 
 
-def rendezvous_port_not_held(port_holders: Fact) -> list[Finding]:
+def rendezvous_port_not_held(port_holders: PortHoldersFact) -> list[Finding]:
     out = []
     for holder in port_holders.get("holders", []):
         if holder["port"] != port_holders["port"]:
@@ -73,13 +70,13 @@ def rendezvous_port_not_held(port_holders: Fact) -> list[Finding]:
     return out
 
 
-def gpus_not_held(gpu_holders: Fact) -> list[Finding]:
+def gpus_not_held(gpu_holders: GpuHoldersFact) -> list[Finding]:
     return [failure(f"{', '.join(proc['devices'])} held by {describe(proc)}", kill_fix(proc), actor=Actor.NODE,
                     cause="host.gpu_held")
             for proc in gpu_holders.get("holders", []) if proc.get("name") not in SYSTEM_GPU_USERS]
 
 
-def ok_summary(shm: Fact, output_dir: Fact, port_holders: Fact) -> str:
+def ok_summary(shm: ShmFact, output_dir: OutputDirFact, port_holders: PortHoldersFact) -> str:
     parts = [f"/dev/shm {(shm.get('total_bytes') or 0) / GIB:.1f} GiB"]
     if not output_dir.get("configured"):
         parts.append("no output dir configured")

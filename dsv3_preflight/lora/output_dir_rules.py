@@ -1,6 +1,7 @@
 """lora.output_dir: the adapter output dir is node-local and writable, and the adapters already in it are sound."""
 from __future__ import annotations
 
+from dsv3_preflight.host.facts import OutputDirFact
 from dsv3_preflight.lora import causes, fixes
 from dsv3_preflight.result import Actor, Finding, failure, warning
 
@@ -12,13 +13,13 @@ EVIDENCE_KEYS = ("path", "setting", "exists", "is_dir", "writable", "write_error
                  "parent_writable", "free_bytes", "total_bytes")
 
 
-def setting_key(facts: dict) -> str:
+def setting_key(facts: OutputDirFact) -> str:
     """The profile setting that named the directory (output_dir or checkpoint_dir)."""
     key = facts.get("setting")
     return key if key in ("output_dir", "checkpoint_dir") else "output_dir"
 
 
-def elsewhere_fix(facts: dict, directory: str, why: str) -> str:
+def elsewhere_fix(facts: OutputDirFact, directory: str, why: str) -> str:
     """Point the output dir at a writable node-local disk (nothing to repair where it is)."""
     key = setting_key(facts)
     return "\n".join([fixes.comment(f"{directory} {why}: point {key} at a writable node-local disk"),
@@ -38,11 +39,11 @@ def size(n: int | None) -> str:
     return f"{n} B"  # pragma: no cover
 
 
-def is_full(facts: dict) -> bool:
+def is_full(facts: OutputDirFact) -> bool:
     return "no space left" in (facts.get("write_error") or "").lower()
 
 
-def room(facts: dict) -> str:
+def room(facts: OutputDirFact) -> str:
     """' (0 B free of 931.5 GiB on /dev/nvme0n1p1, mounted at /data)' from the statvfs of the directory's disk."""
     if facts.get("free_bytes") is None:
         return ""
@@ -52,7 +53,7 @@ def room(facts: dict) -> str:
     return f" ({size(facts.get('free_bytes'))} free of {size(facts.get('total_bytes'))}{where})"
 
 
-def free_space_fix(facts: dict, directory: str) -> str:
+def free_space_fix(facts: OutputDirFact, directory: str) -> str:
     """A full disk: see what takes the room, remove old checkpoints (or keep fewer), or move the output dir."""
     d = fixes.quote(directory)
     mountpoint = (facts.get("mount") or {}).get("mountpoint") or directory
@@ -67,7 +68,7 @@ def free_space_fix(facts: dict, directory: str) -> str:
         elsewhere_fix(facts, directory, "").splitlines()[-1]])
 
 
-def unwritable_fix(facts: dict, directory: str) -> tuple[str, Actor]:
+def unwritable_fix(facts: OutputDirFact, directory: str) -> tuple[str, Actor]:
     """chown where permissions are the reason; elsewhere for a read-only or pseudo filesystem (chown cannot help);
     room made on a full disk (or elsewhere)."""
     error = (facts.get("write_error") or "").lower()
@@ -85,7 +86,7 @@ def unwritable_fix(facts: dict, directory: str) -> tuple[str, Actor]:
     return elsewhere_fix(facts, directory, f"cannot be written ({facts.get('write_error')})"), Actor.JOB
 
 
-def can_be_created(facts: dict) -> Finding | None:
+def can_be_created(facts: OutputDirFact) -> Finding | None:
     """A missing output dir is fine when its nearest existing parent is a writable directory (the trainer creates it)."""
     if facts.get("exists"):
         return None
@@ -102,7 +103,7 @@ def can_be_created(facts: dict) -> Finding | None:
     return None
 
 
-def is_writable_dir(facts: dict) -> Finding | None:
+def is_writable_dir(facts: OutputDirFact) -> Finding | None:
     if not facts.get("exists"):
         return None
     key, path = setting_key(facts), facts["path"]
@@ -117,7 +118,7 @@ def is_writable_dir(facts: dict) -> Finding | None:
     return None
 
 
-def node_local(facts: dict) -> Finding | None:
+def node_local(facts: OutputDirFact) -> Finding | None:
     if not facts.get("network_fs") or (facts.get("exists") and not facts.get("writable")):
         return None
     mount = facts.get("mount") or {}
@@ -128,7 +129,7 @@ def node_local(facts: dict) -> Finding | None:
                    actor=Actor.JOB, cause=causes.OUTPUT_DIR_NETWORK_FS)
 
 
-def saved_adapters_sound(verdicts: list[dict], facts: dict) -> list[Finding]:
+def saved_adapters_sound(verdicts: list[dict], facts: OutputDirFact) -> list[Finding]:
     """Each bad adapter already in the output dir, with its own reason (a resumed run would start from it)."""
     found = []
     for v in verdicts:

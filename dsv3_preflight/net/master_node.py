@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from dsv3_preflight.host.facts import HostFact
 from dsv3_preflight.net.facts import NicRouteFact
 from dsv3_preflight.net.master import is_loopback, resolutions, training_address
 from dsv3_preflight.result import Actor, Finding, failure
@@ -20,7 +21,7 @@ from dsv3_preflight.result import Actor, Finding, failure
 LOOPBACK_CAUSE = "net.master_loopback"
 
 
-def own_addresses(host_fact: Mapping[str, Any] | None) -> set[str]:
+def own_addresses(host_fact: HostFact | None) -> set[str]:
     """A node's addresses (the host fact's interfaces), without scope ids."""
     return {a.split("%")[0] for lst in ((host_fact or {}).get("addresses") or {}).values() for a in lst}
 
@@ -124,7 +125,7 @@ class MasterView:
     node0_ip: str | None
 
     @classmethod
-    def of(cls, host: Mapping[str, Any], nic_route: Mapping[str, NicRouteFact], ranked: list[str],
+    def of(cls, host: Mapping[str, HostFact], nic_route: Mapping[str, NicRouteFact], ranked: list[str],
            node_states: Mapping[str, Mapping[str, Any]], addr: str) -> MasterView:
         node0 = ranked[0]
         res = resolutions(nic_route)
@@ -136,7 +137,7 @@ class MasterView:
             (a for a in sorted(own_addresses(host.get(node0))) if not is_loopback(a) and ":" not in a), None)
         return cls(addr, node0, res, want, seen, holders, node0_ip)
 
-    def evidence(self, host: Mapping[str, Any], profile: Any) -> dict[str, Any]:
+    def evidence(self, host: Mapping[str, HostFact], profile: Any) -> dict[str, Any]:
         return {"master_addr": self.addr, "source": profile.sources.get("master_addr"), "node0": self.node0,
                 "resolved": self.res, "training_address": self.want, "holders": self.holders,
                 "node0_addresses": sorted(own_addresses(host.get(self.node0)))}

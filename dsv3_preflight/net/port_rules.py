@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from dsv3_preflight.host.facts import PortHoldersFact
 from dsv3_preflight.host.processes import describe, find_holder_fix, is_preflight_listener, kill_fix
 from dsv3_preflight.net import causes
 from dsv3_preflight.net.facts import NicRouteFact, PortBindFact
@@ -20,11 +21,11 @@ def failed_attempts(port_bind: PortBindFact) -> list[dict]:
     return [a for a in port_bind.get("attempts", []) if not a["ok"]]
 
 
-def holders_on_port(port_bind: PortBindFact, port_holders: Fact) -> list[dict]:
+def holders_on_port(port_bind: PortBindFact, port_holders: PortHoldersFact) -> list[dict]:
     return [h for h in port_holders.get("holders", []) if h["port"] == port_bind["port"]]
 
 
-def held_only_by_our_listener(port_bind: PortBindFact, port_holders: Fact) -> bool:
+def held_only_by_our_listener(port_bind: PortBindFact, port_holders: PortHoldersFact) -> bool:
     """The port is held, and only by the dsv3-preflight listener serving the workers' reach test."""
     on_port = holders_on_port(port_bind, port_holders)
     return bool(on_port) and all(is_preflight_listener(h.get("process")) for h in on_port)
@@ -40,7 +41,7 @@ def rank0_holds_master_addr(port_bind: PortBindFact, profile, nic_route: NicRout
                    + this_node_fix(candidates), actor=Actor.JOB, cause=causes.RANK0_NOT_MASTER)
 
 
-def port_binds(port_bind: PortBindFact, port_holders: Fact) -> Finding | None:
+def port_binds(port_bind: PortBindFact, port_holders: PortHoldersFact) -> Finding | None:
     """The first failed bind, explained: a privileged port, an address not on this node, a holder, or the error."""
     failed = failed_attempts(port_bind)
     if not failed or held_only_by_our_listener(port_bind, port_holders):
@@ -86,7 +87,7 @@ def reserve_port_fix(port_bind: PortBindFact) -> str:
             f'export MASTER_PORT="${{MASTER_PORT_FREE:?a free port below {lo}, the same on every node}}"')
 
 
-def ok_summary(port_bind: PortBindFact, port_holders: Fact) -> str:
+def ok_summary(port_bind: PortBindFact, port_holders: PortHoldersFact) -> str:
     port = port_bind["port"]
     if held_only_by_our_listener(port_bind, port_holders):
         pids = ", ".join(str(h["process"]["pid"]) for h in holders_on_port(port_bind, port_holders))
