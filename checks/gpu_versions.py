@@ -1,13 +1,17 @@
 """gpu.versions: driver, Fabric Manager, CUDA, torch, NCCL, DeepSpeed, transformers, PEFT identical on every node."""
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from dsv3_preflight import check
+from dsv3_preflight.gpu.facts import VersionsFact
 from dsv3_preflight.gpu.versions_rules import COMPARED, reference, render_table, rule_identical
+from dsv3_preflight.profile import Profile
 from dsv3_preflight.result import Findings
 
 
 @check("gpu.versions", scope="cluster", needs=["versions", "profile"], tags=["gpu", "versions"], timeout=20)
-def versions(versions, profile):
+def versions(versions: Mapping[str, VersionsFact], profile: Profile):
     """Every version that must agree (driver, FM, CUDA, torch, NCCL, deepspeed, transformers, peft) is identical on all nodes."""
     nodes = list(versions)
     table = {n: dict(versions[n]) for n in nodes}

@@ -210,3 +210,49 @@ class FabricManagerFact(TypedDict, total=False):
     version: str | None
     version_source: str | None
     version_output: str | None
+
+
+class XidEvent(TypedDict, total=False):
+    """The Xid events of one GPU and one Xid, grouped (``probes/kernel_log.py`` through ``xid.summarize``)."""
+
+    pci: str
+    xid: int
+    count: int
+    first_time: str | None
+    last_time: str | None
+    names: list[str]
+    first: str | None
+    last: str | None
+
+
+class KernelXidFact(TypedDict, total=False):
+    """The fact ``kernel_xid``: NVIDIA Xid events in the kernel log since boot (/dev/kmsg, else journalctl -k)."""
+
+    available: bool
+    source: str | None
+    error: str | None
+    records: int
+    oldest: str | None
+    truncated: bool
+    events: list[XidEvent]
+    lines: list[str]
+
+
+class VersionsFact(TypedDict, total=False):
+    """The fact ``versions``: what must be identical on every node (driver, FM, CUDA, torch's NCCL, libraries);
+    the libraries (torch, deepspeed, transformers, peft, accelerate, ray) are keys of their own, None when absent."""
+
+    driver: str | None
+    kernel_module: str | None
+    fabric_manager: str | None
+    cuda_driver: str | None
+    cuda_runtime: str | None
+    nccl: str | None
+    nccl_source: str | None
+    python: str
+    torch: str | None
+    deepspeed: str | None
+    transformers: str | None
+    peft: str | None
+    accelerate: str | None
+    ray: str | None
