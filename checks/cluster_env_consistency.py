@@ -7,14 +7,7 @@ node's values, named with their file. NODE_RANK and the other per-node ranks are
 from __future__ import annotations
 
 from dsv3_preflight import Result, check
-from dsv3_preflight.net.env_consistency import (
-    PER_NODE_OK,
-    UNSET,
-    relevant,
-    rule_must_agree,
-    rule_per_node,
-    with_nccl_conf,
-)
+from dsv3_preflight.net.env_consistency import compare, rule_must_agree, rule_per_node
 from dsv3_preflight.result import Findings
 
 
@@ -27,15 +20,7 @@ def env_consistency(env, node_ranks, profile, nccl_conf=None):
     if len(nodes) < 2:
         return Result.skipped(f"{len(nodes)} node reported its environment; consistency needs two or more",
                               {"nodes": nodes})
-    seen = {n: with_nccl_conf(env[n], (nccl_conf or {}).get(n)) for n in nodes}
-    names = sorted({k for e, _ in seen.values() for k in e if relevant(k)})
-    differing: dict[str, dict[str, str]] = {}
-    soft: dict[str, dict[str, str]] = {}
-    for name in names:
-        values = {n: seen[n][0].get(name, UNSET) for n in nodes}
-        if len(set(values.values())) > 1:
-            (soft if name in PER_NODE_OK and UNSET not in values.values() else differing)[name] = values
-    from_files = {name: {n: seen[n][1][name] for n in nodes if name in seen[n][1]} for name in names}
+    names, differing, soft, from_files = compare(env, nodes, nccl_conf)
     evidence = {"nodes": nodes, "compared": names, "differing": differing, "per_node": soft,
                 "nccl_conf": {name: files for name, files in from_files.items() if files}}
     found = Findings()

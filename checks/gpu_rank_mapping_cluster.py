@@ -8,19 +8,14 @@ from dsv3_preflight.gpu.common import NOT_EXPECTED
 from dsv3_preflight.gpu.rankmap import (
     find_duplicates,
     mapping_table,
-    plan,
-    resolve_visible,
 )
 from dsv3_preflight.gpu.rankmap_rules import (
+    judge_nodes,
     node_rank_fix,
-    rule_device_order,
     rule_no_shared_gpu,
-    rule_node_facts,
     rule_node_ranks,
     rule_one_machine_per_node,
     rule_same_order,
-    rule_visible_devices,
-    rule_visible_devices_as_written,
     rule_world_size,
 )
 from dsv3_preflight.result import Findings
@@ -39,26 +34,7 @@ def rank_mapping_cluster(nvml, env, host, profile, node_ranks):
     found.check(rule_node_ranks, node_ranks, profile.nnodes)
     found.check(rule_one_machine_per_node, hosts, profile.nnodes)
     found.check(rule_world_size, node_ranks, nproc, profile.effective_world_size)
-    rows: list[dict[str, Any]] = []
-    orders: dict[str, str] = {}
-    for node, rank in node_ranks.items():
-        facts = nvml.get(node)
-        missing = rule_node_facts(node, facts)
-        if missing:
-            found.add(missing, rule=rule_node_facts.__name__)
-            node_env = env.get(node) or {}
-            found.check(rule_visible_devices_as_written,
-                        node_env.get("CUDA_VISIBLE_DEVICES", profile.cuda_visible_devices), nproc, f"{node}: ")
-            continue
-        gpus = facts.get("gpus") or []
-        node_env = env.get(node) or {}
-        cvd, order = node_env.get("CUDA_VISIBLE_DEVICES", profile.cuda_visible_devices), node_env.get("CUDA_DEVICE_ORDER")
-        orders[node] = order or "FASTEST_FIRST (unset)"
-        resolution = resolve_visible(cvd, order, gpus)
-        found.check(rule_visible_devices, resolution, nproc, len(gpus), rank * nproc, f"{node}: ")
-        found.check(rule_device_order, order, resolution.order_certain, f" on {node}")
-        if 0 <= rank < profile.nnodes:
-            rows += plan(profile.nnodes, nproc, rank, cvd, order, gpus, host=hosts[node].get("hostname") or node)
+    rows, orders = judge_nodes(found, nvml, env, hosts, node_ranks, profile)
     found.check(rule_same_order, orders)
     dups = find_duplicates(rows)
     found.check(rule_no_shared_gpu, dups, "host", node_rank_fix(profile.nnodes))

@@ -1,4 +1,4 @@
-"""gpu.cuda_init: CUDA initialises (driver API and torch's runtime), with a root-cause verdict on failure."""
+"""The rules of gpu.cuda_init (pure: facts in, findings out): CUDA initialises (driver API and torch's runtime), with a root-cause verdict on failure."""
 from __future__ import annotations
 
 from typing import Any

@@ -1,4 +1,4 @@
-"""gpu.inventory: the GPUs the profile expects are here, of an accepted model, persistent and free."""
+"""The rules of gpu.inventory (pure: facts in, findings out): the GPUs the profile expects are here, of an accepted model, persistent and free."""
 from __future__ import annotations
 
 from collections.abc import Sequence

@@ -1,4 +1,4 @@
-"""gpu.rank_mapping / gpu.rank_mapping_cluster: every rank gets its own GPU, the same way on every node."""
+"""The rules of gpu.rank_mapping / gpu.rank_mapping_cluster (pure: facts in, findings out): every rank gets its own GPU, the same way on every node."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -7,14 +7,17 @@ from typing import Any
 from dsv3_preflight.gpu import remedies
 from dsv3_preflight.gpu.common import NO_DRIVER, no_nvml_summary, spans
 from dsv3_preflight.gpu.cuda_causes import VISIBLE_DEVICES
+from dsv3_preflight.gpu.facts import NvmlFact
 from dsv3_preflight.gpu.rankmap import (
     PCI_BUS_ID,
     node_rank_problems,
+    plan,
+    resolve_visible,
     shared_machine_problems,
     world_size_problems,
     written_problems,
 )
-from dsv3_preflight.result import Actor, Finding, failure, warning
+from dsv3_preflight.result import Actor, Finding, Findings, failure, warning
 
 ORDER_FIX = "export CUDA_DEVICE_ORDER=PCI_BUS_ID   # on every node, before torchrun"
 
@@ -115,3 +118,31 @@ def rule_same_order(orders: Mapping[str, str]) -> Finding | None:
         return None
     return failure("CUDA_DEVICE_ORDER differs across nodes: " + ", ".join(f"{n}={o}" for n, o in orders.items()),
                    ORDER_FIX, actor=Actor.JOB)
+
+
+def judge_nodes(found: Findings, nvml: Mapping[str, NvmlFact], env: Mapping[str, Mapping[str, str]],
+                hosts: Mapping[str, Mapping[str, Any]], node_ranks: Mapping[str, int],
+                profile: Any) -> tuple[list[dict[str, Any]], dict[str, str]]:
+    """Each node's rules of gpu.rank_mapping_cluster (its NVML facts, CUDA_VISIBLE_DEVICES, CUDA_DEVICE_ORDER),
+    added to ``found``; returns every rank's row of the mapping and each node's device order."""
+    nproc = profile.nproc_per_node
+    rows: list[dict[str, Any]] = []
+    orders: dict[str, str] = {}
+    for node, rank in node_ranks.items():
+        facts = nvml.get(node)
+        node_env = env.get(node) or {}
+        cvd = node_env.get("CUDA_VISIBLE_DEVICES", profile.cuda_visible_devices)
+        missing = rule_node_facts(node, facts)
+        if missing or facts is None:
+            found.add(missing, rule=rule_node_facts.__name__)
+            found.check(rule_visible_devices_as_written, cvd, nproc, f"{node}: ")
+            continue
+        gpus = facts.get("gpus") or []
+        order = node_env.get("CUDA_DEVICE_ORDER")
+        orders[node] = order or "FASTEST_FIRST (unset)"
+        resolution = resolve_visible(cvd, order, gpus)
+        found.check(rule_visible_devices, resolution, nproc, len(gpus), rank * nproc, f"{node}: ")
+        found.check(rule_device_order, order, resolution.order_certain, f" on {node}")
+        if 0 <= rank < profile.nnodes:
+            rows += plan(profile.nnodes, nproc, rank, cvd, order, gpus, host=hosts[node].get("hostname") or node)
+    return rows, orders

@@ -1,4 +1,4 @@
-"""gpu.versions: driver, Fabric Manager, CUDA, torch, NCCL, DeepSpeed, transformers, PEFT identical on every node."""
+"""The rules of gpu.versions (pure: facts in, findings out): driver, Fabric Manager, CUDA, torch, NCCL, DeepSpeed, transformers, PEFT identical on every node."""
 from __future__ import annotations
 
 from collections import Counter

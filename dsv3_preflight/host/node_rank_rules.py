@@ -1,4 +1,4 @@
-"""cluster.node_rank: the node ranks the nodes will launch with are one each, 0..NNODES-1, rank 0 on the master.
+"""The rules of cluster.node_rank (pure: facts in, findings out): the node ranks the nodes will launch with are one each, 0..NNODES-1, rank 0 on the master.
 
 torchrun takes its node rank from ``--node_rank``, which the users' launch scripts fill from the exported
 ``NODE_RANK``. Two nodes exporting the same value both claim that rank, nobody takes the missing one, and the

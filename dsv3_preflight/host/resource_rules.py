@@ -1,4 +1,4 @@
-"""host.resources: /dev/shm size, room in the output directory, and leftovers holding GPUs or the rendezvous port.
+"""The rules of host.resources (pure: facts in, findings out): /dev/shm size, room in the output directory, and leftovers holding GPUs or the rendezvous port.
 
 Small pure rules over the facts (``shm``, ``output_dir``, ``port_holders``, ``gpu_holders``), each returning
 findings with their own fix; where the output dir lies and whether it is writable is lora.output_dir's."""

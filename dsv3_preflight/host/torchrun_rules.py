@@ -1,4 +1,4 @@
-"""env.torchrun_python: torchrun runs the Python whose libraries the checks judged with.
+"""The rules of env.torchrun_python (pure: facts in, findings out): torchrun runs the Python whose libraries the checks judged with.
 
 The collective test ran this interpreter's torch and NCCL, the LoRA checks its peft and transformers, the CUDA
 checks its torch's CUDA build. A torchrun command of another environment (``--torchrun`` naming a conda env's

@@ -1,4 +1,4 @@
-"""lora.output_dir: the adapter output dir is node-local and writable, and the adapters already in it are sound."""
+"""The rules of lora.output_dir (pure: facts in, findings out): the adapter output dir is node-local and writable, and the adapters already in it are sound."""
 from __future__ import annotations
 
 from dsv3_preflight.host.facts import OutputDirFact

@@ -1,4 +1,4 @@
-"""cluster.env_consistency: the launch variables that must agree across nodes do agree.
+"""The rules of cluster.env_consistency (pure: facts in, findings out): the launch variables that must agree across nodes do agree.
 
 Each node's ``env`` fact is the environment its Ray workers inherited from `ray start`: what the training
 will see there. NCCL also reads NCCL_* settings from files (``$NCCL_CONF_FILE`` or ``~/.nccl.conf``, then
@@ -68,3 +68,20 @@ def rule_per_node(name: str, values: Mapping[str, str]) -> Finding:
                    "the interface names really differ per host",
                    "ip -br addr   # on each node: the named interface must carry the training network",
                    actor=Actor.JOB)
+
+
+def compare(env: Mapping[str, Mapping[str, str]], nodes: list[str], nccl_conf: Mapping[str, list] | None
+            ) -> tuple[list[str], dict[str, dict[str, str]], dict[str, dict[str, str]], dict[str, dict[str, str]]]:
+    """The launch variables of every node side by side, as the libraries see them (NCCL_* from nccl.conf where the
+    environment leaves them unset): the names compared, those that differ where they must agree, those that may
+    differ per node, and which node's value came from which file."""
+    seen = {n: with_nccl_conf(env[n], (nccl_conf or {}).get(n)) for n in nodes}
+    names = sorted({k for e, _ in seen.values() for k in e if relevant(k)})
+    differing: dict[str, dict[str, str]] = {}
+    soft: dict[str, dict[str, str]] = {}
+    for name in names:
+        values = {n: seen[n][0].get(name, UNSET) for n in nodes}
+        if len(set(values.values())) > 1:
+            (soft if name in PER_NODE_OK and UNSET not in values.values() else differing)[name] = values
+    from_files = {name: {n: seen[n][1][name] for n in nodes if name in seen[n][1]} for name in names}
+    return names, differing, soft, from_files

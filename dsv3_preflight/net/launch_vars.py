@@ -1,4 +1,4 @@
-"""env.launch_vars: the variables the launch depends on are set and coherent.
+"""The rules of env.launch_vars (pure: facts in, findings out): the variables the launch depends on are set and coherent.
 
 Small pure rules over the environment, the profile and what MASTER_ADDR resolves to, each returning
 findings with their fix; MASTER_ADDR's problems carry the cause keys net.nic_route and net.port_reach

@@ -1,4 +1,4 @@
-"""net.mtu: the interfaces the job uses between the nodes have the same MTU on every node.
+"""The rules of net.mtu (pure: facts in, findings out): the interfaces the job uses between the nodes have the same MTU on every node.
 
 Judged on the interface each node uses toward the others: the route to MASTER_ADDR as the node resolves
 it, and on a head whose own resolution is loopback the interface holding the address the workers resolve

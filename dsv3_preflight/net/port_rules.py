@@ -1,4 +1,4 @@
-"""net.port_free: on the head, MASTER_PORT can be bound; else who holds it and how to free it.
+"""The rules of net.port_free (pure: facts in, findings out): on the head, MASTER_PORT can be bound; else who holds it and how to free it.
 
 Small pure rules over the ``port_bind`` and ``port_holders`` facts (and ``nic_route`` for this node's own
 addresses), each returning a finding with its fix."""

@@ -1,4 +1,4 @@
-"""net.port_reach: a worker reaches MASTER_ADDR:MASTER_PORT over TCP (and our listener answers there).
+"""The rules of net.port_reach (pure: facts in, findings out): a worker reaches MASTER_ADDR:MASTER_PORT over TCP (and our listener answers there).
 
 The ``port_reach`` fact classifies the connect (ok, refused, filtered, unreachable, name_resolution,
 invalid, error); each outcome has its own small pure rule returning the finding with its fix."""

@@ -1,4 +1,4 @@
-"""net.nic_route: the interface toward MASTER_ADDR is up, usable, and the one NCCL and Gloo will select.
+"""The rules of net.nic_route (pure: facts in, findings out): the interface toward MASTER_ADDR is up, usable, and the one NCCL and Gloo will select.
 
 Each rule is a small pure function of the ``nic_route`` fact and the profile returning a finding or
 None; :func:`nic_route` runs the gate rules (MASTER_ADDR resolves, the kernel has a route, the route names
