@@ -47,29 +47,78 @@ def _call_with_timeout(func: Callable[[], Any], timeout: float) -> tuple[bool, A
     return True, box.get("value"), box.get("exc")
 
 
+def judged(call: Callable[[], Any], timeout: float | None = None, *, what: str = "check") -> Result:
+    """The one wrapper every judging goes through: call a pure judge, and anything but a proper non-ERROR
+    :class:`Result` becomes an ERROR (an exception, a wrong return type, an ERROR it made itself, evidence that is
+    not JSON). ``timeout``: seconds the judge may take (in a daemon thread); None calls it in this thread.
+
+    ``what`` names the judge in the ERROR's summary ("check", "the adapter's rules"). Checks go through
+    :func:`judge`; ``lora scan`` and ``lora watch`` judge each adapter through this, so a rule that crashes there
+    is that adapter's ERROR, as a crashing check is the check's.
+    """
+    if timeout is None:
+        value, exc = _call_inline(call)
+    else:
+        finished, value, exc = _call_with_timeout(call, timeout)
+        if not finished:
+            return Result._engine_error(f"{what} did not finish within {timeout:g} s")
+    return _checked(value, exc, what)
+
+
+def _call_inline(call: Callable[[], Any]) -> tuple[Any, BaseException | None]:
+    try:
+        return call(), None
+    except Exception as exc:  # noqa: BLE001 - reported as ERROR
+        return None, exc
+
+
+def _checked(value: Any, exc: BaseException | None, what: str) -> Result:
+    """The ERROR for what a judge raised or returned wrongly, else its Result."""
+    if exc is not None:
+        tb = traceback.extract_tb(exc.__traceback__)
+        where = f"{tb[-1].filename}:{tb[-1].lineno}" if tb else ""
+        return Result._engine_error(
+            f"{what} raised {type(exc).__name__}: {exc}",
+            {"exception": type(exc).__name__, "message": str(exc), "where": where},
+        )
+    if not isinstance(value, Result):
+        return Result._engine_error(f"{what} returned {type(value).__name__}, not a Result")
+    if value.status is Status.ERROR:
+        return Result._engine_error(f"{what} returned ERROR itself (only the engine reports ERROR): {value.summary}")
+    try:
+        value.to_dict()
+    except (TypeError, ValueError) as exc:
+        return Result._engine_error(f"{what} returned evidence that is not JSON-serialisable: {exc}")
+    return value
+
+
 def judge(spec: CheckSpec, kwargs: Mapping[str, Any], timeout: float) -> Result:
-    """Call a check's judge; anything but a proper non-ERROR Result becomes an ERROR."""
+    """Call a check's judge under ``timeout``; anything but a proper non-ERROR Result becomes an ERROR."""
     finished, value, exc = _call_with_timeout(lambda: spec.judge(**kwargs), timeout)
     if not finished:
         if timeout < spec.timeout - 0.01:
             return Result._engine_error(f"check did not finish before the run's deadline ({timeout:.1f} s were left)")
         return Result._engine_error(f"check did not finish within its timeout of {spec.timeout:g} s")
-    if exc is not None:
-        tb = traceback.extract_tb(exc.__traceback__)
-        where = f" at {tb[-1].filename}:{tb[-1].lineno}" if tb else ""
-        return Result._engine_error(
-            f"check raised {type(exc).__name__}: {exc}",
-            {"exception": type(exc).__name__, "message": str(exc), "where": where.strip(" at")},
-        )
-    if not isinstance(value, Result):
-        return Result._engine_error(f"check returned {type(value).__name__}, not a Result")
-    if value.status is Status.ERROR:
-        return Result._engine_error(f"check returned ERROR itself (only the engine reports ERROR): {value.summary}")
-    try:
-        value.to_dict()
-    except (TypeError, ValueError) as exc:
-        return Result._engine_error(f"check returned evidence that is not JSON-serialisable: {exc}")
-    return value
+    return _checked(value, exc, "check")
+
+
+def cluster_skip_reason(profile: Profile) -> str:
+    return (
+        f"cluster-scope check: the profile has {profile.nnodes} nodes, and this run saw only this one; "
+        "run `dsv3-preflight run --all-nodes` to judge all nodes together"
+    )
+
+
+def skip_cluster_checks(checks: Iterable[CheckSpec], profile: Profile, cluster_name: str = "cluster",
+                        on_result: OnResult | None = None) -> list[Result]:
+    """The SKIP of each cluster-scope check a run on one node of several cannot judge (it saw one node only)."""
+    results = []
+    for spec in checks:
+        result = Result.skipped(cluster_skip_reason(profile)).stamped(name=spec.name, node=cluster_name, duration_s=0.0)
+        results.append(result)
+        if on_result:
+            on_result(result)
+    return results
 
 
 def run_node_checks(

@@ -11,17 +11,63 @@ import threading
 import time
 import traceback
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
 from .portclaim import PortBusy
-from .registry import ENGINE_FACTS, Registry
+from .registry import ENGINE_FACTS, ProbeSpec, Registry
 
 FACTS_FORMAT = "dsv3-preflight/facts"
 FACTS_VERSION = 1
 #: a facts document (--facts-in) larger than this is refused before parsing (a node's facts are < 1 MiB)
 MAX_FACTS_BYTES = 32 << 20
+
+
+#: the engine fact a probe needs to read a recorded machine instead of this one (``needs=["replay"]``)
+REPLAY_FACT = "replay"
+
+
+@dataclass(frozen=True)
+class Replay:
+    """Recorded sources that stand in for this machine's libraries, at the library boundary only: a property of the
+    run, held in its fact store as the engine fact ``replay``. The probes of a domain read it like any other fact
+    (``needs=["replay"]``) and never an environment variable; a live run holds the empty Replay.
+
+    - ``nvml``: a recorded NVML document, answered by ``gpu.probes.replay.NvmlReplay`` instead of pynvml;
+    - ``kmsg``: a recorded kernel log (``/dev/kmsg`` records, ``dmesg`` or ``journalctl -k`` lines);
+    - ``sysroot``: a directory standing for ``/`` (sysfs PCI functions, /dev, /proc/driver/nvidia, the FM log);
+    - ``libcuda``: the libcuda the driver-API child process loads (default ``libcuda.so.1``).
+
+    :meth:`from_environ` is how the CLI's run (and a node task's) sets it up from ``$DSV3_PREFLIGHT_NVML_REPLAY``,
+    ``$DSV3_PREFLIGHT_KMSG_REPLAY``, ``$DSV3_PREFLIGHT_SYSROOT`` and ``$DSV3_PREFLIGHT_LIBCUDA``, once, when the
+    run starts; tests hand a Replay to the run or to a probe directly.
+    """
+
+    nvml: str | None = None
+    kmsg: str | None = None
+    sysroot: str | None = None
+    libcuda: str | None = None
+
+    @classmethod
+    def from_environ(cls, environ: Mapping[str, str]) -> Replay:
+        return cls(**{name: environ.get(var) or None for name, var in REPLAY_ENV.items()})
+
+    @property
+    def root(self) -> Path:
+        """The directory standing for ``/``: the recorded sysroot, else ``/``."""
+        return Path(self.sysroot or "/")
+
+    def as_environ(self) -> dict[str, str]:
+        """The environment variables that set this replay up in another process's run (a CLI child)."""
+        return {REPLAY_ENV[f.name]: value for f in fields(self) if (value := getattr(self, f.name))}
+
+
+#: the environment variable that sets up each field of :class:`Replay` when a run starts
+REPLAY_ENV = {"nvml": "DSV3_PREFLIGHT_NVML_REPLAY", "kmsg": "DSV3_PREFLIGHT_KMSG_REPLAY",
+              "sysroot": "DSV3_PREFLIGHT_SYSROOT", "libcuda": "DSV3_PREFLIGHT_LIBCUDA"}
+#: a live run: every library of this machine answers itself
+LIVE = Replay()
 
 
 class FactError(Exception):
@@ -60,9 +106,12 @@ class FactStore:
         recorded: Mapping[str, Any] | None = None,
         recorded_errors: Mapping[str, str] | None = None,
         replay_source: str | None = None,
+        replay: Replay = LIVE,
     ) -> None:
+        """``replay_source``: the facts are a recording (``--facts-in``), no probe runs. ``replay``: the probes run,
+        and read the recorded sources it names at the library boundary (the engine fact ``replay``)."""
         self._registry = registry
-        self._engine = dict(engine_facts)
+        self._engine = {REPLAY_FACT: replay, **engine_facts}
         self._slots: dict[str, _Slot] = {}
         self._lock = threading.Lock()
         self._replay_source = replay_source
@@ -141,14 +190,14 @@ class FactStore:
             slot.duration_s = time.monotonic() - slot.started
             slot.done.set()
 
-    def _claim(self, fact: str, spec) -> list[Any]:
+    def _claim(self, fact: str, spec: ProbeSpec) -> list[Any]:
         """Claim the ports the probe binds or inspects (portclaim), waiting at most its timeout for another run."""
         if not spec.claims or self.replaying:
             return []
         from .portclaim import claim
 
         profile = self._engine.get("profile")
-        held = []
+        held: list[Any] = []
         for field_name in spec.claims:
             port = getattr(profile, field_name, None) if profile is not None else None
             if not isinstance(port, int):
@@ -165,7 +214,7 @@ class FactStore:
                                     f"{got.waited_for.describe()}")
         return held
 
-    def _wait_for_earlier(self, spec) -> None:
+    def _wait_for_earlier(self, spec: ProbeSpec) -> None:
         """Wait (bounded by their timeouts) for the probes this one runs ``after``, when this run gathers them."""
         for first in spec.after:
             with self._lock:

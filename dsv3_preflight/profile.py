@@ -150,6 +150,8 @@ FIELDS: tuple[Field, ...] = (
     Field("output_dir", _path, None, "training/adapter output directory", ("OUTPUT_DIR",)),
     Field("checkpoint_dir", _path, None, "checkpoint directory (node-local); output_dir when unset"),
     Field("deepspeed_config", _path, None, "DeepSpeed JSON config", ("DEEPSPEED_CONFIG",)),
+    Field("kuberay_manifest", _path, None, "a KubeRay RayJob/RayCluster YAML for the kuberay.* checks (what "
+          "`dsv3-preflight lint FILE` judges)", ("DSV3_PREFLIGHT_KUBERAY_MANIFEST",), "FILE"),
     Field("lora_targets", _list, None, "LoRA target modules (comma-separated)", (), "A,B"),
     Field("lora_rank", _int(1, 65536), None, "LoRA rank r"),
     Field("lora_dropout", _float(0.0), None, "LoRA dropout (peft's and LLaMA-Factory's default 0)"),

@@ -13,17 +13,20 @@ import os
 import pkgutil
 import re
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 SCOPES = ("node", "cluster")
 ENTRY_POINT_GROUP = "dsv3_preflight.checks"
-#: facts the engine provides itself, not a probe: the resolved profile; in cluster scope the node ranks and
-#: the node states (what the runner saw of each node: {"state": "alive" | "dead", ...}).
-ENGINE_FACTS = {"profile": "node and cluster", "node_ranks": "cluster", "node_states": "cluster"}
+#: facts the engine provides itself, not a probe: the resolved profile; the run's replay (facts.Replay: recorded
+#: sources standing in for this machine's libraries, for probes); in cluster scope the node ranks and the node
+#: states (what the runner saw of each node: {"state": "alive" | "dead", ...}).
+ENGINE_FACTS = {"profile": "node and cluster", "replay": "node (probes)", "node_ranks": "cluster",
+                "node_states": "cluster"}
 CLUSTER_ONLY_FACTS = ("node_ranks", "node_states")
 #: profile fields that are TCP ports a probe may claim
 PORT_FIELDS = ("master_port",)
@@ -205,13 +208,14 @@ class Registry:
                     )
                 if need in CLUSTER_ONLY_FACTS and spec.scope != "cluster":
                     raise RegistryError(f"check {spec.name!r}: {need!r} exists only in cluster scope")
-        for spec in self.probes.values():
-            for need in spec.needs:
+        for probe_spec in self.probes.values():
+            for need in probe_spec.needs:
                 if need not in known or need in CLUSTER_ONLY_FACTS:
-                    raise RegistryError(f"probe {spec.fact!r} ({spec.origin}) needs the unknown fact {need!r}")
-            for first in spec.after:
+                    raise RegistryError(f"probe {probe_spec.fact!r} ({probe_spec.origin}) needs the unknown fact {need!r}")
+            for first in probe_spec.after:
                 if first not in self.probes:
-                    raise RegistryError(f"probe {spec.fact!r} ({spec.origin}) runs after the unknown probe {first!r}")
+                    raise RegistryError(f"probe {probe_spec.fact!r} ({probe_spec.origin}) runs after the unknown probe "
+                                        f"{first!r}")
         # needs and after together must not make a probe wait for itself (a deadlock until the timeouts)
         self.fact_closure(self.probes, with_after=True)  # raises on a cycle
 
@@ -277,7 +281,7 @@ class Selection:
     deselected: dict[str, str]
     unmatched: list[str] = field(default_factory=list)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Any]:
         return iter((self.selected, self.deselected))
 
     def why_empty(self) -> str:
@@ -386,7 +390,7 @@ def load_checks_dir(registry: Registry, directory: str | Path) -> None:
                 continue
             module = importlib.util.module_from_spec(spec)
             sys.modules[mod_name] = module
-            _, error = plugin_guard.load(str(file), lambda spec=spec, module=module: spec.loader.exec_module(module), plugin_import_timeout())
+            _, error = plugin_guard.load(str(file), partial(spec.loader.exec_module, module), plugin_import_timeout())
             if error is not None:
                 sys.modules.pop(mod_name, None)
                 registry.add_failed_plugin(file.stem, str(file), error)
@@ -396,7 +400,7 @@ def load_checks_dir(registry: Registry, directory: str | Path) -> None:
 
 #: the domains: each is a package of dsv3_preflight whose ``probes`` subpackage holds every probe of that domain
 #: (the only code that touches the system) and whose other modules are the pure helpers its checks use
-DOMAINS = ("host", "gpu", "net", "lora", "collective")
+DOMAINS = ("host", "gpu", "net", "lora", "collective", "kuberay")
 
 
 def probe_packages() -> list[str]:

@@ -61,8 +61,8 @@ def severity(value: Status | str) -> int:
 
 def worst(statuses: Iterable[Status | str]) -> Status | None:
     """The most severe status of an iterable, or None when it is empty."""
-    statuses = [as_status(s) for s in statuses]
-    return max(statuses, key=lambda s: s.severity) if statuses else None
+    known = [as_status(s) for s in statuses]
+    return max(known, key=lambda s: s.severity) if known else None
 
 
 class Actor(str, enum.Enum):
@@ -351,14 +351,14 @@ def decide(statuses: Iterable[Status | str], *, strict: bool = False) -> Verdict
     GO (exit 0): something ran and nothing is FAIL or ERROR (nor WARN under ``strict``); NO-GO (exit 1)
     otherwise; nothing selected (exit 5) when no check ran at all: never GO.
     """
-    statuses = [as_status(s) for s in statuses]
-    if not statuses:
+    known = [as_status(s) for s in statuses]
+    if not known:
         return Verdict(NOTHING_SELECTED, ExitCode.NOTHING, "no check was selected")
-    red = [s for s in statuses if s.is_red]
+    red = [s for s in known if s.is_red]
     if red:
         counts = {s: red.count(s) for s in (Status.FAIL, Status.ERROR) if s in red}
         return Verdict(NO_GO, ExitCode.RED, ", ".join(f"{n} {s.value.upper()}" for s, n in counts.items()))
-    warns = statuses.count(Status.WARN)
+    warns = known.count(Status.WARN)
     if strict and warns:
         return Verdict(NO_GO, ExitCode.RED, f"{warns} WARN under --strict")
     return Verdict(GO, ExitCode.OK, "no FAIL or ERROR")
@@ -371,6 +371,6 @@ def decide_results(results: Iterable[Any], *, strict: bool = False) -> Verdict:
 
 def counts(statuses: Iterable[Status | str]) -> dict[str, int]:
     """{status value: how many}, every status present, most severe first."""
-    statuses = [as_status(s) for s in statuses]
-    return {s.value: statuses.count(s) for s in STATUS_ORDER}
+    known = [as_status(s) for s in statuses]
+    return {s.value: known.count(s) for s in STATUS_ORDER}
 

@@ -8,8 +8,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .engine import OnResult, run_cluster_checks, run_node_checks
-from .facts import FactStore
+from .engine import OnResult, run_cluster_checks, run_node_checks, skip_cluster_checks
+from .facts import FactStore, Replay
 from .profile import Profile
 from .registry import CheckSpec, Registry
 from .result import Result
@@ -21,13 +21,6 @@ def this_node_name(environ: Mapping[str, str] | None = None) -> str:
     """This node's name in results: $DSV3_PREFLIGHT_NODE_NAME, else the host name."""
     environ = os.environ if environ is None else environ
     return environ.get(NODE_NAME_ENV) or socket.gethostname()
-
-
-def cluster_skip_reason(profile: Profile) -> str:
-    return (
-        f"cluster-scope check: the profile has {profile.nnodes} nodes, and this run saw only this one; "
-        "run `dsv3-preflight run --all-nodes` to judge all nodes together"
-    )
 
 
 @dataclass
@@ -45,6 +38,7 @@ def run_this_node(
     node: str | None = None,
     facts_doc: Mapping[str, Any] | None = None,
     replay_source: str | None = None,
+    replay: Replay | None = None,
     timeout: float | None = None,
     on_result: OnResult | None = None,
     cluster_checks_here: bool | None = None,
@@ -53,6 +47,8 @@ def run_this_node(
 
     Cluster-scope checks run here only when this node is the whole cluster (nnodes == 1), unless
     ``cluster_checks_here`` says otherwise (cluster mode judges them once on all nodes' facts).
+    ``replay``: recorded sources standing in for this machine's libraries, put in the run's fact store for the
+    probes (default: what this process's environment sets up, :meth:`Replay.from_environ`, read here once).
     """
     selected = list(selected)
     deadline = time.monotonic() + timeout if timeout else None
@@ -63,6 +59,7 @@ def run_this_node(
         recorded=(facts_doc or {}).get("facts") if facts_doc else None,
         recorded_errors=(facts_doc or {}).get("fact_errors") if facts_doc else None,
         replay_source=replay_source,
+        replay=Replay.from_environ(os.environ) if replay is None else replay,
     )
     cluster = [c for c in selected if c.scope == "cluster"]
     judged_elsewhere = cluster_checks_here is False  # cluster mode: the driver judges them on the facts sent back
@@ -72,31 +69,14 @@ def run_this_node(
     store.start({n for c in cluster for n in c.needs} | set(identity))  # gathered beside the node checks' facts
     results = run_node_checks(registry, selected, store, node, deadline=deadline, on_result=on_result)
     if cluster and cluster_checks_here:
-        for spec in cluster:  # wait (bounded) for what they need
-            for need in spec.needs:
-                try:
-                    store.get(need, deadline=deadline)
-                except Exception:  # noqa: BLE001 - the error is in the snapshot and becomes the check's ERROR
-                    pass
+        _wait_for(store, [need for spec in cluster for need in spec.needs], deadline)  # bounded; errors are data
         snapshot = store.snapshot()
         results += run_cluster_checks(cluster, profile, {node: snapshot}, {node: profile.node_rank}, on_result=on_result)
     elif cluster:
-        for spec in cluster if judged_elsewhere else ():  # so wait (bounded) for their facts to be in the snapshot
-            for need in spec.needs:
-                try:
-                    store.get(need, deadline=deadline)
-                except Exception:  # noqa: BLE001 - recorded in fact_errors
-                    pass
-        for spec in cluster:
-            result = Result.skipped(cluster_skip_reason(profile)).stamped(name=spec.name, node="cluster", duration_s=0.0)
-            results.append(result)
-            if on_result:
-                on_result(result)
-    for fact in identity:
-        try:
-            store.get(fact, deadline=deadline)
-        except Exception:  # noqa: BLE001 - recorded in fact_errors
-            pass
+        if judged_elsewhere:  # so wait (bounded) for their facts to be in the snapshot
+            _wait_for(store, [need for spec in cluster for need in spec.needs], deadline)
+        results += skip_cluster_checks(cluster, profile, on_result=on_result)
+    _wait_for(store, identity, deadline)
     snapshot = store.snapshot()
     entry = {
         "node": node,
@@ -107,3 +87,13 @@ def run_this_node(
         **snapshot,
     }
     return NodeOutcome(node, results, entry)
+
+
+def _wait_for(store: FactStore, facts: Iterable[str], deadline: float | None) -> None:
+    """Wait (bounded by the deadline and each probe's timeout) for facts; one that fails is in the snapshot's
+    fact_errors, and becomes the ERROR of the check that needs it."""
+    for fact in facts:
+        try:
+            store.get(fact, deadline=deadline)
+        except Exception:  # noqa: BLE001 - recorded in fact_errors
+            pass

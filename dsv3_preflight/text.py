@@ -1,6 +1,14 @@
 """Small text helpers shared by checks that put system strings into remediations."""
 from __future__ import annotations
 
+#: where a remediation names this node's interface toward MASTER_ADDR: the collective probe's decoder fills it in
+#: (dsv3_preflight.collective.decode.fill_interface), for its own texts and the doctor's records it reads
+IFACE = "<IFACE>"
+#: NCCL_SOCKET_IFNAME's value for that interface: NCCL reads a bare name as a prefix (eth0 also selects eth01,
+#: eth1 also eth10), ``=NAME`` selects exactly NAME (net.nic_route prints the bare name where it is exact)
+NCCL_IFACE = "=" + IFACE
+NCCL_EXACT = "# =NAME: exactly that interface (NCCL reads a bare name as a prefix)"
+
 
 def one_line(cmdline: str | None, limit: int = 200) -> str:
     """A command line as one line (a `python -c` script has newlines; pasted after `#` they would run)."""

@@ -42,8 +42,9 @@ def _ranks(a: Mapping[str, Any]) -> str:
 
 def counts_line(adapters: list[Mapping[str, Any]]) -> str:
     statuses = [a["status"] for a in adapters]
+    errors = statuses.count("error")
     return (f"{len(adapters)} adapters: {statuses.count('fail')} bad, {statuses.count('warn')} with warnings, "
-            f"{statuses.count('pass')} ok")
+            f"{statuses.count('pass')} ok" + (f", {errors} not judged (ERROR: a dsv3-preflight bug)" if errors else ""))
 
 
 def _wrap(text: str, room: int) -> list[str]:
@@ -110,7 +111,9 @@ def render_watch_summary(doc: Mapping[str, Any]) -> str:
     """What the watch saw when it stops: how many saves were judged and bad, and those never finished."""
     adapters = list(doc.get("adapters") or [])
     bad = sum(a["status"] == "fail" for a in adapters)
-    lines = [f"{len(adapters)} adapters judged, {bad} bad"]
+    errors = sum(a["status"] == "error" for a in adapters)
+    lines = [f"{len(adapters)} adapters judged, {bad} bad"
+             + (f", {errors} not judged (ERROR: a dsv3-preflight bug)" if errors else "")]
     for p in doc.get("pending") or []:
         lines.append(f"not judged (not finished when the watch stopped): {plain(p['path'])}: {plain(p['why'])}")
     return "\n".join(lines)

@@ -1,13 +1,15 @@
 """A recorded GPU machine, stood up at the hardware boundary only, for the real GPU probes to read.
 
-From a machine file under tests/data/gpu/machines/ it builds:
-- NVML: the recorded document, served by dsv3_preflight.gpu.probes.replay ($DSV3_PREFLIGHT_NVML_REPLAY);
+From a machine file under tests/data/gpu/machines/ it builds the run's Replay (dsv3_preflight.facts.Replay, the
+engine fact ``replay`` the GPU probes need):
+- NVML: the recorded document, served by dsv3_preflight.gpu.probes.replay (``replay.nvml``);
 - libcuda: a real shared library compiled with gcc, whose cuInit/cuDeviceGetCount return the recorded
-  codes ($DSV3_PREFLIGHT_LIBCUDA; its file name carries the recorded driver version as libcuda.so.X does);
-- a sysroot with sysfs PCI functions, /dev nodes, /proc/driver/nvidia/version and the FM log
-  ($DSV3_PREFLIGHT_SYSROOT);
+  codes (``replay.libcuda``; its file name carries the recorded driver version as libcuda.so.X does);
+- a sysroot with sysfs PCI functions, /dev nodes, /proc/driver/nvidia/version and the FM log (``replay.sysroot``);
 - PATH holding only the recorded commands (systemctl, nv-fabricmanager) as scripts printing their output.
-The probes then run unchanged: ctypes, the child process and its timeout, file reading, subprocesses.
+The probes then run unchanged: ctypes, the child process and its timeout, file reading, subprocesses. A test
+hands the Replay to the probes (``gather``); a CLI child gets it through the environment its run reads when it
+starts (``Machine.env``, ``Replay.as_environ``).
 """
 from __future__ import annotations
 
@@ -19,6 +21,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from dsv3_preflight.facts import Replay
 
 DATA = Path(__file__).resolve().parent / "data" / "gpu"
 MACHINES = DATA / "machines"
@@ -65,7 +69,15 @@ class Machine:
     name: str
     doc: dict[str, Any]
     root: Path
-    env: dict[str, str]
+    #: the recorded sources the probes read instead of this machine's libraries
+    replay: Replay
+    #: what the stand-in libcuda and the recorded commands read (FAKE_*, PATH): no switch of ours
+    lib_env: dict[str, str]
+
+    @property
+    def env(self) -> dict[str, str]:
+        """The environment of a CLI child run against this machine: its replay set up as a run reads it."""
+        return {**self.replay.as_environ(), **self.lib_env}
 
 
 def stand_up(name: str, tmp: Path, libcuda: Path) -> Machine:
@@ -96,21 +108,20 @@ def stand_up(name: str, tmp: Path, libcuda: Path) -> Machine:
         script = bindir / cmd
         script.write_text(f"#!/bin/sh\n/bin/cat '{out}'\n")
         script.chmod(script.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
-    replay = tmp / "nvml.json"
-    replay.write_text(json.dumps(doc["nvml"]))
-    env = {"DSV3_PREFLIGHT_NVML_REPLAY": str(replay), "DSV3_PREFLIGHT_SYSROOT": str(root), "PATH": str(bindir)}
-    if doc.get("kernel_log"):
-        env["DSV3_PREFLIGHT_KMSG_REPLAY"] = str(KMSG / doc["kernel_log"])
+    nvml = tmp / "nvml.json"
+    nvml.write_text(json.dumps(doc["nvml"]))
+    env = {"PATH": str(bindir)}
+    kmsg = str(KMSG / doc["kernel_log"]) if doc.get("kernel_log") else None
     lib = doc.get("libcuda")
     if lib:
         named = tmp / "lib" / f"libcuda.so.{lib['file_version']}"
         named.parent.mkdir()
         shutil.copy2(libcuda, named)
-        env.update(DSV3_PREFLIGHT_LIBCUDA=str(named), FAKE_CUINIT_RC=str(lib["cuInit"]),
-                   FAKE_CUDA_DEVICE_COUNT=str(lib["device_count"]), FAKE_CUDA_DRIVER_VERSION=str(lib["cuda_version"]))
+        env.update(FAKE_CUINIT_RC=str(lib["cuInit"]), FAKE_CUDA_DEVICE_COUNT=str(lib["device_count"]),
+                   FAKE_CUDA_DRIVER_VERSION=str(lib["cuda_version"]))
     else:
-        env["DSV3_PREFLIGHT_LIBCUDA"] = str(tmp / "lib" / "libcuda.so.1")  # absent, as on a host without the driver
-    return Machine(name, doc, root, env)
+        named = tmp / "lib" / "libcuda.so.1"  # absent, as on a host without the driver
+    return Machine(name, doc, root, Replay(nvml=str(nvml), kmsg=kmsg, sysroot=str(root), libcuda=str(named)), env)
 
 
 def gather(machine: Machine, monkeypatch) -> dict[str, Any]:
@@ -119,14 +130,14 @@ def gather(machine: Machine, monkeypatch) -> dict[str, Any]:
     from dsv3_preflight.gpu.probes import fabric as gpu_fabric
     from dsv3_preflight.gpu.probes import nvml as gpu
 
-    for key, value in machine.env.items():
+    for key, value in machine.lib_env.items():
         monkeypatch.setenv(key, value)
-    nvml = gpu.nvml.gather()
-    fm = gpu_fabric.fabric_manager.gather()
+    nvml = gpu.nvml.gather(replay=machine.replay)
+    fm = gpu_fabric.fabric_manager.gather(replay=machine.replay)
     cuda_init = {
-        "driver": gpu.driver_api_init(timeout=15),
+        "driver": gpu.driver_api_init(machine.replay.libcuda, timeout=15),
         "runtime": gpu.interpret_torch_child(machine.doc["torch_child"]),
-        "kernel_module_version": gpu.kernel_module_version(),
+        "kernel_module_version": gpu.kernel_module_version(machine.replay.root),
         "env": {"CUDA_VISIBLE_DEVICES": os.environ.get("CUDA_VISIBLE_DEVICES"), "CUDA_DEVICE_ORDER": os.environ.get("CUDA_DEVICE_ORDER"),
                 "LD_LIBRARY_PATH": os.environ.get("LD_LIBRARY_PATH")},
     }
@@ -165,13 +176,11 @@ def gather_nvml(name: str, **device_changes: Any) -> dict[str, Any]:
     return nvml_facts(NvmlReplay(doc))
 
 
-def gather_kernel_log(name: str, monkeypatch) -> dict[str, Any]:
-    """The kernel_xid fact the real probe builds from a recorded kernel log ($DSV3_PREFLIGHT_KMSG_REPLAY)."""
+def gather_kernel_log(name: str, monkeypatch=None) -> dict[str, Any]:
+    """The kernel_xid fact the real probe builds from a recorded kernel log (the run's ``replay.kmsg``)."""
     from dsv3_preflight.gpu.probes.kernel_log import kernel_xid
-    from dsv3_preflight.gpu.probes.replay import KMSG_REPLAY_ENV
 
-    monkeypatch.setenv(KMSG_REPLAY_ENV, str(KMSG / f"{name}.log"))
-    return kernel_xid.gather()
+    return kernel_xid.gather(replay=Replay(kmsg=str(KMSG / f"{name}.log")))
 
 
 # -- red scenarios for tests/reports/test_remediations_paste.py, recorded by the CLI ----------------------------
@@ -218,16 +227,15 @@ def record_scenario(name: str, out: Path, workdir: Path, libcuda: Path | None = 
         env, sources = dict(machine.env), [machine.doc["source"]]
     else:
         doc = health_doc(recipe["nvml"])
-        replay = workdir / "nvml.json"
-        replay.parent.mkdir(parents=True, exist_ok=True)
-        replay.write_text(json.dumps(doc["nvml"]))
+        nvml = workdir / "nvml.json"
+        nvml.parent.mkdir(parents=True, exist_ok=True)
+        nvml.write_text(json.dumps(doc["nvml"]))
         (workdir / "root").mkdir(exist_ok=True)
         (workdir / "bin").mkdir(exist_ok=True)
-        env = {"DSV3_PREFLIGHT_NVML_REPLAY": str(replay), "DSV3_PREFLIGHT_SYSROOT": str(workdir / "root"),
-               "PATH": str(workdir / "bin")}
+        env = {**Replay(nvml=str(nvml), sysroot=str(workdir / "root")).as_environ(), "PATH": str(workdir / "bin")}
         sources = [f"{doc['source']} ({', '.join(doc['provenance'])})"]
     if recipe.get("kernel_log"):
-        env["DSV3_PREFLIGHT_KMSG_REPLAY"] = str(KMSG / recipe["kernel_log"])
+        env.update(Replay(kmsg=str(KMSG / recipe["kernel_log"])).as_environ())
         sources.append(f"kernel log {recipe['kernel_log']}: " + (KMSG / recipe["kernel_log"]).read_text().splitlines()[1].lstrip("# "))
     env["HOME"] = str(workdir)
     argv = [sys.executable, "-m", "dsv3_preflight", "run", "--profile", "dsv3", "--no-report", "--no-color", "-q",

@@ -1,7 +1,7 @@
 """`dsv3-preflight lora scan PATH...` and `dsv3-preflight lora watch DIR`: LoRA adapter save safety.
 
-This module parses the arguments, runs the scan or the watch (:mod:`dsv3_preflight.lora.probes.scan`,
-:mod:`dsv3_preflight.lora.probes.watch`), renders the result (:mod:`dsv3_preflight.reports.lora_text`)
+This module parses the arguments, runs the scan or the watch (:mod:`dsv3_preflight.lora.run`: the probes
+gather, the engine's wrapper judges), renders the result (:mod:`dsv3_preflight.reports.lora_text`)
 and prints it. The verdict and the exit code come from :func:`dsv3_preflight.result.decide`.
 """
 from __future__ import annotations
@@ -101,7 +101,7 @@ def _missing_message(missing: list[str]) -> str:
 
 
 def _scan(args) -> int:
-    from ..lora.probes.scan import scan_paths
+    from ..lora.run import scan_paths
     from ..preflight import UsageError
     from ..reports.lora_text import plain, render_scan
 
@@ -120,10 +120,11 @@ def _scan(args) -> int:
 def _watch(args) -> int:
     from pathlib import Path
 
-    from ..lora.probes.watch import Watcher, follow
+    from ..lora.run import Watcher, follow
     from ..lora.verdict import watch_summary
     from ..preflight import UsageError
     from ..reports.lora_text import plain, render_watch_event, render_watch_start, render_watch_summary
+    from ..result import as_status
 
     root = Path(args.dir)
     if not root.is_dir():
@@ -136,7 +137,7 @@ def _watch(args) -> int:
         for verdict in follow(watcher, interval=args.interval, max_seconds=args.max_seconds):
             judged.append(verdict)
             print(json.dumps(verdict) if args.as_json else render_watch_event(verdict), flush=True)
-            if verdict["status"] == "fail" and args.fail_fast:
+            if args.fail_fast and as_status(verdict["status"]).is_red:  # a FAIL, or an ERROR: never a pass
                 break
     except KeyboardInterrupt:
         pass

@@ -2,17 +2,19 @@
 
 :func:`judge_adapter` runs every rule of :mod:`.config_rules` and :mod:`.rules` through one
 :class:`~dsv3_preflight.result.Findings` accumulator: each distinct problem keeps its own message, fix,
-actor and cause, and the adapter's status is the worst of them (PASS when there is none). A rule that
-raises on an input nobody foresaw does not take the scan down: that adapter gets a FAIL naming the rule
-(a bug to report), the others are judged as usual. :func:`scan_document` is what ``lora scan`` prints:
-the adapters, their counts and the verdict from :func:`dsv3_preflight.result.decide`.
+actor and cause, and the adapter's status is the worst of them (PASS when there is none). The rules are
+pure and do not guard themselves: ``lora scan`` and ``lora watch`` judge each adapter through the engine's
+wrapper (:mod:`dsv3_preflight.lora.run`), so a rule that raises on an input nobody foresaw is that adapter's
+ERROR (a bug to report, never blamed on the job's configuration) and the others are judged as usual; inside a
+check (``lora.output_dir``) it is the check's ERROR. :func:`scan_document` is what ``lora scan`` prints: the
+adapters, their counts and the verdict from :func:`dsv3_preflight.result.decide`.
 """
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ..result import Actor, Findings, counts, decide, failure
+from ..result import Findings, Result, counts, decide
 from . import config_rules, file_rules, rules
 from .case import AdapterCase, step_of
 
@@ -26,7 +28,7 @@ def _ok_summary(case: AdapterCase) -> str:
     built = rules.peft_layers(case)
     wrapped = {m for saved in built[1].wrappers.values() for m in saved.values()} if built else set()
 
-    def ranks(modules) -> str:
+    def ranks(modules: Iterable[str]) -> str:
         return ",".join(map(str, sorted({lay.pairs[m]["A"][0] for m in modules if len(lay.pairs[m].get("A", ())) >= 2})))
 
     text = f"{len(lay.pairs)} LoRA modules, {lay.tensors} tensors"
@@ -37,18 +39,16 @@ def _ok_summary(case: AdapterCase) -> str:
     return text
 
 
-def judge_adapter(facts: Mapping[str, Any], *, rule_set: Iterable[Any] = RULES) -> dict[str, Any]:
-    """The verdict on one adapter from its facts (:func:`~dsv3_preflight.lora.probes.adapter_files.read_adapter`)."""
-    case = AdapterCase.of(facts)
+def adapter_result(case: AdapterCase, *, rule_set: Iterable[Any] = RULES) -> Result:
+    """The result of every rule on one adapter (pure; a rule that raises is left to the caller's wrapper)."""
     found = Findings()
     for rule in rule_set:
-        try:
-            found.check(rule, case)
-        except Exception as exc:  # noqa: BLE001 - one adapter's surprise must not end the scan of the others
-            found.add(failure(f"the {rule.__name__} rule failed on this adapter ({type(exc).__name__}: "
-                              f"{str(exc)[:160]}): a dsv3-preflight bug, please report it with this file",
-                              actor=Actor.JOB), rule="internal")
-    result = found.result(_ok_summary(case))
+        found.check(rule, case)
+    return found.result(_ok_summary(case))
+
+
+def verdict_of(case: AdapterCase, result: Result, step: Any = None) -> dict[str, Any]:
+    """One adapter's verdict as ``lora scan`` reports it: the result, and what the adapter holds."""
     lay = case.layout
     config = case.config or {}
     r = config.get("r")
@@ -56,7 +56,7 @@ def judge_adapter(facts: Mapping[str, Any], *, rule_set: Iterable[Any] = RULES) 
     weights = case.weights or {}
     return {
         "path": case.path,
-        "step": facts.get("step"),
+        "step": step,
         "format": case.format,
         "status": result.status.value,
         "summary": result.summary,
@@ -75,11 +75,28 @@ def judge_adapter(facts: Mapping[str, Any], *, rule_set: Iterable[Any] = RULES) 
     }
 
 
+def judge_adapter(facts: Mapping[str, Any], *, rule_set: Iterable[Any] = RULES) -> dict[str, Any]:
+    """The verdict on one adapter from its facts (:func:`~dsv3_preflight.lora.probes.adapter_files.read_adapter`).
+
+    Pure: a rule that raises propagates (a check's judge is wrapped by the engine; ``lora scan`` wraps each
+    adapter, see :mod:`dsv3_preflight.lora.run`)."""
+    case = AdapterCase.of(facts)
+    return verdict_of(case, adapter_result(case, rule_set=rule_set), facts.get("step"))
+
+
+def unreadable_facts(entry: Mapping[str, str]) -> dict[str, Any]:
+    """The facts of a directory the scan could not list (``{"path", "error"}`` from find_adapters)."""
+    return {"path": entry["path"], "dir": entry["path"], "format": "unreadable", "step": step_of(entry["path"]),
+            "dir_error": entry["error"]}
+
+
+#: the one rule a directory the scan could not list is judged by
+UNREADABLE_RULES = (file_rules.directory_unreadable,)
+
+
 def unreadable_dir(entry: Mapping[str, str]) -> dict[str, Any]:
     """The verdict on a directory the scan could not list (``{"path", "error"}`` from find_adapters)."""
-    return judge_adapter({"path": entry["path"], "dir": entry["path"], "format": "unreadable",
-                          "step": step_of(entry["path"]), "dir_error": entry["error"]},
-                         rule_set=(file_rules.directory_unreadable,))
+    return judge_adapter(unreadable_facts(entry), rule_set=UNREADABLE_RULES)
 
 
 def scan_document(adapters: list[dict[str, Any]], *, paths: Iterable[str] = ()) -> dict[str, Any]:
@@ -98,4 +115,5 @@ def watch_summary(adapters: list[dict[str, Any]], pending: list[str]) -> dict[st
     return doc
 
 
-__all__ = ["RULES", "judge_adapter", "scan_document", "unreadable_dir", "watch_summary"]
+__all__ = ["RULES", "UNREADABLE_RULES", "adapter_result", "judge_adapter", "scan_document", "unreadable_dir",
+           "unreadable_facts", "verdict_of", "watch_summary"]

@@ -433,3 +433,17 @@ def test_rule_mesh_blocked_names_the_node_refusing_the_others_by_node_name_with_
     assert '"${IFACE:?the training interface of this node}"' in g.fix and paste_problems(g.fix) == []
     fine = [r for r in reach if r["outcome"] == "ok"]
     assert rule_mesh_blocked([{"ranks": [{"rank": 0, "mesh": {"listeners": listeners, "reach": fine}}]}]) == []
+
+
+def test_the_decoder_reads_the_doctors_message_table():
+    """One table, one place to add a library message: the decoder's patterns are the ``decode`` of the doctor's
+    signature records, each once, in the decoder's stated order."""
+    from dsv3_preflight.collective.decode import ORDER, patterns
+    from dsv3_preflight.doctor.signatures import SIGNATURES
+
+    on_records = [d for s in SIGNATURES for d in s.decode]
+    assert list(patterns()) == sorted(on_records, key=lambda d: ORDER.index(d.kind))
+    assert [d.kind for d in patterns()] == list(ORDER)   # every kind of the order is on a record, once
+    carriers = {d.kind: s.id for s in SIGNATURES for d in s.decode}
+    assert carriers["gloo_ifname_missing"] == "gloo.no_address_for_interface"
+    assert carriers["duplicate_gpu"] == "nccl.duplicate_gpu"

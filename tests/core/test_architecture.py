@@ -14,7 +14,7 @@ from conftest import REPO
 
 PACKAGE = REPO / "dsv3_preflight"
 MAPPED = {"checks": REPO / "checks", "launch": REPO / "launch", "reports": REPO / "reports"}
-DOMAINS = ("host", "gpu", "net", "lora", "collective")
+DOMAINS = ("host", "gpu", "net", "lora", "collective", "kuberay")
 #: modules that touch the system: only probes (and the runners/commands that start processes) import them
 SYSTEM_MODULES = {"subprocess", "socket", "ctypes", "psutil", "pynvml", "netifaces", "select", "tempfile",
                   "multiprocessing", "ray", "torch", "safetensors", "peft", "transformers", "deepspeed", "urllib.request"}
@@ -191,6 +191,106 @@ def test_one_severity_order():
                                                            for v in node.values):
                     offenders.append(f"{name}:{node.lineno}")
     assert not offenders, f"a second severity table: {offenders}"
+
+
+def _called_names(file: Path) -> list[tuple[int, str]]:
+    """(line, name) of every call in a file: ``f()`` and ``x.f()`` both give ``f``."""
+    out = []
+    for node in ast.walk(ast.parse(file.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Call):
+            func = node.func
+            called = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+            out.append((node.lineno, called))
+    return out
+
+
+#: what builds a result or a finding: only checks, domains' rules and the engine call these
+RESULT_CALLS = {"passed", "failed", "warned", "skipped", "_engine_error", "Result", "Finding", "Findings", "failure",
+                "warning", "Verdict"}
+#: runners beside cluster/ and commands/ (issue 43.4): the one-node runner, the pytest plugin (its hooks in
+#: checks/conftest.py) and lora's probes (what `lora scan` and `lora watch` read) move results, never build them
+MORE_RUNNERS = ("dsv3_preflight.runner", "dsv3_preflight.pytest_plugin", "dsv3_preflight.checks.conftest",
+                "dsv3_preflight.lora.probes")
+
+
+@pytest.mark.parametrize("prefix", MORE_RUNNERS)
+def test_runner_plugin_and_lora_probes_build_no_result_and_no_verdict(prefix):
+    modules = {name: file for name, file in MODULES.items() if name == prefix or name.startswith(prefix + ".")}
+    assert modules, f"no module {prefix}: the architecture test names a module that moved"
+    offenders = [f"{name}:{line} {called}()" for name, file in modules.items() for line, called in _called_names(file)
+                 if called in RESULT_CALLS | VERDICT_CALLS]
+    assert not offenders, f"runners judge (ask the engine: engine.error_result, engine.skip_cluster_checks): {offenders}"
+
+
+def test_launch_builds_no_result_and_asks_the_one_verdict_function():
+    """The launcher's gate reads the verdict of a result document through result.decide_results, the function the
+    engine and every renderer share; it builds no result of its own."""
+    modules = {name: file for name, file in MODULES.items() if name.startswith("dsv3_preflight.launch")}
+    offenders = [f"{name}:{line} {called}()" for name, file in modules.items() for line, called in _called_names(file)
+                 if called in RESULT_CALLS]
+    assert not offenders, f"the launcher builds results: {offenders}"
+    asks = {name for name, file in modules.items() for _, called in _called_names(file) if called == "decide_results"}
+    assert asks, "the launcher's gate no longer asks result.decide_results for the verdict"
+
+
+def test_lora_probes_import_no_judging():
+    """lora's probes gather; `lora scan` and `lora watch` judge in dsv3_preflight.lora.run, through the engine's
+    wrapper (a rule that raises is an ERROR, issue 43.5): the probes import no rule, no verdict and no engine."""
+    judging = ("dsv3_preflight.lora.verdict", "dsv3_preflight.lora.rules", "dsv3_preflight.lora.config_rules",
+               "dsv3_preflight.lora.file_rules", "dsv3_preflight.engine", "dsv3_preflight.result")
+    offenders = {name: sorted(m for m in GRAPH[name] if m.startswith(judging))
+                 for name in MODULES if name.startswith("dsv3_preflight.lora.probes")}
+    offenders = {k: v for k, v in offenders.items() if v}
+    assert not offenders, f"lora's probes judge: {offenders}"
+
+
+def test_lora_scan_and_watch_judge_through_the_engines_wrapper():
+    """The module that runs `lora scan` and `lora watch` calls engine.judged, the wrapper checks go through."""
+    run = MODULES["dsv3_preflight.lora.run"]
+    assert "dsv3_preflight.engine.judged" in _imports("dsv3_preflight.lora.run", run)
+    assert "judged" in {called for _, called in _called_names(run)}
+
+
+#: verdict labels of a run (result.decide) and of the doctor: a table ranking them is a second verdict order
+VERDICT_LABELS = ({"GO", "NO-GO"}, {"healthy", "failure"})
+
+
+@pytest.mark.xfail(strict=True, reason="issue 43.1: the doctor keeps its own verdict scale (doctor/triage.py EXIT) and "
+                   "reports/merge.py ranks doctor verdicts in a third order; helper doctor-pipe moves both onto "
+                   "result.py's verdict code. Remove this mark when that lands (strict: an XPASS fails)")
+def test_the_doctor_and_merge_rank_verdicts_in_the_one_order_of_result_py():
+    """Only result.py orders verdicts (ExitCode, decide): no other module holds a table ranking verdict labels, so
+    the doctor's verdict of a log and merge's verdict of several documents follow the shared order."""
+    offenders = []
+    for name, file in MODULES.items():
+        if name == "dsv3_preflight.result":
+            continue
+        for node in ast.walk(ast.parse(file.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Dict):
+                keys = {k.value for k in node.keys if isinstance(k, ast.Constant)}
+                if any(labels <= keys for labels in VERDICT_LABELS) and all(
+                        isinstance(v, ast.Constant) and isinstance(v.value, int) for v in node.values):
+                    offenders.append(f"{name}:{node.lineno}")
+    assert not offenders, f"a second verdict order: {offenders}"
+
+
+
+def test_no_probe_reads_a_replay_switch_from_the_environment():
+    """Recorded machines are replayed at the library boundary through the run's fact store (the engine fact
+    `replay`, facts.Replay), issue 43.6: no probe names a replay environment variable or reads them itself."""
+    from dsv3_preflight.facts import REPLAY_ENV
+
+    switches = set(REPLAY_ENV.values())
+    offenders = []
+    for name, file in MODULES.items():
+        if ".probes" not in name:
+            continue
+        for node in ast.walk(ast.parse(file.read_text(encoding="utf-8"))):
+            named = node.value if isinstance(node, ast.Constant) else node.id if isinstance(node, ast.Name) else (
+                node.attr if isinstance(node, ast.Attribute) else None)
+            if named in switches or named in ("REPLAY_ENV", "from_environ"):
+                offenders.append(f"{name}:{node.lineno} {named}")
+    assert not offenders, f"probes steered by environment switches: {offenders}"
 
 
 # -- checks declare, domains judge ----------------------------------------------------------------------------

@@ -343,3 +343,20 @@ def test_cli_run_with_a_hanging_probe_and_a_raising_check_returns_within_the_tim
     assert by_name["env.launch_vars"]["status"] == "pass"
     # the run's own work is bounded by the probe timeout (1 s) plus start-up; well under timeout + 1 s + interpreter start
     assert elapsed < 3 + 1 + 4, f"took {elapsed:.1f}s"
+
+
+def test_a_one_node_run_of_a_several_node_profile_reports_each_cluster_check_as_the_engines_skip():
+    """runner.py builds no result (issue 43.4): the SKIP of a cluster check one node cannot judge is the engine's."""
+    from dsv3_preflight.registry import load_registry
+    from dsv3_preflight.runner import run_this_node
+
+    registry = load_registry(entry_points=False)
+    profile = resolve_profile(environ={}, profile_name="cpu").with_values("test", nnodes=2)
+    seen = []
+    outcome = run_this_node(registry, [registry.checks["cluster.node_count"]], profile, node="n0", timeout=30,
+                            on_result=seen.append)
+    (result,) = outcome.results
+    assert result.status is Status.SKIP and result.name == "cluster.node_count" and result.node == "cluster"
+    assert result.summary == ("cluster-scope check: the profile has 2 nodes, and this run saw only this one; "
+                              "run `dsv3-preflight run --all-nodes` to judge all nodes together")
+    assert seen == [result]

@@ -17,6 +17,7 @@ from dsv3_preflight.doctor.signatures import (
     GATE_CLASS,
     GPU_FAULT_CLASS,
     NO_PREFLIGHT_CHECK,
+    RAY_TRAIN_CLASS,
     SIGNATURES,
 )
 from dsv3_preflight.doctor.triage import _fill, _groups, _Matcher
@@ -87,7 +88,7 @@ def test_every_fix_passes_bash_n(sig):
 
 @pytest.mark.parametrize("sig", [s for s in ALL if s.kind in ("cause", "suspect")], ids=lambda s: s.id)
 def test_every_cause_says_why_how_to_fix_and_which_existing_check_catches_it(sig, check_names):
-    assert sig.root_cause and sig.fix and (sig.cls in CLASSES or sig.cls == GPU_FAULT_CLASS
+    assert sig.root_cause and sig.fix and (sig.cls in CLASSES or sig.cls in (GPU_FAULT_CLASS, RAY_TRAIN_CLASS)
                                                   or sig.cls == GATE_CLASS and sig.id.startswith("preflight."))
     if sig.id in NO_PREFLIGHT_CHECK:  # the training script itself (its argument checks, its collectives): no check sees it
         assert sig.check is None
@@ -162,3 +163,51 @@ def test_a_fix_that_pins_nccl_exports_the_exact_interface_not_a_prefix(sig):
     proc = subprocess.run(["bash", "-c", f'IFACE=eth0\n{exports}\nprintf %s "$NCCL_SOCKET_IFNAME"'],
                           capture_output=True, text=True, timeout=10)
     assert (proc.returncode, proc.stdout) == (0, "=eth0"), (sig.id, exports, proc.stderr)
+
+
+BASE = dict(id="test.record", cls=None, kind="symptom", needles=(b"x",), pattern="x", title="t")
+
+
+@pytest.mark.parametrize("fields, refusal", [
+    (dict(kind="error"), "unknown kind 'error'"),
+    (dict(cls="gpu"), "unknown class 'gpu'"),
+    (dict(kind="cause"), "a cause needs a class"),
+    (dict(needles=()), "needs at least one needle"),
+    (dict(stall="any"), "stall is 'any' or 'multi_node', on a suspect only"),
+    (dict(kind="suspect", cls="nic_iface", stall="sometimes"), "stall is 'any' or 'multi_node', on a suspect only"),
+    (dict(kind="suspect", cls="nic_iface", stall="any", hang_suspect=True), "hang_suspect is for a suspect without stall"),
+    (dict(teardown=True, cls="nccl_hang"), "teardown and stop are for a symptom without a class"),
+    (dict(stop="sigterm"), "stop is '', 'signal' or 'relay'"),
+    (dict(lost_after_start=True), "lost_after_start is for a cause"),
+    (dict(workers_done=True), "workers_done is for a teardown symptom or a run's end"),
+    (dict(setup=True), "ends_run and setup are for a progress signature"),
+    (dict(kind="progress", succeeded=True), "succeeded is for a run's end (ends_run)"),
+    (dict(actor="admin"), "actor is one of ('job', 'node', 'network') or None"),
+], ids=lambda v: v if isinstance(v, str) else "")
+def test_a_record_whose_fields_contradict_each_other_is_refused(fields, refusal):
+    from dsv3_preflight.doctor.signatures import Signature
+
+    with pytest.raises(ValueError) as info:
+        Signature(**{**BASE, **fields})
+    assert str(info.value) == f"signature test.record: {refusal}"
+
+
+def test_a_record_takes_keywords_only_and_fills_its_defaults():
+    from dsv3_preflight.doctor.signatures import Signature
+
+    with pytest.raises(TypeError):
+        Signature(*BASE.values())   # a record is read by its field names, never by position
+    cause = Signature(**{**BASE, "kind": "cause", "cls": "port_rendezvous"})
+    assert (cause.tier, cause.actor) == (1, "job")                  # a cause's tier; its class's actor
+    assert Signature(**BASE).tier == 4 and Signature(**BASE).actor is None   # a symptom without a class
+
+
+def test_the_table_is_its_families_in_the_order_that_order_states():
+    from dsv3_preflight.doctor.signatures import FAMILIES
+    from dsv3_preflight.doctor.signatures import order as order_module
+
+    assert SIGNATURES == tuple(s for _name, family in FAMILIES for s in family)
+    names = [name for name, _family in FAMILIES]
+    assert names[0] == "benign" and names[-3:] == ["consequences", "context", "progress"]
+    for name, family in FAMILIES:   # each family is its own module's table
+        assert getattr(order_module, name).SIGNATURES is family

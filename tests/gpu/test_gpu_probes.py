@@ -98,3 +98,53 @@ def test_cli_on_a_recorded_fm_stopped_machine_reports_the_802_root_cause(tmp_pat
     recorded = json.loads(facts.read_text())["facts"]
     assert recorded["fabric_manager"]["nvswitch"]["detected"] is True
     assert recorded["nvml"]["driver_version"] == "535.129.03"
+
+
+# ------------------------------------------------------------------ the replay is the run's (issue 43.6)
+def _store(replay=None):
+    from dsv3_preflight.facts import FactStore
+    from dsv3_preflight.profile import resolve_profile
+    from dsv3_preflight.registry import load_registry
+
+    profile = resolve_profile(environ={}, profile_name="cpu")
+    return FactStore(load_registry(entry_points=False), {"profile": profile}, **({"replay": replay} if replay else {}))
+
+
+def test_the_gpu_probes_read_the_recording_the_runs_fact_store_holds_not_an_environment_switch(monkeypatch):
+    """A recorded machine is injected through the run's fact store (the engine fact `replay`): the probes read it,
+    and an environment variable set in the process steers no probe."""
+    from gpu_lab import HEALTH, KMSG
+
+    from dsv3_preflight.facts import Replay
+
+    monkeypatch.setenv("DSV3_PREFLIGHT_NVML_REPLAY", str(HEALTH / "a10g_pcie_x8.json"))
+    monkeypatch.setenv("DSV3_PREFLIGHT_KMSG_REPLAY", str(KMSG / "gpud_xid13_109.log"))
+    store = _store(Replay(nvml=str(HEALTH / "h100_sxm_healthy.json"), kmsg=str(KMSG / "akash_h100_xid_43_31_94.log")))
+    store.start(["nvml", "kernel_xid"])
+    nvml, xid = store.get("nvml"), store.get("kernel_xid")
+    recorded = json.loads((HEALTH / "h100_sxm_healthy.json").read_text())["nvml"]
+    assert nvml["driver_version"] == recorded["driver_version"]
+    assert [g["name"] for g in nvml["gpus"]] == [d["name"] for d in recorded["devices"]]
+    assert xid["source"] == f"replay:{KMSG / 'akash_h100_xid_43_31_94.log'}"
+
+
+def test_a_cli_run_sets_its_replay_up_from_the_environment_once_when_it_starts(monkeypatch):
+    """The CLI's run (run_this_node) reads $DSV3_PREFLIGHT_*_REPLAY into the run's Replay when it starts; what its
+    probes read is that Replay."""
+    from gpu_lab import HEALTH
+
+    from dsv3_preflight.facts import Replay
+    from dsv3_preflight.profile import resolve_profile
+    from dsv3_preflight.registry import load_registry
+    from dsv3_preflight.runner import run_this_node
+
+    doc = HEALTH / "a10g_pcie_x8.json"
+    assert Replay.from_environ({"DSV3_PREFLIGHT_NVML_REPLAY": str(doc)}) == Replay(nvml=str(doc))
+    assert Replay(nvml=str(doc)).as_environ() == {"DSV3_PREFLIGHT_NVML_REPLAY": str(doc)}
+    monkeypatch.setenv("DSV3_PREFLIGHT_NVML_REPLAY", str(doc))
+    registry = load_registry(entry_points=False)
+    outcome = run_this_node(registry, [registry.checks["gpu.pcie_link"]], resolve_profile(environ={}, profile_name="cpu"),
+                            node="n0", timeout=60)
+    recorded = json.loads(doc.read_text())["nvml"]
+    assert outcome.entry["facts"]["nvml"]["driver_version"] == recorded["driver_version"]
+    assert outcome.results[0].name == "gpu.pcie_link"

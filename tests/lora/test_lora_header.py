@@ -168,7 +168,7 @@ def test_a_deepseek_v3_sized_adapter_is_judged_from_its_header_alone(tmp_path):
         fh.truncate(len(head) + data)
     (ck / "adapter_config.json").write_text(json.dumps({"peft_type": "LORA", "r": 16, "lora_alpha": 32,
                                                         "target_modules": sorted(bench.MLA)}))
-    code = ("import json, sys\nfrom dsv3_preflight.lora.probes.scan import scan_paths\n"
+    code = ("import json, sys\nfrom dsv3_preflight.lora.run import scan_paths\n"
             "def rchar():\n    with open('/proc/self/io') as fh:\n        return int(fh.read().split('rchar:')[1].split()[0])\n"
             "scan_paths([sys.argv[1]])\nscan_paths([sys.argv[1]])\n"
             "before = rchar()\ndoc, _ = scan_paths([sys.argv[1]])\nprint(json.dumps({'read': rchar() - before, "

@@ -25,7 +25,7 @@ import test_lora_lab as lab
 from paste_lint import paste_problems
 
 from dsv3_preflight.lora import selection
-from dsv3_preflight.lora.probes.scan import judge_path
+from dsv3_preflight.lora.run import judge_path
 
 REPO = Path(__file__).resolve().parents[2]
 R = 4
@@ -440,7 +440,7 @@ def test_fuzzed_target_parameter_adapters_get_the_verdict_peft_gives(saved, tmp_
         cls = fz._class(mutation, label)
         seen.add(cls)
         verdict = judge_path(d / "adapter_model.safetensors")
-        assert not any(f["rule"] == "internal" for f in verdict["findings"]), (label, verdict["findings"])
+        assert verdict["status"] != "error", (label, verdict["summary"])  # a rule that raised (engine ERROR)
         sound, why = fz.peft_verdict(d, "dsv3")
         if (verdict["status"] == "fail") != sound or verdict["status"] == fz.EXPECTED_DIVERGENCE.get(cls):
             continue

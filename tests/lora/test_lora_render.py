@@ -12,7 +12,7 @@ import pytest
 import test_lora_lab as lab
 from paste_lint import paste_problems
 
-from dsv3_preflight.lora.probes.scan import scan_paths
+from dsv3_preflight.lora.run import scan_paths
 from dsv3_preflight.reports.lora_text import render_scan, render_watch_event, render_watch_summary
 
 REPO = Path(__file__).resolve().parents[2]

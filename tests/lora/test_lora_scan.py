@@ -16,7 +16,9 @@ import test_lora_lab as lab
 from paste_lint import paste_problems
 
 from dsv3_preflight.lora.probes.adapter_files import find_adapters, read_header
-from dsv3_preflight.lora.probes.scan import judge_path, scan_paths
+from dsv3_preflight.lora.run import judge_path, scan_paths
+from dsv3_preflight.lora.verdict import RULES
+from dsv3_preflight.reports.lora_text import render_scan
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -184,6 +186,32 @@ def test_checkpoint_tree_is_found_in_step_order(adapters, tmp_path):
     assert not missing and not unreadable
     doc, _ = scan_paths([tmp_path])
     assert [a["step"] for a in doc["adapters"]] == [50, 100, 1000] and doc["exit_code"] == 0
+
+
+def lora_alpha_note(case):
+    """A rule with a bug, added beside the built-in ones as a site adds its own: it takes lora_alpha for text, and
+    peft writes a number (AttributeError on every adapter that has a config)."""
+    return None if case.config is None else case.config["lora_alpha"].strip()
+
+
+def test_a_rule_that_raises_in_lora_scan_is_that_adapters_error_not_a_fail_blamed_on_the_job(adapters, tmp_path):
+    """Issue 43.5: the rules of `lora scan` are judged through the engine's wrapper, as checks are: a rule that raises
+    is an ERROR of that adapter (no actor, no fix for the job), the others are judged as usual, and the scan is NO-GO."""
+    lab.write_checkpoint(tmp_path, 50, adapters["llama"])
+    lab.write_checkpoint(tmp_path, 100, adapters["no_config"])  # no config: the buggy rule has nothing to trip on
+    doc, _ = scan_paths([tmp_path], rule_set=(*RULES, lora_alpha_note))
+    by_step = {a["step"]: a for a in doc["adapters"]}
+    crashed = by_step[50]
+    assert crashed["status"] == "error"
+    assert crashed["summary"] == "the adapter's rules raised AttributeError: 'int' object has no attribute 'strip'"
+    assert crashed["findings"] == [] and crashed["actor"] is None and crashed["remediation"] is None
+    assert crashed["lora_modules"] == 2 * 4 and crashed["ranks"] == [8]  # what the adapter holds is still shown
+    plain, _ = scan_paths([tmp_path / "checkpoint-100"])
+    assert by_step[100]["status"] == plain["adapters"][0]["status"] == "fail"
+    assert by_step[100]["summary"] == plain["adapters"][0]["summary"]
+    assert doc["counts"]["error"] == 1 and doc["verdict"] == "NO-GO" and doc["exit_code"] == 1
+    assert render_scan(doc).splitlines()[-1].endswith(
+        "2 adapters: 1 bad, 0 with warnings, 0 ok, 1 not judged (ERROR: a dsv3-preflight bug)")
 
 
 def test_deep_flags_all_zero_lora_b_after_training_steps(adapters, tmp_path):

@@ -15,7 +15,9 @@ import pytest
 import test_lora_lab as lab
 
 from dsv3_preflight.lora.completeness import decide_save
-from dsv3_preflight.lora.probes.watch import Watcher, observe
+from dsv3_preflight.lora.probes.watch import observe
+from dsv3_preflight.lora.run import Watcher
+from dsv3_preflight.lora.verdict import RULES
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -149,6 +151,33 @@ def test_a_later_checkpoint_finishes_the_earlier_save(tmp_path, good_and_empty):
     clock.now += 1.5
     verdicts = {r["step"]: r["status"] for r in w.poll()}
     assert verdicts == {50: "fail", 100: "pass"}, early
+
+
+def lora_alpha_note(case):
+    """A rule with a bug (a site's own, beside the built-in ones): it takes peft's numeric lora_alpha for text."""
+    return None if case.config is None else case.config["lora_alpha"].strip()
+
+
+def test_a_rule_that_raises_in_lora_watch_is_that_saves_error_and_the_watch_goes_on(tmp_path, good_and_empty):
+    """Issue 43.5: `lora watch` judges each finished save through the engine's wrapper: a rule that raises is that
+    save's ERROR (not a FAIL blamed on the job's configuration), and the watch goes on to the next save."""
+    good, _ = good_and_empty
+    clock = Clock()
+    w = Watcher(tmp_path, settle=1.0, clock=clock, rule_set=(*RULES, lora_alpha_note))
+    lab.write_checkpoint(tmp_path, 50, good)
+    clock.now += 1.5
+    assert w.poll() == []  # first sight: not settled
+    clock.now += 1.5
+    (crashed,) = w.poll()
+    assert crashed["status"] == "error" and crashed["step"] == 50
+    assert crashed["summary"] == "the adapter's rules raised AttributeError: 'int' object has no attribute 'strip'"
+    assert crashed["actor"] is None and crashed["findings"] == []
+    later = lab.write_checkpoint(tmp_path, 100, good)
+    (later / "adapter_config.json").unlink()  # the buggy rule has nothing to trip on: judged as usual
+    clock.now += 1.5
+    assert w.poll() == []
+    clock.now += 1.5
+    assert [(r["step"], r["status"]) for r in w.poll()] == [(100, "fail")]
 
 
 def test_fifos_in_the_tree_never_hang_the_watch(tmp_path, good_and_empty):

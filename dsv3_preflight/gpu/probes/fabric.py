@@ -1,6 +1,6 @@
 """Facts about NVIDIA Fabric Manager and the versions that must agree across nodes.
 
-System boundaries: files under ``$DSV3_PREFLIGHT_SYSROOT`` (sysfs PCI devices, /dev, /proc, the FM
+System boundaries: files under the run's ``replay.sysroot`` (default ``/``) (sysfs PCI devices, /dev, /proc, the FM
 log) and the commands ``systemctl``, ``journalctl``, ``nv-fabricmanager``, ``dpkg-query``, ``rpm``
 found on ``PATH``; all run as argument lists under a timeout.
 """
@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from dsv3_preflight import signals
+from dsv3_preflight.facts import LIVE, Replay
 from dsv3_preflight.gpu.fm_log import findings, parse_version
 
 # the readers env.torchrun_python's report of another interpreter uses too (standard library only, no torch import)
@@ -20,7 +21,7 @@ from dsv3_preflight.host.probes.pyenv_report import dist_version, nccl_wheel
 from dsv3_preflight.host.probes.pyenv_report import torch_cuda as torch_cuda_version
 from dsv3_preflight.registry import probe
 
-from .nvml import kernel_module_version, sysroot
+from .nvml import kernel_module_version
 
 NVIDIA_VENDOR = "0x10de"
 FM_UNIT = "nvidia-fabricmanager.service"
@@ -138,10 +139,10 @@ def fm_log(root: Path) -> dict[str, Any]:
     return {"source": source, "tail": lines, "findings": findings(lines)}
 
 
-@probe("fabric_manager", timeout=20)
-def fabric_manager() -> dict[str, Any]:
+@probe("fabric_manager", needs=["replay"], timeout=20)
+def fabric_manager(replay: Replay = LIVE) -> dict[str, Any]:
     """NVSwitch presence (sysfs, /dev, /proc), the Fabric Manager service, its version and its log's failures."""
-    root = sysroot()
+    root = replay.root
     pci = pci_devices(root)
     dev_nodes = sorted(p.name for p in (root / "dev").glob("nvidia-nvswitch*"))
     proc_switches = sorted(p.name for p in (root / "proc/driver/nvidia-nvswitch/devices").glob("*"))

@@ -1,6 +1,6 @@
 """The kernel log's NVIDIA Xid events since boot: the ``kernel_xid`` fact.
 
-Sources, first that answers: the recorded log named by ``$DSV3_PREFLIGHT_KMSG_REPLAY`` (tests, offline
+Sources, first that answers: the recorded log the run's replay names (``replay.kmsg``: tests, offline
 replays; see ``replay.py``), ``/dev/kmsg`` read non-blocking (it ends with EAGAIN; bounded by a record
 count and a deadline, so it never waits for new messages), then ``journalctl -k -b`` under a timeout.
 ``/dev/kmsg`` holds the kernel's ring buffer, which can have overwritten the oldest messages of a long
@@ -15,6 +15,7 @@ import subprocess
 import time
 from typing import Any
 
+from dsv3_preflight.facts import LIVE, Replay
 from dsv3_preflight.gpu.xid import parse_lines, stamp, summarize
 from dsv3_preflight.registry import probe
 
@@ -80,12 +81,12 @@ def kernel_xid_facts(source: str, read: dict[str, Any]) -> dict[str, Any]:
             "lines": [line for line in read["lines"] if "Xid" in line or "fallen off" in line][-KEPT_LINES:]}
 
 
-@probe("kernel_xid", timeout=15)
-def kernel_xid() -> dict[str, Any]:
+@probe("kernel_xid", needs=["replay"], timeout=15)
+def kernel_xid(replay: Replay = LIVE) -> dict[str, Any]:
     """NVIDIA Xid events in the kernel log since boot (/dev/kmsg, else journalctl -k), grouped by GPU and Xid."""
-    replay = kernel_log_replay()
-    if replay is not None:
-        source, lines = replay
+    recorded = kernel_log_replay(replay)
+    if recorded is not None:
+        source, lines = recorded
         return kernel_xid_facts(source, {"records": len(lines), "lines": [x for x in lines if "NVRM" in x],
                                          "oldest": stamp(lines[0]) if lines else None})
     errors = []

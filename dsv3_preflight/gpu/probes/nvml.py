@@ -1,9 +1,9 @@
 """Facts about the GPUs: NVML's view (driver, GPUs, ECC, processes, fabric) and CUDA initialisation.
 
-Hardware boundaries, each replaceable by a recorded machine for tests and offline replays:
-NVML through ``dsv3_preflight.gpu.probes.replay.load_nvml`` (``$DSV3_PREFLIGHT_NVML_REPLAY``),
-libcuda through ``$DSV3_PREFLIGHT_LIBCUDA`` (default ``libcuda.so.1``), and files under
-``$DSV3_PREFLIGHT_SYSROOT`` (default ``/``).
+Hardware boundaries, each replaceable by a recorded machine for tests and offline replays through the run's
+``replay`` (the engine fact :class:`dsv3_preflight.facts.Replay`, never an environment variable read here):
+NVML through ``dsv3_preflight.gpu.probes.replay.load_nvml`` (``replay.nvml``), libcuda (``replay.libcuda``,
+default ``libcuda.so.1``), and files under ``replay.sysroot`` (default ``/``).
 """
 from __future__ import annotations
 
@@ -16,20 +16,16 @@ from pathlib import Path
 from typing import Any
 
 from dsv3_preflight import signals
+from dsv3_preflight.facts import LIVE, Replay
 from dsv3_preflight.gpu.cuda_errors import decode, parse_torch_cuda_error
 from dsv3_preflight.registry import probe
 
 from .health import health_fields
 from .replay import load_nvml
 
-LIBCUDA_ENV = "DSV3_PREFLIGHT_LIBCUDA"
-SYSROOT_ENV = "DSV3_PREFLIGHT_SYSROOT"
+LIBCUDA = "libcuda.so.1"
 DRIVER_INIT_TIMEOUT = 20.0
 TORCH_INIT_TIMEOUT = 90.0
-
-
-def sysroot() -> Path:
-    return Path(os.environ.get(SYSROOT_ENV) or "/")
 
 
 def _text(value: Any) -> Any:
@@ -155,12 +151,12 @@ def _gpu(nvml: Any, index: int) -> dict[str, Any]:
     return gpu
 
 
-@probe("nvml", timeout=20)
-def nvml() -> dict[str, Any]:
+@probe("nvml", needs=["replay"], timeout=20)
+def nvml(replay: Replay = LIVE) -> dict[str, Any]:
     """NVML: driver and CUDA driver versions, and per GPU identity, memory, ECC, processes, fabric state and health
     (remapped rows and retired pages, PCIe link, NVLink, clock event reasons, MIG and compute mode, reset status)."""
     try:
-        module = load_nvml()
+        module = load_nvml(replay)
     except ImportError as exc:
         return {"available": False, "error": f"nvidia-ml-py (pynvml) is not installed: {exc}", "error_code": None,
                 "driver_version": None, "cuda_driver_version": None, "cuda_driver_version_str": None,
@@ -221,10 +217,10 @@ def _last_json(stdout: str) -> dict[str, Any] | None:
     return None
 
 
-def kernel_module_version(root: Path | None = None) -> str | None:
-    """The loaded NVIDIA kernel module's version, from /proc/driver/nvidia/version."""
+def kernel_module_version(root: Path = LIVE.root) -> str | None:
+    """The loaded NVIDIA kernel module's version, from /proc/driver/nvidia/version under ``root``."""
     try:
-        text = ((root or sysroot()) / "proc/driver/nvidia/version").read_text()
+        text = (root / "proc/driver/nvidia/version").read_text()
     except OSError:
         return None
     m = re.search(r"Kernel Module(?: for \S+)?\s+(\d+\.\d+(?:\.\d+)?)", text)
@@ -232,8 +228,9 @@ def kernel_module_version(root: Path | None = None) -> str | None:
 
 
 def driver_api_init(library: str | None = None, timeout: float = DRIVER_INIT_TIMEOUT) -> dict[str, Any]:
-    """``cuInit(0)`` and ``cuDeviceGetCount`` through ctypes, in a child process under ``timeout``."""
-    library = library or os.environ.get(LIBCUDA_ENV) or "libcuda.so.1"
+    """``cuInit(0)`` and ``cuDeviceGetCount`` of ``library`` (default libcuda.so.1) through ctypes, in a child process
+    under ``timeout``: the library's path is the child's argument, never its environment's."""
+    library = library or LIBCUDA
     argv = [sys.executable, "-c", _DRIVER_CHILD, library]
     try:
         proc = signals.run(argv, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
@@ -319,8 +316,8 @@ def interpret_torch_child(out: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-@probe("cuda_init", needs=["profile"], timeout=TORCH_INIT_TIMEOUT + DRIVER_INIT_TIMEOUT + 10)
-def cuda_init(profile) -> dict[str, Any]:
+@probe("cuda_init", needs=["profile", "replay"], timeout=TORCH_INIT_TIMEOUT + DRIVER_INIT_TIMEOUT + 10)
+def cuda_init(profile: Any, replay: Replay = LIVE) -> dict[str, Any]:
     """CUDA initialisation, each in a child process with a timeout: the driver API (cuInit) and torch's runtime.
 
     Under a profile that expects no GPUs the (slow) torch import is not attempted; the driver API still is.
@@ -328,8 +325,8 @@ def cuda_init(profile) -> dict[str, Any]:
     runtime = torch_runtime_init() if profile.expects_gpus else {
         "skipped": "profile expects no GPUs", "installed": None, "ok": False, "code": None, "timed_out": False}
     return {
-        "driver": driver_api_init(),
+        "driver": driver_api_init(replay.libcuda),
         "runtime": runtime,
-        "kernel_module_version": kernel_module_version(),
+        "kernel_module_version": kernel_module_version(replay.root),
         "env": {k: os.environ.get(k) for k in ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "LD_LIBRARY_PATH")},
     }

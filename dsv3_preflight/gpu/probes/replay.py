@@ -1,13 +1,15 @@
 """The hardware boundary of the GPU domain: recorded machines stand in for NVML and the kernel log.
 
 This machine (and CI) has no NVIDIA GPU. Tests and offline replays therefore answer the two hardware
-sources the GPU probes read from recorded documents of real machines, and from nothing else:
+sources the GPU probes read from recorded documents of real machines, and from nothing else. What to replay
+is a property of the run: the engine fact ``replay`` (:class:`dsv3_preflight.facts.Replay`), which the probes
+need like any fact and hand to these functions; no probe reads an environment variable.
 
-- NVML: when ``$DSV3_PREFLIGHT_NVML_REPLAY`` names a recorded NVML document, :func:`load_nvml` returns
+- NVML: when the run's replay names a recorded NVML document (``replay.nvml``), :func:`load_nvml` returns
   :class:`NvmlReplay` instead of the real ``pynvml``. Only the NVML *calls* are replayed; constants,
   structures and ``NVMLError`` are the real pynvml's, so the probe's code path (its error handling
   included) is the one that runs on a GPU machine.
-- The kernel log: when ``$DSV3_PREFLIGHT_KMSG_REPLAY`` names a recorded text file (``/dev/kmsg`` records,
+- The kernel log: when the run's replay names a recorded text file (``replay.kmsg``: ``/dev/kmsg`` records,
   ``dmesg`` or ``journalctl -k`` lines), :func:`kernel_log_replay` returns its lines and the kernel-log
   probe parses them as it parses the live log.
 
@@ -34,34 +36,31 @@ GPU without the feature answers). A key the document does not have was not recor
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-REPLAY_ENV = "DSV3_PREFLIGHT_NVML_REPLAY"
-KMSG_REPLAY_ENV = "DSV3_PREFLIGHT_KMSG_REPLAY"
+from dsv3_preflight.facts import LIVE, Replay
+
 NOT_RECORDED = 13  # NVML_ERROR_FUNCTION_NOT_FOUND
 NOT_SUPPORTED = 3  # NVML_ERROR_NOT_SUPPORTED
 INVALID_ARGUMENT = 2  # NVML_ERROR_INVALID_ARGUMENT
 
 
-def load_nvml() -> Any:
-    """The NVML module the probe uses: a replay of ``$DSV3_PREFLIGHT_NVML_REPLAY`` or the real pynvml."""
-    path = os.environ.get(REPLAY_ENV)
-    if path:
-        return NvmlReplay.from_file(path)
+def load_nvml(replay: Replay = LIVE) -> Any:
+    """The NVML module the probe uses: a replay of the run's recorded NVML document, or the real pynvml."""
+    if replay.nvml:
+        return NvmlReplay.from_file(replay.nvml)
     import pynvml
 
     return pynvml
 
 
-def kernel_log_replay() -> tuple[str, list[str]] | None:
-    """(source, lines) of the recorded kernel log named by ``$DSV3_PREFLIGHT_KMSG_REPLAY``, or None (read the live log)."""
-    path = os.environ.get(KMSG_REPLAY_ENV)
-    if not path:
+def kernel_log_replay(replay: Replay = LIVE) -> tuple[str, list[str]] | None:
+    """(source, lines) of the run's recorded kernel log, or None (read the live log)."""
+    if not replay.kmsg:
         return None
-    return f"replay:{path}", Path(path).read_text(errors="replace").splitlines()
+    return f"replay:{replay.kmsg}", Path(replay.kmsg).read_text(errors="replace").splitlines()
 
 
 class NvmlReplay:

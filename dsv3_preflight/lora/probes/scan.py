@@ -1,18 +1,15 @@
-"""`lora scan`: find the adapters under some paths, read each one's facts, and judge each one on its own.
+"""The facts `lora scan` and `lora watch` judge: one adapter's files (header, config, step) and, with
+``--deep``, its tensor data, the config as peft reads it and the trainer's step.
 
-One adapter's damage (a corrupt header, a FIFO where the weights should be, a config that makes a rule
-trip) is that adapter's FAIL with the reason; the others are judged as usual and the scan always ends
-with a verdict. A directory the walk cannot list is reported as unreadable, never skipped.
+Gathering only: the judging is :mod:`dsv3_preflight.lora.run` (through the engine's wrapper). One adapter's
+damage (a corrupt header, a FIFO where the weights should be) is data in its facts, never an exception.
 """
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
 from typing import Any
 
-from dsv3_preflight.lora.verdict import judge_adapter, scan_document, unreadable_dir
-
-from .adapter_files import DEFAULT_HEADER_CAP, find_adapters, read_adapter, read_trainer_step
+from .adapter_files import DEFAULT_HEADER_CAP, read_adapter, read_trainer_step
 
 
 def adapter_facts(path: str | os.PathLike[str], *, cap: int = DEFAULT_HEADER_CAP) -> dict[str, Any]:
@@ -24,31 +21,18 @@ def adapter_facts(path: str | os.PathLike[str], *, cap: int = DEFAULT_HEADER_CAP
                 "header": {"kind": "unreadable", "error": f"{path}: {exc.strerror or exc}", "tensors": {}}}
 
 
-def judge_path(path: str | os.PathLike[str], *, cap: int = DEFAULT_HEADER_CAP, deep: bool = False) -> dict[str, Any]:
-    """The verdict on one adapter path (weights file, or a directory holding only a config)."""
-    facts = adapter_facts(path, cap=cap)
-    verdict = judge_adapter(facts)
+def add_deep_facts(facts: dict[str, Any]) -> dict[str, Any]:
+    """``--deep``: add the config as peft reads it and, for safetensors with tensors, the streamed tensor data
+    and the trainer's step (``facts`` is changed and returned)."""
+    if facts.get("format") not in ("safetensors", "pickle"):
+        return facts
+    from .peft_check import peft_config_facts
+
+    facts["peft_check"] = peft_config_facts(facts.get("config"))
     header = facts.get("header") or {}
-    if deep and verdict["status"] != "fail" and facts.get("format") in ("safetensors", "pickle"):
-        from .peft_check import peft_config_facts
+    if facts.get("format") == "safetensors" and header.get("tensors"):
+        from .tensors import deep_facts
 
-        facts["peft_check"] = peft_config_facts(facts.get("config"))
-        if facts.get("format") == "safetensors" and header.get("tensors"):
-            from .tensors import deep_facts
-
-            facts["deep"] = deep_facts(facts["path"], header["tensors"])
-            facts["trainer_step"], _ = read_trainer_step(facts["dir"])
-        verdict = judge_adapter(facts)
-    return verdict
-
-
-def scan_paths(paths: Iterable[str | os.PathLike[str]], *, cap: int = DEFAULT_HEADER_CAP,
-               deep: bool = False) -> tuple[dict[str, Any] | None, list[str]]:
-    """(the scan document, []) or (None, the paths that are neither a file nor a directory)."""
-    paths = [str(p) for p in paths]
-    found, missing, unreadable = find_adapters(paths)
-    if missing:
-        return None, missing
-    adapters = [judge_path(f, cap=cap, deep=deep) for f in found] + [unreadable_dir(u) for u in unreadable]
-    adapters.sort(key=lambda a: (a["step"] is None, a["step"] or 0, a["path"]))
-    return scan_document(adapters, paths=paths), []
+        facts["deep"] = deep_facts(facts["path"], header["tensors"])
+        facts["trainer_step"], _ = read_trainer_step(facts["dir"])
+    return facts

@@ -1,18 +1,19 @@
-"""`lora watch`: follow a training output directory and judge each save once it is finished.
+"""`lora watch`'s observing half: follow a training output directory and say which saves are finished.
 
 Each poll observes every save under the directory (sizes and times, whether trainer_state.json or a later
 checkpoint exists, whether the weights file proves itself whole) and asks
 :func:`dsv3_preflight.lora.completeness.decide_save` whether it may be judged; a save that is still being
 written is left alone, whatever state its bytes are in. Nothing here blocks: FIFOs and devices are never
 opened for reading (``inputs.open_regular``), trainer_state.json is only looked at, not read.
-Directories named ``tmp-checkpoint-*`` (the Trainer's staging name) are ignored.
+Directories named ``tmp-checkpoint-*`` (the Trainer's staging name) are ignored. The judging of a finished
+save is :mod:`dsv3_preflight.lora.run`'s (through the engine's wrapper), never this package's.
 """
 from __future__ import annotations
 
 import os
 import stat
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,10 +21,8 @@ from typing import Any
 from dsv3_preflight.inputs import InputError, kind_of, open_regular
 from dsv3_preflight.lora.case import CONFIG_NAME, step_of
 from dsv3_preflight.lora.completeness import decide_save
-from dsv3_preflight.lora.verdict import unreadable_dir
 
 from .adapter_files import DEFAULT_HEADER_CAP, TRAINER_STATE, find_adapters, read_header
-from .scan import judge_path
 
 _ZIP_END = b"PK\x05\x06"
 
@@ -112,27 +111,25 @@ class _Seen:
 
 
 @dataclass
-class Watcher:
-    """Polls ``root``; :meth:`poll` returns the verdicts of the saves that finished since the last poll."""
+class SaveWatch:
+    """Polls ``root``; :meth:`finished` returns the saves that finished since the last poll (to be judged)."""
 
     root: Path
     settle: float = 2.0
     cap: int = DEFAULT_HEADER_CAP
-    deep: bool = False
     clock: Callable[[], float] = time.monotonic
     _pending: dict[Path, _Seen] = field(default_factory=dict)
     _judged: dict[Path, tuple[Any, ...]] = field(default_factory=dict)
     _unreadable: set[str] = field(default_factory=set)
 
-    def poll(self) -> list[dict[str, Any]]:
+    def finished(self) -> tuple[list[dict[str, str]], list[Path]]:
+        """(directories newly found unreadable, ``{"path", "error"}``; saves finished since the last poll)."""
         now = self.clock()
         root = Path(self.root)
         found, _, unreadable = find_adapters([root]) if root.is_dir() else ([], [], [])
-        ready: list[dict[str, Any]] = []
-        for entry in unreadable:
-            if entry["path"] not in self._unreadable:
-                self._unreadable.add(entry["path"])
-                ready.append(unreadable_dir(entry))
+        new_unreadable = [entry for entry in unreadable if entry["path"] not in self._unreadable]
+        self._unreadable.update(entry["path"] for entry in new_unreadable)
+        ready: list[Path] = []
         for path in found:
             if any(part.startswith("tmp-checkpoint") for part in path.parts):
                 continue
@@ -148,21 +145,10 @@ class Watcher:
                 continue
             del self._pending[path]
             self._judged[path] = sig
-            ready.append(judge_path(path, cap=self.cap, deep=self.deep))
-        return ready
+            ready.append(path)
+        return new_unreadable, ready
 
     def pending(self) -> list[dict[str, str]]:
         """Saves seen but not finished (never judged), with why: what the watch reports when it stops."""
         return [{"path": str(p), "why": s.why or "not finished"} for p, s in sorted(self._pending.items())
                 if p not in self._judged]
-
-
-def follow(watcher: Watcher, *, interval: float = 5.0, max_seconds: float | None = None,
-           sleep: Callable[[float], None] = time.sleep) -> Iterator[dict[str, Any]]:
-    """Yield each verdict as soon as its save is finished; stops after ``max_seconds`` when given."""
-    start = time.monotonic()
-    while True:
-        yield from watcher.poll()
-        if max_seconds is not None and time.monotonic() - start >= max_seconds:
-            return
-        sleep(interval)

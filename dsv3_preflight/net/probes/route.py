@@ -1,7 +1,7 @@
 """The kernel's own routing decision for an address, and this host's interfaces — without iproute2.
 
 ``route_get(ip)`` asks the kernel through an rtnetlink ``RTM_GETROUTE`` request (what ``ip route get``
-does) and returns the output interface, preferred source address, gateway and route type. Where
+does), sent and parsed by pyroute2 (imported only when a route is asked), and returns the output interface, preferred source address, gateway and route type. Where
 netlink is unavailable it falls back to a connected UDP socket (no packet is sent): the source
 address the kernel picks, mapped to the interface holding it, with the gateway from
 ``/proc/net/route`` (IPv4). ``interfaces()`` lists every interface with its addresses, flags, MTU,
@@ -19,11 +19,7 @@ import struct
 from pathlib import Path
 from typing import Any
 
-NETLINK_ROUTE = 0
-RTM_NEWROUTE, RTM_GETROUTE = 24, 26
-NLMSG_ERROR = 2
-NLM_F_REQUEST = 1
-RTA_DST, RTA_OIF, RTA_GATEWAY, RTA_PREFSRC, RTA_TABLE = 1, 4, 5, 7, 15
+#: rtm_type of a route (linux/rtnetlink.h), as the facts name it
 RTN_TYPES = {1: "unicast", 2: "local", 3: "broadcast", 4: "anycast", 5: "multicast", 6: "blackhole",
              7: "unreachable", 8: "prohibit", 9: "throw", 10: "nat"}
 IFF_UP, IFF_LOOPBACK, IFF_RUNNING = 0x1, 0x8, 0x40
@@ -55,7 +51,8 @@ def ioctl_flags(name: str) -> int | None:
             answer = fcntl.ioctl(sock.fileno(), SIOCGIFFLAGS, struct.pack("16s24x", name.encode()[:15]))
     except (OSError, UnicodeError):
         return None
-    return struct.unpack_from("H", answer, 16)[0]
+    flags: int = struct.unpack_from("H", answer, 16)[0]
+    return flags
 
 
 def _running(flags: int | None, admin_up: bool | None, operstate: str | None) -> bool | None:
@@ -107,54 +104,35 @@ def interfaces() -> list[dict[str, Any]]:
     return result
 
 
-def _parse_attrs(data: bytes, offset: int, end: int) -> dict[int, bytes]:
-    attrs: dict[int, bytes] = {}
-    while offset + 4 <= end:
-        alen, atype = struct.unpack_from("=HH", data, offset)
-        if alen < 4:
-            break
-        attrs[atype] = data[offset + 4: offset + alen]
-        offset += (alen + 3) & ~3
-    return attrs
+def netlink_route_get(dst: str) -> dict[str, Any]:
+    """RTM_GETROUTE for ``dst`` through pyroute2; raises OSError (errno of the kernel's answer, e.g. ENETUNREACH).
 
-
-def netlink_route_get(dst: str, timeout: float = 2.0) -> dict[str, Any]:
-    """RTM_GETROUTE for ``dst``; raises OSError (errno of the kernel's answer, e.g. ENETUNREACH)."""
+    The kernel answers a route request at once (no I/O behind it); the probe's timeout bounds the call."""
     ip = ipaddress.ip_address(dst)
     family = socket.AF_INET6 if ip.version == 6 else socket.AF_INET
-    raw = ip.packed
-    rtmsg = struct.pack("=BBBBBBBBI", family, len(raw) * 8, 0, 0, 0, 0, 0, 0, 0)
-    rta = struct.pack("=HH", 4 + len(raw), RTA_DST) + raw
-    seq = os.getpid() & 0xFFFF
-    payload = rtmsg + rta
-    msg = struct.pack("=IHHII", 16 + len(payload), RTM_GETROUTE, NLM_F_REQUEST, seq, 0) + payload
-    with socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, NETLINK_ROUTE) as sock:
-        sock.settimeout(timeout)
-        sock.bind((0, 0))
-        sock.send(msg)
-        data = sock.recv(65536)
-    length, mtype, _flags, _seq, _pid = struct.unpack_from("=IHHII", data, 0)
-    if mtype == NLMSG_ERROR:
-        (err,) = struct.unpack_from("=i", data, 16)
-        code = -err
-        raise OSError(code, os.strerror(code))
-    if mtype != RTM_NEWROUTE:
-        raise OSError(errno.EPROTO, f"unexpected netlink answer type {mtype}")
-    rtm = struct.unpack_from("=BBBBBBBBI", data, 16)
-    attrs = _parse_attrs(data, 16 + 12, min(length, len(data)))
-    out: dict[str, Any] = {"route_type": RTN_TYPES.get(rtm[7], str(rtm[7])), "ifindex": None, "ifname": None,
-                           "src": None, "gateway": None}
-    if RTA_OIF in attrs:
-        (index,) = struct.unpack("=i", attrs[RTA_OIF][:4])
-        out["ifindex"] = index
+    try:
+        from pyroute2 import IPRoute
+        from pyroute2.netlink.exceptions import NetlinkError
+    except ImportError as exc:  # not Linux, or pyroute2 missing: the UDP fallback answers
+        raise OSError(errno.ENOPROTOOPT, f"rtnetlink through pyroute2 unavailable: {exc}") from None
+    try:
+        with IPRoute() as ipr:
+            answer = list(ipr.route("get", dst=str(ip), family=family))
+    except NetlinkError as exc:
+        raise OSError(exc.code, os.strerror(exc.code)) from None
+    if not answer or answer[0].get("event") != "RTM_NEWROUTE":
+        raise OSError(errno.EPROTO, f"unexpected netlink answer: {answer[0].get('event') if answer else 'none'}")
+    route = answer[0]
+    rtype = route.get("type")
+    out: dict[str, Any] = {"route_type": RTN_TYPES.get(rtype, str(rtype)), "ifindex": None, "ifname": None,
+                           "src": route.get_attr("RTA_PREFSRC"), "gateway": route.get_attr("RTA_GATEWAY")}
+    index = route.get_attr("RTA_OIF")
+    if index is not None:
+        out["ifindex"] = int(index)
         try:
-            out["ifname"] = socket.if_indextoname(index)
+            out["ifname"] = socket.if_indextoname(int(index))
         except OSError:
             pass
-    if RTA_PREFSRC in attrs:
-        out["src"] = socket.inet_ntop(family, attrs[RTA_PREFSRC])
-    if RTA_GATEWAY in attrs:
-        out["gateway"] = socket.inet_ntop(family, attrs[RTA_GATEWAY])
     return out
 
 

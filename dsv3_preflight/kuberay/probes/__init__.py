@@ -1,0 +1,1 @@
+"""Probes of the kuberay domain: the manifest file named by the profile (``kuberay_manifest``)."""
