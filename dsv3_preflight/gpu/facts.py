@@ -79,9 +79,10 @@ class ResetStatus(TypedDict):
 
 
 class Gpu(TypedDict, total=False):
-    """One GPU of the ``nvml`` fact (NVML's device index order)."""
+    """One GPU of the ``nvml`` fact (NVML's device index order; None for a GPU the kernel names that NVML does not
+    list)."""
 
-    index: int
+    index: int | None
     errors: dict[str, str]
     name: str | None
     uuid: str | None

@@ -7,21 +7,21 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from dsv3_preflight.host.facts import PortHoldersFact
+from dsv3_preflight.host.facts import PortHolder, PortHoldersFact
 from dsv3_preflight.host.processes import describe, find_holder_fix, is_preflight_listener, kill_fix
 from dsv3_preflight.net import causes
-from dsv3_preflight.net.facts import NicRouteFact, PortBindFact
+from dsv3_preflight.net.facts import BindAttempt, NicRouteFact, PortBindFact
 from dsv3_preflight.net.master import HEAD_ADDR, this_node_fix, training_addresses
 from dsv3_preflight.result import Actor, Finding, failure
 
 Fact = Mapping[str, Any]
 
 
-def failed_attempts(port_bind: PortBindFact) -> list[dict]:
+def failed_attempts(port_bind: PortBindFact) -> list[BindAttempt]:
     return [a for a in port_bind.get("attempts", []) if not a["ok"]]
 
 
-def holders_on_port(port_bind: PortBindFact, port_holders: PortHoldersFact) -> list[dict]:
+def holders_on_port(port_bind: PortBindFact, port_holders: PortHoldersFact) -> list[PortHolder]:
     return [h for h in port_holders.get("holders", []) if h["port"] == port_bind["port"]]
 
 
