@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from dsv3_preflight import Result, check
+from dsv3_preflight.host.facts import EnvFact
 from dsv3_preflight.lora.dsconfig import library_findings, lint
 from dsv3_preflight.lora.dsconfig_rules import (
     config_unreadable,
@@ -10,11 +11,13 @@ from dsv3_preflight.lora.dsconfig_rules import (
     evidence_of,
     ok_summary,
 )
+from dsv3_preflight.lora.facts import LoraDeepspeedConfigFact
+from dsv3_preflight.profile import Profile
 from dsv3_preflight.result import Findings
 
 
 @check("lora.deepspeed_config", needs=["lora_deepspeed_config", "profile", "env"], tags=["lora", "deepspeed"], timeout=60)
-def deepspeed_config(lora_deepspeed_config, profile, env):
+def deepspeed_config(lora_deepspeed_config: LoraDeepspeedConfigFact, profile: Profile, env: EnvFact):
     """ZeRO-3 gathers 16-bit weights on save (else empty adapters); offload pinning, bf16/fp16, batch arithmetic; and
     what the installed transformers, accelerate and DeepSpeed make of the config on the Trainer's way to the engine."""
     facts = lora_deepspeed_config

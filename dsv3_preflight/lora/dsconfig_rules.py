@@ -9,10 +9,11 @@ from typing import Any
 
 from dsv3_preflight.lora import causes, fixes
 from dsv3_preflight.lora.dsconfig import ACCELERATE_GATHER_ENV, ACCELERATE_STAGE_ENV, Context, seen
+from dsv3_preflight.lora.facts import LoraDeepspeedConfigFact
 from dsv3_preflight.result import Actor, Finding, failure
 
 
-def config_unreadable(facts: dict) -> Finding | None:
+def config_unreadable(facts: LoraDeepspeedConfigFact) -> Finding | None:
     """The config cannot be read or parsed: the job's configuration names a wrong file."""
     if not facts.get("error"):
         return None
@@ -24,7 +25,7 @@ def config_unreadable(facts: dict) -> Finding | None:
                    actor=Actor.JOB, cause=causes.DEEPSPEED_CONFIG_UNREADABLE)
 
 
-def deepspeed_model_rejects(facts: dict) -> Finding | None:
+def deepspeed_model_rejects(facts: LoraDeepspeedConfigFact) -> Finding | None:
     """DeepSpeed's own config model (when DeepSpeed is installed here) refuses zero_optimization."""
     ds = facts.get("deepspeed_check") or {}
     if not ds.get("error"):
@@ -35,7 +36,7 @@ def deepspeed_model_rejects(facts: dict) -> Finding | None:
                    actor=Actor.JOB, cause=causes.DEEPSPEED_CONFIG_INVALID)
 
 
-def context_of(facts: dict, profile: Any, env: Mapping[str, str] | None) -> Context:
+def context_of(facts: LoraDeepspeedConfigFact, profile: Any, env: Mapping[str, str] | None) -> Context:
     """What the lint judges the config in: the world size, the trainer's batch arguments, what fills "auto".
 
     This suite guards LoRA runs: ZeRO-3 without gathering on save is judged as one even when the profile names no
@@ -50,7 +51,7 @@ def context_of(facts: dict, profile: Any, env: Mapping[str, str] | None) -> Cont
                    mixed_precision=profile.mixed_precision, trainer_chain=facts.get("trainer_chain"))
 
 
-def evidence_of(facts: dict, ctx: Context, profile: Any) -> dict[str, Any]:
+def evidence_of(facts: LoraDeepspeedConfigFact, ctx: Context, profile: Any) -> dict[str, Any]:
     trainer = {k: {"value": profile.values[k], "source": profile.sources[k]}
                for k in ("per_device_train_batch_size", "gradient_accumulation_steps", "mixed_precision")
                if profile.values.get(k) is not None}
@@ -59,6 +60,6 @@ def evidence_of(facts: dict, ctx: Context, profile: Any) -> dict[str, Any]:
             "trainer_chain": facts.get("trainer_chain") or {}}
 
 
-def ok_summary(facts: dict, evidence: Mapping[str, Any]) -> str:
+def ok_summary(facts: LoraDeepspeedConfigFact, evidence: Mapping[str, Any]) -> str:
     stage = evidence["values"].get("zero_optimization.stage")
     return f"{facts['path']}: ZeRO stage {stage}" + (", 16-bit weights gathered on save" if str(stage) == "3" else "")

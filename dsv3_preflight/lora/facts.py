@@ -85,3 +85,27 @@ class SavedAdaptersFact(TypedDict, total=False):
     total: int
     adapters: list[dict[str, Any]]
     unreadable: list[dict[str, Any]]
+
+
+class DeepspeedModelCheck(TypedDict, total=False):
+    """DeepSpeed's own config model over zero_optimization (``available`` False: DeepSpeed is not importable here;
+    ``error``: it refused; ``offload``: what it makes of the offload sections, defaults included)."""
+
+    available: bool
+    reason: str
+    error: str | None
+    offload: dict[str, dict[str, Any]]
+
+
+class LoraDeepspeedConfigFact(TypedDict, total=False):
+    """The fact ``lora_deepspeed_config``: the DeepSpeed JSON config the profile names, parsed (or why it cannot
+    be), DeepSpeed's own verdict on it, where the Trainer saves, and what the installed transformers, accelerate and
+    DeepSpeed make of it step by step (``trainer_chain``)."""
+
+    configured: bool
+    path: str
+    error: str
+    config: dict[str, Any]
+    deepspeed_check: DeepspeedModelCheck
+    trainer_save: dict[str, Any]
+    trainer_chain: dict[str, Any]
