@@ -8,12 +8,13 @@ interpreter, and a ``torchrun`` on PATH of another environment is a warning (the
 from __future__ import annotations
 
 from dsv3_preflight import check
+from dsv3_preflight.host.facts import TorchrunPythonFact
 from dsv3_preflight.host.torchrun_rules import judge_interpreter, where
 from dsv3_preflight.result import Result
 
 
 @check("env.torchrun_python", needs=["torchrun_python"], tags=["env", "launch"], timeout=5)
-def torchrun_python(torchrun_python):
+def torchrun_python(torchrun_python: TorchrunPythonFact):
     """torchrun runs the Python whose torch, NCCL, DeepSpeed, transformers and peft the checks judged with."""
     fact = torchrun_python
     mine = fact.get("self") or {}

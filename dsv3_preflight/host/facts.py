@@ -6,7 +6,7 @@ reads. ``total=False`` where a key may be absent (a path that does not exist, a 
 """
 from __future__ import annotations
 
-from typing import TypedDict
+from typing import Any, TypedDict
 
 
 class HostFact(TypedDict, total=False):
@@ -97,3 +97,30 @@ class OutputDirFact(TypedDict, total=False):
     parent_writable: bool
     writable: bool
     write_error: str
+
+
+class InspectedCommand(TypedDict, total=False):
+    """A torchrun command looked at (``probes/python_env.py``): the interpreter it runs, and that interpreter's
+    report (its Python, torch, NCCL and libraries' versions), or why it could not be asked."""
+
+    text: str
+    words: list[str]
+    executable: str | None
+    interpreter: str | None
+    how: str | None
+    unknown: str | None
+    not_found: bool | None
+    report: dict[str, Any] | None
+    error: str | None
+    timed_out: bool
+
+
+class TorchrunPythonFact(TypedDict, total=False):
+    """The fact ``torchrun_python``: this interpreter's report (``self``), the profile's torchrun command judged
+    (``judged``), or, without one, the ``torchrun`` on PATH (``path_torchrun``, None when there is none)."""
+
+    self: dict[str, Any]
+    command: str | None
+    source: str
+    judged: InspectedCommand | None
+    path_torchrun: InspectedCommand | None

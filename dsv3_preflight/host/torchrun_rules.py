@@ -11,6 +11,7 @@ import shlex
 from collections.abc import Mapping
 from typing import Any
 
+from dsv3_preflight.host.facts import InspectedCommand
 from dsv3_preflight.host.pyenv import describe, differences, pip_pin, same_environment
 from dsv3_preflight.result import Actor, Result
 
@@ -44,7 +45,7 @@ def _alignment_fix(mine: Mapping[str, Any], theirs: Mapping[str, Any], diffs: li
     return "\n".join(lines)
 
 
-def judge_interpreter(inspected: Mapping[str, Any], mine: Mapping[str, Any], *, named: bool) -> Result:
+def judge_interpreter(inspected: InspectedCommand, mine: Mapping[str, Any], *, named: bool) -> Result:
     """One torchrun command (``named``: the profile's, which launch runs; else the ``torchrun`` on PATH)."""
     text = inspected.get("text") or "torchrun"
     bad = Result.failed if named else Result.warned
