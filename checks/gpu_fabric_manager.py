@@ -1,33 +1,19 @@
 """gpu.fabric_manager: on NVSwitch systems Fabric Manager runs, matches the driver exactly, and the fabric is up."""
 from __future__ import annotations
 
-from typing import Any
-
 from dsv3_preflight import Result, check
 from dsv3_preflight.gpu.common import NOT_EXPECTED
-from dsv3_preflight.gpu.fabric_rules import NVSWITCH_RULES, FabricView, rule_gpus_present
+from dsv3_preflight.gpu.fabric_rules import NVSWITCH_RULES, FabricView, fm_evidence, rule_gpus_present
+from dsv3_preflight.gpu.facts import FabricManagerFact, NvmlFact
+from dsv3_preflight.profile import Profile
 from dsv3_preflight.result import Findings
 
 
-def _evidence(fabric_manager, view: FabricView) -> dict[str, Any]:
-    service = view.service
-    return {
-        "nvswitch": dict(view.switches),
-        "service": {k: service.get(k) for k in ("source", "active", "state", "enabled", "installed", "processes")},
-        "fm_version": view.fm_version, "fm_version_source": fabric_manager.get("version_source"),
-        "driver_version": view.driver,
-        "fabric": {g["index"]: {k: g["fabric"].get(k) for k in ("state_name", "status", "status_name")}
-                   for g in view.fabric_gpus},
-        "log_findings": list(view.log_findings),
-        "log_tail": (fabric_manager.get("log") or {}).get("tail", [])[-15:],
-    }
-
-
 @check("gpu.fabric_manager", needs=["fabric_manager", "nvml", "profile"], tags=["gpu"], timeout=30)
-def fabric_manager(fabric_manager, nvml, profile):
+def fabric_manager(fabric_manager: FabricManagerFact, nvml: NvmlFact, profile: Profile):
     """NVSwitch system → Fabric Manager active, same version as the driver, Hopper fabric Completed/Success; PCIe-only → not needed."""
     view = FabricView.of(fabric_manager, nvml)
-    evidence = _evidence(fabric_manager, view)
+    evidence = fm_evidence(fabric_manager, view)
     if not profile.expects_gpus:
         return Result.skipped(NOT_EXPECTED, evidence)
     found = Findings()

@@ -3,11 +3,8 @@ from __future__ import annotations
 
 from dsv3_preflight import Result, check
 from dsv3_preflight.gpu.common import NO_DRIVER, NOT_EXPECTED, no_nvml_summary, nvml_reason
-from dsv3_preflight.gpu.memory import RULES
+from dsv3_preflight.gpu.memory import FIELDS, RULES
 from dsv3_preflight.result import Findings
-
-FIELDS = ("ecc_enabled", "ecc_uncorrected_volatile", "ecc_uncorrected_aggregate", "remapped_rows",
-          "retired_pages_dbe", "retired_pages_sbe", "retired_pages_pending")
 
 
 @check("gpu.memory_errors", needs=["nvml", "profile"], tags=["gpu", "health"], timeout=20)

@@ -3,16 +3,9 @@ from __future__ import annotations
 
 from dsv3_preflight import check
 from dsv3_preflight.gpu.common import health_skip, rule_reported
-from dsv3_preflight.gpu.fabric_rules import FM_MISMATCH, FM_MISSING, FM_STOPPED, FabricView, cause_of_802
+from dsv3_preflight.gpu.fabric_rules import fabric_cause
 from dsv3_preflight.gpu.links import rule_link_errors, rule_links_active, unbridged
 from dsv3_preflight.result import Findings
-
-
-def fabric_cause(fabric_manager, nvml):
-    """Fabric Manager's root cause when it is what keeps the NVSwitch fabric (and so every link) down, else None."""
-    view = FabricView.of(fabric_manager, nvml)
-    cause = cause_of_802(view) if view.nvswitch else None
-    return cause if cause and cause.key in (FM_MISMATCH, FM_MISSING, FM_STOPPED) else None
 
 
 @check("gpu.nvlink", needs=["nvml", "fabric_manager", "profile"], tags=["gpu", "health"], timeout=20)

@@ -3,17 +3,15 @@ from __future__ import annotations
 
 from dsv3_preflight import check
 from dsv3_preflight.gpu.common import health_skip, rule_reported
-from dsv3_preflight.gpu.links import idle_downshifted, rule_pcie_generation, rule_pcie_width
+from dsv3_preflight.gpu.links import PCIE_KEYS, idle_downshifted, rule_pcie_generation, rule_pcie_width
 from dsv3_preflight.result import Findings
-
-KEYS = ("pcie", "performance_state", "utilization_gpu")
 
 
 @check("gpu.pcie_link", needs=["nvml", "profile"], tags=["gpu", "health"], timeout=20)
 def pcie_link(nvml, profile):
     """PCIe width below its maximum (always a fault); generation below its maximum when busy, or below idle peers."""
     gpus = nvml.get("gpus") or []
-    evidence = {"gpus": [{"index": g.get("index"), "pci_bus_id": g.get("pci_bus_id"), **{k: g.get(k) for k in KEYS}}
+    evidence = {"gpus": [{"index": g.get("index"), "pci_bus_id": g.get("pci_bus_id"), **{k: g.get(k) for k in PCIE_KEYS}}
                          for g in gpus]}
     skip = health_skip(nvml, profile, evidence, "pcie", "PCIe link state", "pcie_width_current", "pcie_gen_current")
     if skip:

@@ -3,13 +3,15 @@ from __future__ import annotations
 
 from dsv3_preflight import Result, check
 from dsv3_preflight.gpu.common import NOT_EXPECTED
+from dsv3_preflight.gpu.facts import KernelXidFact, NvmlFact
 from dsv3_preflight.gpu.xid import CATALOG_URL, meaning
 from dsv3_preflight.gpu.xid_rules import rule_application_xids, rule_node_xids, rule_reset_soon_xids
+from dsv3_preflight.profile import Profile
 from dsv3_preflight.result import Findings
 
 
 @check("gpu.xid", needs=["kernel_xid", "nvml", "profile"], tags=["gpu", "health"], timeout=20)
-def xid(kernel_xid, nvml, profile):
+def xid(kernel_xid: KernelXidFact, nvml: NvmlFact, profile: Profile):
     """Xid events in the kernel log since boot, judged by NVIDIA's catalogue: reset/reboot class fails, contained
     errors and application faults warn."""
     events = kernel_xid.get("events") or []

@@ -11,6 +11,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from ..net.master import is_loopback
+
 
 @dataclass(frozen=True)
 class NodeInfo:
@@ -119,14 +121,7 @@ def master_addresses(master_addr: str) -> set[str]:
 
 
 def _is_loopback(addresses: Iterable[str]) -> bool:
-    for a in addresses:
-        try:
-            if ipaddress.ip_address(a).is_loopback:
-                return True
-        except ValueError:
-            if a == "localhost":
-                return True
-    return False
+    return any(is_loopback(a) for a in addresses)   # the one is_loopback, MASTER_ADDR's module's
 
 
 def holds_master(node: NodeInfo, master_addr: str, addresses: set[str] | None = None) -> bool:

@@ -4,12 +4,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from .facts import Gpu, NvmlFact
+
 NOT_EXPECTED = "profile expects no GPUs (gpus_per_node = 0)"
 #: the root cause shared by every gpu.* check when NVML (the driver) does not answer
 NO_DRIVER = "gpu.no_driver"
 
 
-def no_nvml_summary(nvml: Mapping[str, Any]) -> str:
+def no_nvml_summary(nvml: NvmlFact) -> str:
     """``no NVIDIA driver/NVML: NVML Shared Library Not Found`` (NVML's own words)."""
     return f"no NVIDIA driver/NVML: {nvml.get('error') or 'NVML not available'}"
 
@@ -31,7 +33,7 @@ def spans(values: Sequence[int]) -> str:
     return ", ".join(out)
 
 
-def gpu_label(gpu: Mapping[str, Any]) -> str:
+def gpu_label(gpu: Gpu) -> str:
     """``GPU 3 (00000000:87:00.0)``: NVML's index and the PCI bus id an administrator finds the board by."""
     bus = gpu.get("pci_bus_id")
     if gpu.get("index") is None:
@@ -39,37 +41,37 @@ def gpu_label(gpu: Mapping[str, Any]) -> str:
     return f"GPU {gpu.get('index')}" + (f" ({bus})" if bus else "")
 
 
-def gpu_target(gpu: Mapping[str, Any]) -> str:
+def gpu_target(gpu: Gpu) -> str:
     """What ``nvidia-smi -i`` takes for this GPU: its PCI bus id (stable across reboots), else its index."""
     return str(gpu.get("pci_bus_id") or gpu.get("index"))
 
 
-def gpu_list(gpus: Iterable[Mapping[str, Any]]) -> str:
+def gpu_list(gpus: Iterable[Gpu]) -> str:
     """``GPU 3 (00000000:87:00.0), GPU 5 (00000000:90:00.0)``."""
     return ", ".join(gpu_label(g) for g in gpus)
 
 
-def reset_cause(gpu: Mapping[str, Any]) -> str:
+def reset_cause(gpu: Gpu) -> str:
     """The root cause "this GPU needs a reset", shared by every check that finds a reason for it on this GPU."""
     return f"gpu.reset_pending:{gpu_target(gpu)}"
 
 
-def replace_cause(gpu: Mapping[str, Any]) -> str:
+def replace_cause(gpu: Gpu) -> str:
     """The root cause "this GPU needs replacing" (row remapping failed, Xid 64)."""
     return f"gpu.replace:{gpu_target(gpu)}"
 
 
-def nvlink_cause(gpu: Mapping[str, Any]) -> str:
+def nvlink_cause(gpu: Gpu) -> str:
     """The root cause "this GPU's NVLink is down or failing" (inactive links, Xid 74)."""
     return f"gpu.nvlink:{gpu_target(gpu)}"
 
 
-def unknown_on(gpus: Sequence[Mapping[str, Any]], key: str) -> list[Mapping[str, Any]]:
+def unknown_on(gpus: Sequence[Gpu], key: str) -> list[Gpu]:
     """The GPUs for which NVML gave no value of ``key`` (unknown: never read as healthy)."""
     return [g for g in gpus if g.get(key) is None]
 
 
-def nvml_reason(gpus: Sequence[Mapping[str, Any]], *error_keys: str) -> str:
+def nvml_reason(gpus: Sequence[Gpu], *error_keys: str) -> str:
     """NVML's own words for why a value is missing, from the first GPU that has them."""
     for g in gpus:
         for key in error_keys:
@@ -79,7 +81,7 @@ def nvml_reason(gpus: Sequence[Mapping[str, Any]], *error_keys: str) -> str:
     return "not in these facts (recorded by an older version?)"
 
 
-def health_skip(nvml: Mapping[str, Any], profile: Any, evidence: Mapping[str, Any], key: str | tuple[str, ...], what: str,
+def health_skip(nvml: NvmlFact, profile: Any, evidence: Mapping[str, Any], key: str | tuple[str, ...], what: str,
                 *error_keys: str) -> Any:
     """The SKIP a health check returns before judging, or None: no GPU expected, no driver (the shared
     no-driver cause), or NVML reported ``key`` for no GPU (unknown, said with NVML's words)."""
@@ -98,7 +100,7 @@ def health_skip(nvml: Mapping[str, Any], profile: Any, evidence: Mapping[str, An
     return None
 
 
-def rule_reported(gpus: Sequence[Mapping[str, Any]], key: str, what: str, *error_keys: str) -> Any:
+def rule_reported(gpus: Sequence[Gpu], key: str, what: str, *error_keys: str) -> Any:
     """A warning naming the GPUs whose ``key`` NVML did not report while others did: unknown is not healthy."""
     from dsv3_preflight.result import Actor, warning
 

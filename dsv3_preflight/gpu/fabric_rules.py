@@ -16,6 +16,7 @@ from dsv3_preflight.result import Actor, Finding, failure, warning
 
 from . import remedies
 from .common import NO_DRIVER, no_nvml_summary, spans
+from .facts import FabricManagerFact, NvmlFact
 
 FM_MISMATCH = "gpu.fm_version_mismatch"
 FM_MISSING = "gpu.fm_missing"
@@ -39,7 +40,7 @@ class FabricView:
     pci_gpus: Sequence[Mapping[str, Any]]
 
     @classmethod
-    def of(cls, fabric_manager: Mapping[str, Any], nvml: Mapping[str, Any]) -> FabricView:
+    def of(cls, fabric_manager: FabricManagerFact, nvml: NvmlFact) -> FabricView:
         gpus = nvml.get("gpus") or []
         return cls(
             switches=fabric_manager.get("nvswitch") or {},
@@ -84,7 +85,7 @@ def fm_fix_for_mismatch(fm: str, driver: str) -> str:
 
 # -- the rules ---------------------------------------------------------------------------------------------
 
-def rule_gpus_present(view: FabricView, nvml: Mapping[str, Any]) -> Finding | None:
+def rule_gpus_present(view: FabricView, nvml: NvmlFact) -> Finding | None:
     """No GPU in NVML nor on the PCI bus: whether FM is needed cannot be told (the no-driver cause)."""
     if view.nvswitch or view.gpus or view.pci_gpus:
         return None
@@ -215,3 +216,25 @@ def cause_of_802(view: FabricView) -> Cause:
     return Cause("no NVSwitch found, so not Fabric Manager; the driver is not ready",
                  "nvidia-smi -q | head -40\n" + remedies.kernel_xid_log() + "\nreboot   # if the driver stays not ready",
                  "gpu.driver_not_ready")
+
+
+def fm_evidence(fabric_manager: FabricManagerFact, view: FabricView) -> dict[str, Any]:
+    """What gpu.fabric_manager shows: the switches, the service, the versions, each GPU's fabric state, the log."""
+    service = view.service
+    return {
+        "nvswitch": dict(view.switches),
+        "service": {k: service.get(k) for k in ("source", "active", "state", "enabled", "installed", "processes")},
+        "fm_version": view.fm_version, "fm_version_source": fabric_manager.get("version_source"),
+        "driver_version": view.driver,
+        "fabric": {g["index"]: {k: g["fabric"].get(k) for k in ("state_name", "status", "status_name")}
+                   for g in view.fabric_gpus},
+        "log_findings": list(view.log_findings),
+        "log_tail": (fabric_manager.get("log") or {}).get("tail", [])[-15:],
+    }
+
+
+def fabric_cause(fabric_manager: FabricManagerFact, nvml: NvmlFact) -> Cause | None:
+    """Fabric Manager's root cause when it is what keeps the NVSwitch fabric (and so every link) down, else None."""
+    view = FabricView.of(fabric_manager, nvml)
+    cause = cause_of_802(view) if view.nvswitch else None
+    return cause if cause and cause.key in (FM_MISMATCH, FM_MISSING, FM_STOPPED) else None

@@ -161,3 +161,7 @@ def rule_link_errors(gpus: Gpus) -> list[Finding]:
                                  f"nvidia-smi nvlink -e -i {gpu_target(g)}   # do they grow during a run? then reset the GPU "
                                  "or reseat it", actor=Actor.NODE))
     return found
+
+
+#: the NVML fields gpu.pcie_link shows as evidence
+PCIE_KEYS = ("pcie", "performance_state", "utilization_gpu")

@@ -98,3 +98,8 @@ def rule_retired_pages(gpus: Gpus) -> Finding | None:
 
 RULES = (rule_uncorrectable_since_boot, rule_remap_failure, rule_remap_pending, rule_retired_pages_pending,
          rule_uncorrectable_lifetime, rule_ecc_enabled, rule_retired_pages)
+
+
+#: the NVML fields gpu.memory_errors shows as evidence
+FIELDS = ("ecc_enabled", "ecc_uncorrected_volatile", "ecc_uncorrected_aggregate", "remapped_rows",
+          "retired_pages_dbe", "retired_pages_sbe", "retired_pages_pending")

@@ -8,12 +8,12 @@ evidence. The kernel log keeps an event until the next boot, after a GPU reset t
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from dsv3_preflight.result import Actor, Finding, failure, warning
 
 from . import remedies
 from .common import gpu_label, gpu_target, nvlink_cause, replace_cause, reset_cause
+from .facts import Gpu, XidEvent
 from .xid import meaning, pci_key, recovery_action
 
 NVLINK_XIDS = {74, 136, 144, 145, 146, 147, 148, 149, 150, 155}
@@ -21,11 +21,11 @@ REBOOT_XIDS = {79}
 LOG_NOTE = "# the kernel log keeps this Xid until the next boot: after the fix, a reboot clears it"
 
 
-def gpus_by_pci(gpus: Sequence[Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
+def gpus_by_pci(gpus: Sequence[Gpu]) -> dict[str, Gpu]:
     return {pci_key(str(g["pci_bus_id"])): g for g in gpus if g.get("pci_bus_id")}
 
 
-def _who(event: Mapping[str, Any], by_pci: Mapping[str, Mapping[str, Any]]) -> tuple[str, Mapping[str, Any]]:
+def _who(event: XidEvent, by_pci: Mapping[str, Gpu]) -> tuple[str, Gpu]:
     """(how to name the GPU, a GPU-like mapping for the fixes): NVML's GPU when the bus matches, else the bus."""
     gpu = by_pci.get(event["pci"])
     if gpu is not None:
@@ -33,7 +33,7 @@ def _who(event: Mapping[str, Any], by_pci: Mapping[str, Mapping[str, Any]]) -> t
     return f"PCI {event['pci']} (not among the GPUs NVML lists now)", {"index": None, "pci_bus_id": f"{event['pci']}.0"}
 
 
-def _times(event: Mapping[str, Any]) -> str:
+def _times(event: XidEvent) -> str:
     count = event.get("count", 1)
     when = event.get("last_time") or event.get("first_time")
     if count > 1:
@@ -41,12 +41,12 @@ def _times(event: Mapping[str, Any]) -> str:
     return "once" + (f", at {when}" if when else "")
 
 
-def _action_154(event: Mapping[str, Any]) -> str | None:
+def _action_154(event: XidEvent) -> str | None:
     action = recovery_action(event.get("last"))
     return None if action in (None, "None") else action
 
 
-def node_fix(event: Mapping[str, Any], gpu: Mapping[str, Any]) -> str:
+def node_fix(event: XidEvent, gpu: Gpu) -> str:
     xid = event["xid"]
     action = _action_154(event) if xid == 154 else None
     if xid in REBOOT_XIDS or (action and "Reboot" in action):
@@ -61,7 +61,7 @@ def node_fix(event: Mapping[str, Any], gpu: Mapping[str, Any]) -> str:
                       "# if it recurs after the reset: vendor support (nvidia-bug-report.sh)", LOG_NOTE])
 
 
-def node_cause(event: Mapping[str, Any], gpu: Mapping[str, Any]) -> str:
+def node_cause(event: XidEvent, gpu: Gpu) -> str:
     xid = event["xid"]
     if xid in REBOOT_XIDS:
         return f"gpu.fallen_off_bus:{gpu_target(gpu)}"
@@ -74,7 +74,7 @@ def node_cause(event: Mapping[str, Any], gpu: Mapping[str, Any]) -> str:
     return reset_cause(gpu)
 
 
-def _is_node(event: Mapping[str, Any]) -> bool:
+def _is_node(event: XidEvent) -> bool:
     kind = meaning(event["xid"]).kind
     if event["xid"] == 154:
         return _action_154(event) is not None
@@ -83,7 +83,7 @@ def _is_node(event: Mapping[str, Any]) -> bool:
     return kind == "node"
 
 
-def rule_node_xids(events: Sequence[Mapping[str, Any]], gpus: Sequence[Mapping[str, Any]]) -> list[Finding]:
+def rule_node_xids(events: Sequence[XidEvent], gpus: Sequence[Gpu]) -> list[Finding]:
     """Xids after which NVIDIA resets the GPU or restarts the machine: the node is not ready for the job."""
     by_pci = gpus_by_pci(gpus)
     found = []
@@ -98,7 +98,7 @@ def rule_node_xids(events: Sequence[Mapping[str, Any]], gpus: Sequence[Mapping[s
     return found
 
 
-def rule_reset_soon_xids(events: Sequence[Mapping[str, Any]], gpus: Sequence[Mapping[str, Any]]) -> list[Finding]:
+def rule_reset_soon_xids(events: Sequence[XidEvent], gpus: Sequence[Gpu]) -> list[Finding]:
     """Contained errors (Xid 94, 92, Nonfatal NVLink events, …): the GPU runs, but NVIDIA says reset it when convenient."""
     by_pci = gpus_by_pci(gpus)
     found = []
@@ -114,7 +114,7 @@ def rule_reset_soon_xids(events: Sequence[Mapping[str, Any]], gpus: Sequence[Map
     return found
 
 
-def rule_application_xids(events: Sequence[Mapping[str, Any]], gpus: Sequence[Mapping[str, Any]]) -> Finding | None:
+def rule_application_xids(events: Sequence[XidEvent], gpus: Sequence[Gpu]) -> Finding | None:
     """Application faults (Xid 13, 31, 43, …) earlier in this boot: the GPU is healthy; the program that faulted is not."""
     by_pci = gpus_by_pci(gpus)
     apps = [e for e in events if meaning(e["xid"]).kind == "app"]

@@ -86,80 +86,115 @@ def count_declared(header: bytes) -> int:
     return header.count(b'"data_offsets"')
 
 
-def parse_header(header: bytes, data_len: int, *, max_tensors: int = MAX_TENSORS) -> ParsedHeader:
-    """Judge ``header`` (the N bytes after the length) of a file holding ``data_len`` bytes after the header."""
+class _Corrupt(Exception):
+    """A header safetensors refuses; the message says why."""
+
+
+def _load(header: bytes, max_tensors: int) -> tuple[dict[str, Any], str]:
+    """The header's JSON object and its text (raises :class:`_Corrupt`)."""
     declared = count_declared(header)
     if declared > max_tensors:
-        return ParsedHeader.corrupt(f"the header declares {declared:,} tensors, more than any LoRA adapter holds "
-                                    f"(limit {max_tensors:,}); not parsed")
+        raise _Corrupt(f"the header declares {declared:,} tensors, more than any LoRA adapter holds "
+                       f"(limit {max_tensors:,}); not parsed")
     try:
         text = header.decode("utf-8")
     except UnicodeDecodeError as exc:
-        return ParsedHeader.corrupt(f"the header is not UTF-8 (byte {exc.start} of the header)")
+        raise _Corrupt(f"the header is not UTF-8 (byte {exc.start} of the header)") from None
     try:
         doc = json.loads(text, parse_constant=_no_constant)
     except RecursionError:
-        return ParsedHeader.corrupt("the header JSON is nested too deeply")
+        raise _Corrupt("the header JSON is nested too deeply") from None
     except ValueError as exc:
-        return ParsedHeader.corrupt(f"the header is not valid JSON: {exc}")
+        raise _Corrupt(f"the header is not valid JSON: {exc}") from None
     if not isinstance(doc, dict):
-        return ParsedHeader.corrupt(f"the header is a JSON {type(doc).__name__}, not an object")
-    check_strings = "\\u" in text  # a lone surrogate can only come from an escape
-    metadata = doc.pop(METADATA_KEY, None)
-    if metadata is not None:
-        if not isinstance(metadata, dict) or not all(type(v) is str for v in metadata.values()):
-            return ParsedHeader.corrupt(f"{METADATA_KEY} is not a map of strings to strings")
-        if check_strings and _has_lone_surrogate([*metadata, *metadata.values()]):
-            return ParsedHeader.corrupt(f"{METADATA_KEY} holds a lone UTF-16 surrogate")
-    if check_strings and _has_lone_surrogate(doc):
-        return ParsedHeader.corrupt("a tensor name holds a lone UTF-16 surrogate")
-    tensors: dict[str, tuple[str, tuple[int, ...]]] = {}
-    spans: list[tuple[int, int, str]] = []
-    bits_of, u64 = DTYPE_BITS, U64_MAX
-    while doc:  # popped one by one: each parsed entry is freed as soon as it is checked
-        name, info = doc.popitem()
-        if type(info) is not dict:
-            return ParsedHeader.corrupt(f"tensor {name!r}: its entry is a JSON {type(info).__name__}, not an object")
-        try:
-            dtype, shape, offsets = info["dtype"], info["shape"], info["data_offsets"]
-        except KeyError as exc:
-            return ParsedHeader.corrupt(f"tensor {name!r}: missing field {exc.args[0]!r}")
-        bits = bits_of.get(dtype) if type(dtype) is str else None
-        if bits is None:
-            return ParsedHeader.corrupt(f"tensor {name!r}: unknown dtype {dtype!r}")
-        if type(shape) is not list:
-            return ParsedHeader.corrupt(f"tensor {name!r}: shape {shape!r} is not a list of unsigned integers")
-        elements = 1
-        for s in shape:
-            if type(s) is not int or s < 0 or s > u64:
-                return ParsedHeader.corrupt(f"tensor {name!r}: shape {shape!r} is not a list of unsigned integers")
-            elements *= s
-        if type(offsets) is not list or len(offsets) != 2:
-            return ParsedHeader.corrupt(f"tensor {name!r}: data_offsets {offsets!r} is not two unsigned integers")
-        begin, end = offsets
-        if type(begin) is not int or type(end) is not int or begin < 0 or end < 0 or begin > u64 or end > u64:
-            return ParsedHeader.corrupt(f"tensor {name!r}: data_offsets {offsets!r} is not two unsigned integers")
-        if len(info) > 3:
-            extra = {k: v for k, v in info.items() if k not in ("dtype", "shape", "data_offsets")}
-            if _depth(extra, LIBRARY_MAX_DEPTH) + 2 > LIBRARY_MAX_DEPTH:
-                return ParsedHeader.corrupt(f"tensor {name!r}: nested deeper than {LIBRARY_MAX_DEPTH} levels")
-        nbits = elements * bits
-        if elements > u64 or nbits > u64:
-            return ParsedHeader.corrupt(f"tensor {name!r}: shape {shape} overflows a 64-bit size")
-        if nbits % 8:
-            return ParsedHeader.corrupt(f"tensor {name!r}: {elements} elements of {dtype} are not a whole number of bytes")
-        if end - begin != nbits >> 3:
-            return ParsedHeader.corrupt(f"tensor {name!r}: data_offsets [{begin}, {end}] span {end - begin} bytes but "
-                                        f"shape {shape} of {dtype} needs {nbits // 8}")
-        tensors[name] = (dtype, tuple(shape))
-        spans.append((begin, end, name))
+        raise _Corrupt(f"the header is a JSON {type(doc).__name__}, not an object")
+    return doc, text
+
+
+def _check_metadata(metadata: Any, check_strings: bool) -> None:
+    if metadata is None:
+        return
+    if not isinstance(metadata, dict) or not all(type(v) is str for v in metadata.values()):
+        raise _Corrupt(f"{METADATA_KEY} is not a map of strings to strings")
+    if check_strings and _has_lone_surrogate([*metadata, *metadata.values()]):
+        raise _Corrupt(f"{METADATA_KEY} holds a lone UTF-16 surrogate")
+
+
+def _unsigned(value: Any) -> bool:
+    return type(value) is int and 0 <= value <= U64_MAX
+
+
+def _elements(name: str, shape: Any) -> int:
+    """The number of elements of a shape that is a list of unsigned integers."""
+    if type(shape) is not list or not all(_unsigned(s) for s in shape):
+        raise _Corrupt(f"tensor {name!r}: shape {shape!r} is not a list of unsigned integers")
+    elements = 1
+    for s in shape:
+        elements *= s
+    return elements
+
+
+def _tensor(name: str, info: Any) -> tuple[str, tuple[int, ...], int, int]:
+    """One tensor entry checked as safetensors checks it: ``(dtype, shape, begin, end)``."""
+    if type(info) is not dict:
+        raise _Corrupt(f"tensor {name!r}: its entry is a JSON {type(info).__name__}, not an object")
+    try:
+        dtype, shape, offsets = info["dtype"], info["shape"], info["data_offsets"]
+    except KeyError as exc:
+        raise _Corrupt(f"tensor {name!r}: missing field {exc.args[0]!r}") from None
+    bits = DTYPE_BITS.get(dtype) if type(dtype) is str else None
+    if bits is None:
+        raise _Corrupt(f"tensor {name!r}: unknown dtype {dtype!r}")
+    elements = _elements(name, shape)
+    if type(offsets) is not list or len(offsets) != 2 or not all(_unsigned(o) for o in offsets):
+        raise _Corrupt(f"tensor {name!r}: data_offsets {offsets!r} is not two unsigned integers")
+    begin, end = offsets
+    if len(info) > 3:
+        extra = {k: v for k, v in info.items() if k not in ("dtype", "shape", "data_offsets")}
+        if _depth(extra, LIBRARY_MAX_DEPTH) + 2 > LIBRARY_MAX_DEPTH:
+            raise _Corrupt(f"tensor {name!r}: nested deeper than {LIBRARY_MAX_DEPTH} levels")
+    nbits = elements * bits
+    if elements > U64_MAX or nbits > U64_MAX:
+        raise _Corrupt(f"tensor {name!r}: shape {shape} overflows a 64-bit size")
+    if nbits % 8:
+        raise _Corrupt(f"tensor {name!r}: {elements} elements of {dtype} are not a whole number of bytes")
+    if end - begin != nbits >> 3:
+        raise _Corrupt(f"tensor {name!r}: data_offsets [{begin}, {end}] span {end - begin} bytes but "
+                       f"shape {shape} of {dtype} needs {nbits // 8}")
+    return dtype, tuple(shape), begin, end
+
+
+def _data_end(spans: list[tuple[int, int, str]]) -> int:
+    """Where the tensors' data ends, when they tile it from byte 0 without gap or overlap."""
     spans.sort()
     position = 0
     for begin, end, name in spans:
         if begin != position:
             what = "overlaps the previous tensor" if begin < position else f"leaves a gap after byte {position}"
-            return ParsedHeader.corrupt(f"tensor {name!r}: data_offsets [{begin}, {end}] {what}")
+            raise _Corrupt(f"tensor {name!r}: data_offsets [{begin}, {end}] {what}")
         position = end
+    return position
+
+
+def parse_header(header: bytes, data_len: int, *, max_tensors: int = MAX_TENSORS) -> ParsedHeader:
+    """Judge ``header`` (the N bytes after the length) of a file holding ``data_len`` bytes after the header."""
+    try:
+        doc, text = _load(header, max_tensors)
+        check_strings = "\\u" in text  # a lone surrogate can only come from an escape
+        metadata = doc.pop(METADATA_KEY, None)
+        _check_metadata(metadata, check_strings)
+        if check_strings and _has_lone_surrogate(doc):
+            raise _Corrupt("a tensor name holds a lone UTF-16 surrogate")
+        tensors: dict[str, tuple[str, tuple[int, ...]]] = {}
+        spans: list[tuple[int, int, str]] = []
+        while doc:  # popped one by one: each parsed entry is freed as soon as it is checked
+            name, info = doc.popitem()
+            dtype, shape, begin, end = _tensor(name, info)
+            tensors[name] = (dtype, shape)
+            spans.append((begin, end, name))
+        position = _data_end(spans)
+    except _Corrupt as exc:
+        return ParsedHeader.corrupt(str(exc))
     parsed = ParsedHeader(tensors=tensors, metadata=dict(metadata or {}), data_end=position)
     if position > data_len:
         parsed.error, parsed.kind = (f"truncated: the header declares {position:,} bytes of tensor data but the file holds "

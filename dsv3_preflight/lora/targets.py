@@ -6,10 +6,12 @@ module over the full-size model.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 #: LLaMA-Factory's ``lora_target all`` and peft's ``all-linear``: every linear layer but the output head.
+from .facts import ModelModules, ModuleTemplate
+
 ALL = ("all", "all-linear")
 DEFAULT_RANK = 8  # peft's and LLaMA-Factory's default r / lora_rank
 
@@ -21,7 +23,7 @@ EXPERT = re.compile(r"\.experts\.(\d+)\.")
 _QUALIFIED = re.compile(r"(?<![A-Za-z0-9_])(?:layers|h|blocks)\.(\d+)(?:\.|$)")
 
 
-def remote_build(facts: dict[str, Any], trust_remote_code: bool | None = None) -> dict[str, Any] | None:
+def remote_build(facts: ModelModules, trust_remote_code: bool | None = None) -> dict[str, Any] | None:
     """How the run builds the model when it is not transformers' own code: ``{"code", "declared", "architecture",
     "why"}``. A model type transformers does not have is built with the repo's own code (auto_map) or not at all
     (``code`` None); one it has is built with the repo's code when the trainer sets trust_remote_code and
@@ -36,7 +38,7 @@ def remote_build(facts: dict[str, Any], trust_remote_code: bool | None = None) -
     return None
 
 
-def built_as_clause(facts: dict[str, Any], trust_remote_code: bool | None = None) -> str:
+def built_as_clause(facts: ModelModules, trust_remote_code: bool | None = None) -> str:
     """The clause saying the model was judged with transformers' code while the run builds it otherwise (a model
     type this transformers does not know, Kimi-K2's ``kimi_k2``; or trust_remote_code with an auto_map); ''
     when the run builds it with transformers' own code."""
@@ -71,7 +73,38 @@ def matches(target: str, name: str) -> bool:
     return name == target or name.endswith("." + target)
 
 
-def resolve(targets: Iterable[str], facts: dict[str, Any], rank: int) -> dict[str, Any]:
+def _hits(target: str, modules: Mapping[str, ModuleTemplate], depth: int | None) -> list[str]:
+    """The module templates one target adapts (every Linear but lm_head for ``all``; none past the last layer)."""
+    if target in ALL:
+        return [n for n, m in modules.items() if m["type"] == "Linear" and not n.endswith("lm_head")]
+    layer = layer_of(target)
+    if layer is not None and depth is not None and layer >= depth:
+        return []   # no such layer: peft finds no module of that name
+    return [n for n in modules if matches(target, n)]
+
+
+def _not_adaptable(target: str, facts: ModelModules) -> list[str]:
+    """The modules a target names that peft cannot adapt (not Linear, or fused expert tensors)."""
+    bad = [n for n in facts.get("other_modules", []) if matches(target, n)]
+    bad += [n.rsplit(".", 1)[0] for n in facts.get("fused_expert_params", {}) if matches(target, n.rsplit(".", 1)[0])]
+    return sorted(set(bad))
+
+
+def _unfused_extra(targets: list[str], facts: ModelModules, rank: int) -> int:
+    """The trainable parameters the same targets add when routed experts are per-expert Linear modules
+    ``mlp.experts.N.{gate,up,down}_proj`` (transformers < 5)."""
+    extra = 0
+    for name, f in facts.get("fused_expert_params", {}).items():
+        pname = name.rsplit(".", 1)[1]
+        parts = ["gate_proj", "up_proj"] if pname == "gate_up_proj" else [pname]
+        out = f["out"] // len(parts)
+        for part in parts:
+            if any(t == part or t in ALL for t in targets):
+                extra += rank * (f["in"] + out) * f["experts"] * f["count"]
+    return extra
+
+
+def resolve(targets: Iterable[str], facts: ModelModules, rank: int) -> dict[str, Any]:
     """Match ``targets`` against the module templates in ``facts``; pure.
 
     Returns matched templates per target, the targets matching nothing, targets matching only
@@ -79,45 +112,28 @@ def resolve(targets: Iterable[str], facts: dict[str, Any], rank: int) -> dict[st
     (also the count the same targets gave when routed experts were per-expert Linear modules, as in
     transformers < 5, when the model has fused expert tensors).
     """
-    modules: dict[str, dict[str, Any]] = facts.get("modules", {})
+    modules: dict[str, ModuleTemplate] = facts.get("modules", {})
     targets = [t.strip() for t in targets if t and t.strip()]
     matched: dict[str, list[str]] = {}
     unmatched: list[str] = []
     unsupported: dict[str, list[str]] = {}
     adapted: set[str] = set()
-    depth = facts.get("num_hidden_layers")
     once: set[str] = set()   # templates adapted in the one layer a target names, not in every layer
     for t in targets:
-        if t in ALL:
-            hits = [n for n, m in modules.items() if m["type"] == "Linear" and not n.endswith("lm_head")]
-        elif layer_of(t) is not None and depth is not None and layer_of(t) >= depth:
-            hits = []   # no such layer: peft finds no module of that name
-        else:
-            hits = [n for n in modules if matches(t, n)]
+        hits = _hits(t, modules, facts.get("num_hidden_layers"))
         if hits:
             matched[t] = sorted(hits)
             (once if layer_of(t) is not None else adapted).update(hits)
+        elif _not_adaptable(t, facts):
+            unsupported[t] = _not_adaptable(t, facts)
         else:
-            bad = [n for n in facts.get("other_modules", []) if matches(t, n)]
-            bad += [n.rsplit(".", 1)[0] for n in facts.get("fused_expert_params", {}) if matches(t, n.rsplit(".", 1)[0])]
-            if bad:
-                unsupported[t] = sorted(set(bad))
-            else:
-                unmatched.append(t)
+            unmatched.append(t)
     once -= adapted
 
     def count(n: str) -> int:   # a template adapted in one layer only: its count in one layer of that kind
         return modules[n]["count"] if n in adapted else max(1, modules[n]["count"] // (modules[n].get("layers") or 1))
     params = sum(rank * (modules[n]["in"] + modules[n]["out"]) * count(n) for n in adapted | once)
-    # transformers < 5 kept routed experts as Linear modules mlp.experts.N.{gate,up,down}_proj.
-    unfused_extra = 0
-    for name, f in facts.get("fused_expert_params", {}).items():
-        pname = name.rsplit(".", 1)[1]
-        parts = ["gate_proj", "up_proj"] if pname == "gate_up_proj" else [pname]
-        out = f["out"] // len(parts)
-        for part in parts:
-            if any(t == part or t in ALL for t in targets):
-                unfused_extra += rank * (f["in"] + out) * f["experts"] * f["count"]
+    unfused_extra = _unfused_extra(targets, facts, rank)
     leaf_names = sorted({n.rsplit(".", 1)[-1] for n, m in modules.items() if m["type"] == "Linear"} - {"lm_head"})
     # the linear siblings of what did match (o_proj → the rest of self_attn): what the user most likely meant
     parents = {n.rsplit(".", 1)[0] for n in adapted | once if "." in n}

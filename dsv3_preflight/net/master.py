@@ -1,5 +1,16 @@
-"""MASTER_ADDR as the checks judge it: loopback or not, this node's candidate training addresses, and the
-fixes that name real values (pure functions; the facts come from ``net.probes``).
+"""MASTER_ADDR, in one place: loopback or not, what the nodes resolve it to, this node's candidate training
+addresses, the interface the job uses toward it, and the fixes that name real values (pure functions; the facts
+come from ``net.probes``).
+
+Loopback (:func:`is_loopback`): 127.0.0.0/8, ::1, the IPv4-mapped ::ffff:127.x.y.z (a dual-stack socket's view
+of 127.0.0.1), each with or without a ``%scope``; and the names that always mean this host (``localhost``, its
+``.localdomain``/``ip6-`` spellings, and every ``*.localhost`` name, RFC 6761), in any case. Any other name is
+loopback when it *resolves* to loopback: the rules read the addresses the ``resolve_master``/``nic_route`` facts
+recorded (:func:`resolves_to_loopback`), never a resolver of their own.
+
+Cluster scope: each node's ``nic_route`` fact records what MASTER_ADDR resolved to there and the interfaces the
+node has. The workers connect to what *they* resolve; the head's own resolution may be loopback (a Debian
+/etc/hosts maps the host's name to 127.0.1.1) while it holds the address the workers use.
 
 The fixes are shell that passes ``bash -n``: ``#`` comments for the explanation, the placeholder
 :data:`HEAD_ADDR` where the head's address is not known here, the real address where it is, and the
@@ -13,6 +24,8 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from .facts import HostsEntry, Interface, NicRouteFact
+
 #: the placeholder for the head's address (no apostrophe: an open quote inside ``${...}`` breaks the paste)
 HEAD_ADDR = "${HEAD_ADDR:?set HEAD_ADDR to the head node address on the training network}"
 #: names that mean loopback without asking a resolver
@@ -25,14 +38,22 @@ RERUN = ("# then rerun dsv3-preflight on every node: net.nic_route prints the NC
 
 
 def is_loopback(addr: str | None) -> bool:
-    """127.0.0.0/8 or ::1 (with or without a ``%scope``), or a name that always means loopback."""
-    text = (addr or "").split("%")[0].strip()
-    if text.lower() in LOOPBACK_NAMES:
+    """127.0.0.0/8, ::1 or ::ffff:127.x.y.z (with or without a ``%scope``), or a name that always means loopback."""
+    text = str(addr or "").split("%")[0].strip()
+    name = text.lower().rstrip(".")
+    if name in LOOPBACK_NAMES or name.endswith(".localhost"):
         return True
     try:
-        return ipaddress.ip_address(text).is_loopback
+        ip = ipaddress.ip_address(text)
     except ValueError:
         return False
+    mapped = getattr(ip, "ipv4_mapped", None)
+    return ip.is_loopback or (mapped is not None and mapped.is_loopback)
+
+
+def resolves_to_loopback(name: str | None, addresses: Iterable[str] | None) -> bool:
+    """MASTER_ADDR means this host: it is loopback itself, or one of the addresses it resolved to is."""
+    return is_loopback(name) or any(is_loopback(a) for a in addresses or [])
 
 
 def is_address(text: str | None) -> bool:
@@ -44,7 +65,7 @@ def is_address(text: str | None) -> bool:
         return False
 
 
-def training_addresses(interfaces: Iterable[Mapping[str, Any]] | None) -> list[tuple[str, str]]:
+def training_addresses(interfaces: Iterable[Interface] | None) -> list[tuple[str, str]]:
     """``(interface, address)`` of this node's addresses that can carry the job between nodes.
 
     Interfaces that are up (or whose state is unknown), not loopback and not a container/VM bridge; their
@@ -80,7 +101,7 @@ def unresolvable_fix(name: str) -> str:
             f'# or keep the name and map it on every node: echo "$HEAD_ADDR {name}" | sudo tee -a /etc/hosts')
 
 
-def loopback_fix(name: str, addresses: Sequence[str], hosts_entries: Sequence[Mapping[str, Any]],
+def loopback_fix(name: str, addresses: Sequence[str], hosts_entries: Sequence[HostsEntry],
                  candidates: Sequence[tuple[str, str]], this_is_head: bool,
                  head_address: tuple[str, str] | None = None) -> str:
     """The fix for a MASTER_ADDR that is, or resolves to, loopback on a multi-node job.
@@ -142,3 +163,54 @@ def this_node_fix(candidates: Sequence[tuple[str, str]], variable: str = "MASTER
     listed = ", ".join(f"{i} {a}" for i, a in candidates)
     return ((f"# this node's addresses: {listed}\n" if listed else "")
             + f'export {variable}="${{THIS_ADDR:?set THIS_ADDR to this node address on the training network}}"')
+
+
+# -- MASTER_ADDR as the nodes resolve it (cluster scope: cluster.master_node, net.mtu) ----------------------
+
+def resolutions(nic_route: Mapping[str, NicRouteFact]) -> dict[str, list[str]]:
+    """{node: the addresses MASTER_ADDR resolved to there, in getaddrinfo order} (empty: did not resolve)."""
+    return {n: list((f or {}).get("addresses") or []) for n, f in nic_route.items()}
+
+
+def training_address(res: Mapping[str, list[str]], master_addr: str) -> str | None:
+    """The address the nodes connect to: MASTER_ADDR itself when it is an address, else the first
+    non-loopback address a node resolves it to (None when every node resolves it to loopback or not at all)."""
+    if not is_loopback(master_addr) and is_address(master_addr):
+        return master_addr.split("%")[0]
+    for addresses in res.values():
+        for a in addresses:
+            if not is_loopback(a):
+                return a
+    return None
+
+
+def route_is_loopback(fact: NicRouteFact) -> bool:
+    """The node's own route to MASTER_ADDR goes through loopback (lo, or a loopback target)."""
+    target = fact.get("target")
+    return bool(fact.get("loopback")) or fact.get("ifname") == "lo" or (target is not None and is_loopback(target))
+
+
+def interface_holding(fact: NicRouteFact, address: str) -> Interface | None:
+    """The node's interface (from its nic_route fact) that holds ``address``, if any."""
+    for iface in fact.get("interfaces") or []:
+        if address in (iface.get("ipv4") or []) or address in (iface.get("ipv6") or []):
+            return iface
+    return None
+
+
+def job_interface(fact: NicRouteFact, want: str | None) -> dict[str, Any]:
+    """The interface the job uses on this node toward the others, and how it was found.
+
+    Normally the interface of the node's route to MASTER_ADDR. When that route is loopback (the head resolves
+    its own name to 127.0.1.1) it is the interface holding the address the other nodes resolve MASTER_ADDR to;
+    unknown (``interface`` None) when no interface holds it.
+    """
+    if not route_is_loopback(fact):
+        return {"interface": fact.get("ifname"), "mtu": fact.get("mtu"), "how": "route to MASTER_ADDR"}
+    iface = interface_holding(fact, want) if want else None
+    if iface is None:
+        return {"interface": None, "mtu": None,
+                "how": f"its route to MASTER_ADDR is loopback ({fact.get('ifname')}) and no interface holds "
+                       f"{want or 'an address the other nodes resolve MASTER_ADDR to'}"}
+    return {"interface": iface.get("name"), "mtu": iface.get("mtu"),
+            "how": f"holds {want}, which the other nodes resolve MASTER_ADDR to (its own route says {fact.get('ifname')})"}

@@ -12,19 +12,15 @@ import pytest
 from paste_lint import paste_problems
 
 from dsv3_preflight.checks.cluster_env_consistency import env_consistency
-from dsv3_preflight.checks.cluster_node_count import (
-    hosts_fix,
-    master_node,
-    node_count,
-    rule_literal_loopback,
-    rule_node0_holds,
-    rule_resolutions_differ,
-    rule_resolves_to_loopback,
-    rule_unresolved,
-)
-from dsv3_preflight.checks.cluster_node_rank import (
+from dsv3_preflight.checks.cluster_master_node import master_node
+from dsv3_preflight.checks.cluster_node_count import node_count
+from dsv3_preflight.checks.cluster_node_rank import node_rank
+from dsv3_preflight.checks.net_mtu import mtu
+from dsv3_preflight.cluster import NodeInfo, assign_node_ranks, unique_names
+from dsv3_preflight.cluster.driver import lost_node_fix
+from dsv3_preflight.cluster.liveness import Lost, NodeWatch, logs_dir
+from dsv3_preflight.host.node_rank_rules import (
     exported_ranks,
-    node_rank,
     rule_differs_from_assigned,
     rule_duplicates,
     rule_gaps,
@@ -34,10 +30,15 @@ from dsv3_preflight.checks.cluster_node_rank import (
     rule_rank0_off_master,
     rule_training_command,
 )
-from dsv3_preflight.checks.net_mtu import mtu, rule_mtu_differs, rule_nodes_missing, rule_unknown, used_interfaces
-from dsv3_preflight.cluster import NodeInfo, assign_node_ranks, unique_names
-from dsv3_preflight.cluster.driver import lost_node_fix
-from dsv3_preflight.cluster.liveness import Lost, NodeWatch, logs_dir
+from dsv3_preflight.net.master_node import (
+    hosts_fix,
+    rule_literal_loopback,
+    rule_node0_holds,
+    rule_resolutions_differ,
+    rule_resolves_to_loopback,
+    rule_unresolved,
+)
+from dsv3_preflight.net.mtu_rules import rule_mtu_differs, rule_nodes_missing, rule_unknown, used_interfaces
 from dsv3_preflight.profile import resolve_profile
 from dsv3_preflight.result import Actor, Status
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 import pytest
 from ports import free_port
 
-from dsv3_preflight.checks.dist_allreduce import judge_collective
 from dsv3_preflight.collective import combine, probe_node
+from dsv3_preflight.collective.judge import judge_collective
 from dsv3_preflight.profile import resolve_profile
 from dsv3_preflight.result import Status
 

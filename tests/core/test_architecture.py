@@ -287,3 +287,63 @@ def test_no_probe_reads_a_replay_switch_from_the_environment():
             if named in switches or named in ("REPLAY_ENV", "from_environ"):
                 offenders.append(f"{name}:{node.lineno} {named}")
     assert not offenders, f"probes steered by environment switches: {offenders}"
+
+
+# -- checks declare, domains judge ----------------------------------------------------------------------------
+CHECK_MODULES = {name: file for name, file in MODULES.items()
+                 if name.startswith("dsv3_preflight.checks.") and file.name not in ("__init__.py", "conftest.py")}
+#: a check function composes its domain's rules: gates, a Findings accumulator, the summary; never a rule table
+CHECK_MAX_LINES, CHECK_MAX_BRANCHES = 35, 16
+RULE_HOMES = tuple(f"dsv3_preflight.{d}" for d in DOMAINS)
+
+
+def _is_check(node: ast.AST) -> bool:
+    return isinstance(node, ast.FunctionDef) and any(
+        isinstance(d, ast.Call) and isinstance(d.func, ast.Name) and d.func.id == "check" for d in node.decorator_list)
+
+
+def _branches(func: ast.FunctionDef) -> int:
+    """Decision points, counted as radon counts them (if/for/while/except/with-less boolean operands/comprehensions)."""
+    count = 0
+    for node in ast.walk(func):
+        if isinstance(node, (ast.If, ast.IfExp, ast.For, ast.While, ast.ExceptHandler, ast.Assert)):
+            count += 1
+        elif isinstance(node, ast.comprehension):
+            count += 1 + len(node.ifs)
+        elif isinstance(node, ast.BoolOp):
+            count += len(node.values) - 1
+    return count
+
+
+def test_a_check_file_declares_one_check_and_nothing_else():
+    """checks/X.py: its docstring, its imports and one @check function; a helper, a constant or a rule is its
+    domain's (dsv3_preflight/<domain>/), where the domain's tests find it."""
+    offenders = []
+    for name, file in CHECK_MODULES.items():
+        body = ast.parse(file.read_text(encoding="utf-8")).body
+        docstring = body[:1] if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) else []
+        checks = [n for n in body if _is_check(n)]
+        other = [n for n in body if n not in docstring and n not in checks and not isinstance(n, (ast.Import, ast.ImportFrom))]
+        if len(checks) != 1:
+            offenders.append(f"{name}: {len(checks)} checks")
+        offenders += [f"{name}:{n.lineno} {type(n).__name__} {getattr(n, 'name', '')}".rstrip() for n in other]
+    assert not offenders, f"check files that hold more than one check declaration: {offenders}"
+
+
+def test_a_check_function_composes_its_domains_rules_and_holds_none():
+    offenders = []
+    for name, file in CHECK_MODULES.items():
+        for func in (n for n in ast.parse(file.read_text(encoding="utf-8")).body if _is_check(n)):
+            lines = func.end_lineno - func.lineno + 1
+            nested = [n for n in ast.walk(func) if n is not func and isinstance(
+                n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda))
+                and not (isinstance(n, ast.Lambda) and lines <= CHECK_MAX_LINES and len(list(ast.walk(n))) < 12)]
+            if lines > CHECK_MAX_LINES or _branches(func) > CHECK_MAX_BRANCHES or nested:
+                offenders.append(f"{name}.{func.name}: {lines} lines, {_branches(func)} branches, "
+                                 f"{len(nested)} nested definitions")
+    assert not offenders, f"check functions that judge by themselves (move the rules to the domain): {offenders}"
+
+
+def test_every_check_calls_rules_of_a_domain():
+    offenders = [name for name in CHECK_MODULES if not any(m.startswith(RULE_HOMES) for m in GRAPH[name])]
+    assert not offenders, f"check modules that import no rule of a domain: {offenders}"

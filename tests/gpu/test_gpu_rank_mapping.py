@@ -8,7 +8,8 @@ from gpu_lab import DATA, cpu_profile, profile
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dsv3_preflight.checks.gpu_rank_mapping import rank_mapping, rank_mapping_cluster
+from dsv3_preflight.checks.gpu_rank_mapping import rank_mapping
+from dsv3_preflight.checks.gpu_rank_mapping_cluster import rank_mapping_cluster
 from dsv3_preflight.gpu.rankmap import (
     cluster_problems,
     enumeration_order,

@@ -10,10 +10,10 @@ from paste_lint import paste_problems
 from ports import free_port
 
 from dsv3_preflight import Status
-from dsv3_preflight.checks import env_launch_vars as env_rules
-from dsv3_preflight.checks import host_resources as host_rules
 from dsv3_preflight.checks.env_launch_vars import launch_vars
 from dsv3_preflight.checks.host_resources import resources
+from dsv3_preflight.host import resource_rules as host_rules
+from dsv3_preflight.net import launch_vars as env_rules
 from dsv3_preflight.profile import resolve_profile
 from dsv3_preflight.result import Actor
 

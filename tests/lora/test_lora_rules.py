@@ -291,7 +291,7 @@ def test_the_gather_cause_is_shared_by_the_config_rule_and_the_empty_adapter_rul
 
 # ------------------------------------------------------------------------------------------------ lora.targets
 def test_the_targets_fix_follows_where_lora_target_came_from(tmp_path):
-    from dsv3_preflight.checks.lora_targets import target_fix
+    from dsv3_preflight.lora.target_rules import target_fix
 
     mla = ["q_a_proj", "q_b_proj", "kv_a_proj_with_mqa", "kv_b_proj", "o_proj"]
     yaml_file = tmp_path / "deepseek3 lora.yaml"
@@ -312,7 +312,7 @@ def test_the_targets_fix_follows_where_lora_target_came_from(tmp_path):
 
 
 def test_deepseek_v3_gets_the_exact_mla_list_in_model_order():
-    from dsv3_preflight.checks.lora_targets import suggested_targets
+    from dsv3_preflight.lora.target_rules import suggested_targets
 
     res = {"candidates": ["down_proj", "gate_proj", "kv_a_proj_with_mqa", "kv_b_proj", "o_proj", "q_a_proj", "q_b_proj",
                           "up_proj"], "siblings": ["o_proj", "q_b_proj", "kv_b_proj", "q_a_proj", "kv_a_proj_with_mqa"]}
@@ -323,7 +323,7 @@ def test_deepseek_v3_gets_the_exact_mla_list_in_model_order():
 
 # ------------------------------------------------------------------------------------------------ lora.output_dir
 def test_output_dir_rules_each_name_who_acts_and_paste(tmp_path):
-    from dsv3_preflight.checks import lora_output_dir as od
+    from dsv3_preflight.lora import output_dir_rules as od
 
     base = {"configured": True, "path": "/data/run/out", "setting": "output_dir", "exists": False, "is_dir": False,
             "parent": "/data", "parent_is_dir": True, "parent_writable": False, "write_error": "Permission denied",

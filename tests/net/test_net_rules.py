@@ -9,11 +9,19 @@ import json
 import pytest
 from paste_lint import paste_problems
 
-from dsv3_preflight.checks import net_nic_route as nic
-from dsv3_preflight.checks import net_port_free as free
-from dsv3_preflight.checks import net_port_reach as reach
+from dsv3_preflight.checks.net_nic_route import nic_route
 from dsv3_preflight.net import causes
-from dsv3_preflight.net.master import HEAD_ADDR, is_loopback, loopback_fix, training_addresses, unresolvable_fix
+from dsv3_preflight.net import port_rules as free
+from dsv3_preflight.net import reach_rules as reach
+from dsv3_preflight.net import route_rules as nic
+from dsv3_preflight.net.master import (
+    HEAD_ADDR,
+    is_loopback,
+    loopback_fix,
+    resolves_to_loopback,
+    training_addresses,
+    unresolvable_fix,
+)
 from dsv3_preflight.profile import resolve_profile
 from dsv3_preflight.result import Actor, Status
 
@@ -73,12 +81,12 @@ def test_route_names_interface(lab):
 def test_a_gate_leaves_only_the_rules_about_names(lab):
     # an unresolvable MASTER_ADDR leaves no route to compare NCCL with; a name that matches nothing is still wrong
     fact = route(lab, resolved=False, resolve_error="x", ifname=None, NCCL_SOCKET_IFNAME="ib", GLOO_SOCKET_IFNAME="eth9")
-    result = nic.nic_route(fact, MULTI)
+    result = nic_route(fact, MULTI)
     assert [f.rule for f in result.findings] == ["master_resolves", "nccl_selects_something", "gloo_names_exist"]
     assert result.cause == causes.MASTER_UNRESOLVABLE
     assert "reaches MASTER_ADDR" not in result.findings[1].message
     assert result.findings[1].fix == nic.PIN_UNKNOWN and paste_problems(nic.PIN_UNKNOWN) == []
-    pinned = nic.nic_route(route(lab, resolved=False, resolve_error="x", ifname=None, NCCL_SOCKET_IFNAME="eth0",
+    pinned = nic_route(route(lab, resolved=False, resolve_error="x", ifname=None, NCCL_SOCKET_IFNAME="eth0",
                                  GLOO_SOCKET_IFNAME="eth0"), MULTI)
     assert [f.rule for f in pinned.findings] == ["master_resolves"]
 
@@ -254,9 +262,9 @@ def test_a_gloo_value_of_one_character_or_less_is_ignored_like_unset(lab, value)
     assert_finding(nic.gloo_value_honoured(fact), Status.WARN, causes.GLOO_IFNAME, Actor.JOB,
                    f"torch ignores GLOO_SOCKET_IFNAME={value!r} (one character or less)",
                    "Gloo binds 127.0.0.1, the first address the host name 'vm' resolves to")
-    result = nic.nic_route(fact, MULTI_GLOO)    # what unset gives: the gloo backend on loopback fails
+    result = nic_route(fact, MULTI_GLOO)    # what unset gives: the gloo backend on loopback fails
     assert [f.rule for f in result.findings] == ["gloo_backend_has_a_reachable_address", "gloo_value_honoured"]
-    assert nic.nic_route(fact, SINGLE).status is Status.WARN
+    assert nic_route(fact, SINGLE).status is Status.WARN
     assert nic.gloo_value_honoured(route(lab, GLOO_SOCKET_IFNAME="eth0")) is None
 
 
@@ -329,7 +337,7 @@ def test_gloo_backend_fails_when_the_host_name_gives_no_reachable_address(lab):
 
 def test_nic_route_keeps_every_distinct_problem_with_its_own_fix(lab):
     fact = route(lab, up=False, operstate="down", NCCL_SOCKET_IFNAME="eth1", GLOO_SOCKET_IFNAME="eth9")
-    result = nic.nic_route(fact, MULTI)
+    result = nic_route(fact, MULTI)
     assert [f.rule for f in result.findings] == ["interface_up", "nccl_includes_route_interface", "gloo_names_exist"]
     assert result.cause == causes.NIC_DOWN and result.actor is Actor.NODE  # the first failure leads
     assert "(+" not in result.summary
@@ -343,6 +351,31 @@ def test_nic_route_keeps_every_distinct_problem_with_its_own_fix(lab):
                                         ("10.77.0.10", False), ("head", False), ("", False), (None, False)])
 def test_is_loopback(addr, loop):
     assert is_loopback(addr) is loop
+
+
+@pytest.mark.parametrize("addr, loop", [("::ffff:127.0.0.1", True), ("::ffff:127.0.1.1", True), ("::ffff:10.77.0.10", False),
+                                        ("127.0.0.1%lo", True), ("::1%lo", True), ("fe80::1%eth0", False),
+                                        ("LOCALHOST", True), ("localhost.", True), ("ip6-localhost", True),
+                                        ("node0.localhost", True), ("localhost.example.com", False), (" 127.0.0.1 ", True)])
+def test_is_loopback_knows_mapped_addresses_scopes_and_the_names_that_always_mean_this_host(addr, loop):
+    """IPv4-mapped loopback (a dual-stack socket's view of 127.0.0.1) and RFC 6761's *.localhost are loopback;
+    a name that merely starts with localhost is not (it resolves like any other name)."""
+    assert is_loopback(addr) is loop
+
+
+def test_a_name_is_loopback_when_it_resolves_to_loopback():
+    assert resolves_to_loopback("head", ["127.0.1.1"]) and resolves_to_loopback("localhost", [])
+    assert not resolves_to_loopback("head", ["10.77.0.10"]) and not resolves_to_loopback("head", None)
+
+
+def test_one_is_loopback_for_master_addr_everywhere():
+    """The cluster runner's node-0 choice and the checks share net.master's is_loopback."""
+    from dsv3_preflight.cluster import master as cluster_master
+    from dsv3_preflight.cluster.nodes import NodeInfo, assign_node_ranks
+    assert cluster_master.is_loopback is is_loopback
+    nodes = [NodeInfo("aa" * 14, "10.0.0.1", "gpu-a"), NodeInfo("dd" * 14, "10.0.0.200", "driver-host", is_driver=True)]
+    for addr in ("::ffff:127.0.0.1", "LOCALHOST"):
+        assert assign_node_ranks(nodes, addr, addresses={addr})[0].hostname == "driver-host"
 
 
 def test_training_addresses_leave_out_loopback_bridges_and_link_local(lab):
@@ -485,7 +518,7 @@ def test_rank0_holds_master_addr_proposes_this_nodes_own_address(lab):
 
 def test_nccl_port_range_is_named_as_ignored_with_the_ephemeral_range_a_firewall_must_open(lab):
     """Issue 46.8: NCCL has no NCCL_PORT_RANGE (NVIDIA/nccl#388): it and Gloo connect on the ephemeral ports."""
-    from dsv3_preflight.checks.env_launch_vars import nccl_port_range_ignored
+    from dsv3_preflight.net.launch_vars import nccl_port_range_ignored
 
     fact = route(lab)
     fact["ephemeral_range"] = [32768, 60999]
@@ -602,7 +635,7 @@ def test_refused_with_no_listener_expected_starts_one(lab):
 
 
 def test_unresolvable_master_addr_has_one_fix_in_all_three_checks(lab):
-    from dsv3_preflight.checks.env_launch_vars import master_resolves as env_rule
+    from dsv3_preflight.net.launch_vars import master_resolves as env_rule
 
     name = "head.invalid"
     profile = resolve_profile(environ={"NNODES": "3", "MASTER_ADDR": name, "NODE_RANK": "1"})
