@@ -1,38 +1,14 @@
-"""The GPU stack checks on recorded machines: real probes read the machine's boundary, real judges decide."""
+"""The GPU stack checks together on recorded machines: real probes read the machine's boundary, real judges decide.
+Each check's own tables are in test_gpu_cuda_init.py, test_gpu_fabric_manager.py and test_gpu_inventory.py."""
 from __future__ import annotations
 
-import copy
 import json
 
 import pytest
-from gpu_lab import compile_libcuda, cpu_profile, gather, profile, stand_up
+from gpu_lab import cpu_profile, profile
+from gpu_stack_lab import judge_all, libcuda, machine  # noqa: F401 (pytest fixtures)
 
-from dsv3_preflight.checks.gpu_cuda_init import cuda_init as cuda_init_check
-from dsv3_preflight.checks.gpu_fabric_manager import fabric_manager as fm_check
-from dsv3_preflight.checks.gpu_inventory import inventory as inventory_check
 from dsv3_preflight.result import Status
-
-
-@pytest.fixture(scope="module")
-def libcuda(tmp_path_factory):
-    return compile_libcuda(tmp_path_factory.mktemp("libcuda"))
-
-
-@pytest.fixture
-def machine(tmp_path, libcuda, monkeypatch):
-    def build(name):
-        return gather(stand_up(name, tmp_path, libcuda), monkeypatch)
-    return build
-
-
-def judge_all(facts, prof=None):
-    prof = prof or profile()
-    return {
-        "cuda_init": cuda_init_check(cuda_init=facts["cuda_init"], nvml=facts["nvml"], fabric_manager=facts["fabric_manager"], profile=prof),
-        "fabric_manager": fm_check(fabric_manager=facts["fabric_manager"], nvml=facts["nvml"], profile=prof),
-        "inventory": inventory_check(nvml=facts["nvml"], profile=prof),
-    }
-
 
 # -- the probes read the recorded boundary as on the real machine ---------------------------------
 
@@ -96,13 +72,6 @@ def test_802_with_fabric_manager_one_patch_off_says_install_the_drivers_exact_ve
     assert "systemctl enable --now" in fm.remediation and "nvidia-fabricmanager-535=535.183.06-1" in fm.remediation
 
 
-def test_803_names_kernel_module_and_libcuda_versions_and_says_reboot(machine):
-    r = judge_all(machine("a100_driver_mismatch_803"))["cuda_init"]
-    assert r.status is Status.FAIL and r.cause == "gpu.driver_mismatch"
-    assert "kernel module 535.129.03, user-space libcuda 535.154.05" in r.summary
-    assert r.remediation.startswith("reboot")
-
-
 def test_h100_fabric_completed_passes(machine):
     results = judge_all(machine("h100_fabric_completed"))
     assert results["fabric_manager"].status is Status.PASS
@@ -116,12 +85,6 @@ def test_h100_fabric_in_progress_fails_fabric_and_explains_802(machine):
     assert fm.status is Status.FAIL and "not completed on GPUs 0–7 (state In Progress)" in fm.summary
     assert results["cuda_init"].status is Status.FAIL and results["cuda_init"].cause == "gpu.fabric_not_ready"
     assert fm.cause == "gpu.fabric_not_ready" and fm.remediation == results["cuda_init"].remediation  # one cause, one fix
-
-
-def test_h100_fabric_completed_with_error_status_names_the_gpu(machine):
-    fm = judge_all(machine("h100_fabric_completed_error"))["fabric_manager"]
-    assert fm.status is Status.FAIL
-    assert "completed with error status on GPUs 5 (NVML return 999)" in fm.summary  # said once, not "(NVML return 999, NVML return 999)"
 
 
 def test_pcie_box_without_nvswitch_passes_fabric_manager_as_not_needed(machine):
@@ -145,45 +108,7 @@ def test_no_driver_is_skipped_under_the_cpu_profile(machine):
     assert all(r.status is Status.SKIP and r.summary.startswith("profile expects no GPUs") for r in results.values())
 
 
-# -- inventory variations on a recorded healthy node --------------------------------------------
-
-@pytest.fixture(scope="module")
-def healthy_nvml(tmp_path_factory, libcuda):
-    mp = pytest.MonkeyPatch()
-    try:
-        return gather(stand_up("a100_nvswitch_fm_running", tmp_path_factory.mktemp("m"), libcuda), mp)["nvml"]
-    finally:
-        mp.undo()
-
-
-def _variant(nvml, **per_gpu):
-    nvml = copy.deepcopy(nvml)
-    for index, changes in per_gpu.items():
-        nvml["gpus"][int(index[1:])].update(changes)
-    return nvml
-
-
-@pytest.mark.parametrize("changes, status, text", [
-    ({"g0": {"persistence_mode": False}, "g1": {"persistence_mode": False}}, Status.WARN, "persistence mode is off on GPUs 0–1"),
-    ({"g2": {"processes": [{"pid": 4242, "used_memory_bytes": 1536 << 20}]}}, Status.FAIL, "pid 4242 on GPU 2 (1536 MiB)"),
-    ({"g5": {"name": "NVIDIA A10"}}, Status.FAIL, "GPUs 5 are NVIDIA A10, not one of"),
-])
-def test_inventory_flags_unhealthy_or_busy_gpus(healthy_nvml, changes, status, text):
-    r = inventory_check(nvml=_variant(healthy_nvml, **changes), profile=profile())
-    assert r.status is status and text in r.summary, r.summary
-
-
-def test_inventory_names_the_pid_to_kill(healthy_nvml):
-    r = inventory_check(nvml=_variant(healthy_nvml, g2={"processes": [{"pid": 4242, "used_memory_bytes": None}]}), profile=profile())
-    assert "kill 4242" in r.remediation
-
-
-def test_inventory_fails_when_a_gpu_is_missing(healthy_nvml):
-    nvml = copy.deepcopy(healthy_nvml)
-    del nvml["gpus"][7]
-    r = inventory_check(nvml=nvml, profile=profile())
-    assert r.status is Status.FAIL and r.summary.startswith("7 GPUs on this node, the profile expects 8")
-
+# -- the recorded machine files ----------------------------------------------------------------
 
 def test_recorded_machine_files_say_where_their_format_comes_from():
     from gpu_lab import DATA, MACHINES
@@ -193,62 +118,7 @@ def test_recorded_machine_files_say_where_their_format_comes_from():
         assert "source" in json.loads(f.read_text()), f
 
 
-# -- root causes of the other CUDA codes, judged on the recorded healthy node with one fact changed ----
-
-@pytest.fixture(scope="module")
-def healthy_facts(tmp_path_factory, libcuda):
-    mp = pytest.MonkeyPatch()
-    try:
-        return gather(stand_up("a100_nvswitch_fm_running", tmp_path_factory.mktemp("h"), libcuda), mp)
-    finally:
-        mp.undo()
-
-
-@pytest.mark.parametrize("code, env, cause, summary, fix", [
-    (804, {"LD_LIBRARY_PATH": "/usr/local/cuda/compat:/usr/lib"}, "gpu.cuda_compat",
-     "(LD_LIBRARY_PATH has /usr/local/cuda/compat)", "grep -v compat"),
-    (100, {"CUDA_VISIBLE_DEVICES": ""}, "gpu.visible_devices", "CUDA_VISIBLE_DEVICES='' hides every GPU",
-     "export CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7"),
-    (999, {}, "gpu.unknown_error", "unknown error", "Xid"),
-    (35, {}, "gpu.driver_too_old", "older than torch's CUDA runtime", "download.pytorch.org"),
-])
-def test_other_cuda_codes_get_their_own_verdict(healthy_facts, code, env, cause, summary, fix):
-    facts = copy.deepcopy(healthy_facts)
-    facts["cuda_init"]["driver"].update(code=code, cuInit=code)
-    facts["cuda_init"]["env"].update(env)
-    r = judge_all(facts)["cuda_init"]
-    assert r.status is Status.FAIL and r.cause == cause
-    assert summary in r.summary and fix in r.remediation
-
-
-def test_cpu_only_torch_is_told_to_install_a_cuda_build_of_the_same_version(healthy_facts):
-    """Unpinned, `pip install torch --index-url .../cu121` silently swaps torch for the newest that index holds."""
-    facts = copy.deepcopy(healthy_facts)
-    facts["cuda_init"]["runtime"].update(torch_version="2.4.0+cpu", cuda_built=None, device_count=0)
-    r = judge_all(facts)["cuda_init"]
-    assert r.status is Status.FAIL and "torch 2.4.0+cpu is a CPU-only build" in r.summary
-    assert r.remediation.startswith(
-        "pip install --force-reinstall torch==2.4.0 --index-url https://download.pytorch.org/whl/cu121   # a CUDA build of the same torch; "
-        "the driver supports CUDA 12.2")
-
-
-def test_driver_older_than_torchs_cuda_gets_a_pasteable_pinned_command(healthy_facts):
-    facts = copy.deepcopy(healthy_facts)
-    facts["cuda_init"]["driver"].update(code=35, cuInit=35)
-    facts["cuda_init"]["runtime"].update(torch_version="2.7.0+cu128", cuda_built="12.8")
-    r = judge_all(facts)["cuda_init"]
-    assert r.cause == "gpu.driver_too_old" and "(CUDA 12.2) is older than torch's CUDA runtime (12.8)" in r.summary
-    command = r.remediation.splitlines()[0].split("#")[0]
-    assert command.split() == ["pip", "install", "--force-reinstall", "torch==2.7.0", "--index-url",
-                               "https://download.pytorch.org/whl/cu121"]  # no '<placeholder>' for the shell to read as a redirect
-
-
-def test_a_hung_driver_init_fails_with_the_wedged_driver_verdict(healthy_facts):
-    facts = copy.deepcopy(healthy_facts)
-    facts["cuda_init"]["driver"].update(timed_out=True, error="cuInit did not return within 20 s")
-    r = judge_all(facts)["cuda_init"]
-    assert r.status is Status.FAIL and r.summary.startswith("CUDA driver init hung: cuInit did not return within 20 s")
-
+# -- the H100 fabric call on an older driver ----------------------------------------------------
 
 def test_h100_on_a_driver_without_the_v_fabric_call_falls_back_to_the_first_version():
     from gpu_lab import load_machine

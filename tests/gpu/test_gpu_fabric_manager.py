@@ -1,4 +1,4 @@
-"""Fabric Manager's rules one by one, on facts the real probes gathered from recorded machines (tests/gpu_lab.py),
+"""gpu.fabric_manager (checks/gpu_fabric_manager.py): Fabric Manager's rules one by one, on facts the real probes gathered from recorded machines (tests/gpu_lab.py),
 and the root cause of CUDA error 802 they share with gpu.cuda_init."""
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import copy
 
 import pytest
 from gpu_lab import compile_libcuda, gather, stand_up
+from gpu_stack_lab import judge_all, libcuda, machine  # noqa: F401 (pytest fixtures)
 from paste_lint import paste_problems
 
 from dsv3_preflight.gpu import fabric_rules as fr
@@ -133,3 +134,9 @@ def test_cause_of_802_shares_the_fabric_managers_cause_and_fix(facts, name, key,
     v = view(facts, name)
     findings = [f for rule in fr.NVSWITCH_RULES for f in (lambda out: out if isinstance(out, list) else [out])(rule(v)) if f]
     assert {f.fix for f in findings if f.cause == key} == {cause.fix}  # one cause, one fix, whichever check leads
+
+
+def test_h100_fabric_completed_with_error_status_names_the_gpu(machine):
+    fm = judge_all(machine("h100_fabric_completed_error"))["fabric_manager"]
+    assert fm.status is Status.FAIL
+    assert "completed with error status on GPUs 5 (NVML return 999)" in fm.summary  # said once, not "(NVML return 999, NVML return 999)"
