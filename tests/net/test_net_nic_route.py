@@ -1,59 +1,124 @@
-"""Each rule of net.nic_route, net.port_free and net.port_reach on its own, as tables over facts recorded in
-the netns lab (tests/data/net/lab_*.json), varied per row; and the MASTER_ADDR fixes they share.
+"""net.nic_route (checks/net_nic_route.py): the check and each of its rules (dsv3_preflight/net/route_rules.py) on
+its own, as tables over facts recorded in the netns lab (tests/data/net/lab_*.json), varied per row.
 
-Every finding a rule returns must name who acts, and its fix must paste (tests/paste_lint.py).
-"""
+Every finding a rule returns must name who acts, and its fix must paste (tests/paste_lint.py)."""
 import copy
 import json
 
 import pytest
+from net_facts_lab import HEAD, MULTI, MULTI_GLOO, SINGLE, assert_finding, facts, lab, route, with_env  # noqa: F401 (pytest fixtures)
 from paste_lint import paste_problems
 
 from dsv3_preflight.checks.net_nic_route import nic_route
 from dsv3_preflight.net import causes
-from dsv3_preflight.net import port_rules as free
-from dsv3_preflight.net import reach_rules as reach
 from dsv3_preflight.net import route_rules as nic
 from dsv3_preflight.net.master import (
     HEAD_ADDR,
-    is_loopback,
-    loopback_fix,
-    resolves_to_loopback,
-    training_addresses,
     unresolvable_fix,
 )
-from dsv3_preflight.profile import resolve_profile
 from dsv3_preflight.result import Actor, Status
 
-MULTI = resolve_profile(environ={"NNODES": "3", "MASTER_ADDR": "10.77.0.10", "NODE_RANK": "1"})
-HEAD = resolve_profile(environ={"NNODES": "3", "MASTER_ADDR": "10.77.0.10", "NODE_RANK": "0"})
-MULTI_GLOO = resolve_profile(environ={"NNODES": "3", "MASTER_ADDR": "10.77.0.10", "NODE_RANK": "1"},
-                             profile_name="cpu").with_values("test", nnodes=3)
-SINGLE = resolve_profile(profile_name="cpu")
 
-
-@pytest.fixture
-def lab(data_dir):
-    def load(name):
-        return copy.deepcopy(json.loads((data_dir / "net" / f"lab_{name}.json").read_text())["facts"])
-    return load
-
-
-def route(lab, node="worker_two_nics", **changes):
-    fact = lab(node)["nic_route"]
-    env = {k: changes.pop(k) for k in list(changes) if k.isupper()}
-    fact["env"].update(env)
-    fact.update(changes)
-    return fact
-
-
-def assert_finding(found, status, cause, actor, *words):
-    assert found is not None, "the rule found nothing"
-    assert found.status is status, found
-    assert found.cause == cause and found.actor is actor, found
+# -- net.nic_route: the check on recorded facts ---------------------------------------------------------------------
+@pytest.mark.parametrize("node, env, status, words", [
+    ("worker_two_nics", {"NCCL_SOCKET_IFNAME": "eth0", "GLOO_SOCKET_IFNAME": "eth0"}, Status.PASS, ["via eth0", "select it"]),
+    ("worker_two_nics", {"NCCL_SOCKET_IFNAME": "=eth0", "GLOO_SOCKET_IFNAME": "eth0"}, Status.PASS, ["via eth0"]),
+    ("worker_two_nics", {"NCCL_SOCKET_IFNAME": "eth1", "GLOO_SOCKET_IFNAME": "eth0"}, Status.FAIL, ["selects eth1, not eth0"]),
+    ("worker_two_nics", {"NCCL_SOCKET_IFNAME": "eth", "GLOO_SOCKET_IFNAME": "eth0"}, Status.WARN, ["also selects eth1"]),
+    ("worker_two_nics", {"NCCL_SOCKET_IFNAME": "^docker,lo", "GLOO_SOCKET_IFNAME": "eth0"}, Status.WARN, ["also selects eth1"]),
+    ("worker", {"NCCL_SOCKET_IFNAME": "^docker,lo", "GLOO_SOCKET_IFNAME": "eth0"}, Status.PASS, ["via eth0"]),
+    ("worker_two_nics", {"NCCL_SOCKET_IFNAME": "^eth0", "GLOO_SOCKET_IFNAME": "eth0"}, Status.FAIL, ["selects lo, eth1, docker0, not eth0"]),
+    ("worker_two_nics", {"NCCL_SOCKET_IFNAME": "ib", "GLOO_SOCKET_IFNAME": "eth0"}, Status.FAIL, ["selects no interface"]),
+    ("worker_two_nics", {"NCCL_SOCKET_IFNAME": "eth0 ;reboot", "GLOO_SOCKET_IFNAME": "eth0"}, Status.FAIL, ["cannot be interface names"]),
+    ("worker_two_nics", {"NCCL_SOCKET_IFNAME": "eth0", "GLOO_SOCKET_IFNAME": "eth"}, Status.FAIL, ["exact names"]),
+    ("worker_two_nics", {"NCCL_SOCKET_IFNAME": "eth0", "GLOO_SOCKET_IFNAME": "eth1"}, Status.FAIL, ["GLOO_SOCKET_IFNAME='eth1' uses eth1"]),
+    ("worker_two_nics", {"NCCL_SOCKET_IFNAME": "e", "GLOO_SOCKET_IFNAME": "eth0"}, Status.WARN, ["ignores"]),
+])
+def test_nic_route_judges_nccl_and_gloo_ifname_against_the_route(facts, node, env, status, words):
+    result = nic_route(nic_route=with_env(facts(node)["nic_route"], **env), profile=MULTI)
+    assert result.status == status, result.summary
     for word in words:
-        assert word in found.message, found.message
-    assert found.fix and paste_problems(found.fix) == [], (found.fix, paste_problems(found.fix))
+        assert word in result.summary
+    if status in (Status.FAIL, Status.WARN) and "SOCKET_IFNAME" in result.summary:
+        assert "export NCCL_SOCKET_IFNAME=eth0" in result.remediation
+        assert "export GLOO_SOCKET_IFNAME=eth0" in result.remediation
+
+
+def test_nic_route_warns_with_exact_exports_when_unset(facts):
+    result = nic_route(nic_route=facts("worker_two_nics")["nic_route"], profile=MULTI)
+    assert result.status == Status.WARN
+    assert "NCCL would pick eth0" in result.summary
+    assert result.remediation == "export NCCL_SOCKET_IFNAME=eth0\nexport GLOO_SOCKET_IFNAME=eth0"
+    assert result.evidence["interface"] == "eth0" and result.evidence["src"] == "10.77.0.11"
+
+
+def test_nic_route_fails_gloo_backend_when_the_host_name_resolves_to_loopback(facts):
+    fact = facts("worker_two_nics")["nic_route"]
+    assert fact["hostname_addresses"] == ["127.0.0.1"]  # as recorded: /etc/hosts maps the host name to loopback
+    result = nic_route(nic_route=fact, profile=MULTI_GLOO.with_values("test", nnodes=3))
+    assert result.status == Status.FAIL and "loopback" in result.summary
+
+
+def test_nic_route_on_the_head_names_the_interface_holding_master_addr_not_lo(facts):
+    fact = with_env(facts("head")["nic_route"], NCCL_SOCKET_IFNAME="eth0", GLOO_SOCKET_IFNAME="eth0")
+    assert fact["route_type"] == "local" and fact["local"] is True
+    result = nic_route(nic_route=fact, profile=MULTI.with_values("test", node_rank=0))
+    assert result.status == Status.PASS and result.evidence["interface"] == "eth0"
+
+
+def test_nic_route_fails_when_the_interface_is_down(facts):
+    fact = with_env(facts("worker")["nic_route"], NCCL_SOCKET_IFNAME="eth0", GLOO_SOCKET_IFNAME="eth0")
+    fact.update(operstate="down", up=False)
+    result = nic_route(nic_route=fact, profile=MULTI)
+    assert result.status == Status.FAIL and "is down" in result.summary
+    assert "ip link set dev eth0 up" in result.remediation
+
+
+def test_nic_route_fails_on_loopback_in_a_multi_node_profile(facts):
+    fact = facts("worker")["nic_route"]
+    fact.update(ifname="lo", loopback=True, operstate="unknown", target="127.0.0.1", master_addr="127.0.0.1")
+    result = nic_route(nic_route=fact, profile=MULTI)
+    assert result.status == Status.FAIL and "loopback" in result.summary
+    # the fix is a new MASTER_ADDR, never "pin lo"
+    assert "export MASTER_ADDR=" in result.remediation
+    assert "IFNAME=lo" not in result.remediation and "pin lo" not in result.summary
+
+
+def test_nic_route_fails_without_ipv4_when_nccl_socket_family_is_af_inet(facts):
+    fact = with_env(facts("worker")["nic_route"], NCCL_SOCKET_FAMILY="AF_INET", NCCL_SOCKET_IFNAME="eth0",
+                    GLOO_SOCKET_IFNAME="eth0")
+    fact["ipv4"] = []
+    result = nic_route(nic_route=fact, profile=MULTI)
+    assert result.status == Status.FAIL and "AF_INET" in result.summary
+
+
+def test_nic_route_fails_clearly_on_unresolvable_master_addr(facts):
+    fact = facts("worker")["nic_route"]
+    fact.update(resolved=False, resolve_error="Name or service not known (errno -2)", master_addr="head.invalid")
+    result = nic_route(nic_route=fact, profile=MULTI)
+    assert result.status == Status.FAIL and "does not resolve" in result.summary and "MASTER_ADDR" in result.remediation
+
+
+def test_nic_route_fails_when_the_kernel_has_no_route(facts):
+    fact = facts("worker")["nic_route"]
+    fact.update(route_error="Network is unreachable", route_errno=101, target="10.99.0.1", ifname=None)
+    result = nic_route(nic_route=fact, profile=MULTI)
+    assert result.status == Status.FAIL and "no route" in result.summary and "ip route get 10.99.0.1" in result.remediation
+
+
+def test_nic_route_single_node_loopback_is_green(facts):
+    fact = facts("head")["nic_route"]
+    fact.update(ifname="lo", loopback=True, operstate="unknown", up=True, target="127.0.0.1", master_addr="127.0.0.1")
+    assert nic_route(nic_route=fact, profile=SINGLE).status == Status.PASS
+
+
+def test_nic_route_single_node_accepts_any_existing_interface_but_not_an_empty_selection(facts):
+    fact = facts("head")["nic_route"]
+    fact.update(ifname="lo", loopback=True, operstate="unknown", up=True, target="127.0.0.1", master_addr="127.0.0.1")
+    ok = nic_route(nic_route=with_env(copy.deepcopy(fact), NCCL_SOCKET_IFNAME="eth0", GLOO_SOCKET_IFNAME="eth0"), profile=SINGLE)
+    assert ok.status == Status.PASS, ok.summary
+    bad = nic_route(nic_route=with_env(fact, NCCL_SOCKET_IFNAME="ib", GLOO_SOCKET_IFNAME="eth0"), profile=SINGLE)
+    assert bad.status == Status.FAIL and "selects no interface" in bad.summary
 
 
 # -- net.nic_route: gate rules ------------------------------------------------------------------------
@@ -148,7 +213,6 @@ def test_family_has_address(lab, family, ipv4, fires):
 
 # -- net.nic_route: NCCL_SOCKET_IFNAME ----------------------------------------------------------------------
 EXPORTS = "export NCCL_SOCKET_IFNAME=eth0\nexport GLOO_SOCKET_IFNAME=eth0"
-
 NCCL_RULES = [nic.nccl_value_honoured, nic.nccl_entries_valid, nic.nccl_selects_something,
               nic.nccl_includes_route_interface, nic.nccl_bootstraps_on_route_interface,
               nic.nccl_selects_only_route_interface]
@@ -344,307 +408,6 @@ def test_nic_route_keeps_every_distinct_problem_with_its_own_fix(lab):
     assert result.remediation.splitlines()[0].startswith("ip link set dev eth0 up")
     assert result.remediation.count("export NCCL_SOCKET_IFNAME=eth0") == 1  # one fix shared by two findings
     assert paste_problems(result.remediation) == []
-
-
-# -- MASTER_ADDR helpers ---------------------------------------------------------------------------------------
-@pytest.mark.parametrize("addr, loop", [("127.0.0.1", True), ("127.0.1.1", True), ("::1", True), ("localhost", True),
-                                        ("10.77.0.10", False), ("head", False), ("", False), (None, False)])
-def test_is_loopback(addr, loop):
-    assert is_loopback(addr) is loop
-
-
-@pytest.mark.parametrize("addr, loop", [("::ffff:127.0.0.1", True), ("::ffff:127.0.1.1", True), ("::ffff:10.77.0.10", False),
-                                        ("127.0.0.1%lo", True), ("::1%lo", True), ("fe80::1%eth0", False),
-                                        ("LOCALHOST", True), ("localhost.", True), ("ip6-localhost", True),
-                                        ("node0.localhost", True), ("localhost.example.com", False), (" 127.0.0.1 ", True)])
-def test_is_loopback_knows_mapped_addresses_scopes_and_the_names_that_always_mean_this_host(addr, loop):
-    """IPv4-mapped loopback (a dual-stack socket's view of 127.0.0.1) and RFC 6761's *.localhost are loopback;
-    a name that merely starts with localhost is not (it resolves like any other name)."""
-    assert is_loopback(addr) is loop
-
-
-def test_a_name_is_loopback_when_it_resolves_to_loopback():
-    assert resolves_to_loopback("head", ["127.0.1.1"]) and resolves_to_loopback("localhost", [])
-    assert not resolves_to_loopback("head", ["10.77.0.10"]) and not resolves_to_loopback("head", None)
-
-
-def test_one_is_loopback_for_master_addr_everywhere():
-    """The cluster runner's node-0 choice and the checks share net.master's is_loopback."""
-    from dsv3_preflight.cluster import master as cluster_master
-    from dsv3_preflight.cluster.nodes import NodeInfo, assign_node_ranks
-    assert cluster_master.is_loopback is is_loopback
-    nodes = [NodeInfo("aa" * 14, "10.0.0.1", "gpu-a"), NodeInfo("dd" * 14, "10.0.0.200", "driver-host", is_driver=True)]
-    for addr in ("::ffff:127.0.0.1", "LOCALHOST"):
-        assert assign_node_ranks(nodes, addr, addresses={addr})[0].hostname == "driver-host"
-
-
-def test_training_addresses_leave_out_loopback_bridges_and_link_local(lab):
-    interfaces = lab("worker_two_nics")["nic_route"]["interfaces"]
-    assert training_addresses(interfaces) == [("eth0", "10.77.0.11"), ("eth1", "10.77.1.11")]
-    down = copy.deepcopy(interfaces)
-    down[2]["up"] = False
-    assert training_addresses(down) == [("eth0", "10.77.0.11")]
-
-
-@pytest.mark.parametrize("name, addresses, entries, candidates, head, has", [
-    ("127.0.0.1", ["127.0.0.1"], [], [("eth0", "10.0.0.5")], True, "export MASTER_ADDR=10.0.0.5   # this node is the head"),
-    ("127.0.0.1", ["127.0.0.1"], [], [("eth0", "10.0.0.5")], False, f'export MASTER_ADDR="{HEAD_ADDR}"'),
-    ("127.0.0.1", ["127.0.0.1"], [], [("eth0", "10.0.0.5"), ("eth1", "10.1.0.5")], True, f'export MASTER_ADDR="{HEAD_ADDR}"'),
-    ("head", ["127.0.1.1"], [{"line": 3, "address": "127.0.1.1", "text": "127.0.1.1 vm head"}], [], False,
-     f'echo "{HEAD_ADDR} head" >> "$new_hosts" &&'),
-    ("my.head-1", ["127.0.1.1"], [{"line": 7, "address": "127.0.1.1", "text": "127.0.1.1 my.head-1"}], [], False,
-     "'7s/[[:space:]]+my\\.head-1([[:space:]]|$)/\\1/'"),
-    ("head", ["127.0.1.1"], [], [], False, "# MASTER_ADDR head is loopback (it resolves to 127.0.1.1)"),
-])
-def test_loopback_fix_pastes_and_names_what_it_knows(name, addresses, entries, candidates, head, has):
-    fix = loopback_fix(name, addresses, entries, candidates, head)
-    assert has in fix, fix
-    assert paste_problems(fix) == []
-
-
-def test_the_hosts_line_fix_drops_only_that_name_and_maps_it_to_the_head(tmp_path):
-    # the fix, run on a copy of a Debian hosts file: the name leaves the loopback line, the other names stay
-    import subprocess
-
-    hosts = tmp_path / "hosts"
-    hosts.write_text("127.0.0.1 localhost\n127.0.1.1 vm head\n10.77.0.11 lab-node1\n")
-    fix = loopback_fix("head", ["127.0.1.1"], [{"line": 2, "address": "127.0.1.1", "text": "127.0.1.1 vm head"}],
-                       [("eth0", "10.77.0.10")], True)
-    script = fix.replace("sudo ", "").replace("/etc/hosts", str(hosts))
-    subprocess.run(["bash", "-c", script], check=True, timeout=10, env={"PATH": "/usr/bin:/bin", "TMPDIR": str(tmp_path)})
-    assert hosts.read_text() == "127.0.0.1 localhost\n127.0.1.1 vm\n10.77.0.11 lab-node1\n10.77.0.10 head\n"
-    assert [p.name for p in tmp_path.iterdir()] == ["hosts"]  # its temporary file is gone
-
-
-def test_loopback_fix_takes_the_heads_address_a_cluster_check_knows():
-    # cluster scope: the head maps its name to 127.0.1.1, the workers resolve it to 10.77.0.10
-    entries = [{"line": 2, "address": "127.0.1.1", "text": "127.0.1.1 head"}]
-    fix = loopback_fix("head", ["127.0.1.1"], entries, [("eth0", "10.77.0.10"), ("eth1", "10.77.1.10")], False,
-                       head_address=("as the workers resolve head", "10.77.0.10"))
-    assert 'echo "10.77.0.10 head" >> "$new_hosts" &&' in fix and "as the workers resolve head" in fix
-    assert paste_problems(fix) == []
-    literal = loopback_fix("127.0.0.1", ["127.0.0.1"], [], [], False, head_address=("node 0's eth0", "10.77.0.10"))
-    assert "export MASTER_ADDR=10.77.0.10   # the head's address (node 0's eth0)" in literal
-
-
-def test_the_hosts_line_fix_changes_nothing_without_the_head_address(tmp_path):
-    import subprocess
-
-    hosts = tmp_path / "hosts"
-    hosts.write_text("127.0.1.1 vm head\n")
-    fix = loopback_fix("head", ["127.0.1.1"], [{"line": 1, "address": "127.0.1.1", "text": "127.0.1.1 vm head"}], [], False)
-    script = fix.replace("sudo ", "").replace("/etc/hosts", str(hosts))
-    proc = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=10,
-                          env={"PATH": "/usr/bin:/bin", "TMPDIR": str(tmp_path)})
-    assert proc.returncode != 0 and "set HEAD_ADDR" in proc.stderr
-    assert hosts.read_text() == "127.0.1.1 vm head\n"
-
-
-def test_unresolvable_fix_fails_loudly_without_the_head_address():
-    import subprocess
-
-    fix = unresolvable_fix("head.invalid")
-    assert paste_problems(fix) == []
-    proc = subprocess.run(["bash", "-c", fix + "\necho reached"], capture_output=True, text=True, timeout=10,
-                          env={"PATH": "/usr/bin:/bin"})
-    assert proc.returncode != 0 and "reached" not in proc.stdout
-    assert "set HEAD_ADDR to the head node address on the training network" in proc.stderr
-    proc = subprocess.run(["bash", "-c", fix + "\necho $MASTER_ADDR"], capture_output=True, text=True, timeout=10,
-                          env={"PATH": "/usr/bin:/bin", "HEAD_ADDR": "10.77.0.10"})
-    assert proc.stdout.strip() == "10.77.0.10"
-
-
-# -- net.port_free ---------------------------------------------------------------------------------------------
-def test_port_binds_names_the_holder_and_its_kill_lines(lab):
-    f = lab("head")
-    f["port_holders"]["holders"][0]["process"]["cmdline"] = "python train.py"
-    found = free.port_binds(f["port_bind"], f["port_holders"])
-    pid = f["port_holders"]["holders"][0]["process"]["pid"]
-    assert_finding(found, Status.FAIL, causes.PORT_HELD, Actor.NODE, f"held by pid {pid} (python train.py")
-    assert found.fix.splitlines()[0].startswith(f"kill {pid}   # after checking it is a leftover")
-
-
-def test_port_binds_passes_our_own_listener(lab):
-    f = lab("head")  # recorded: the port is held by `dsv3-preflight listen`
-    assert free.held_only_by_our_listener(f["port_bind"], f["port_holders"])
-    assert free.port_binds(f["port_bind"], f["port_holders"]) is None
-
-
-@pytest.mark.parametrize("errno_name, words, fix, cause", [
-    ("EACCES", ["permission denied"], "export MASTER_PORT=39500", causes.PORT_PRIVILEGED),
-    ("EADDRNOTAVAIL", ["not on this node"], "export MASTER_ADDR=", causes.RANK0_NOT_MASTER),
-    ("EIO", ["Input/output error"], "ss -ltnp 'sport = :39500'", causes.PORT_HELD),
-])
-def test_port_binds_explains_each_errno(lab, errno_name, words, fix, cause):
-    f = lab("head")
-    f["port_bind"]["attempts"] = [{"address": "0.0.0.0", "ok": False, "errno": 1, "error": "Input/output error",
-                                   "errno_name": errno_name}]
-    found = free.port_binds(f["port_bind"], {"holders": []})
-    assert found.cause == cause and fix in found.fix and all(w in found.message for w in words), found
-    assert paste_problems(found.fix) == []
-
-
-@pytest.mark.parametrize("ephemeral, reserved_ports, expect_reserve", [
-    ({"ephemeral_range": [32768, 60999], "in_ephemeral_range": True, "reserved": False}, "", "39500"),
-    ({"ephemeral_range": [32768, 60999], "in_ephemeral_range": True, "reserved": False}, "8080,9000-9010",
-     "8080,9000-9010,39500"),   # the ports already reserved are kept
-    ({"ephemeral_range": [32768, 60999], "in_ephemeral_range": True, "reserved": True}, "39500", None),
-    ({"ephemeral_range": [40000, 60999], "in_ephemeral_range": False, "reserved": False}, "", None),
-    ({"ephemeral_range": None, "in_ephemeral_range": None, "reserved": None}, None, None),   # /proc unreadable
-])
-def test_a_port_in_use_with_no_holder_in_the_ephemeral_range_is_reserved(lab, ephemeral, reserved_ports, expect_reserve):
-    """Nobody listens on MASTER_PORT yet it cannot be bound: where the port is one the kernel hands to outgoing
-    connections, the fix reserves it (keeping the ports reserved already); elsewhere, how to find the holder."""
-    f = lab("head")
-    f["port_bind"].update(ephemeral, reserved_ports=reserved_ports)
-    found = free.port_binds(f["port_bind"], {"holders": []})
-    assert_finding(found, Status.FAIL, causes.PORT_HELD, Actor.NODE, "port 39500 cannot be bound on 0.0.0.0")
-    if expect_reserve:
-        assert "ephemeral range 32768-60999" in found.message and "no process listens" in found.message
-        assert f"sysctl -w net.ipv4.ip_local_reserved_ports={expect_reserve}\n" in found.fix
-        assert "${MASTER_PORT_FREE:?a free port below 32768" in found.fix
-    else:
-        assert "ip_local_reserved_ports" not in found.fix and "ss -ltnp 'sport = :39500'" in found.fix
-
-
-def test_rank0_holds_master_addr_proposes_this_nodes_own_address(lab):
-    f = lab("worker")
-    f["port_bind"].update(role="head", rank0_without_master_addr=True, attempts=[])
-    found = free.rank0_holds_master_addr(f["port_bind"], MULTI, f["nic_route"])
-    assert_finding(found, Status.FAIL, causes.RANK0_NOT_MASTER, Actor.JOB, "node_rank 0")
-    assert "export MASTER_ADDR=10.77.0.12   # this node's address on eth0" in found.fix  # worker 2's one address
-    assert free.rank0_holds_master_addr(lab("head")["port_bind"], MULTI) is None
-
-
-def test_nccl_port_range_is_named_as_ignored_with_the_ephemeral_range_a_firewall_must_open(lab):
-    """Issue 46.8: NCCL has no NCCL_PORT_RANGE (NVIDIA/nccl#388): it and Gloo connect on the ephemeral ports."""
-    from dsv3_preflight.net.launch_vars import nccl_port_range_ignored
-
-    fact = route(lab)
-    fact["ephemeral_range"] = [32768, 60999]
-    found = nccl_port_range_ignored({"NCCL_PORT_RANGE": "50000-51000"}, fact)
-    assert found.status is Status.WARN and found.actor is Actor.JOB
-    assert "NCCL has no such variable and ignores it" in found.message and "32768-60999 on this node" in found.message
-    assert "must be open between the nodes on the training interface" in found.message
-    assert found.fix.splitlines()[0].startswith("unset NCCL_PORT_RANGE")
-    assert "/proc/sys/net/ipv4/ip_local_port_range" in found.fix and "export NCCL_PORT_RANGE" not in found.fix
-    assert paste_problems(found.fix) == []
-    assert "ip_local_port_range" in nccl_port_range_ignored({"NCCL_PORT_RANGE": "x"}, None).message
-    assert nccl_port_range_ignored({}, fact) is None
-
-
-def test_the_collective_fixes_for_blocked_ports_name_the_ephemeral_range_never_nccl_port_range():
-    """Issue 46.8: 'open the NCCL port range (NCCL_PORT_RANGE)' sent admins to open a range NCCL never uses."""
-    from dsv3_preflight.collective.decode import decode, phase_finding
-
-    found = next(f for f in decode("socketStartConnect: Connect to 10.0.0.2<45123> failed : Connection refused",
-                                   interface="eth0") if f["kind"] == "nccl_socket_connect")
-    stuck = phase_finding("all_joined", master="10.0.0.1:39500", ifnames="eth0", interface="eth0")
-    for fix in (found["remediation"], stuck["remediation"]):
-        assert "NCCL_PORT_RANGE" not in fix and "/proc/sys/net/ipv4/ip_local_port_range" in fix, fix
-        assert paste_problems(fix) == []
-
-
-# -- net.port_reach --------------------------------------------------------------------------------------------
-def worker_reach(lab, **changes):
-    fact = lab("worker")["port_reach"]
-    fact.update(changes)
-    return fact
-
-
-REFUSED = {"outcome": "refused", "listener": None, "latency_ms": None, "errno": 111, "error": "Connection refused"}
-
-
-@pytest.mark.parametrize("changes, status, cause, actor, words", [
-    ({}, None, None, None, []),
-    ({"token_match": False, "token": "other"}, Status.WARN, None, Actor.JOB, ["not the expected"]),
-    ({"listener": "other", "banner": "SSH-2.0-OpenSSH_9.2"}, Status.FAIL, causes.PORT_HELD, Actor.NODE, ["something other"]),
-    ({**REFUSED, "expected_token": None, "listener_expected": False}, Status.FAIL, causes.PORT_NOT_LISTENING, Actor.JOB,
-     ["nothing listens"]),
-    ({**REFUSED, "listener_expected": True}, Status.FAIL, causes.PORT_REJECTED, Actor.NETWORK,
-     ["actively refused", "firewall REJECT"]),
-    ({"outcome": "filtered", "listener": None, "error": "no answer within 3 s"}, Status.FAIL, causes.PORT_FILTERED,
-     Actor.NETWORK, ["no answer", "DROPs"]),
-    ({"outcome": "unreachable", "errno": 113, "error": "No route to host"}, Status.FAIL, causes.MASTER_UNREACHABLE,
-     Actor.NETWORK, ["unreachable"]),
-    ({"outcome": "unreachable", "errno": 101, "error": "Network is unreachable"}, Status.FAIL, causes.NO_ROUTE_TO_MASTER,
-     Actor.NODE, ["unreachable"]),
-    ({"outcome": "name_resolution", "errno": -2, "error": "Name or service not known", "host": "head.invalid"},
-     Status.FAIL, causes.MASTER_UNRESOLVABLE, Actor.JOB, ["does not resolve"]),
-    ({"outcome": "invalid", "invalid": "address", "error": "fe80::1 is an IPv6 link-local address"}, Status.FAIL,
-     causes.MASTER_ADDR_INVALID, Actor.JOB, ["link-local"]),
-    ({"outcome": "error", "errno": 5, "error": "Input/output error"}, Status.FAIL, None, Actor.NETWORK, ["errno 5"]),
-])
-def test_each_reach_outcome_has_its_rule(lab, changes, status, cause, actor, words):
-    fact = worker_reach(lab, **changes)
-    found = reach.RULES.get(fact["outcome"], reach.other_error)(fact)
-    if status is None:
-        assert found is None
-        return
-    assert found.status is status and found.cause == cause and found.actor is actor, found
-    assert all(w in found.message for w in words), found.message
-    assert paste_problems(found.fix) == [], found.fix
-
-
-def test_refused_while_our_listener_serves_shows_how_to_find_and_open_the_reject(lab):
-    found = reach.refused(worker_reach(lab, **REFUSED, listener_expected=True))
-    lines = found.fix.splitlines()
-    assert "iptables -L INPUT -n -v --line-numbers | grep -E 'REJECT|dpt:39500'" in lines
-    assert "nft -a list ruleset | grep -E 'reject|dport 39500'" in lines
-    assert "iptables -I INPUT -p tcp --dport 39500 -j ACCEPT" in lines
-    assert "the head (10.77.0.10)" in found.message and "no `dsv3-preflight listen` running" not in found.message
-
-
-STALE = {"host": "head-0", "address": "10.77.0.99",
-         "hosts_entries": [{"line": 7, "address": "10.77.0.99", "names": ["head-0"], "text": "10.77.0.99 head-0"}]}
-
-
-@pytest.mark.parametrize("outcome", [
-    {**REFUSED, "listener_expected": True},
-    {**REFUSED, "listener_expected": False, "expected_token": None},
-    {"outcome": "filtered", "listener": None, "error": "no answer within 3 s", "timeout_s": 3.0},
-    {"outcome": "unreachable", "listener": None, "errno": 113, "error": "No route to host"},
-])
-def test_a_name_this_nodes_hosts_file_maps_to_a_stale_address_is_not_called_the_head(lab, outcome):
-    """Issue 46.13a: MASTER_ADDR head-0, which this worker's /etc/hosts maps to an old address: port_reach called
-    that address 'the head' and suggested an iptables ACCEPT. The address is not the head's: fix /etc/hosts here."""
-    f = worker_reach(lab, **outcome, **STALE)
-    found = reach.RULES[f["outcome"]](f)
-    assert_finding(found, Status.FAIL, causes.MASTER_NAME_STALE, Actor.NODE,
-                   "10.77.0.99, the address this node's /etc/hosts gives head-0 (line 7: '10.77.0.99 head-0')",
-                   "resolves head-0 to another address than the head and the other nodes do")
-    assert "the head (10.77.0.99)" not in found.message and "firewall" not in found.message
-    lines = found.fix.splitlines()
-    assert "grep -n 'head-0' /etc/hosts" in found.fix and lines.index("hostname -I") < len(lines) - 2
-    assert not lines[0].startswith("iptables")
-
-
-def test_a_name_resolved_by_dns_keeps_the_firewall_verdict_but_checks_the_address_first(lab):
-    f = worker_reach(lab, **REFUSED, listener_expected=True, host="head-0", address="10.77.0.99", hosts_entries=[])
-    found = reach.refused(f)
-    assert found.cause == causes.PORT_REJECTED and "the head (10.77.0.99)" not in found.message
-    assert "10.77.0.99 (what head-0 resolves to on this node)" in found.message
-    assert "unless 10.77.0.99 is not the head's address" in found.message
-    assert found.fix.index("getent ahosts head-0") < found.fix.index("iptables -I INPUT")
-    assert "comes from DNS here" in found.fix and paste_problems(found.fix) == []
-
-
-def test_refused_with_no_listener_expected_starts_one(lab):
-    found = reach.refused(worker_reach(lab, **REFUSED, expected_token=None, listener_expected=False))
-    assert "dsv3-preflight listen --port 39500 --deadline 120" in found.fix.splitlines()
-
-
-def test_unresolvable_master_addr_has_one_fix_in_all_three_checks(lab):
-    from dsv3_preflight.net.launch_vars import master_resolves as env_rule
-
-    name = "head.invalid"
-    profile = resolve_profile(environ={"NNODES": "3", "MASTER_ADDR": name, "NODE_RANK": "1"})
-    fixes = {
-        env_rule(profile, {"name": name, "ok": False, "error": "Name or service not known", "addresses": []}).fix,
-        nic.master_resolves(route(lab, resolved=False, master_addr=name, resolve_error="x")).fix,
-        reach.name_resolution(worker_reach(lab, outcome="name_resolution", host=name, error="x")).fix,
-    }
-    assert fixes == {unresolvable_fix(name)}
 
 
 # -- net.nic_route: NCCL's settings files and NCCL_COMM_ID ------------------------------------------------------------
