@@ -1,6 +1,8 @@
-"""Every LoRA rule on its own: it fires on the problem it names (with an actor, a cause where one is shared, and a
-fix that pastes) and stays silent on a sound adapter or config. Facts come from real adapters written by peft,
-read by the probe (read_adapter), then changed in the one place each rule looks at."""
+"""lora.output_dir (checks/lora_output_dir.py): every rule on the saved adapters it judges, on its own (it fires on
+the problem it names, with an actor, a cause where one is shared, and a fix that pastes, and stays silent on a sound
+adapter; facts come from real adapters written by peft, read by the probe, then changed in the one place each rule
+looks at), and the output_dir rules and check on tables of facts. The runs through the CLI are in
+test_lora_checks.py."""
 from __future__ import annotations
 
 import copy
@@ -11,12 +13,13 @@ from pathlib import Path
 
 import pytest
 import test_lora_lab as lab
+from lora_tables_lab import _as_list, _check_finding, _ds
 from paste_lint import paste_problems
 
+from dsv3_preflight.checks.lora_output_dir import output_dir
 from dsv3_preflight.lora import config_rules, dsconfig, file_rules, rules
 from dsv3_preflight.lora.case import AdapterCase
 from dsv3_preflight.lora.probes.adapter_files import read_adapter
-from dsv3_preflight.result import Finding
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "lora"
 PREFIX = "base_model.model."
@@ -40,15 +43,6 @@ def _case(facts, config=None, tensors=None, **top) -> AdapterCase:
         f["header"] = {**f["header"], "tensors": tensors(dict(f["header"]["tensors"])), "sha": None}
     f.update(top)
     return AdapterCase.of(f)
-
-
-def _as_list(found) -> list[Finding]:
-    return [] if found is None else [found] if isinstance(found, Finding) else list(found)
-
-
-def _check_finding(f: Finding) -> None:
-    assert f.actor is not None, f
-    assert f.fix and paste_problems(f.fix) == [], (f.message, f.fix, paste_problems(f.fix))
 
 
 def _cfg(**changes):
@@ -110,7 +104,6 @@ CONFIG_CASES = [
     (config_rules.peft_rejects, dict(peft_check={"available": True, "error": "ValueError: no"}),
      "peft's own config class rejects it: ValueError: no", "lora.adapter_config_invalid"),
 ]
-
 WEIGHT_CASES = [
     (file_rules.directory_unreadable, dict(dir_error="Permission denied", format="unreadable"), "cannot list this directory",
      "lora.adapter_unreadable"),
@@ -242,83 +235,10 @@ def test_the_rank_fix_sets_the_saved_rank_in_the_users_file(sound, tmp_path):
     assert config_rules.rank(AdapterCase.of(read_adapter(d / "adapter_model.safetensors"))) is None
 
 
-# ------------------------------------------------------------------------------------------------ DeepSpeed
-def _ds(name):
-    return json.loads((DATA / name).read_text())
-
-
-DS_CASES = [
-    (dsconfig.zero_is_object, lambda c: {**c, "zero_optimization": 3}, "zero_optimization is a int"),
-    (dsconfig.gather_flag, lambda c: c, "is not true (it is not set"),
-    (dsconfig.stage_known, lambda c: {**c, "zero_optimization": {**c["zero_optimization"], "stage": 7}}, "stage is 7"),
-    (dsconfig.offload_pinned, lambda c: {**c, "zero_optimization": {**c["zero_optimization"],
-                                                                   "offload_param": {"device": "cpu", "pin_memory": False}}},
-     "offload_param has no pinned memory"),
-    (dsconfig.precision_conflict, lambda c: {**c, "bf16": {"enabled": True}, "fp16": {"enabled": True}}, "both true"),
-    (dsconfig.trainer_batch_agrees, lambda c: {**c, "gradient_accumulation_steps": 16},
-     "gradient_accumulation_steps is 16 in the DeepSpeed config but the trainer has"),
-    (dsconfig.batch_arithmetic, lambda c: {**c, "train_batch_size": 50, "train_micro_batch_size_per_gpu": 1,
-                                           "gradient_accumulation_steps": 1}, "train_batch_size 50 ≠"),
-]
-
-
-@pytest.mark.parametrize("rule, change, phrase", DS_CASES, ids=[c[0].__name__ for c in DS_CASES])
-def test_each_deepspeed_rule_fires_and_its_fix_edits_the_users_file(rule, change, phrase, tmp_path):
-    path = tmp_path / "my ds config.json"
-    config = change(_ds("ds_z3_no_gather.json"))
-    path.write_text(json.dumps(config))
-    ctx = dsconfig.Context(path=str(path), world_size=24, micro_batch=1, grad_accum=1)
-    found = _as_list(rule(config, ctx))
-    assert found and phrase in found[0].message, [f.message for f in found]
-    for f in found:
-        _check_finding(f)
-        assert str(path) in f.fix
-        subprocess.run(["bash", "-c", f.fix], check=True, capture_output=True, timeout=30)
-    assert _as_list(rule(json.loads(path.read_text()), ctx)) == []  # the pasted fix cured it
-
-
-@pytest.mark.parametrize("rule", dsconfig.RULES, ids=lambda r: r.__name__)
-def test_each_deepspeed_rule_is_silent_on_the_field_configs(rule):
-    for name in ("ds_z3_offload.json", "ds_z3_no_offload.json"):
-        assert _as_list(rule(_ds(name), dsconfig.Context(world_size=24))) == [], name
-
-
 def test_the_gather_cause_is_shared_by_the_config_rule_and_the_empty_adapter_rules(sound):
     ds = _as_list(dsconfig.gather_flag(_ds("ds_z3_no_gather.json"), dsconfig.Context()))
     empty = _as_list(rules.empty_adapter(_case(sound["llama"], tensors=lambda t: {})))
     assert ds[0].cause == empty[0].cause == "lora.gather_flag_off"
-
-
-# ------------------------------------------------------------------------------------------------ lora.targets
-def test_the_targets_fix_follows_where_lora_target_came_from(tmp_path):
-    from dsv3_preflight.lora.target_rules import target_fix
-
-    mla = ["q_a_proj", "q_b_proj", "kv_a_proj_with_mqa", "kv_b_proj", "o_proj"]
-    yaml_file = tmp_path / "deepseek3 lora.yaml"
-    yaml_file.write_text("model_name_or_path: /m\nlora_target: q_proj,k_proj,v_proj,o_proj\nlora_rank: 16\n")
-    fix = target_fix(mla, f"training command {yaml_file} [lora_target]", "/models/DeepSeek-V3", "MLA")
-    assert paste_problems(fix) == []
-    subprocess.run(["bash", "-c", fix.splitlines()[0]], check=True, capture_output=True, timeout=30)
-    assert "lora_target: q_a_proj,q_b_proj,kv_a_proj_with_mqa,kv_b_proj,o_proj\n" in yaml_file.read_text()
-    json_file = tmp_path / "train.json"
-    json_file.write_text(json.dumps({"lora_target": "q_proj"}))
-    fix = target_fix(mla, f"training command {json_file} [lora_target]", "/m", "MLA")
-    assert paste_problems(fix) == [] and fix.splitlines()[-1].startswith("dsv3-preflight run --only lora.targets")
-    subprocess.run(["bash", "-c", "\n".join(fix.splitlines()[:-1])], check=True, capture_output=True, timeout=30)
-    assert json.loads(json_file.read_text())["lora_target"] == ",".join(mla)
-    flag = target_fix(mla, "training command --lora_target", "/m", "MLA")
-    assert "# in the training command: --lora_target q_a_proj,q_b_proj,kv_a_proj_with_mqa,kv_b_proj,o_proj" in flag
-    assert paste_problems(flag) == []
-
-
-def test_deepseek_v3_gets_the_exact_mla_list_in_model_order():
-    from dsv3_preflight.lora.target_rules import suggested_targets
-
-    res = {"candidates": ["down_proj", "gate_proj", "kv_a_proj_with_mqa", "kv_b_proj", "o_proj", "q_a_proj", "q_b_proj",
-                          "up_proj"], "siblings": ["o_proj", "q_b_proj", "kv_b_proj", "q_a_proj", "kv_a_proj_with_mqa"]}
-    assert suggested_targets(res, "deepseek_v3") == ["q_a_proj", "q_b_proj", "kv_a_proj_with_mqa", "kv_b_proj", "o_proj"]
-    assert suggested_targets({"candidates": ["q_proj", "k_proj", "v_proj", "o_proj"], "siblings": ["v_proj", "q_proj"]},
-                             "llama") == ["q_proj", "v_proj"]
 
 
 # ------------------------------------------------------------------------------------------------ lora.output_dir
@@ -347,3 +267,64 @@ def test_output_dir_rules_each_name_who_acts_and_paste(tmp_path):
     assert "chown" not in od.can_be_created(cases[1][1]).fix
     # the key is shown as the facts name it, and never as a masked value
     assert od.can_be_created({**base, "key": "***"}).message.startswith("output_dir /data/run/out")
+
+
+def test_output_dir_probe_judges_the_nearest_existing_parent(tmp_path):
+    from dsv3_preflight.host.probes.storage import output_dir as probe_output_dir
+    from dsv3_preflight.profile import resolve_profile
+
+    deep = tmp_path / "a" / "b" / "out"
+    facts = probe_output_dir.gather(resolve_profile(profile_name="cpu", cli={"output_dir": str(deep)}))
+    assert facts["exists"] is False and facts["parent"] == str(tmp_path) and facts["parent_writable"] is True
+    assert output_dir(facts, {}).status.value == "pass"
+    (tmp_path / "file").write_text("x")
+    facts = probe_output_dir.gather(resolve_profile(profile_name="cpu", cli={"output_dir": str(tmp_path / "file" / "out")}))
+    r = output_dir(facts, {})
+    assert r.status.value == "fail" and "is not a directory" in r.summary
+
+
+@pytest.mark.parametrize("error, fix", [
+    ("Permission denied", 'sudo chown -R "$(id -u):$(id -g)" /data   # then the trainer creates /data/run/out'),
+    ("Read-only file system", "# /data is on a read-only filesystem: point output_dir at a writable node-local disk"),
+])
+def test_output_dir_that_cannot_be_created_names_the_parent_and_a_fix_that_helps(error, fix):
+    facts = {"configured": True, "path": "/data/run/out", "setting": "output_dir", "exists": False, "is_dir": False,
+             "parent": "/data", "parent_is_dir": True, "parent_writable": False, "write_error": error,
+             "mount": {"fstype": "ext4", "device": "/dev/nvme0n1p1", "mountpoint": "/data"}, "network_fs": False}
+    r = output_dir(facts, {})
+    assert r.status.value == "fail" and r.cause == "lora.output_dir_unwritable"
+    assert r.summary == f"output_dir /data/run/out does not exist and cannot be created: /data is not writable ({error})"
+    assert r.remediation.startswith(fix) and paste_problems(r.remediation) == []
+
+
+def test_missing_output_dir_on_nfs_still_warns():
+    facts = {"configured": True, "path": "/nfs/run/out", "setting": "output_dir", "exists": False, "is_dir": False,
+             "parent": "/nfs", "parent_is_dir": True, "parent_writable": True,
+             "mount": {"fstype": "nfs4", "device": "srv:/export", "mountpoint": "/nfs"}, "network_fs": True}
+    r = output_dir(facts, {})
+    assert r.status.value == "warn" and "nfs4" in r.summary and paste_problems(r.remediation) == []
+
+
+def test_a_full_output_dir_gives_its_free_bytes_and_a_fix_that_frees_space():
+    """Issue 46.13b: a full output dir read 'not writable: No space left on device' without the free bytes, and its
+    only fix moved the directory."""
+    facts = {"configured": True, "path": "/data/run/out", "setting": "output_dir", "exists": True, "is_dir": True,
+             "writable": False, "write_error": "No space left on device",
+             "mount": {"fstype": "ext4", "device": "/dev/nvme0n1p1", "mountpoint": "/data"}, "network_fs": False,
+             "free_bytes": 0, "total_bytes": 1000 * 2**30}
+    r = output_dir(facts, {})
+    assert r.status.value == "fail" and r.cause == "lora.output_dir_unwritable" and r.actor.value == "job"
+    assert r.summary == ("output_dir /data/run/out is not writable: No space left on device (0 B free of 1000.0 GiB "
+                         "on /dev/nvme0n1p1, mounted at /data)")
+    lines = r.remediation.splitlines()
+    assert lines[0] == "df -h /data/run/out   # 0 B free of 1000.0 GiB"
+    assert any(line.startswith("du -xsh /data/run/out/*") for line in lines)
+    assert any("checkpoint-*" in line for line in lines) and "--save_total_limit" in r.remediation
+    assert lines[-1].startswith('mkdir -p "${OUTPUT_DIR:?')   # moving it stays, beside freeing space
+    assert paste_problems(r.remediation) == [] and r.evidence["free_bytes"] == 0
+    # the directory not created yet, on a full parent: the same, for the parent
+    missing = {**facts, "exists": False, "is_dir": False, "writable": None, "parent": "/data/run",
+               "parent_is_dir": True, "parent_writable": False}
+    r = output_dir(missing, {})
+    assert "is not writable (No space left on device) (0 B free of 1000.0 GiB" in r.summary
+    assert r.remediation.startswith("df -h /data/run   # 0 B free")
