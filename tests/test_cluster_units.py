@@ -458,22 +458,30 @@ def test_a_single_node_job_judges_mtu_on_its_loopback_route(recorded):
     assert result.status is Status.PASS and result.summary == "MTU 65536 on lab-node0 (lo)"
 
 
-def test_a_node_task_sets_the_payloads_environment_for_itself_only(monkeypatch):
-    """Ray reuses its worker processes: a wave's variables (a listener token, a gang's parameters) must not
-    leak into the next task that process runs."""
+def test_a_node_tasks_wave_reaches_its_probes_for_that_task_only(monkeypatch):
+    """Ray reuses its worker processes: a wave's parameters (a listener token, a gang's part) reach the probes of
+    their own task (the engine fact `wave`, never os.environ) and must not leak into the next task that process
+    runs. The task runs through the runner and answers facts and results."""
     import os
 
-    from dsv3_preflight.cluster.node_side import run_node
+    from dsv3_preflight.cluster.node_side import NodeAnswer, NodeTask, run_node
+    from dsv3_preflight.wave import Wave
 
     monkeypatch.setenv("MASTER_PORT", "29999")
-    monkeypatch.delenv("NCCL_SOCKET_IFNAME", raising=False)
+    monkeypatch.delenv("DSV3_PREFLIGHT_LISTENER_TOKEN", raising=False)
+    before = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
     profile = resolve_profile(profile_name="cpu", cli={}, environ={}).to_dict()
-    out = run_node({"profile": profile, "checks": ["env.launch_vars"], "timeout": 30,
-                    "env": {"MASTER_PORT": "39500", "NCCL_SOCKET_IFNAME": "eth7"}})
-    assert [r["name"] for r in out["results"]] == ["env.launch_vars"]
-    seen = out["entry"]["facts"]["env"]
-    assert "39500" in json.dumps(seen) and "eth7" in json.dumps(seen)   # the task saw the payload's values
-    assert os.environ["MASTER_PORT"] == "29999" and "NCCL_SOCKET_IFNAME" not in os.environ  # and only it
+    first = run_node(NodeTask(profile=profile, checks=["net.port_reach", "env.launch_vars"], timeout=30,
+                              wave=Wave(listener_token="wave-token-1")).to_wire())
+    second = run_node(NodeTask(profile=profile, checks=["net.port_reach"], timeout=30).to_wire())
+    assert [r["name"] for r in first["results"]] == ["env.launch_vars", "net.port_reach"]
+    assert first["entry"]["facts"]["port_reach"]["listener_expected"] is True    # the task's probe saw its wave
+    assert second["entry"]["facts"]["port_reach"]["listener_expected"] is False  # and the next task did not
+    assert "29999" in json.dumps(first["entry"]["facts"]["env"])                 # the node's own environment
+    # which no wave touched (importing ray adds its own RAY_* variables)
+    assert {k: v for k, v in os.environ.items() if not k.startswith("RAY_")} == before
+    answer = NodeAnswer.from_wire(first)
+    assert {r.name: r.status.value for r in answer.results} == {r["name"]: r["status"] for r in first["results"]}
     ray = sys.modules.get("ray")
     assert ray is None or not ray.is_initialized(), "run_node outside Ray started a local Ray instance"
 
