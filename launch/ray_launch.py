@@ -258,7 +258,9 @@ class _Launch:
             ).remote()
         self.failed: tuple[int, str] | None = None
         self.cursors = dict.fromkeys(self.actors, 0)
-        self.seen = {rank: collections.deque(maxlen=DOCTOR_TAIL_LINES) for rank in self.actors}   # for the doctor
+        #: each node's last lines, for the doctor
+        self.seen: dict[int, collections.deque[str]] = {rank: collections.deque(maxlen=DOCTOR_TAIL_LINES)
+                                                         for rank in self.actors}
 
     def _log(self, text: str) -> None:
         if self.launch_log:

@@ -163,7 +163,7 @@ def _kill(proc: subprocess.Popen) -> list[int]:
 class _Events:
     """What a rank's status file says: its phases, what it reported with them, its error, who never joined."""
 
-    phases: dict[str, float] = field(default_factory=dict)
+    phases: dict[str, Any] = field(default_factory=dict)
     info: dict[str, Any] = field(default_factory=dict)
     error: dict[str, Any] | None = None
     missing: Any = None
