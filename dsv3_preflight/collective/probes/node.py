@@ -369,6 +369,33 @@ def _wait(procs: Sequence[tuple[int, int, subprocess.Popen, Path, Path]], plan: 
         return killed
 
 
+def _rank_offset(backend: str, world_size: int, node_rank: int, nproc_per_node: int, rank_offset: int | None) -> int:
+    """The first rank of this node (default node_rank × nproc_per_node); ValueError for a backend or ranks that do not
+    fit the world."""
+    if backend not in ("gloo", "nccl"):
+        raise ValueError(f"backend must be gloo or nccl, not {backend!r}")
+    if rank_offset is None:
+        rank_offset = node_rank * nproc_per_node
+    if rank_offset < 0 or rank_offset + nproc_per_node > world_size:
+        raise ValueError(f"ranks {rank_offset}..{rank_offset + nproc_per_node - 1} do not fit in world {world_size}")
+    return rank_offset
+
+
+def _start_ranks(run_id: int, plan: _Plan, base_env: Mapping[str, str], rank_offset: int,
+                 procs: list[tuple[int, int, subprocess.Popen, Path, Path]], spawned: dict[int, float]) -> None:
+    """Start this node's ranks, each in its own session with its log; ``procs`` holds every rank started so far (so
+    the caller ends them whatever happens here)."""
+    for local in range(plan.nproc_per_node):
+        rank = rank_offset + local
+        status, log = plan.workdir / f"rank{rank}.status.jsonl", plan.workdir / f"rank{rank}.log"
+        status.write_text("")
+        spawned[rank] = time.time()
+        with open(log, "wb") as fh:
+            proc = _spawn(run_id, plan.argv(rank, local, status), stdout=fh, stderr=subprocess.STDOUT,
+                          stdin=subprocess.DEVNULL, env=plan.env(base_env, rank, local), start_new_session=True)
+        procs.append((rank, local, proc, status, log))
+
+
 def probe_node(
     *,
     master_addr: str,
@@ -402,12 +429,7 @@ def probe_node(
     sweep by time: it ends this many seconds before the ranks' deadline with the iterations it did, and each
     rank's ``sweep_progress`` keeps the ops done should it be stopped in the middle of one).
     """
-    if backend not in ("gloo", "nccl"):
-        raise ValueError(f"backend must be gloo or nccl, not {backend!r}")
-    if rank_offset is None:
-        rank_offset = node_rank * nproc_per_node
-    if rank_offset < 0 or rank_offset + nproc_per_node > world_size:
-        raise ValueError(f"ranks {rank_offset}..{rank_offset + nproc_per_node - 1} do not fit in world {world_size}")
+    rank_offset = _rank_offset(backend, world_size, node_rank, nproc_per_node, rank_offset)
     started = time.time()
     startup_s = max(float(startup_s), 0.0)
     workdir = Path(log_dir) if log_dir else Path(signals.mkdtemp("collective"))  # named by the run: its cleanup removes it
@@ -425,15 +447,7 @@ def probe_node(
     procs: list[tuple[int, int, subprocess.Popen, Path, Path]] = []
     spawned: dict[int, float] = {}
     try:
-        for local in range(nproc_per_node):
-            rank = rank_offset + local
-            status, log = workdir / f"rank{rank}.status.jsonl", workdir / f"rank{rank}.log"
-            status.write_text("")
-            spawned[rank] = time.time()
-            with open(log, "wb") as fh:
-                proc = _spawn(run_id, plan.argv(rank, local, status), stdout=fh, stderr=subprocess.STDOUT,
-                              stdin=subprocess.DEVNULL, env=plan.env(base_env, rank, local), start_new_session=True)
-            procs.append((rank, local, proc, status, log))
+        _start_ranks(run_id, plan, base_env, rank_offset, procs, spawned)
         killed = _wait(procs, plan)
     except ProbeShutdown:
         killed = {rank: "the process exited before this rank finished" for rank, *_ in procs}
