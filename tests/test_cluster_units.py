@@ -532,3 +532,29 @@ def test_the_unreachable_node_fix_opens_rays_worker_range_and_its_real_ports_and
     assert "--dport 38837 -j ACCEPT" in fix and "--dport 44455 -j ACCEPT" in fix
     assert "exec 3<>/dev/tcp/10.0.0.12/10002" in fix and paste_problems(fix) == []
     assert "# on lab-node2 (10.0.0.12)" in ray_ports_fix(replace(n, name="lab-node2"), reach)
+
+
+def test_a_wave_crosses_ray_as_plain_data_and_comes_back_typed():
+    """The driver's wave parameters (a pair's part here) travel inside the node task as plain data and are the same
+    typed Wave on the node; a part missing a field is refused with what is wrong."""
+    import pickle
+
+    import pytest
+
+    from dsv3_preflight.cluster.node_side import NodeTask
+    from dsv3_preflight.wave import NO_WAVE, GangPart, PairPart, Wave
+
+    part = PairPart(round=2, rounds=5, pair=("n0", "n3"), addrs={"n0": "10.0.0.1", "n3": "10.0.0.4"}, role=1,
+                    port=29501, backend="gloo", timeout_s=20.0, iters=5, busbw_bytes=1 << 20,
+                    planned=[["n0", "n1"], ["n0", "n3"]], nodes=["n0", "n3"], startup_s=4.0)
+    task = NodeTask(profile={"name": "cpu"}, checks=["dist.pairs"], timeout=30.0, wave=Wave(pair=part), hello_key="k")
+    wire = pickle.loads(pickle.dumps(task.to_wire()))
+    assert json.loads(json.dumps(wire))["wave"]["pair"]["addrs"] == part.addrs   # plain data: no class of ours
+    back = NodeTask.from_wire(wire)
+    assert back.wave == Wave(pair=part) and back.wave.pair.me == "n3" and back.wave.pair.peer == "n0"
+    assert back.wave.pair.store_addr == "10.0.0.1" and back.checks == ("dist.pairs",) and back.hello_key == "k"
+    gang = Wave(gang=GangPart(master_addr="10.0.0.1", master_port=29500, world=3, node_rank=2, backend="gloo",
+                              timeout_s=60.0))
+    assert Wave.from_dict(gang.to_dict()) == gang and Wave.from_dict({}) == NO_WAVE == Wave.from_dict(None)
+    with pytest.raises(ValueError, match="malformed wave parameters"):
+        Wave.from_dict({"gang": {"master_addr": "10.0.0.1"}})
