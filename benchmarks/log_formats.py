@@ -2,7 +2,7 @@
 
 Each format is a function from a log's lines (bytes, split on ``\\n``) to the bytes of the file as that tool writes it.
 Used by ``bench_doctor_accuracy.py --formats`` (the corpus's figures in each format) and by
-``tests/test_doctor_collectors.py`` (every recorded log reads the same in each).
+``tests/doctor/test_doctor_collectors.py`` (every recorded log reads the same in each).
 
 - ``docker-logs-t``: ``docker logs -t`` / ``kubectl logs --timestamps`` (Docker's RFC3339Nano before each line);
 - ``cri-file``: the kubelet's CRI log files (``/var/log/pods/…/0.log``): ``<RFC 3339> <stdout|stderr> <F|P> <line>``;

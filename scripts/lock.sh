@@ -3,7 +3,7 @@
 #   requirements/lock.txt           every package of the test and all extras, torch as the CPU build, and the
 #                                   installers (requirements/tools.in); scripts/test.sh, scripts/preflight.sh
 #                                   and .ci/run install exactly this
-#   tests/envs/transformers4.txt    the sealed environment of tests/test_lora_transformers4.py
+#   tests/envs/transformers4.txt    the sealed environment of tests/lora/test_lora_transformers4.py
 # Then run `bash scripts/test.sh` and commit the lock files with the result.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -1,4 +1,8 @@
-"""Shared test configuration. Fixture modules live beside the tests (tests/*_lab.py) and are imported by the tests that use them."""
+"""Shared test configuration. The tests sit in one folder per area of the code (tests/<area>/test_*.py: gpu, net,
+lora, collective, host, cluster, doctor, launch, reports, core); the fixture modules they share (tests/*_lab.py,
+paste_lint.py, ports.py, this conftest), tests/data/ and tests/envs/ stay here, at the top, and are imported by
+module name from every area (this folder is on sys.path below). Test module basenames are unique across the
+areas: pytest imports them by basename (its default import mode, no __init__.py)."""
 import os
 import sys
 from pathlib import Path
@@ -7,6 +11,9 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).resolve().parent / "data"
+#: the shared fixture modules (cluster_lab, netns_lab, ports, conftest, ...) import by name from tests/<area>/
+if str(DATA.parent) not in sys.path:
+    sys.path.insert(0, str(DATA.parent))
 
 
 @pytest.fixture
@@ -46,7 +53,7 @@ def pytest_collection_modifyitems(config, items):
     tryfirst: xdist's worker reads the xdist_group marks in its own pytest_collection_modifyitems (it suffixes the
     node ids with ``@group``), which pluggy called before this one; so the marks came too late, the Ray tests ran on
     both workers at once, and the module-scoped Ray labs of test_pairs_netns were built twice. pytest 9.2 broke the
-    grouping too (pyproject.toml pins pytest<9.2); tests/test_xdist_grouping.py fails when either comes back."""
+    grouping too (pyproject.toml pins pytest<9.2); tests/core/test_xdist_grouping.py fails when either comes back."""
     slow: dict[str, int] = {}
     first: dict[str, int] = {}
     for index, item in enumerate(items):

@@ -174,7 +174,7 @@ def gather_kernel_log(name: str, monkeypatch) -> dict[str, Any]:
     return kernel_xid.gather()
 
 
-# -- red scenarios for tests/test_remediations_paste.py, recorded by the CLI ----------------------------
+# -- red scenarios for tests/reports/test_remediations_paste.py, recorded by the CLI ----------------------------
 
 HEALTH_CHECKS = ("gpu.memory_errors", "gpu.pcie_link", "gpu.nvlink", "gpu.clocks", "gpu.modes", "gpu.reset_pending")
 

@@ -3,7 +3,7 @@
 Each rule mirrors what ``PeftModel.from_pretrained`` does with a field, without importing peft: where
 peft raises (``r: null`` compared with 0, a list where it calls ``.keys()``, an invalid regex compiled
 at injection, ``layers_pattern`` without ``layers_to_transform``), the rule returns a FAIL saying why.
-tests/test_lora_fuzz.py holds these rules to peft itself on mutated configs. Fields peft ignores
+tests/lora/test_lora_fuzz.py holds these rules to peft itself on mutated configs. Fields peft ignores
 (unknown keys from a newer peft) are ignored here too.
 """
 from __future__ import annotations

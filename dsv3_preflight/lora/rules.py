@@ -279,7 +279,7 @@ def dora_keys(case: AdapterCase) -> Finding | None:
                               f"{named(lacking)}", case)
     elif lay.magnitude:
         # peft builds no DoRA layer without use_dora: it ignores these keys and loads every LoRA tensor intact
-        # (tests/test_lora_scan.py holds it to peft's own load)
+        # (tests/lora/test_lora_scan.py holds it to peft's own load)
         return warning(f"{len(lay.magnitude)} DoRA lora_magnitude_vector keys but use_dora is not true in "
                        f"{CONFIG_NAME}: peft ignores them (the LoRA weights load intact, without DoRA): "
                        f"{named(sorted(lay.magnitude), 3)}",

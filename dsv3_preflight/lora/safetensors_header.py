@@ -9,7 +9,7 @@ the data from 0 with no gap or overlap, each spans exactly ``prod(shape) x dtype
 the last one ends where the file ends.
 
 :func:`parse_header` applies those rules to the bytes the probe read, so what it accepts is what
-``safetensors.safe_open`` and ``load_file`` (peft's loader) accept: tests/test_lora_fuzz.py holds the two
+``safetensors.safe_open`` and ``load_file`` (peft's loader) accept: tests/lora/test_lora_fuzz.py holds the two
 to each other on mutated files. It needs neither the library nor a mapping of the file, and never a
 byte of tensor data.
 """

@@ -21,7 +21,7 @@ Without the model, a bare parameter name could belong to any module. A saved mod
 when a dotted entry pins the module, or when its rank shows E of at least 2 (a parameter stacked over
 experts). A plain Linear that target_modules does not select has E of 1, so it is not read as a wrapper.
 Which parameters a module has, and E for a module with one wrapper, only the model knows.
-tests/test_lora_peft_params.py holds :func:`select_module` to peft's ``check_target_module_exists``,
+tests/lora/test_lora_peft_params.py holds :func:`select_module` to peft's ``check_target_module_exists``,
 :func:`reachable` to the parameters peft wraps, and the verdicts to ``PeftModel.from_pretrained``.
 """
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A training script that says it started, then waits to be stopped (tests/test_launch_gate.py's interrupt test)."""
+"""A training script that says it started, then waits to be stopped (tests/launch/test_launch_gate.py's interrupt test)."""
 import os
 import sys
 import time

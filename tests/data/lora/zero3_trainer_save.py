@@ -1,5 +1,5 @@
 """A real LoRA run through the HF Trainer under DeepSpeed (config from argv[1]) on CPU with gloo, 2 steps, one
-checkpoint: what the Trainer's own save writes under that config (tests/test_lora_zero3_save.py).
+checkpoint: what the Trainer's own save writes under that config (tests/lora/test_lora_zero3_save.py).
 
     python -m torch.distributed.run --nproc_per_node=2 zero3_trainer_save.py CONFIG.json OUTDIR
 
