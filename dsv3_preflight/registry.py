@@ -23,9 +23,10 @@ from typing import Any
 SCOPES = ("node", "cluster")
 ENTRY_POINT_GROUP = "dsv3_preflight.checks"
 #: facts the engine provides itself, not a probe: the resolved profile; the run's replay (facts.Replay: recorded
-#: sources standing in for this machine's libraries, for probes); in cluster scope the node ranks and the node
-#: states (what the runner saw of each node: {"state": "alive" | "dead", ...}).
-ENGINE_FACTS = {"profile": "node and cluster", "replay": "node (probes)", "node_ranks": "cluster",
+#: sources standing in for this machine's libraries, for probes); on a node the wave (cluster mode's parameters for
+#: this node's probes, ``dsv3_preflight.wave``); in cluster scope the node ranks and the node states (what the
+#: runner saw of each node: {"state": "alive" | "dead", ...}).
+ENGINE_FACTS = {"profile": "node and cluster", "replay": "node (probes)", "wave": "node", "node_ranks": "cluster",
                 "node_states": "cluster"}
 CLUSTER_ONLY_FACTS = ("node_ranks", "node_states")
 #: profile fields that are TCP ports a probe may claim

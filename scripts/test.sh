@@ -4,7 +4,8 @@
 #    namespaces), chromium + chromium-driver (the HTML report opened in a real browser)
 #  - .venv holding exactly requirements/lock.txt (torch 2.13.0+cpu here; users keep their own CUDA build)
 #    and the package itself, editable
-#  - pytest over tests/ (slow integration tests included), then `pytest checks/` under the CPU profile
+#  - scripts/lint.sh (ruff, mypy, complexity and file-size gates), then pytest over tests/ (slow integration
+#    tests included), then `pytest checks/` under the CPU profile
 #
 #   bash scripts/test.sh [PYTEST ARGS]            the locked environment (.venv): what CI runs
 #   bash scripts/test.sh --latest [PYTEST ARGS]   the newest releases pyproject.toml admits, in .venv-latest,
@@ -47,6 +48,9 @@ else
   make_env "$VENV"
 fi
 
+# the lint gates first (scripts/lint.sh: ruff, mypy strict on the core and the rules, complexity <= 30, files
+# <= 800 lines): seconds, and a finding fails the run before the 15 minutes of pytest
+DSV3_LINT_PYTHON="$VENV/bin/python" bash scripts/lint.sh
 # pytest's own exit codes pass through (5 = no tests collected is a failure here, not hidden).
 "$VENV/bin/python" -m pytest -n 2 --dist loadgroup --no-loadscope-reorder "$@"
 "$VENV/bin/python" -m pytest checks/ --preflight-profile cpu -q -p no:cacheprovider
