@@ -10,12 +10,12 @@ a GPU that cannot hold its clocks runs every rank at that GPU's pace.
 """
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 from dsv3_preflight.result import Actor, Finding, failure, warning
 
 from .common import gpu_label, gpu_target
+from .facts import Gpu
 
 IDLE, APP_CLOCKS, SW_POWER_CAP, HW_SLOWDOWN, SYNC_BOOST = 0x1, 0x2, 0x4, 0x8, 0x10
 SW_THERMAL, HW_THERMAL, HW_POWER_BRAKE, DISPLAY = 0x20, 0x40, 0x80, 0x100
@@ -24,7 +24,7 @@ NAMES = {IDLE: "idle", APP_CLOCKS: "applications clocks setting", SW_POWER_CAP: 
          HW_THERMAL: "HW thermal slowdown", HW_POWER_BRAKE: "HW power brake slowdown", DISPLAY: "display clock setting"}
 HARDWARE = HW_SLOWDOWN | HW_THERMAL | HW_POWER_BRAKE
 
-Gpus = Sequence[Mapping[str, Any]]
+Gpus = Sequence[Gpu]
 
 
 def reasons(mask: int | None) -> list[str]:
@@ -32,7 +32,7 @@ def reasons(mask: int | None) -> list[str]:
     return [name for bit, name in NAMES.items() if mask and mask & bit]
 
 
-def _fix(g: Mapping[str, Any], mask: int) -> str:
+def _fix(g: Gpu, mask: int) -> str:
     lines = [f"nvidia-smi -q -i {gpu_target(g)} -d PERFORMANCE,POWER,TEMPERATURE   # {gpu_label(g)}: reasons, power, temperature"]
     if mask & HW_POWER_BRAKE:
         lines.append("ipmitool sdr type 'Power Supply'   # the BMC or a power supply asserts the brake: PSU state and redundancy")

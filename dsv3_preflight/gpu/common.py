@@ -16,12 +16,15 @@ def no_nvml_summary(nvml: NvmlFact) -> str:
     return f"no NVIDIA driver/NVML: {nvml.get('error') or 'NVML not available'}"
 
 
-def spans(values: Sequence[int]) -> str:
-    """0,1,2,3,5 → '0–3, 5'."""
-    values = sorted(set(values))
-    out, start, prev = [], None, None
-    for v in values:
-        if start is None:
+def spans(values: Iterable[int | None]) -> str:
+    """0,1,2,3,5 → '0–3, 5'. A GPU without an NVML index (None: the kernel lists it, NVML does not) is named
+    ``?`` after the spans."""
+    given = list(values)
+    out: list[str] = []
+    start: int | None = None
+    prev: int | None = None
+    for v in sorted({v for v in given if v is not None}):
+        if start is None or prev is None:
             start = prev = v
         elif v == prev + 1:
             prev = v
@@ -30,6 +33,8 @@ def spans(values: Sequence[int]) -> str:
             start = prev = v
     if start is not None:
         out.append(f"{start}–{prev}" if prev != start else str(start))
+    if None in given:
+        out.append("?")
     return ", ".join(out)
 
 

@@ -6,23 +6,24 @@ with the other gpu checks that see the same problem) and who must act.
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable
 
+from dsv3_preflight.profile import Profile
 from dsv3_preflight.result import Actor
 
 from . import remedies
 from .cuda_errors import decode
 from .fabric_rules import Cause, FabricView, cause_of_802
+from .facts import CudaInitFact, FabricManagerFact, NvmlFact
 
 VISIBLE_DEVICES = "gpu.visible_devices"
 
 
-def _802(cuda_init, nvml, fabric_manager, profile) -> Cause:
+def _802(cuda_init: CudaInitFact, nvml: NvmlFact, fabric_manager: FabricManagerFact, profile: Profile) -> Cause:
     return cause_of_802(FabricView.of(fabric_manager, nvml))
 
 
-def _803(cuda_init, nvml, fabric_manager, profile) -> Cause:
+def _803(cuda_init: CudaInitFact, nvml: NvmlFact, fabric_manager: FabricManagerFact, profile: Profile) -> Cause:
     kmod = cuda_init.get("kernel_module_version") or fabric_manager.get("kernel_module_version")
     lib = (cuda_init.get("driver") or {}).get("library_version")
     what = f"kernel module {kmod}, user-space libcuda {lib}" if kmod or lib else "kernel module and user-space driver differ"
@@ -34,7 +35,7 @@ def _803(cuda_init, nvml, fabric_manager, profile) -> Cause:
                  "\n".join(fix), "gpu.driver_mismatch")
 
 
-def _804(cuda_init, nvml, fabric_manager, profile) -> Cause:
+def _804(cuda_init: CudaInitFact, nvml: NvmlFact, fabric_manager: FabricManagerFact, profile: Profile) -> Cause:
     env = cuda_init.get("env") or {}
     compat = [p for p in (env.get("LD_LIBRARY_PATH") or "").split(":") if "compat" in p]
     where = f" (LD_LIBRARY_PATH has {', '.join(compat)})" if compat else ""
@@ -44,7 +45,7 @@ def _804(cuda_init, nvml, fabric_manager, profile) -> Cause:
                  "gpu.cuda_compat", Actor.JOB)
 
 
-def _100(cuda_init, nvml, fabric_manager, profile) -> Cause:
+def _100(cuda_init: CudaInitFact, nvml: NvmlFact, fabric_manager: FabricManagerFact, profile: Profile) -> Cause:
     env = cuda_init.get("env") or {}
     cvd = env.get("CUDA_VISIBLE_DEVICES")
     n = len(nvml.get("gpus") or [])
@@ -58,25 +59,25 @@ def _100(cuda_init, nvml, fabric_manager, profile) -> Cause:
     return Cause("no GPU is visible to this process", remedies.install_driver(nvml), "gpu.no_device", Actor.NODE)
 
 
-def _35(cuda_init, nvml, fabric_manager, profile) -> Cause:
+def _35(cuda_init: CudaInitFact, nvml: NvmlFact, fabric_manager: FabricManagerFact, profile: Profile) -> Cause:
     return Cause(f"the driver (CUDA {nvml.get('cuda_driver_version_str')}) is older than torch's CUDA runtime "
                  f"({(cuda_init.get('runtime') or {}).get('cuda_built')})",
                  remedies.torch_cuda_build(cuda_init, nvml) + "\n# or upgrade the driver to one supporting torch's CUDA",
                  "gpu.driver_too_old", Actor.JOB)
 
 
-def _999(cuda_init, nvml, fabric_manager, profile) -> Cause:
+def _999(cuda_init: CudaInitFact, nvml: NvmlFact, fabric_manager: FabricManagerFact, profile: Profile) -> Cause:
     return Cause("the driver reports an unknown error, usually a GPU in a bad state",
                  remedies.kernel_xid_log() + "   # Xid 79: fallen off the bus; 48, 63, 64, 94, 95: memory errors\n"
                  "nvidia-smi -q | grep -i -A2 -E 'Reset Status|Recovery Action'   # which GPU needs a reset\n"
                  "reboot   # resets every GPU of this node", "gpu.unknown_error")
 
 
-CAUSES: dict[int, Callable[..., Cause]] = {802: _802, 803: _803, 804: _804, 100: _100, 35: _35, 999: _999}
+CAUSES: dict[int, Callable[[CudaInitFact, NvmlFact, FabricManagerFact, Profile], Cause]] = {802: _802, 803: _803, 804: _804, 100: _100, 35: _35, 999: _999}
 
 
-def cause_of(code: int, cuda_init: Mapping[str, Any], nvml: Mapping[str, Any], fabric_manager: Mapping[str, Any],
-             profile: Any) -> Cause:
+def cause_of(code: int, cuda_init: CudaInitFact, nvml: NvmlFact, fabric_manager: FabricManagerFact,
+             profile: Profile) -> Cause:
     """The cause of a CUDA init error code; codes without their own function get the decoded meaning."""
     explain = CAUSES.get(int(code))
     if explain is not None:

@@ -116,8 +116,12 @@ def rule_version_known(view: FabricView) -> Finding | None:
 def rule_service_installed(view: FabricView) -> Finding | None:
     if view.service.get("installed") is not False:
         return None
-    fix = remedies.fm_install(view.driver) if view.driver else remedies.fm_install_unknown_driver()
-    return failure(f"{view.what} but Fabric Manager is not installed", fix, actor=Actor.NODE, cause=FM_MISSING)
+    return failure(f"{view.what} but Fabric Manager is not installed", _install_fix(view), actor=Actor.NODE,
+                   cause=FM_MISSING)
+
+
+def _install_fix(view: FabricView) -> str:
+    return remedies.fm_install(view.driver) if view.driver else remedies.fm_install_unknown_driver()
 
 
 def rule_service_running(view: FabricView) -> Finding | None:
@@ -196,8 +200,7 @@ def cause_of_802(view: FabricView) -> Cause:
             return Cause(f"Fabric Manager {fm} does not match driver {driver}, so FM refuses to start and the "
                          "NVSwitch fabric stays unconfigured", fm_fix_for_mismatch(fm, driver), FM_MISMATCH)
         if view.service.get("installed") is False:
-            found = rule_service_installed(view)
-            return Cause("NVSwitch system and Fabric Manager is not installed", found.fix, FM_MISSING)
+            return Cause("NVSwitch system and Fabric Manager is not installed", _install_fix(view), FM_MISSING)
         if view.service.get("active") is False:
             return Cause(f"NVSwitch system and Fabric Manager is {view.service.get('state') or 'not running'}",
                          remedies.fm_start(), FM_STOPPED)

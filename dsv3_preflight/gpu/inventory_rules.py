@@ -60,7 +60,7 @@ def rule_no_other_processes(gpus: GpuList) -> Finding | None:
     busy = [(g, p) for g in gpus for p in g.get("processes") or []]
     if not busy:
         return None
-    shown = [f"pid {p['pid']} on GPU {g['index']}" + (f" ({p['used_memory_bytes'] // MIB} MiB)" if p.get("used_memory_bytes") else "")
+    shown = [f"pid {p['pid']} on GPU {g['index']}" + (f" ({used // MIB} MiB)" if (used := p.get("used_memory_bytes")) else "")
              for g, p in busy]
     fixes = [f"ps -o pid,user,etime,cmd -p {pid} && kill {pid}   # after checking it is a leftover"
              for pid in dict.fromkeys(p["pid"] for _, p in busy)]

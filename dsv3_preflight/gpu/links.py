@@ -15,31 +15,33 @@ counters (replay, recovery, CRC) since the last reset are reported as a warning 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from dsv3_preflight.result import Actor, Finding, failure, warning
 
 from .common import gpu_label, gpu_target, nvlink_cause
 from .fabric_rules import Cause
+from .facts import Gpu, NvLinkLink
 from .rankmap import normalize_bus_id
 
-Gpus = Sequence[Mapping[str, Any]]
-COUNTERS = ("replay", "recovery", "crc_flit", "crc_data")
+Gpus = Sequence[Gpu]
+Counter = Literal["replay", "recovery", "crc_flit", "crc_data"]
+COUNTERS: tuple[Counter, ...] = ("replay", "recovery", "crc_flit", "crc_data")
 
 
-def _pcie(g: Mapping[str, Any]) -> Mapping[str, Any]:
+def _pcie(g: Gpu) -> Mapping[str, Any]:
     return g.get("pcie") or {}
 
 
-def _busy(g: Mapping[str, Any]) -> bool:
+def _busy(g: Gpu) -> bool:
     return (g.get("utilization_gpu") or 0) > 0
 
 
-def _lspci(g: Mapping[str, Any]) -> str:
+def _lspci(g: Gpu) -> str:
     return f"lspci -vv -s {normalize_bus_id(str(g.get('pci_bus_id')))} | grep -E 'LnkCap:|LnkSta:'"
 
 
-def pcie_fix_width(g: Mapping[str, Any]) -> str:
+def pcie_fix_width(g: Gpu) -> str:
     p = _pcie(g)
     return "\n".join([
         f"# drain this node: {gpu_label(g)} trained at PCIe x{p.get('width_current')} of x{p.get('width_max')}",
@@ -49,7 +51,7 @@ def pcie_fix_width(g: Mapping[str, Any]) -> str:
     ])
 
 
-def pcie_fix_generation_under_load(g: Mapping[str, Any]) -> str:
+def pcie_fix_generation_under_load(g: Gpu) -> str:
     """Load the GPU over PCIe (host-to-device copies) and read the link while it runs."""
     uuid = g.get("uuid") or "${GPU_UUID:?the UUID nvidia-smi -L shows for this GPU}"
     return "\n".join([
@@ -74,7 +76,7 @@ def rule_pcie_width(gpus: Gpus) -> list[Finding]:
     return found
 
 
-def _at_max_gen(g: Mapping[str, Any]) -> bool:
+def _at_max_gen(g: Gpu) -> bool:
     p = _pcie(g)
     return p.get("gen_current") is not None and p.get("gen_current") == p.get("gen_max")
 
@@ -102,16 +104,18 @@ def rule_pcie_generation(gpus: Gpus) -> list[Finding]:
     return found
 
 
-def idle_downshifted(gpus: Gpus) -> list[int]:
+def idle_downshifted(gpus: Gpus) -> list[int | None]:
     """GPUs below their maximum generation that no rule judged: idle, and no idle peer at its maximum."""
-    return [g.get("index") for g in gpus if _pcie(g).get("gen_current") is not None and _pcie(g).get("gen_max") is not None
-            and _pcie(g)["gen_current"] < _pcie(g)["gen_max"] and not _busy(g)]
+    return [g.get("index") for g in gpus
+            if (cur := _pcie(g).get("gen_current")) is not None and (top := _pcie(g).get("gen_max")) is not None
+            and cur < top and not _busy(g)]
 
 
 # -- NVLink ----------------------------------------------------------------------------------------------
 
-def _links(g: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    return list((g.get("nvlink") or {}).get("links") or [])
+def _links(g: Gpu) -> list[NvLinkLink]:
+    nvlink = g.get("nvlink")
+    return list(nvlink.get("links") or []) if nvlink else []
 
 
 def all_links_down(gpus: Gpus) -> bool:
@@ -119,7 +123,7 @@ def all_links_down(gpus: Gpus) -> bool:
     return bool(links) and not any(link.get("active") for link in links)
 
 
-def unbridged(g: Mapping[str, Any]) -> bool:
+def unbridged(g: Gpu) -> bool:
     """A PCIe card (name "… PCIe" or "… NVL") whose every link is inactive: no NVLink bridge is fitted. NVML lists
     such a card's links as down (NVIDIA/NVSentinel#1481: an A100 80GB PCIe without a bridge, all 12 links down);
     that is the card's build, not a fault."""

@@ -15,11 +15,12 @@ from dsv3_preflight.result import Actor, Finding, failure, warning
 
 from . import remedies
 from .common import gpu_label, gpu_list, gpu_target, replace_cause, reset_cause
+from .facts import Gpu
 
-Gpus = Sequence[Mapping[str, Any]]
+Gpus = Sequence[Gpu]
 
 
-def _rows(g: Mapping[str, Any]) -> Mapping[str, Any]:
+def _rows(g: Gpu) -> Mapping[str, Any]:
     return g.get("remapped_rows") or {}
 
 

@@ -9,18 +9,18 @@ EXCLUSIVE_PROCESS 3.
 """
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 from dsv3_preflight.result import Actor, Finding, failure, warning
 
 from .common import gpu_list, gpu_target
+from .facts import Gpu, Mig
 
 COMPUTE_MODES = {0: "Default", 1: "Exclusive_Thread", 2: "Prohibited", 3: "Exclusive_Process"}
-Gpus = Sequence[Mapping[str, Any]]
+Gpus = Sequence[Gpu]
 
 
-def _mig(g: Mapping[str, Any]) -> Mapping[str, Any]:
+def _mig(g: Gpu) -> Mig:
     return g.get("mig") or {}
 
 
@@ -59,7 +59,7 @@ def rule_compute_mode_shared(gpus: Gpus) -> Finding | None:
     bad = [g for g in gpus if g.get("compute_mode") in (1, 3)]
     if not bad:
         return None
-    modes = sorted({COMPUTE_MODES[g["compute_mode"]] for g in bad})
+    modes = sorted({COMPUTE_MODES[mode] for g in bad if (mode := g.get("compute_mode")) is not None})
     return warning(f"compute mode {', '.join(modes)} on {gpu_list(bad)}: a second process on the GPU fails with "
                    "'busy or unavailable'", _compute_mode_fix(bad), actor=Actor.NODE)
 

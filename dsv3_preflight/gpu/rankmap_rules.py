@@ -27,7 +27,7 @@ def node_rank_fix(nnodes: int) -> str:
             "   # one torchrun per machine")
 
 
-def rule_nvml_answers(nvml: Mapping[str, Any]) -> Finding | None:
+def rule_nvml_answers(nvml: NvmlFact) -> Finding | None:
     if nvml.get("available"):
         return None
     return failure(f"cannot map ranks to GPUs: {no_nvml_summary(nvml)}", remedies.install_driver(nvml),
@@ -104,7 +104,7 @@ def rule_world_size(node_ranks: Mapping[str, int], nproc: int, world_size: int |
             for p in world_size_problems(node_ranks, nproc, world_size)]
 
 
-def rule_node_facts(node: str, facts: Mapping[str, Any] | None) -> Finding | None:
+def rule_node_facts(node: str, facts: NvmlFact | None) -> Finding | None:
     if facts is None:
         return failure(f"{node}: no NVML facts", f"dsv3-preflight run --only 'gpu.*'   # on {node}: why its facts are missing",
                        actor=Actor.NODE)

@@ -15,18 +15,19 @@ from dsv3_preflight.result import Actor, Finding, failure
 
 from . import remedies
 from .common import gpu_label, reset_cause
+from .facts import Gpu
 
 ACTIONS = {0: "None", 1: "GPU Reset Required", 2: "Node Reboot Required", 3: "Drain P2P", 4: "Drain and Reset",
            5: "Recover IMEX Domain", 6: "Bus Reset", 7: "System Reboot"}
 REBOOT_ACTIONS = {2, 7}
-Gpus = Sequence[Mapping[str, Any]]
+Gpus = Sequence[Gpu]
 
 
-def _reset(g: Mapping[str, Any]) -> Mapping[str, Any]:
+def _reset(g: Gpu) -> Mapping[str, Any]:
     return g.get("reset") or {}
 
 
-def needs(g: Mapping[str, Any]) -> str | None:
+def needs(g: Gpu) -> str | None:
     """What the driver asks for this GPU, in its words, or None."""
     r = _reset(g)
     action = r.get("recovery_action")

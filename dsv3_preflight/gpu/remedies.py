@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from .common import gpu_label, gpu_target
+from .facts import Gpu
 
 FM_UNIT = "nvidia-fabricmanager"
 
@@ -121,7 +122,7 @@ def visible_devices(n_gpus: int, nproc: int) -> str:
     return f"export CUDA_VISIBLE_DEVICES={listed}   # one distinct GPU per local rank, on every node before torchrun"
 
 
-def reset_gpus(gpus: Iterable[Mapping[str, Any]], why: str) -> str:
+def reset_gpus(gpus: Iterable[Gpu], why: str) -> str:
     """Reset each GPU by its bus id (the node drained first); a reboot does the same for all."""
     lines = ["# drain this node from the job first: a reset needs the GPU idle"]
     for g in gpus:
@@ -130,7 +131,7 @@ def reset_gpus(gpus: Iterable[Mapping[str, Any]], why: str) -> str:
     return "\n".join(lines)
 
 
-def replace_gpus(gpus: Iterable[Mapping[str, Any]], why: str) -> str:
+def replace_gpus(gpus: Iterable[Gpu], why: str) -> str:
     """Hardware to replace: collect the evidence for the RMA, keep the node out of the job."""
     lines = ["# drain this node from the job: this needs the vendor (RMA), not a reset"]
     for g in gpus:

@@ -109,7 +109,7 @@ class InspectedCommand(TypedDict, total=False):
     interpreter: str | None
     how: str | None
     unknown: str | None
-    not_found: bool | None
+    not_found: str | None   # the command or interpreter that is not on PATH
     report: dict[str, Any] | None
     error: str | None
     timed_out: bool

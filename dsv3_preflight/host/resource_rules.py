@@ -7,6 +7,7 @@ from __future__ import annotations
 from dsv3_preflight.host.facts import GpuHoldersFact, OutputDirFact, PortHoldersFact, ShmFact
 from dsv3_preflight.host.processes import describe, find_holder_fix, kill_fix
 from dsv3_preflight.net import causes
+from dsv3_preflight.profile import Profile
 from dsv3_preflight.result import Actor, Finding, failure, warning
 
 GIB = 1 << 30
@@ -25,7 +26,7 @@ def shm_size_fix(gib: int) -> str:
             "(a remount inside does not outlive it)")
 
 
-def shm_big_enough(shm: ShmFact, profile) -> Finding | None:
+def shm_big_enough(shm: ShmFact, profile: Profile) -> Finding | None:
     gib = max(int(profile.shm_min_gib), 1)
     if not shm.get("exists"):
         return failure("/dev/shm does not exist: NCCL and the DataLoader need it",

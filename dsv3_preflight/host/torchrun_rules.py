@@ -55,11 +55,12 @@ def judge_interpreter(inspected: InspectedCommand, mine: Mapping[str, Any], *, n
     evidence: dict[str, Any] = {"command": text, "executable": inspected.get("executable"),
                                 "interpreter": inspected.get("interpreter"), "how": inspected.get("how"),
                                 "self": mine}
-    if inspected.get("not_found"):
-        fix = (f"command -v {shlex.quote(inspected['not_found'])} || echo 'not on PATH'    # on this node\n"
+    missing = inspected.get("not_found")
+    if missing:
+        fix = (f"command -v {shlex.quote(missing)} || echo 'not on PATH'    # on this node\n"
                f"# name torchrun by its full path: {PROFILE_FIX} \"${{TORCHRUN:?the torchrun of the training environment, "
                "e.g. /opt/conda/envs/train/bin/torchrun}\"")
-        return bad(f"{who}: {inspected['not_found']} is not found on this node's PATH{tail}", evidence, fix,
+        return bad(f"{who}: {missing} is not found on this node's PATH{tail}", evidence, fix,
                    actor=Actor.JOB)
     if inspected.get("unknown"):
         if not named:

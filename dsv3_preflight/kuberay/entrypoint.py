@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import re
 import shlex
-from typing import TypedDict
+from collections.abc import Callable
+from typing import TypedDict, TypeVar
 
 from .manifest import RayManifest, entrypoint, ray_container
+
+T = TypeVar("T")
 
 #: where Ray Train V2 persists when RunConfig names no storage_path (ray.train.constants.DEFAULT_STORAGE_PATH)
 DEFAULT_STORAGE_PATH = "~/ray_results"
@@ -152,7 +155,8 @@ def scaling_claim(manifest: RayManifest, env: Environment) -> ScalingClaim:
     kwargs = _call_kwargs(_expand(entry, env), "ScalingConfig")
     sources: dict[str, str] = {}
 
-    def read(field: str, flags: tuple[str, ...], var: str, parse):  # the first source that states it
+    def read(field: str, flags: tuple[str, ...], var: str,
+             parse: Callable[[str | None], T | None]) -> T | None:  # the first source that states it
         candidates = [(flag_value(argv, flags), f"entrypoint {'/'.join(flags[:2])}"),
                       (kwargs.get(field), f"entrypoint ScalingConfig({field}=...)"),
                       (env["values"].get(var), f"env {var} ({env['sources'].get(var, '')})")]

@@ -5,19 +5,23 @@ Pure: the ``output_dir``, ``saved_adapters`` and ``lora_base_model`` facts in; :
 saved adapter to the model once, and the rules read its :class:`Comparison`."""
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from dsv3_preflight.host.facts import OutputDirFact
 from dsv3_preflight.lora import causes, fixes
 from dsv3_preflight.lora.base_fit import compare, describe
 from dsv3_preflight.lora.case import AdapterCase
 from dsv3_preflight.lora.facts import LoraBaseModelFact, SavedAdaptersFact
-from dsv3_preflight.lora.layout import analyse
+from dsv3_preflight.lora.layout import Layout, analyse
 from dsv3_preflight.lora.rules import named
 from dsv3_preflight.lora.targets import built_as_clause
 from dsv3_preflight.result import Actor, Finding, failure
 
 MAX_NAMED = 3
+#: how saved adapters differ from the model: their mismatched (module, matrix, saved shape), their absent modules
+Differs = tuple[tuple[tuple[str, str, tuple[int, ...]], ...], tuple[str, ...]]
 
 
 def recheck(model_path: str, output_dir: str) -> str:
@@ -31,7 +35,7 @@ def base_of(case: AdapterCase) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-def does_not_fit(cases: list[AdapterCase], found: dict, model: LoraBaseModelFact, output_dir: str) -> Finding | None:
+def does_not_fit(cases: list[AdapterCase], found: Mapping[str, Any], model: LoraBaseModelFact, output_dir: str) -> Finding | None:
     """One finding for the adapters that differ from the model in the same way (a run's checkpoints share their
     layout), naming the first of them."""
     if not found["mismatched"] and not found["absent"]:
@@ -64,7 +68,7 @@ def skip_reason(model: LoraBaseModelFact, saved_adapters: SavedAdaptersFact) -> 
     return None
 
 
-def model_unreadable(model: LoraBaseModelFact, output_dir: dict) -> Finding | None:
+def model_unreadable(model: LoraBaseModelFact, output_dir: OutputDirFact) -> Finding | None:
     """The model's config could not be read: the job's configuration names the wrong model path."""
     if not model.get("error"):
         return None
@@ -82,13 +86,13 @@ class Comparison:
     adapters: list[dict[str, Any]] = field(default_factory=list)
     compared_modules: set[str] = field(default_factory=set)
     #: adapters that differ the same way, same base
-    groups: dict[tuple, tuple[dict, list[AdapterCase]]] = field(default_factory=dict)
+    groups: dict[tuple[Differs, str | None], tuple[dict[str, Any], list[AdapterCase]]] = field(default_factory=dict)
     #: adapters whose keys peft converts when it loads them (transformers 4 saves of MoE experts)
     converted: list[str] = field(default_factory=list)
 
-    def add(self, case: AdapterCase, model: LoraBaseModelFact) -> None:
+    def add(self, case: AdapterCase, saved: Layout, model: LoraBaseModelFact) -> None:
         conversion = (model.get("conversions") or {}).get(case.path) or {}
-        layout = analyse(conversion["tensors"]) if conversion.get("converted") else case.layout
+        layout = analyse(conversion["tensors"]) if conversion.get("converted") else saved
         if conversion.get("converted"):
             self.converted.append(case.path.removeprefix(self.output_dir.rstrip("/") + "/"))
         # a converted adapter is held to the config peft converts with it (fused names, a fused pair's rank 2r)
@@ -97,7 +101,7 @@ class Comparison:
         self.adapters.append({"path": case.path, "base_model_name_or_path": base_of(case), **res,
                               "peft_converts": bool(conversion.get("converted")),
                               **({"peft_conversion_error": conversion["error"]} if conversion.get("error") else {})})
-        differs = (tuple((m["module"], m["matrix"], tuple(m["saved"])) for m in res["mismatched"]), tuple(res["absent"]))
+        differs: Differs = (tuple((m["module"], m["matrix"], tuple(m["saved"])) for m in res["mismatched"]), tuple(res["absent"]))
         self.groups.setdefault((differs, base_of(case)), (res, []))[1].append(case)
 
 
@@ -107,7 +111,7 @@ def compare_saved(saved_adapters: SavedAdaptersFact, model: LoraBaseModelFact, o
     for facts in saved_adapters.get("adapters") or []:
         case = AdapterCase.of(facts)
         if case.layout is not None and case.layout.pairs:
-            out.add(case, model)
+            out.add(case, case.layout, model)
     return out
 
 

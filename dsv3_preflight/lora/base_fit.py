@@ -108,6 +108,10 @@ def compare(layout: Layout, model: Mapping[str, Any], config: Mapping[str, Any] 
         if not a or not b or len(a) < 2 or len(b) < 2 or 0 in a or 0 in b:
             not_compared.add(tmpl)
             continue
+        #: (matrix, its saved shape, the dimension judged, the width the model wants there, which side it is)
+        wants: tuple[tuple[str, tuple[int, ...], int, int | str | None, str], ...]
+        per: dict[str, Any]
+        kind: str | None
         if param is not None:
             name = f"{tmpl}.{param['name']}"
             experts, fan_in, fan_out = wrapper_widths(param)
@@ -116,10 +120,12 @@ def compare(layout: Layout, model: Mapping[str, Any], config: Mapping[str, Any] 
             wants = (("lora_A", a, 1, fan_in, "in"), ("lora_B", b, 0, fan_out, "out"),
                      ("lora_A", a, 0, rows, "experts"), ("lora_B", b, 1, rows, "experts"))
             model_shape, kind, per = list(param["shape"]), "ParamWrapper", {"experts": experts, "r": rank}
-        else:
+        elif m is not None:
             name = tmpl
             wants = (("lora_A", a, 1, m["in"], "in"), ("lora_B", b, 0, m["out"], "out"))
             model_shape, kind, per = [m["out"], m["in"]], m.get("type"), {}
+        else:   # neither the model's module nor a wrapper's parameter: counted above
+            continue
         compared.add(name)
         for matrix, shape, dim, want, side in wants:
             if want is None and side == "experts":

@@ -9,6 +9,7 @@ tests/lora/test_lora_fuzz.py holds these rules to peft itself on mutated configs
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from ..result import Actor, Finding, failure, warning
@@ -117,7 +118,8 @@ def dropout(case: AdapterCase) -> Finding | None:
     return _fail(case, f"lora_dropout is {_show(value)}, not a probability between 0 and 1")
 
 
-def _check_pattern(case: AdapterCase, field: str, pattern: Any, wrap=None) -> Finding | None:
+def _check_pattern(case: AdapterCase, field: str, pattern: Any, wrap: Callable[[Any], object] | None = None
+                   ) -> Finding | None:
     try:
         if wrap:
             wrap(pattern)
@@ -222,7 +224,8 @@ def exclude_modules(case: AdapterCase) -> Finding | None:
     return _fail(case, f"exclude_modules is {_show(value)}, not a list of module names or a regex")
 
 
-def _pattern_field(case: AdapterCase, field: str, what: str, valid) -> list[Finding] | Finding | None:
+def _pattern_field(case: AdapterCase, field: str, what: str, valid: Callable[[Any], bool]
+                   ) -> list[Finding] | Finding | None:
     c = case.config
     if c is None or field not in c:
         return None
@@ -264,11 +267,11 @@ def _pattern_field(case: AdapterCase, field: str, what: str, valid) -> list[Find
     return found or None
 
 
-def rank_pattern(case: AdapterCase):
+def rank_pattern(case: AdapterCase) -> list[Finding] | Finding | None:
     return _pattern_field(case, "rank_pattern", "a positive integer rank", lambda v: type(v) is int and v > 0)
 
 
-def alpha_pattern(case: AdapterCase):
+def alpha_pattern(case: AdapterCase) -> list[Finding] | Finding | None:
     return _pattern_field(case, "alpha_pattern", "a number", _is_number)
 
 

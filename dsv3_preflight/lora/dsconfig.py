@@ -11,6 +11,7 @@ user's own config file (its real path) with a python3 heredoc.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -91,7 +92,7 @@ def _fail(message: str, fix: str | None, cause: str = causes.DEEPSPEED_CONFIG_IN
     return failure(message, fix, actor=Actor.JOB, cause=cause)
 
 
-def _edit(ctx: Context, edits, why: str) -> str:
+def _edit(ctx: Context, edits: Sequence[tuple[Sequence[str], Any]], why: str) -> str:
     return fixes.json_edit(ctx.path, edits, why)
 
 

@@ -55,7 +55,8 @@ class Layout:
     def modules(self) -> list[str]:
         if "modules" not in self.memo:
             self.memo["modules"] = sorted(self.pairs)
-        return self.memo["modules"]
+        modules: list[str] = self.memo["modules"]
+        return modules
 
     def derived(self, key: Any, compute: Any) -> Any:
         """``compute()`` once per ``key`` (a hashable description of the config values it depends on)."""

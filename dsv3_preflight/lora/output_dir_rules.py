@@ -1,6 +1,9 @@
 """The rules of lora.output_dir (pure: facts in, findings out): the adapter output dir is node-local and writable, and the adapters already in it are sound."""
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any, Literal
+
 from dsv3_preflight.host.facts import OutputDirFact
 from dsv3_preflight.lora import causes, fixes
 from dsv3_preflight.result import Actor, Finding, failure, warning
@@ -43,20 +46,26 @@ def is_full(facts: OutputDirFact) -> bool:
     return "no space left" in (facts.get("write_error") or "").lower()
 
 
+def mount_field(facts: OutputDirFact, key: Literal["device", "mountpoint", "fstype"]) -> str | None:
+    """One field of the mount holding the directory, or None when the mount is unknown."""
+    mount = facts.get("mount")
+    return mount.get(key) if mount else None
+
+
 def room(facts: OutputDirFact) -> str:
     """' (0 B free of 931.5 GiB on /dev/nvme0n1p1, mounted at /data)' from the statvfs of the directory's disk."""
     if facts.get("free_bytes") is None:
         return ""
-    mount = facts.get("mount") or {}
-    where = f" on {mount.get('device')}" if mount.get("device") else ""
-    where += f", mounted at {mount.get('mountpoint')}" if mount.get("mountpoint") else ""
+    device, mountpoint = mount_field(facts, "device"), mount_field(facts, "mountpoint")
+    where = f" on {device}" if device else ""
+    where += f", mounted at {mountpoint}" if mountpoint else ""
     return f" ({size(facts.get('free_bytes'))} free of {size(facts.get('total_bytes'))}{where})"
 
 
 def free_space_fix(facts: OutputDirFact, directory: str) -> str:
     """A full disk: see what takes the room, remove old checkpoints (or keep fewer), or move the output dir."""
     d = fixes.quote(directory)
-    mountpoint = (facts.get("mount") or {}).get("mountpoint") or directory
+    mountpoint = mount_field(facts, "mountpoint") or directory
     return "\n".join([
         f"df -h {d}   # {size(facts.get('free_bytes'))} free of {size(facts.get('total_bytes'))}",
         f"du -xsh {d}/* 2>/dev/null | sort -h | tail -n 20   # what takes the room in {directory}",
@@ -72,7 +81,7 @@ def unwritable_fix(facts: OutputDirFact, directory: str) -> tuple[str, Actor]:
     """chown where permissions are the reason; elsewhere for a read-only or pseudo filesystem (chown cannot help);
     room made on a full disk (or elsewhere)."""
     error = (facts.get("write_error") or "").lower()
-    fstype = (facts.get("mount") or {}).get("fstype") or ""
+    fstype = mount_field(facts, "fstype") or ""
     if is_full(facts):
         return free_space_fix(facts, directory), Actor.JOB
     if "read-only" in error:
@@ -121,22 +130,22 @@ def is_writable_dir(facts: OutputDirFact) -> Finding | None:
 def node_local(facts: OutputDirFact) -> Finding | None:
     if not facts.get("network_fs") or (facts.get("exists") and not facts.get("writable")):
         return None
-    mount = facts.get("mount") or {}
-    return warning(f"{setting_key(facts)} {facts['path']} is on {mount.get('fstype')} ({mount.get('device')}): saving adapters "
+    fstype, device = mount_field(facts, "fstype"), mount_field(facts, "device")
+    return warning(f"{setting_key(facts)} {facts['path']} is on {fstype} ({device}): saving adapters "
                    "to a network filesystem during training stalled runs in the field",
-                   elsewhere_fix(facts, facts["path"], f"is on {mount.get('fstype')}; save on a local disk and copy "
+                   elsewhere_fix(facts, facts["path"], f"is on {fstype}; save on a local disk and copy "
                                                        "to shared storage after the run"),
                    actor=Actor.JOB, cause=causes.OUTPUT_DIR_NETWORK_FS)
 
 
-def saved_adapters_sound(verdicts: list[dict], facts: OutputDirFact) -> list[Finding]:
+def saved_adapters_sound(verdicts: list[dict[str, Any]], facts: OutputDirFact) -> list[Finding]:
     """Each bad adapter already in the output dir, with its own reason (a resumed run would start from it)."""
     found = []
     for v in verdicts:
         if v["status"] != "fail":
             continue
         shown = v["path"].removeprefix(facts["path"].rstrip("/") + "/")
-        lead = next((f for f in v["findings"] if f["status"] == "fail"), {})
+        lead: Mapping[str, Any] = next((f for f in v["findings"] if f["status"] == "fail"), {})
         found.append(failure(f"saved adapter {shown}: {lead.get('message') or v['summary']}",
                              "\n".join(x for x in [lead.get("fix"), f"{fixes.rescan(facts['path'])}   "
                                                    "# every adapter of the run, before resuming from one"] if x),

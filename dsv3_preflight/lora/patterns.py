@@ -42,10 +42,7 @@ _SLOW: dict[str, str] = {}  # patterns that timed out once: never matched again
 def _backtracks(pattern: str) -> bool:
     """True when the parsed pattern has a repeat holding another repeat or an alternation (the shapes that
     backtrack exponentially); used only when the regex package is missing."""
-    try:
-        from re import _parser as sre_parse  # type: ignore[attr-defined]
-    except ImportError:  # pragma: no cover - Python 3.10
-        import sre_parse  # type: ignore[no-redef]
+    sre_parse = _parser()
     repeats = {sre_parse.MAX_REPEAT, sre_parse.MIN_REPEAT, getattr(sre_parse, "POSSESSIVE_REPEAT", None)}
 
     def walk(items: Any, inside_repeat: bool) -> bool:
@@ -91,11 +88,12 @@ def _compiled(pattern: str) -> tuple[Any, str]:
     return regex.compile(pattern, flags=regex.VERSION0), "regex"
 
 
-def _parser():
+def _parser() -> Any:
+    """The standard library's regular expression parser (a private module: its node codes are untyped)."""
     try:
-        from re import _parser as sre_parse  # type: ignore[attr-defined]
+        from re import _parser as sre_parse  # type: ignore[attr-defined]  # private: typeshed does not list it
     except ImportError:  # pragma: no cover - Python 3.10
-        import sre_parse  # type: ignore[no-redef]
+        import sre_parse
     return sre_parse
 
 
@@ -104,6 +102,7 @@ def _language(items: Any, limit: int) -> list[str] | None:
     sre = _parser()
     out = [""]
     for op, arg in items:
+        choices: list[str] | None
         if op is sre.LITERAL:
             choices = [chr(arg)]
         elif op is sre.SUBPATTERN:
@@ -116,7 +115,7 @@ def _language(items: Any, limit: int) -> list[str] | None:
                     return None
                 choices += sub
         elif op is sre.IN:
-            chars = []
+            chars: list[str] = []
             for kind, value in arg:
                 if kind is sre.LITERAL:
                     chars.append(chr(value))

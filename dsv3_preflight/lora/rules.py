@@ -20,7 +20,7 @@ from typing import Any
 from ..result import Actor, Finding, failure, warning
 from . import causes, fixes, patterns, selection
 from .case import CONFIG_NAME, AdapterCase
-from .layout import PREFIX, template
+from .layout import PREFIX, Layout, template
 
 #: dtypes of trained LoRA weights; 8-bit floats are lossy but load (a warning); anything else cannot be one
 FLOAT_DTYPES = frozenset({"F16", "BF16", "F32", "F64"})
@@ -91,17 +91,17 @@ def weight_dtypes(case: AdapterCase) -> list[Finding]:
     return found
 
 
-def _saved_module_keys(case: AdapterCase) -> tuple[list[str], list[str]]:
+def _saved_module_keys(case: AdapterCase, lay: Layout) -> tuple[list[str], list[str]]:
     """(keys that are parameters of modules_to_save, keys that are not) among the layout's unclassified keys.
 
     peft saves a module of modules_to_save as ``<module path>.<parameter>``, the path ending in the listed name.
     """
-    lay = case.layout
     names = (case.config or {}).get("modules_to_save") or []
     names = [n for n in names if isinstance(n, str)] if isinstance(names, list) else []
     if not names:
         return [], list(lay.other)
-    saved, rest = [], []
+    saved: list[str] = []
+    rest: list[str] = []
     for key in lay.other:
         module = key[len(PREFIX):].rpartition(".")[0]
         (saved if module and _ends_with(module, names) else rest).append(key)
@@ -121,7 +121,7 @@ def keys_not_peft(case: AdapterCase) -> Finding | None:
     lay = case.layout
     if not lay:
         return None
-    _, rest = _saved_module_keys(case)
+    _, rest = _saved_module_keys(case, lay)
     base = [k for m, keys in lay.base_layer.items() if m not in lay.embedding_modules for k in keys]
     odd = sorted(rest + lay.malformed + base)
     if not odd:
@@ -188,9 +188,11 @@ def config_key(*values: Any) -> str:
     return json.dumps(values, sort_keys=True, default=repr)
 
 
-def saved_ranks(lay) -> list[int]:
+def saved_ranks(lay: Layout) -> list[int]:
     """The ranks the saved lora_A tensors have."""
-    return lay.derived("saved_ranks", lambda: sorted({k["A"][0] for k in lay.pairs.values() if len(k.get("A", ())) >= 2}))
+    found: list[int] = lay.derived("saved_ranks", lambda: sorted({k["A"][0] for k in lay.pairs.values()
+                                                                   if len(k.get("A", ())) >= 2}))
+    return found
 
 
 #: the adapter_config.json fields peft selects modules and parameters (and their ranks) with
@@ -202,17 +204,21 @@ def peft_layers(case: AdapterCase) -> tuple[selection.Targets, selection.Selecti
     """What peft builds for each saved module (:func:`selection.classify`), once per layout and config; None
     without a usable target_modules/target_parameters or with a pattern the config rules report."""
     lay, config = case.layout, case.config
-    targets = selection.Targets.of(config) if lay and config is not None else None
+    if not lay or config is None:
+        return None
+    targets = selection.Targets.of(config)
     if targets is None:
         return None
 
-    def compute():
+    def compute() -> tuple[selection.Targets, selection.Selection] | None:
         try:
             return targets, selection.classify(targets, lay.pairs)
         except patterns.PatternError:
             return None
 
-    return lay.derived(("selection", config_key(*(config.get(f) for f in SELECTION_FIELDS))), compute)
+    built: tuple[selection.Targets, selection.Selection] | None = lay.derived(
+        ("selection", config_key(*(config.get(f) for f in SELECTION_FIELDS))), compute)
+    return built
 
 
 def ranks(case: AdapterCase) -> Finding | None:
@@ -234,8 +240,8 @@ def ranks(case: AdapterCase) -> Finding | None:
                       f"{named(bad)}", case, fix)
 
 
-def _shape_outliers(lay) -> list[str]:
-    seen: dict[tuple[str, str], dict[tuple, list[str]]] = {}
+def _shape_outliers(lay: Layout) -> list[str]:
+    seen: dict[tuple[str, str], dict[tuple[int, ...], list[str]]] = {}
     for module, kinds in lay.pairs.items():
         t = template(module)
         for kind, shape in kinds.items():
@@ -309,7 +315,7 @@ def saved_modules_present(case: AdapterCase) -> Finding | None:
     names = (config or {}).get("modules_to_save")
     if not lay or not isinstance(names, list) or not lay.tensors:
         return None
-    saved, _ = _saved_module_keys(case)
+    saved, _ = _saved_module_keys(case, lay)
     modules = [k[len(PREFIX):].rpartition(".")[0] for k in saved]
     lacking = [n for n in names if isinstance(n, str) and not _ends_with_any(n, modules)]
     if not lacking:
@@ -335,14 +341,13 @@ def target_coverage(case: AdapterCase) -> list[Finding]:
                                 f"(or are excluded): peft builds no layer for them and drops their weights: "
                                 f"{named(outside)}", case))
     try:
-        found += _targets_adapted(case, t, sel)
+        found += _targets_adapted(case, lay, t, sel)
     except patterns.PatternError:
         pass  # the config rule reports the pattern
     return found
 
 
-def _targets_adapted(case: AdapterCase, t: selection.Targets, sel: selection.Selection) -> list[Finding]:
-    lay = case.layout
+def _targets_adapted(case: AdapterCase, lay: Layout, t: selection.Targets, sel: selection.Selection) -> list[Finding]:
     modules = lay.modules
     built = sel.modules(selection.TARGETED, selection.WRAPPER)
     found = []
@@ -392,12 +397,12 @@ WRAPPER_REFUSES = (("lora_dropout", bool, 0.0), ("fan_in_fan_out", bool, False),
 
 def wrapper_options(case: AdapterCase) -> Finding | None:
     """peft builds a target_parameters wrapper only without dropout, fan_in_fan_out, lora_bias, DoRA, VeLoRA, KaSA."""
-    built = peft_layers(case)
-    if not built or not built[1].wrappers:
+    built, lay = peft_layers(case), case.layout
+    if not built or not built[1].wrappers or lay is None:
         return None
     config = case.config or {}
     bad = [(field, value) for field, refused, value in WRAPPER_REFUSES if field in config and refused(config[field])]
-    if any(m not in case.layout.embedding_modules for m in built[1].modules(selection.TARGETED)):
+    if any(m not in lay.embedding_modules for m in built[1].modules(selection.TARGETED)):
         bad = [b for b in bad if b[0] != "fan_in_fan_out"]  # a Linear's LoRA, built first, resets it to False
     if not bad:
         return None

@@ -5,18 +5,20 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from dsv3_preflight.lora import causes, fixes
 from dsv3_preflight.lora.facts import LoraModelModulesFact, ModuleTemplate, PeftTargets
 from dsv3_preflight.lora.targets import DEFAULT_RANK, built_as_clause, layer_of, matches, remote_build, resolve
+from dsv3_preflight.profile import Profile
 from dsv3_preflight.result import Actor, Finding, failure, warning
 
 _CONFIG_SOURCE = re.compile(r"^training command (?P<file>.+\.(?P<ext>ya?ml|json)) \[(?P<key>\w+)\]$")
 
 
-def suggested_targets(res: dict, model_type: str | None) -> list[str]:
+def suggested_targets(res: Mapping[str, Any], model_type: str | None) -> list[str]:
     """What to target instead: DeepSeek-V3's MLA projections, else the linear siblings of what matched, else all."""
     if model_type in ("deepseek_v3", "deepseek_v2") and set(fixes.DSV3_MLA_TARGETS) <= set(res["candidates"]):
         return list(fixes.DSV3_MLA_TARGETS)
@@ -47,7 +49,7 @@ def target_fix(targets: list[str], source: str, model_path: str, why: str) -> st
                       fixes.comment(f"(with peft directly: LoraConfig(target_modules={targets!r}))"), recheck])
 
 
-def dropout_fix(profile, targets: list[str], model_path: str) -> str:
+def dropout_fix(profile: Profile, targets: list[str], model_path: str) -> str:
     """The fix for a lora_dropout peft's fused-expert wrappers refuse: 0 in the trainer's own setting (the config file
     edited where it came from one), or targets without the MLP; then a re-check."""
     recheck = (f"dsv3-preflight run --only lora.targets --model-path {fixes.quote(model_path)} --lora-targets "
@@ -62,7 +64,9 @@ def dropout_fix(profile, targets: list[str], model_path: str) -> str:
 
 def past_depth(targets: list[str], depth: int | None) -> str:
     """"; the model has N layers (0-N-1)" when a target names a layer the model does not have, else ""."""
-    past = [t for t in targets if depth and (layer_of(t) or 0) >= depth]
+    if not depth:
+        return ""
+    past = [t for t in targets if (layer_of(t) or 0) >= depth]
     return f"; {', '.join(past)}: the model has {depth} layers (0-{depth - 1})" if past else ""
 
 
@@ -99,7 +103,7 @@ def code_file(reference: str) -> str:
     return reference.split("--")[-1].rsplit(".", 1)[0].replace(".", "/") + ".py"
 
 
-def remote_experts(res: dict, facts: LoraModelModulesFact, trust_remote_code: bool | None) -> Finding | None:
+def remote_experts(res: Mapping[str, Any], facts: LoraModelModulesFact, trust_remote_code: bool | None) -> Finding | None:
     """Targets that adapt fused expert weights of a model the run builds with its own code: transformers' native
     architecture fuses the routed experts (peft wraps them as target_parameters); the repo's code may keep them as
     Linear modules of their own (DeepSeek-V3's modeling_deepseek.py does), which peft adapts one by one."""
@@ -118,7 +122,7 @@ def remote_experts(res: dict, facts: LoraModelModulesFact, trust_remote_code: bo
                    actor=Actor.JOB, cause=causes.TARGETS_MISSING)
 
 
-def no_target_matches(res: dict, model_type: str, fix: str, depth: int | None = None) -> Finding | None:
+def no_target_matches(res: Mapping[str, Any], model_type: str, fix: str, depth: int | None = None) -> Finding | None:
     if res["matched"]:
         return None
     bad = res["unmatched"] + list(res["unsupported"])
@@ -126,7 +130,7 @@ def no_target_matches(res: dict, model_type: str, fix: str, depth: int | None = 
                    f"(candidates: {','.join(res['candidates'])})", fix, actor=Actor.JOB, cause=causes.TARGETS_MISSING)
 
 
-def unsupported_targets(res: dict, model_type: str, fix: str) -> Finding | None:
+def unsupported_targets(res: Mapping[str, Any], model_type: str, fix: str) -> Finding | None:
     if not res["matched"] or not res["unsupported"]:
         return None
     detail = "; ".join(f"{t} → {', '.join(m)}" for t, m in res["unsupported"].items())
@@ -135,10 +139,9 @@ def unsupported_targets(res: dict, model_type: str, fix: str) -> Finding | None:
 
 
 def peft_refuses(peft: PeftTargets, targets: list[str], candidates: list[str], model_type: str, fix: str,
-                 dropout: float | None = None, depth: int | None = None) -> Finding | None:
-    """peft itself (get_peft_model on the model built on the meta device) raises for these targets (and dropout)."""
-    if not peft.get("available") or not peft.get("error"):
-        return None
+                 dropout: float | None = None, depth: int | None = None) -> Finding:
+    """peft itself (get_peft_model on the model built on the meta device) raises for these targets (and dropout):
+    its words. Judged only where it refused (:attr:`TargetsCase.refused`: ``peft`` holds its error)."""
     hint = past_depth(targets, depth)
     if list(targets) == ["all-linear"]:
         hint += ("; LLaMA-Factory passes lora_target to peft as a list, where all-linear is a module name, not "
@@ -150,7 +153,7 @@ def peft_refuses(peft: PeftTargets, targets: list[str], candidates: list[str], m
                    cause=causes.TARGETS_MISSING)
 
 
-def with_peft(res: dict, peft: PeftTargets, targets: list[str], modules_facts: dict[str, ModuleTemplate]) -> dict:
+def with_peft(res: Mapping[str, Any], peft: PeftTargets, targets: list[str], modules_facts: dict[str, ModuleTemplate]) -> dict[str, Any]:
     """``resolve``'s answer with what peft adapts in place of its name matching: each target's adapted modules and
     parameters (peft rewrites fused-expert and router names into target_parameters), the targets that adapt
     nothing, and peft's trainable parameters of the full-size model."""
@@ -175,7 +178,7 @@ def with_peft(res: dict, peft: PeftTargets, targets: list[str], modules_facts: d
             "trainable_params_unfused_experts": res["trainable_params_unfused_experts"] if params else None}
 
 
-def unmatched_targets(res: dict, model_type: str, fix: str, depth: int | None = None,
+def unmatched_targets(res: Mapping[str, Any], model_type: str, fix: str, depth: int | None = None,
                       severity: str = "fail", setting_source: str = "default") -> Finding | None:
     """A named target that matches no module while others do: the run adapts less than it asks for. A FAIL unless
     the profile's ``lora_unmatched_targets`` is ``warn`` (``setting_source`` says where that came from)."""
@@ -215,16 +218,16 @@ class TargetsCase:
     the fix every rule of lora.targets shares."""
 
     facts: LoraModelModulesFact
-    profile: Any
+    profile: Profile
     targets: list[str]
     rank: int
-    res: dict
+    res: Mapping[str, Any]
     peft: PeftTargets
     model_type: str
     fix: str
 
     @classmethod
-    def of(cls, facts: LoraModelModulesFact, profile: Any) -> TargetsCase:
+    def of(cls, facts: LoraModelModulesFact, profile: Profile) -> TargetsCase:
         rank = profile.lora_rank or DEFAULT_RANK
         targets_ = list(profile.lora_targets)
         res = resolve(targets_, facts, rank)
@@ -249,7 +252,8 @@ class TargetsCase:
 
     @property
     def trust(self) -> bool | None:
-        return self.profile.trust_remote_code
+        trust: bool | None = self.profile.trust_remote_code
+        return trust
 
     def evidence(self) -> dict[str, Any]:
         res, facts, profile = self.res, self.facts, self.profile

@@ -9,6 +9,7 @@ from __future__ import annotations
 import shlex
 from collections.abc import Mapping
 
+from dsv3_preflight.net.facts import NcclConfFile
 from dsv3_preflight.net.ifselect import nccl_settings
 from dsv3_preflight.result import Actor, Finding, failure, warning
 
@@ -33,13 +34,13 @@ def relevant(name: str) -> bool:
     return (name in EXACT or name.startswith(PREFIXES)) and name not in IGNORED
 
 
-def with_nccl_conf(env: Mapping[str, str], files: list | None) -> tuple[dict[str, str], dict[str, str]]:
+def with_nccl_conf(env: Mapping[str, str], files: list[NcclConfFile] | None) -> tuple[dict[str, str], dict[str, str]]:
     """The node's variables as its processes and NCCL see them, and {name: file} for those NCCL reads from a settings
     file: the environment wins, then the first file in NCCL's order (the ``nccl_conf`` fact)."""
     names = {name for conf in files or [] for name in conf.get("values") or {}}
     settings = nccl_settings(env, files or [], names)   # net.nic_route's precedence, for every name a file sets
     sources = {name: source for name, (_value, source) in settings.items() if source}
-    return {**env, **{name: settings[name][0] for name in sources}}, sources
+    return {**env, **{name: value for name, (value, source) in settings.items() if source and value is not None}}, sources
 
 
 def rule_must_agree(name: str, values: Mapping[str, str], ref: str,
@@ -70,7 +71,7 @@ def rule_per_node(name: str, values: Mapping[str, str]) -> Finding:
                    actor=Actor.JOB)
 
 
-def compare(env: Mapping[str, Mapping[str, str]], nodes: list[str], nccl_conf: Mapping[str, list] | None
+def compare(env: Mapping[str, Mapping[str, str]], nodes: list[str], nccl_conf: Mapping[str, list[NcclConfFile]] | None
             ) -> tuple[list[str], dict[str, dict[str, str]], dict[str, dict[str, str]], dict[str, dict[str, str]]]:
     """The launch variables of every node side by side, as the libraries see them (NCCL_* from nccl.conf where the
     environment leaves them unset): the names compared, those that differ where they must agree, those that may

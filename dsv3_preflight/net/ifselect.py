@@ -152,7 +152,7 @@ def skips_not_running(nccl_version: str | None) -> bool:
     """Whether this NCCL skips interfaces without IFF_RUNNING (2.28.3 and later; an unknown version is judged as
     :data:`ASSUMED_NCCL_VERSION`)."""
     parsed = nccl_version_tuple(nccl_version) or nccl_version_tuple(ASSUMED_NCCL_VERSION)
-    return parsed >= SKIPS_NOT_RUNNING_SINCE
+    return parsed is not None and parsed >= SKIPS_NOT_RUNNING_SINCE
 
 
 def is_running(iface: Mapping[str, Any]) -> bool:
@@ -224,7 +224,7 @@ def nccl_select(value: str | None, interfaces: Sequence[Mapping[str, Any]], sock
                 "invalid": invalid_entries(value), "note": note, "not_running": not_running, **about}
     if value is not None:
         note = f"NCCL ignores NCCL_SOCKET_IFNAME={value!r} (one character or less) and picks automatically"
-    selected: list[str] = []
+    selected = []
     spec = None
     for step in NCCL_DEFAULT_STEPS if skip else NCCL_DEFAULT_STEPS_BEFORE_RUNNING:
         selected = find_interfaces(step, interfaces, family, running_only=skip)

@@ -19,6 +19,7 @@ from dsv3_preflight.net.master import (
     training_addresses,
     unresolvable_fix,
 )
+from dsv3_preflight.profile import Profile
 from dsv3_preflight.result import Actor, Finding, failure, warning
 
 TIMEOUT_UNITS = {"_MS": 0.001, "_SEC": 1.0, "_SECS": 1.0, "_S": 1.0, "_SECONDS": 1.0}
@@ -64,12 +65,12 @@ def _suggested(name: str) -> str:
     return f"{SUGGESTED_TIMEOUT_S:.0f}"
 
 
-def is_head(profile) -> bool:
+def is_head(profile: Profile) -> bool:
     """node_rank 0 set explicitly: this node is the head."""
-    return profile.node_rank == 0 and profile.sources.get("node_rank", "default") != "default"
+    return bool(profile.node_rank == 0) and profile.sources.get("node_rank", "default") != "default"
 
 
-def cuda_device_order(env: Env, profile) -> Finding | None:
+def cuda_device_order(env: Env, profile: Profile) -> Finding | None:
     order = env.get("CUDA_DEVICE_ORDER")
     if not profile.expects_gpus or order == "PCI_BUS_ID":
         return None
@@ -78,7 +79,7 @@ def cuda_device_order(env: Env, profile) -> Finding | None:
                    "export CUDA_DEVICE_ORDER=PCI_BUS_ID", actor=Actor.JOB, cause="env.cuda_device_order")
 
 
-def world_size(profile) -> Finding | None:
+def world_size(profile: Profile) -> Finding | None:
     expected = profile.nnodes * profile.nproc_per_node
     if profile.world_size is None or profile.world_size == expected:
         return None
@@ -87,7 +88,7 @@ def world_size(profile) -> Finding | None:
                    f"export WORLD_SIZE={expected}", actor=Actor.JOB, cause="env.world_size")
 
 
-def master_resolves(profile, resolve_master: ResolveMasterFact) -> Finding | None:
+def master_resolves(profile: Profile, resolve_master: ResolveMasterFact) -> Finding | None:
     if resolve_master.get("ok"):
         return None
     name = profile.master_addr
@@ -95,7 +96,7 @@ def master_resolves(profile, resolve_master: ResolveMasterFact) -> Finding | Non
                    actor=Actor.JOB, cause=causes.MASTER_UNRESOLVABLE)
 
 
-def master_not_loopback(profile, resolve_master: ResolveMasterFact, nic_route: NicRouteFact | None = None) -> Finding | None:
+def master_not_loopback(profile: Profile, resolve_master: ResolveMasterFact, nic_route: NicRouteFact | None = None) -> Finding | None:
     addr = profile.master_addr
     addresses = list(resolve_master.get("addresses") or [])
     if not profile.multi_node or not resolves_to_loopback(addr, addresses):
@@ -108,14 +109,14 @@ def master_not_loopback(profile, resolve_master: ResolveMasterFact, nic_route: N
                    actor=Actor.JOB, cause=causes.MASTER_LOOPBACK)
 
 
-def master_port_unprivileged(profile) -> Finding | None:
+def master_port_unprivileged(profile: Profile) -> Finding | None:
     if profile.master_port >= 1024:
         return None
     return warning(f"MASTER_PORT={profile.master_port} is a privileged port; the rendezvous needs root to bind it",
                    "export MASTER_PORT=39500", actor=Actor.JOB, cause=causes.PORT_PRIVILEGED)
 
 
-def omp_threads(env: Env, profile) -> Finding | None:
+def omp_threads(env: Env, profile: Profile) -> Finding | None:
     omp = env.get("OMP_NUM_THREADS")
     if omp is None:
         if not profile.expects_gpus:
@@ -191,7 +192,7 @@ def _timeout_var(name: str, value: str) -> Finding | None:
     return None
 
 
-def variables_seen(env: Env, profile, resolve_master: ResolveMasterFact) -> dict[str, Any]:
+def variables_seen(env: Env, profile: Profile, resolve_master: ResolveMasterFact) -> dict[str, Any]:
     """The variables this check looked at, as evidence."""
     seen: dict[str, Any] = {}
     if profile.expects_gpus:

@@ -12,6 +12,7 @@ from dsv3_preflight.host.processes import describe, find_holder_fix, is_prefligh
 from dsv3_preflight.net import causes
 from dsv3_preflight.net.facts import BindAttempt, NicRouteFact, PortBindFact
 from dsv3_preflight.net.master import HEAD_ADDR, this_node_fix, training_addresses
+from dsv3_preflight.profile import Profile
 from dsv3_preflight.result import Actor, Finding, failure
 
 Fact = Mapping[str, Any]
@@ -31,7 +32,7 @@ def held_only_by_our_listener(port_bind: PortBindFact, port_holders: PortHolders
     return bool(on_port) and all(is_preflight_listener(h.get("process")) for h in on_port)
 
 
-def rank0_holds_master_addr(port_bind: PortBindFact, profile, nic_route: NicRouteFact | None = None) -> Finding | None:
+def rank0_holds_master_addr(port_bind: PortBindFact, profile: Profile, nic_route: NicRouteFact | None = None) -> Finding | None:
     if not port_bind.get("rank0_without_master_addr"):
         return None
     candidates = training_addresses((nic_route or {}).get("interfaces"))
@@ -60,12 +61,13 @@ def port_binds(port_bind: PortBindFact, port_holders: PortHoldersFact) -> Findin
         fixes = [kill_fix(p) for p in procs if p] or [find_holder_fix(port)]
         return failure(f"port {port} cannot be bound on {first['address']} ({first['error']}): held by {describe(procs[0])}",
                        "\n".join(dict.fromkeys(fixes)), actor=Actor.NODE, cause=causes.PORT_HELD)
-    if first.get("errno_name") == "EADDRINUSE" and ephemeral_unreserved(port_bind):
-        lo, hi = port_bind["ephemeral_range"]
+    span = port_bind.get("ephemeral_range")
+    if first.get("errno_name") == "EADDRINUSE" and ephemeral_unreserved(port_bind) and span:
+        lo, hi = span
         return failure(f"port {port} cannot be bound on {first['address']} ({first['error']}) and no process listens "
                        f"on it: it lies in the kernel's ephemeral range {lo}-{hi}, so an outgoing connection of any "
                        "program can take it (and keep it for up to 60 s after closing)",
-                       reserve_port_fix(port_bind), actor=Actor.NODE, cause=causes.PORT_HELD)
+                       reserve_port_fix(port_bind, lo), actor=Actor.NODE, cause=causes.PORT_HELD)
     return failure(f"port {port} cannot be bound on {first['address']}: {first['error']}", find_holder_fix(port),
                    actor=Actor.NODE, cause=causes.PORT_HELD)
 
@@ -75,9 +77,9 @@ def ephemeral_unreserved(port_bind: PortBindFact) -> bool:
     return bool(port_bind.get("in_ephemeral_range")) and port_bind.get("reserved") is False
 
 
-def reserve_port_fix(port_bind: PortBindFact) -> str:
+def reserve_port_fix(port_bind: PortBindFact, lo: int) -> str:
     """Reserve MASTER_PORT (keeping the ports already reserved), now and for every boot; or move the job off the range."""
-    port, lo = int(port_bind["port"]), port_bind["ephemeral_range"][0]
+    port = int(port_bind["port"])
     reserved = ",".join(p for p in [str(port_bind.get("reserved_ports") or "").strip(), str(port)] if p)
     return (f"ss -tanp 'sport = :{port}'   # as root: every socket on port {port}; TIME-WAIT ones have no process\n"
             f"# keep the kernel from handing port {port} to outgoing connections (as root, on every node):\n"
@@ -90,7 +92,8 @@ def reserve_port_fix(port_bind: PortBindFact) -> str:
 def ok_summary(port_bind: PortBindFact, port_holders: PortHoldersFact) -> str:
     port = port_bind["port"]
     if held_only_by_our_listener(port_bind, port_holders):
-        pids = ", ".join(str(h["process"]["pid"]) for h in holders_on_port(port_bind, port_holders))
+        pids = ", ".join(str(proc["pid"]) for h in holders_on_port(port_bind, port_holders)
+                         if (proc := h["process"]) is not None)
         return (f"port {port} is held only by the dsv3-preflight listener (pid {pids}) serving the workers' reach test; "
                 "it exits at its deadline")
     attempts = port_bind.get("attempts", [])

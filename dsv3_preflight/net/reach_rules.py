@@ -9,7 +9,7 @@ import ipaddress
 from collections.abc import Callable
 
 from dsv3_preflight.net import causes
-from dsv3_preflight.net.facts import PortReachFact
+from dsv3_preflight.net.facts import HostsEntry, PortReachFact
 from dsv3_preflight.net.master import HEAD_ADDR, unresolvable_fix
 from dsv3_preflight.result import Actor, Finding, failure, warning
 
@@ -37,7 +37,7 @@ def by_name(f: Fact) -> bool:
         return True
 
 
-def hosts_lines(f: Fact) -> list[dict]:
+def hosts_lines(f: Fact) -> list[HostsEntry]:
     """This node's /etc/hosts lines that map MASTER_ADDR to the address it connected to."""
     return [e for e in f.get("hosts_entries") or [] if e.get("address") == f.get("address")]
 

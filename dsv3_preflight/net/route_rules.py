@@ -7,7 +7,7 @@ compare with the route's interface), and the accumulator keeps each problem with
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeGuard
 
 from dsv3_preflight.net import causes
 from dsv3_preflight.net.facts import NicRouteFact
@@ -20,6 +20,7 @@ from dsv3_preflight.net.ifselect import (
     recommended_nccl_value,
 )
 from dsv3_preflight.net.master import loopback_fix, training_addresses, unresolvable_fix
+from dsv3_preflight.profile import Profile
 from dsv3_preflight.result import Actor, Finding, failure, warning
 
 DOWN_STATES = frozenset({"down", "lowerlayerdown", "notpresent"})
@@ -64,7 +65,7 @@ def export_fix(f: Fact) -> str:
     return f"export NCCL_SOCKET_IFNAME={value}\nexport GLOO_SOCKET_IFNAME={ifname}"
 
 
-def loopback_master(f: Fact, profile) -> bool:
+def loopback_master(f: Fact, profile: Profile) -> bool:
     """Multi-node and MASTER_ADDR reached through loopback: comparing NCCL/Gloo with ``lo`` means nothing
     (the fix is a new MASTER_ADDR, and pinning lo would be wrong advice)."""
     return profile.nnodes > 1 and bool(f.get("loopback"))
@@ -80,7 +81,7 @@ def _nccl_named(nccl: Mapping[str, Any]) -> str:
     return f"NCCL {nccl['nccl_version']}" + (" (assumed: this node's is unknown)" if nccl["version_assumed"] else "")
 
 
-def _nccl_judged_against_route(f: Fact, profile) -> dict[str, Any] | None:
+def _nccl_judged_against_route(f: Fact, profile: Profile) -> dict[str, Any] | None:
     """NCCL's selection when it is set, valid, non-empty, and the job spans nodes (else None)."""
     if _env(f).get("NCCL_SOCKET_IFNAME") is None or profile.nnodes <= 1 or loopback_master(f, profile):
         return None
@@ -97,7 +98,7 @@ def _gloo_failure(message: str, f: Fact) -> Finding:
     return failure(message, export_fix(f), actor=Actor.JOB, cause=causes.GLOO_IFNAME)
 
 
-def master_resolves(f: Fact, profile=None) -> Finding | None:
+def master_resolves(f: Fact, profile: Profile | None = None) -> Finding | None:
     if f.get("resolved"):
         return None
     name = f.get("master_addr")
@@ -105,7 +106,7 @@ def master_resolves(f: Fact, profile=None) -> Finding | None:
                    actor=Actor.JOB, cause=causes.MASTER_UNRESOLVABLE)
 
 
-def kernel_has_route(f: Fact, profile=None) -> Finding | None:
+def kernel_has_route(f: Fact, profile: Profile | None = None) -> Finding | None:
     if not f.get("route_error"):
         return None
     target = f.get("target")
@@ -114,7 +115,7 @@ def kernel_has_route(f: Fact, profile=None) -> Finding | None:
                    actor=Actor.NODE, cause=causes.NO_ROUTE_TO_MASTER)
 
 
-def route_names_interface(f: Fact, profile=None) -> Finding | None:
+def route_names_interface(f: Fact, profile: Profile | None = None) -> Finding | None:
     if f.get("ifname"):
         return None
     return failure(f"the kernel's route to {f.get('target')} names no interface",
@@ -125,7 +126,7 @@ def route_names_interface(f: Fact, profile=None) -> Finding | None:
 GATES = (master_resolves, kernel_has_route, route_names_interface)
 
 
-def interface_up(f: Fact, profile=None) -> Finding | None:
+def interface_up(f: Fact, profile: Profile | None = None) -> Finding | None:
     if f.get("up") is not False and (f.get("operstate") or "").lower() not in DOWN_STATES:
         return None
     ifname = f["ifname"]
@@ -134,7 +135,7 @@ def interface_up(f: Fact, profile=None) -> Finding | None:
                    actor=Actor.NODE, cause=causes.NIC_DOWN)
 
 
-def not_loopback_on_multi_node(f: Fact, profile) -> Finding | None:
+def not_loopback_on_multi_node(f: Fact, profile: Profile) -> Finding | None:
     if not loopback_master(f, profile):
         return None
     name = str(f.get("master_addr"))
@@ -145,7 +146,7 @@ def not_loopback_on_multi_node(f: Fact, profile) -> Finding | None:
                    fix, actor=Actor.JOB, cause=causes.MASTER_LOOPBACK)
 
 
-def family_has_address(f: Fact, profile=None) -> Finding | None:
+def family_has_address(f: Fact, profile: Profile | None = None) -> Finding | None:
     if _env(f).get("NCCL_SOCKET_FAMILY") != "AF_INET" or f.get("ipv4"):
         return None
     ifname = f["ifname"]
@@ -154,13 +155,13 @@ def family_has_address(f: Fact, profile=None) -> Finding | None:
                    actor=Actor.JOB, cause=causes.SOCKET_FAMILY)
 
 
-def nccl_value_honoured(f: Fact, profile=None) -> Finding | None:
+def nccl_value_honoured(f: Fact, profile: Profile | None = None) -> Finding | None:
     note = _nccl(f).get("note")
     return warning(note + _from_file(f, "NCCL_SOCKET_IFNAME"), export_fix(f), actor=Actor.JOB,
                    cause=causes.NCCL_IFNAME) if note else None
 
 
-def nccl_comm_id_unset(f: Fact, profile=None) -> Finding | None:
+def nccl_comm_id_unset(f: Fact, profile: Profile | None = None) -> Finding | None:
     """NCCL_COMM_ID set: NCCL takes its bootstrap address from it instead of the unique id torch sends every rank
     through the rendezvous store, every communicator's rank 0 listens there, and the bootstrap interface is the
     one in its subnet, whatever NCCL_SOCKET_IFNAME says (bootstrap.cc bootstrapNetInit; init.cc)."""
@@ -179,7 +180,7 @@ def nccl_comm_id_unset(f: Fact, profile=None) -> Finding | None:
                    "NCCL_SOCKET_IFNAME's; a torchrun job needs none", fix, actor=actor, cause=causes.NCCL_COMM_ID)
 
 
-def nccl_entries_valid(f: Fact, profile=None) -> Finding | None:
+def nccl_entries_valid(f: Fact, profile: Profile | None = None) -> Finding | None:
     value = _env(f).get("NCCL_SOCKET_IFNAME")
     invalid = _nccl(f)["invalid"] if value is not None else []
     if not invalid:
@@ -187,7 +188,7 @@ def nccl_entries_valid(f: Fact, profile=None) -> Finding | None:
     return _nccl_failure(f"NCCL_SOCKET_IFNAME={value!r} has entries that cannot be interface names: {invalid}", f)
 
 
-def nccl_selects_something(f: Fact, profile=None) -> Finding | None:
+def nccl_selects_something(f: Fact, profile: Profile | None = None) -> Finding | None:
     value = _env(f).get("NCCL_SOCKET_IFNAME")
     nccl = _nccl(f)
     if value is None or nccl["invalid"] or nccl["selected"]:
@@ -201,7 +202,7 @@ def nccl_selects_something(f: Fact, profile=None) -> Finding | None:
     return _nccl_failure(f"NCCL_SOCKET_IFNAME={value!r} selects no interface here (NCCL fails at init){reaches}", f)
 
 
-def nccl_includes_route_interface(f: Fact, profile) -> Finding | None:
+def nccl_includes_route_interface(f: Fact, profile: Profile) -> Finding | None:
     nccl = _nccl_judged_against_route(f, profile)
     if nccl is None or f["ifname"] in nccl["selected"]:
         return None
@@ -209,7 +210,7 @@ def nccl_includes_route_interface(f: Fact, profile) -> Finding | None:
                            f"not {f['ifname']} which reaches MASTER_ADDR {f.get('master_addr')}", f)
 
 
-def nccl_bootstraps_on_route_interface(f: Fact, profile) -> Finding | None:
+def nccl_bootstraps_on_route_interface(f: Fact, profile: Profile) -> Finding | None:
     nccl = _nccl_judged_against_route(f, profile)
     ifname = f["ifname"]
     if nccl is None or ifname not in nccl["selected"] or nccl["bootstrap"] == ifname:
@@ -219,7 +220,7 @@ def nccl_bootstraps_on_route_interface(f: Fact, profile) -> Finding | None:
                            f"{f.get('master_addr')}", f)
 
 
-def nccl_selects_only_route_interface(f: Fact, profile) -> Finding | None:
+def nccl_selects_only_route_interface(f: Fact, profile: Profile) -> Finding | None:
     nccl = _nccl_judged_against_route(f, profile)
     ifname = f["ifname"]
     if nccl is None or nccl["bootstrap"] != ifname or len(nccl["selected"]) <= 1:
@@ -236,14 +237,14 @@ def _gloo(f: Fact) -> dict[str, Any] | None:
     return gloo if gloo["honoured"] else None
 
 
-def gloo_value_honoured(f: Fact, profile=None) -> Finding | None:
+def gloo_value_honoured(f: Fact, profile: Profile | None = None) -> Finding | None:
     note = gloo_select(_env(f).get("GLOO_SOCKET_IFNAME"), []).get("note")
     if not note:
         return None
     return warning(f"{note}: {_gloo_binds(f)}", export_fix(f), actor=Actor.JOB, cause=causes.GLOO_IFNAME)
 
 
-def gloo_names_valid(f: Fact, profile=None) -> Finding | None:
+def gloo_names_valid(f: Fact, profile: Profile | None = None) -> Finding | None:
     gloo = _gloo(f)
     if not gloo or not (gloo["invalid"] or gloo["empty"]):
         return None
@@ -254,11 +255,13 @@ def gloo_names_valid(f: Fact, profile=None) -> Finding | None:
     return _gloo_failure(f"GLOO_SOCKET_IFNAME={value!r} has names that cannot be interfaces: {gloo['invalid']}", f)
 
 
-def _gloo_names_ok(gloo: Mapping[str, Any] | None) -> bool:
-    return bool(gloo) and not gloo["invalid"] and not gloo["empty"]
+def _gloo_names_ok(gloo: dict[str, Any] | None) -> TypeGuard[dict[str, Any]]:
+    if not gloo:
+        return False
+    return not gloo["invalid"] and not gloo["empty"]
 
 
-def gloo_names_exist(f: Fact, profile=None) -> Finding | None:
+def gloo_names_exist(f: Fact, profile: Profile | None = None) -> Finding | None:
     gloo = _gloo(f)
     if not _gloo_names_ok(gloo) or not gloo["missing"]:
         return None
@@ -266,7 +269,7 @@ def gloo_names_exist(f: Fact, profile=None) -> Finding | None:
                            "which does not exist here (Gloo needs exact names, no prefixes)", f)
 
 
-def gloo_names_have_address(f: Fact, profile=None) -> Finding | None:
+def gloo_names_have_address(f: Fact, profile: Profile | None = None) -> Finding | None:
     gloo = _gloo(f)
     if not _gloo_names_ok(gloo) or gloo["missing"] or not gloo["no_address"]:
         return None
@@ -274,7 +277,7 @@ def gloo_names_have_address(f: Fact, profile=None) -> Finding | None:
                            "has no address", f)
 
 
-def gloo_uses_only_route_interface(f: Fact, profile) -> Finding | None:
+def gloo_uses_only_route_interface(f: Fact, profile: Profile) -> Finding | None:
     gloo = _gloo(f)
     if (not _gloo_names_ok(gloo) or gloo["missing"] or gloo["no_address"] or profile.nnodes <= 1
             or loopback_master(f, profile) or all(n == f["ifname"] for n in gloo["selected"])):
@@ -283,7 +286,7 @@ def gloo_uses_only_route_interface(f: Fact, profile) -> Finding | None:
                            f"not only {f['ifname']} which reaches MASTER_ADDR {f.get('master_addr')}", f)
 
 
-def _pins_matter(f: Fact, profile) -> bool:
+def _pins_matter(f: Fact, profile: Profile) -> bool:
     return profile.nnodes > 1 and not loopback_master(f, profile)
 
 
@@ -316,7 +319,7 @@ def _gloo_pinned(f: Fact) -> bool:
     return _gloo(f) is not None
 
 
-def gloo_backend_has_a_reachable_address(f: Fact, profile) -> Finding | None:
+def gloo_backend_has_a_reachable_address(f: Fact, profile: Profile) -> Finding | None:
     """With the gloo backend and GLOO_SOCKET_IFNAME unset (or ignored), a loopback address first among the host
     name's addresses (or none of this node's) makes Gloo bind loopback: the other nodes cannot reach it."""
     if profile.backend != "gloo" or _gloo_pinned(f) or not _pins_matter(f, profile) or not gloo_bound_address(f)["loopback"]:
@@ -331,7 +334,7 @@ def gloo_backend_has_a_reachable_address(f: Fact, profile) -> Finding | None:
                    cause=causes.SOCKET_IFNAME_UNSET)
 
 
-def ifnames_pinned(f: Fact, profile) -> Finding | None:
+def ifnames_pinned(f: Fact, profile: Profile) -> Finding | None:
     env = _env(f)
     # with the gloo backend, Gloo on loopback is a failure of its own (gloo_backend_has_a_reachable_address)
     gloo_fails = profile.backend == "gloo" and gloo_bound_address(f)["loopback"]
@@ -387,7 +390,7 @@ def evidence_of(f: Fact) -> dict[str, Any]:
     return evidence
 
 
-def ok_summary(f: Fact, profile) -> str:
+def ok_summary(f: Fact, profile: Profile) -> str:
     summary = (f"MASTER_ADDR {f.get('master_addr')} via {f.get('ifname')} (src {f.get('src')}"
                + (f", gateway {f['gateway']}" if f.get("gateway") else "")
                + f", MTU {f.get('mtu')}, {f.get('operstate')})")
