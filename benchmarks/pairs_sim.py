@@ -13,13 +13,15 @@ import copy
 import json
 import random
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from dsv3_preflight.cluster.dispatch import NodeReport
+from dsv3_preflight.cluster.node_side import NodeAnswer
 from dsv3_preflight.cluster.nodes import NodeInfo
-from dsv3_preflight.cluster.pairs import PAIR_ENV, PAIRS_FACT
+from dsv3_preflight.cluster.pairs import PAIRS_FACT
+from dsv3_preflight.wave import Wave
 
 RECORDED = Path(__file__).resolve().parent.parent / "tests" / "data" / "collective" / "pairs_6nodes_healthy.json"
 #: "link": a bad link between two nodes the fast schedule's round 1 pairs (the link a node's traffic takes to that
@@ -115,26 +117,27 @@ class SimCluster:
 
     def dispatch(self, members: Sequence[NodeInfo], payload_for: Callable[[NodeInfo], dict[str, Any]],
                  deadline: float, *, task_label: str = "", **_: Any) -> dict[str, NodeReport]:
-        """What ``run_pinned`` returns for a round, each node's fact built from its ``$DSV3_PREFLIGHT_PAIR``."""
+        """What ``run_pinned`` returns for a round, each node's fact built from its part of the pair (its wave)."""
         self.rounds += 1
         by_pair: dict[tuple[str, str], tuple[float, float]] = {}
         reports = {}
         for node in members:
-            params = json.loads(payload_for(node)["env"][PAIR_ENV])
+            part = payload_for(node)["wave"].pair
+            params = {**asdict(part), "pair": list(part.pair)}
             key = tuple(params["pair"])
             if key not in by_pair:
                 by_pair[key] = self.measure(*key)
                 self.pairs_run += 1
             fact = {"requested": True, "pairs": [self._side(params, *by_pair[key])], "planned": params["planned"],
                     "nodes": params["nodes"], "rounds": params["rounds"], "sample": params["sample"]}
-            reports[node.node_id] = NodeReport(node, value={"entry": {"facts": {PAIRS_FACT: fact}, "fact_errors": {}}},
-                                               elapsed_s=ROUND_S)
+            answer = NodeAnswer(node_name=node.name, entry={"facts": {PAIRS_FACT: fact}, "fact_errors": {}})
+            reports[node.node_id] = NodeReport(node, value=answer, elapsed_s=ROUND_S)
         return reports
 
 
-def payload(node: NodeInfo, checks: Sequence[str], env: Mapping[str, str]) -> dict[str, Any]:
-    """The driver's task payload, as the simulated dispatch reads it."""
-    return {"checks": list(checks), "env": dict(env)}
+def payload(node: NodeInfo, checks: Sequence[str], wave: Wave) -> dict[str, Any]:
+    """The driver's node task, as the simulated dispatch reads it."""
+    return {"checks": list(checks), "wave": wave}
 
 
 class Quiet:

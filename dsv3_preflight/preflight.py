@@ -1,7 +1,7 @@
 """The typed run API: ``run_preflight(RunOptions(...)) -> document``.
 
-The CLI (`run`, `launch`), the pytest plugin and the node side of cluster mode all run the suite
-through this one function; nothing below the commands sees an argparse namespace::
+The CLI (`run`, `launch`, `run --all-nodes`) and the pytest plugin run the suite through this one function (a
+cluster node's task runs ``runner.run_this_node`` directly); nothing below the commands sees an argparse namespace::
 
     from dsv3_preflight.preflight import RunOptions, run_preflight
 

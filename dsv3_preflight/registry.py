@@ -21,9 +21,10 @@ from typing import Any
 
 SCOPES = ("node", "cluster")
 ENTRY_POINT_GROUP = "dsv3_preflight.checks"
-#: facts the engine provides itself, not a probe: the resolved profile; in cluster scope the node ranks and
-#: the node states (what the runner saw of each node: {"state": "alive" | "dead", ...}).
-ENGINE_FACTS = {"profile": "node and cluster", "node_ranks": "cluster", "node_states": "cluster"}
+#: facts the engine provides itself, not a probe: the resolved profile; on a node the wave (cluster mode's
+#: parameters for this node's probes, ``dsv3_preflight.wave``); in cluster scope the node ranks and the node
+#: states (what the runner saw of each node: {"state": "alive" | "dead", ...}).
+ENGINE_FACTS = {"profile": "node and cluster", "wave": "node", "node_ranks": "cluster", "node_states": "cluster"}
 CLUSTER_ONLY_FACTS = ("node_ranks", "node_states")
 #: profile fields that are TCP ports a probe may claim
 PORT_FIELDS = ("master_port",)

@@ -13,6 +13,7 @@ from .facts import FactStore
 from .profile import Profile
 from .registry import CheckSpec, Registry
 from .result import Result
+from .wave import NO_WAVE, Wave
 
 NODE_NAME_ENV = "DSV3_PREFLIGHT_NODE_NAME"
 
@@ -48,18 +49,20 @@ def run_this_node(
     timeout: float | None = None,
     on_result: OnResult | None = None,
     cluster_checks_here: bool | None = None,
+    wave: Wave = NO_WAVE,
 ) -> NodeOutcome:
     """Gather this node's facts and judge the selected checks on them.
 
     Cluster-scope checks run here only when this node is the whole cluster (nnodes == 1), unless
-    ``cluster_checks_here`` says otherwise (cluster mode judges them once on all nodes' facts).
+    ``cluster_checks_here`` says otherwise (cluster mode judges them once on all nodes' facts). ``wave``: cluster
+    mode's parameters for this node's probes (the engine fact ``wave``).
     """
     selected = list(selected)
     deadline = time.monotonic() + timeout if timeout else None
     node = node or (facts_doc or {}).get("node") or this_node_name()
     store = FactStore(
         registry,
-        {"profile": profile},
+        {"profile": profile, "wave": wave},
         recorded=(facts_doc or {}).get("facts") if facts_doc else None,
         recorded_errors=(facts_doc or {}).get("fact_errors") if facts_doc else None,
         replay_source=replay_source,

@@ -212,116 +212,159 @@ def cluster_changed_line(judged: Mapping[str, int], now: Mapping[str, int]) -> s
 def launch_all_nodes(doc: Mapping[str, Any], *, training: Sequence[str], reports_dir: str, stop_grace: float,
                      profile: Any, torchrun: Sequence[str] | None, launch_log: Path | None, log_text: str) -> int:
     """Start torchrun on every node the preflight judged; stream; stop all when one fails. Returns the exit code."""
-    import ray
-    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-
     from dsv3_preflight.cluster import alive_nodes, assign_node_ranks, unique_names
-    from dsv3_preflight.launch.command import derive_env
-    from dsv3_preflight.launch.gate import write_launch_log
 
     nodes = _nodes_from_doc(doc)
-    nodes_by_rank = {n["node_rank"]: n for n in nodes}
     now = {n.node_id: n.node_rank for n in assign_node_ranks(unique_names(alive_nodes()), profile.master_addr)}
     judged = {n["node_id"]: n["node_rank"] for n in nodes}
     if now != judged:
         print(cluster_changed_line(judged, now), file=sys.stderr, flush=True)
         return 1
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    log_dir = Path(os.path.abspath(reports_dir))
-    actor_cls = ray.remote(NodeTorchrun)
-    actors: dict[int, Any] = {}
-    labels: dict[int, str] = {}
-    for node in nodes:
-        rank = node["node_rank"]
-        labels[rank] = f"[node {rank} {node['name']}]"
-        actors[rank] = actor_cls.options(
-            scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=node["node_id"], soft=False),
-            num_cpus=0, num_gpus=0, max_restarts=0,
-        ).remote()
-    failed: tuple[int, str] | None = None
-    cursors = dict.fromkeys(actors, 0)
-    seen = {rank: collections.deque(maxlen=DOCTOR_TAIL_LINES) for rank in actors}   # for the doctor
+    run = _Launch(nodes, Path(os.path.abspath(reports_dir)), launch_log)
     previous_term = _sigterm_interrupts()
     try:
-        starts = {}
+        run.start(profile, training, torchrun, log_text)
+        run.stream()
+    except KeyboardInterrupt:
+        run.failed = run.failed or (-1, "interrupted")
+    finally:
+        run.stop(stop_grace)
+        if previous_term is not None:
+            signal.signal(signal.SIGTERM, previous_term)
+    return run.close()
+
+
+class _Launch:
+    """torchrun on every node of one ``launch --all-nodes``: one actor per node, pinned; what each printed; which
+    node failed first."""
+
+    def __init__(self, nodes: Sequence[Mapping[str, Any]], log_dir: Path, launch_log: Path | None) -> None:
+        import ray
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        self.nodes = list(nodes)
+        self.by_rank = {n["node_rank"]: n for n in nodes}
+        self.log_dir, self.launch_log = log_dir, launch_log
+        self.stamp = time.strftime("%Y%m%d-%H%M%S")
+        actor_cls = ray.remote(NodeTorchrun)
+        self.actors: dict[int, Any] = {}
+        self.labels: dict[int, str] = {}
         for node in nodes:
             rank = node["node_rank"]
+            self.labels[rank] = f"[node {rank} {node['name']}]"
+            self.actors[rank] = actor_cls.options(
+                scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=node["node_id"], soft=False),
+                num_cpus=0, num_gpus=0, max_restarts=0,
+            ).remote()
+        self.failed: tuple[int, str] | None = None
+        self.cursors = dict.fromkeys(self.actors, 0)
+        #: each node's last lines, for the doctor
+        self.seen: dict[int, collections.deque[str]] = {rank: collections.deque(maxlen=DOCTOR_TAIL_LINES)
+                                                         for rank in self.actors}
+
+    def _log(self, text: str) -> None:
+        if self.launch_log:
+            from dsv3_preflight.launch.gate import write_launch_log
+
+            write_launch_log(self.launch_log, text)
+
+    def _show(self, rank: int, lines: Sequence[str]) -> None:
+        self.cursors[rank] += len(lines)
+        self.seen[rank].extend(lines)
+        for line in lines:
+            print(f"{self.labels[rank]} {line}", flush=True)
+
+    def start(self, profile: Any, training: Sequence[str], torchrun: Sequence[str] | None, log_text: str) -> None:
+        """torchrun on every node, each with its node's derived environment; a node that cannot start failed."""
+        import ray
+
+        from dsv3_preflight.launch.command import derive_env
+
+        starts = {}
+        for node in self.nodes:
+            rank = node["node_rank"]
             derived, notes = derive_env(profile, node["facts"])
-            path = log_dir / f"launch-{stamp}-node{rank}-{node['name']}.log"
+            path = self.log_dir / f"launch-{self.stamp}-node{rank}-{node['name']}.log"
             header = f"{log_text}# node {rank} {node['name']} ({node['ip']}): torchrun output follows\n"
-            starts[rank] = actors[rank].start.remote(profile.to_dict(), list(training), derived, notes, torchrun,
-                                                     rank, str(path), header, os.getcwd())
+            starts[rank] = self.actors[rank].start.remote(profile.to_dict(), list(training), derived, notes, torchrun,
+                                                          rank, str(path), header, os.getcwd())
         for rank, ref in starts.items():
             try:
                 info = ray.get(ref, timeout=RAY_CALL_TIMEOUT_S)
             except Exception as exc:  # noqa: BLE001 - this node could not start: it failed first
-                failed = failed or (rank, f"could not start torchrun: {_why(exc)}")
+                self.failed = self.failed or (rank, f"could not start torchrun: {_why(exc)}")
                 continue
             for warning in info["warnings"]:
-                print(f"warning: {labels[rank]} {warning}", file=sys.stderr)
-            print(f"{labels[rank]} torchrun pid {info['pid']} on {info['host']}; log {info['log']}", file=sys.stderr, flush=True)
-            if launch_log:
-                write_launch_log(launch_log, f"# {labels[rank]} pid {info['pid']} on {info['host']}, log {info['log']}\n")
+                print(f"warning: {self.labels[rank]} {warning}", file=sys.stderr)
+            label = self.labels[rank]
+            print(f"{label} torchrun pid {info['pid']} on {info['host']}; log {info['log']}", file=sys.stderr, flush=True)
+            self._log(f"# {label} pid {info['pid']} on {info['host']}, log {info['log']}\n")
+
+    def stream(self) -> None:
+        """Print every node's lines as they come, until all finished or one failed (lost, or a non-zero exit)."""
         codes: dict[int, int] = {}
-        while failed is None and len(codes) < len(actors):
-            for rank, actor in actors.items():
-                if rank in codes:
-                    continue
-                try:
-                    lines, code = ray.get(actor.poll.remote(cursors[rank]), timeout=RAY_CALL_TIMEOUT_S)
-                except Exception as exc:  # noqa: BLE001 - the node or its actor is gone
-                    failed = (rank, f"lost: {_why(exc)}")
+        while self.failed is None and len(codes) < len(self.actors):
+            for rank in self.actors:
+                if rank not in codes and not self._poll(rank, codes):
                     break
-                cursors[rank] += len(lines)
-                seen[rank].extend(lines)
-                for line in lines:
-                    print(f"{labels[rank]} {line}", flush=True)
-                if code is not None:
-                    codes[rank] = code
-                    if code != 0:
-                        failed = (rank, f"torchrun exited with {code}")
-                        break
             time.sleep(POLL_INTERVAL_S)
-    except KeyboardInterrupt:
-        failed = failed or (-1, "interrupted")
-    finally:
-        stopping = [actors[r].stop.remote(stop_grace) for r in actors]
+
+    def _poll(self, rank: int, codes: dict[int, int]) -> bool:
+        """The node's new lines and exit code; False when it failed."""
+        import ray
+
+        try:
+            lines, code = ray.get(self.actors[rank].poll.remote(self.cursors[rank]), timeout=RAY_CALL_TIMEOUT_S)
+        except Exception as exc:  # noqa: BLE001 - the node or its actor is gone
+            self.failed = (rank, f"lost: {_why(exc)}")
+            return False
+        self._show(rank, lines)
+        if code is None:
+            return True
+        codes[rank] = code
+        if code != 0:
+            self.failed = (rank, f"torchrun exited with {code}")
+            return False
+        return True
+
+    def stop(self, stop_grace: float) -> None:
+        """Stop torchrun on every node, print what they said while stopping, end the actors."""
+        import ray
+
+        stopping = [actor.stop.remote(stop_grace) for actor in self.actors.values()]
         try:
             ray.get(stopping, timeout=stop_grace + 30.0)
         except Exception:  # noqa: BLE001 - a lost node has nothing left to stop
             pass
-        for rank, actor in actors.items():  # what the nodes printed while stopping
+        for rank, actor in self.actors.items():  # what the nodes printed while stopping
             try:
-                lines, _ = ray.get(actor.poll.remote(cursors[rank]), timeout=10.0)
+                lines, _ = ray.get(actor.poll.remote(self.cursors[rank]), timeout=10.0)
             except Exception:  # noqa: BLE001 - a lost node has no more output
                 continue
-            seen[rank].extend(lines)
-            for line in lines:
-                print(f"{labels[rank]} {line}", flush=True)
-        for actor in actors.values():
+            self._show(rank, lines)
+        for actor in self.actors.values():
             ray.kill(actor)
-        if previous_term is not None:
-            signal.signal(signal.SIGTERM, previous_term)
-    if failed is None:
-        line = f"dsv3-preflight launch: all {len(actors)} node(s) finished (torchrun exit 0)"
-        code = 0
-    elif failed[0] < 0:
-        line, code = "dsv3-preflight launch: interrupted; torchrun stopped on every node", 2
-    else:
-        rank = failed[0]
-        others = [labels[r] for r in actors if r != rank]
-        line = (f"dsv3-preflight launch: {labels[rank]} failed first ({failed[1]}); stopped the others"
-                + (f": {', '.join(others)}" if others else "") + f"; exit {FAILED_NODE_BASE + rank}")
-        code = FAILED_NODE_BASE + rank
-        block = doctor_block({nodes_by_rank[r]["name"]: list(seen[r]) for r in actors}, log_dir)
-        for text in block:
-            print(text, file=sys.stderr, flush=True)
-        if launch_log and block:   # its headline lines (the doctor reads them back as the launcher's own)
-            write_launch_log(launch_log, "".join(f"# {t}\n" for t in block if t.startswith(DOCTOR_HEAD)))
-    print(line, file=sys.stderr, flush=True)
-    if launch_log:
-        write_launch_log(launch_log, f"# {line}\n")
-    return code
+
+    def close(self) -> int:
+        """The closing line (and the doctor's block when a node failed); the exit code."""
+        if self.failed is None:
+            line, code = f"dsv3-preflight launch: all {len(self.actors)} node(s) finished (torchrun exit 0)", 0
+        elif self.failed[0] < 0:
+            line, code = "dsv3-preflight launch: interrupted; torchrun stopped on every node", 2
+        else:
+            rank = self.failed[0]
+            others = [self.labels[r] for r in self.actors if r != rank]
+            code = FAILED_NODE_BASE + rank
+            line = (f"dsv3-preflight launch: {self.labels[rank]} failed first ({self.failed[1]}); stopped the others"
+                    + (f": {', '.join(others)}" if others else "") + f"; exit {code}")
+            block = doctor_block({self.by_rank[r]["name"]: list(self.seen[r]) for r in self.actors}, self.log_dir)
+            for text in block:
+                print(text, file=sys.stderr, flush=True)
+            if block:   # its headline lines (the doctor reads them back as the launcher's own)
+                self._log("".join(f"# {t}\n" for t in block if t.startswith(DOCTOR_HEAD)))
+        print(line, file=sys.stderr, flush=True)
+        self._log(f"# {line}\n")
+        return code
 
 
 def doctor_block(outputs: Mapping[str, Sequence[str]], log_dir: str | Path | None = None) -> list[str]:

@@ -89,22 +89,19 @@ def _map(title: str, unit: str, nodes: Sequence[str], values: Sequence[Sequence[
             "header": [{"node": n, "culprit": n in culprit_nodes} for n in nodes], "rows": rows}
 
 
-def pairs_view(doc: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The heat maps of the document's pair matrix, or None when it has none."""
-    result = _result(doc)
-    if result is None:
-        return None
-    ev = result.get("evidence") or {}
-    culprits = ev.get("culprits") or {}
-    common = {"status": result.get("status"), "summary": result.get("summary"),
-              "coverage": (ev.get("coverage") or {}).get("text", ""),
-              "culprit_nodes": sorted(str(n) for n in culprits.get("nodes") or []),
-              "culprit_links": [list(p) for p in culprits.get("links") or []],
-              "failed_links": [list(p) for p in culprits.get("failed") or []],
-              "unresolved": [list(p) for p in culprits.get("unresolved") or []],
-              "thresholds": ev.get("thresholds") or {}, "worst": ev.get("worst") or []}
-    if not isinstance(ev.get("matrix"), Mapping):   # a large cluster: the suspects' rows instead of the heat maps
-        return {**common, "maps": [], "rows": _rows(ev)}
+def _common(result: Mapping[str, Any], ev: Mapping[str, Any], culprits: Mapping[str, Any]) -> dict[str, Any]:
+    """What the view shows above the maps or rows: the verdict, the coverage, the culprits, the thresholds."""
+    return {"status": result.get("status"), "summary": result.get("summary"),
+            "coverage": (ev.get("coverage") or {}).get("text", ""),
+            "culprit_nodes": sorted(str(n) for n in culprits.get("nodes") or []),
+            "culprit_links": [list(p) for p in culprits.get("links") or []],
+            "failed_links": [list(p) for p in culprits.get("failed") or []],
+            "unresolved": [list(p) for p in culprits.get("unresolved") or []],
+            "thresholds": ev.get("thresholds") or {}, "worst": ev.get("worst") or []}
+
+
+def _maps(ev: Mapping[str, Any], culprits: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The two heat maps of the matrix: p50 latency (ms) and busbw (GB/s)."""
     m = ev["matrix"]
     nodes = [str(n) for n in m.get("nodes") or []]
     culprit_nodes = {str(n) for n in culprits.get("nodes") or []}
@@ -113,10 +110,22 @@ def pairs_view(doc: Mapping[str, Any]) -> dict[str, Any] | None:
                 for p in ev.get("pairs") or [] if isinstance(p, Mapping) and p.get("status") == "failed"}
     size = ev.get("busbw_bytes")
     latency = [[None if not _number(v) else v / 1000.0 for v in row] for row in m.get("latency_us") or []]
-    maps = [
+    return [
         _map("p50 latency of a 4 KiB all_reduce", "ms", nodes, latency, m["status"], ".3g", True,
              culprit_nodes, culprit_pairs, failures),
         _map(f"bus bandwidth at {size} bytes (best iteration)", "GB/s", nodes, m.get("busbw_gbps") or [], m["status"],
              ".3g", False, culprit_nodes, culprit_pairs, failures),
     ]
-    return {**common, "maps": maps, "rows": None}
+
+
+def pairs_view(doc: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The heat maps of the document's pair matrix, or None when it has none."""
+    result = _result(doc)
+    if result is None:
+        return None
+    ev = result.get("evidence") or {}
+    culprits = ev.get("culprits") or {}
+    common = _common(result, ev, culprits)
+    if not isinstance(ev.get("matrix"), Mapping):   # a large cluster: the suspects' rows instead of the heat maps
+        return {**common, "maps": [], "rows": _rows(ev)}
+    return {**common, "maps": _maps(ev, culprits), "rows": None}

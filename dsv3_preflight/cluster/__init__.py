@@ -30,8 +30,9 @@ Public API (the CLI's ``run --all-nodes`` and the launcher use exactly these)::
   driver's node, then the Ray head). The others follow by IP (numerically), host name, name,
   node id. When no node holds MASTER_ADDR the Ray head is node 0 and ``cluster.master_node`` fails.
 * ``run_all_nodes``: one task per node pinned with ``NodeAffinitySchedulingStrategy(soft=False)``,
-  asking for 0 CPU and 0 GPU, running ``runner.run_this_node(..., cluster_checks_here=False)`` with the
-  profile's ``node_rank`` set to the node's rank; results and facts come back as plain data. Then,
+  asking for 0 CPU and 0 GPU, running ``runner.run_this_node(..., cluster_checks_here=False, wave=...)`` once
+  with the profile's ``node_rank`` set to the node's rank (``node_side.NodeTask`` in, ``NodeAnswer`` out: facts and
+  results, plain data on the wire, typed at both ends; a wave's parameters are a ``dsv3_preflight.wave.Wave``). Then,
   with two nodes or more and a check needing ``port_reach``, node 0 runs the temporary listener on
   MASTER_PORT while the workers run those checks (a second, short wave); with ``--probe`` the
   collective gang (``gang.py``); then the cluster-scope checks on all nodes' facts. A node that

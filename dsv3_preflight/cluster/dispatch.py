@@ -11,6 +11,7 @@ from typing import Any
 
 from .bootstrap import HELLO_NAMESPACE
 from .liveness import ACTIVE, Lost, NodeWatch, is_node_death
+from .node_side import NodeAnswer, NodeTask
 from .nodes import NodeInfo
 
 #: seconds kept back from the node's own time limit, for the transfer of its results
@@ -29,10 +30,10 @@ def startup_allowance(timeout_s: float, room_s: float) -> float:
 
 @dataclass
 class NodeReport:
-    """What one node task produced: its payload's answer, or why there is none."""
+    """What one node task produced: its answer, or why there is none."""
 
     node: NodeInfo
-    value: dict[str, Any] | None = None
+    value: NodeAnswer | None = None
     error: str | None = None          # dead, hung, crashed, package missing: the cause in one line
     kind: str | None = None           # "died", "timeout", "crashed", "package_missing", "unschedulable", "unreachable"
     elapsed_s: float = 0.0
@@ -95,7 +96,7 @@ def hellos(run_id: str, node_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
 
 def run_pinned(
     nodes: Sequence[NodeInfo],
-    payload_for: Callable[[NodeInfo], dict[str, Any]],
+    payload_for: Callable[[NodeInfo], NodeTask | Mapping[str, Any]],
     deadline: float,
     *,
     watch: NodeWatch | None = None,
@@ -106,7 +107,8 @@ def run_pinned(
     task_label: str = "checks",
     abandon_on_loss: bool | None = None,
 ) -> dict[str, NodeReport]:
-    """Run the bootstrap task once on every node (hard node affinity, no CPU/GPU asked); {node_id: report}.
+    """Run the bootstrap task once on every node (hard node affinity, no CPU/GPU asked) with the node's task
+    (``payload_for(node)``: a :class:`NodeTask`, or its plain data); {node_id: report}.
 
     A node whose task fails gets its cause; a node Ray reports dead (its node table, or the task's
     NodeDiedError) gets ``kind="died"`` at once, with the moment it was lost (``report.lost``); one that has
@@ -150,7 +152,7 @@ def run_pinned(
         ref = task.options(
             scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=node.node_id, soft=False),
             num_cpus=0, num_gpus=0, max_retries=0, name=f"dsv3-preflight {task_label} on {node.name or node.short_id}",
-        ).remote(payload_for(node))
+        ).remote(_wire(payload_for(node)))
         pending[ref] = (node, started)
         watch.busy(node.node_id, phase)
         if on_start:
@@ -162,7 +164,7 @@ def run_pinned(
         try:
             value = ray.get(ref, timeout=max(min(deadline - time.monotonic(), 30.0), 1.0))
             if value.get("ok"):
-                report.value = value
+                report.value = NodeAnswer.from_wire(value)
             elif value.get("package_missing"):
                 report.kind = "package_missing"
                 report.error = (f"dsv3-preflight is not importable by the node's Python {value.get('python')}: "
@@ -246,6 +248,10 @@ def phase_of_wave(task_label: str) -> str:
     return f"during the {task_label} wave"
 
 
+def _wire(task: NodeTask | Mapping[str, Any]) -> dict[str, Any]:
+    return task.to_wire() if isinstance(task, NodeTask) else dict(task)
+
+
 def _cancel(ref: Any) -> None:
     import ray
 
@@ -258,13 +264,3 @@ def _cancel(ref: Any) -> None:
 def node_time_limit(deadline: float, reserve_s: float) -> float:
     """Seconds a node may spend, leaving time to return results and run what follows."""
     return max(deadline - time.monotonic() - reserve_s - RETURN_MARGIN_S, 1.0)
-
-
-def merge_entries(first: Mapping[str, Any], second: Mapping[str, Any]) -> dict[str, Any]:
-    """A node entry with the second wave's facts added (the second wave's value wins)."""
-    merged = dict(first)
-    for key in ("facts", "fact_errors", "fact_timings_s"):
-        merged[key] = {**(first.get(key) or {}), **(second.get(key) or {})}
-    for fact in (second.get("facts") or {}):
-        merged["fact_errors"].pop(fact, None)
-    return merged

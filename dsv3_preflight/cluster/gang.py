@@ -1,7 +1,7 @@
 """``--probe`` (gang): one all_reduce over every node, as a wave of node tasks.
 
 The runner only schedules: one task pinned to each node (hard node affinity) runs the preflight with the
-check ``dist.allreduce_cluster`` and the gang's parameters in ``$DSV3_PREFLIGHT_GANG``; there the probe
+check ``dist.allreduce_cluster`` with the node's part of the gang in its wave (``Wave.gang``); there the probe
 ``collective_gang`` (dsv3_preflight/collective/probes/gang.py) runs the node's rank and returns its outcome
 as a fact. The driver puts each node's fact into that node's facts and the registered cluster check judges
 them with every rule of ``dist.allreduce``. A node whose task fails is an engine ERROR for that node (and
@@ -9,19 +9,18 @@ its rank is never joined in the check's verdict).
 """
 from __future__ import annotations
 
-import json
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, MutableMapping, Sequence
 from typing import Any
 
 from ..engine import error_result
 from ..result import Actor, Result
-from .dispatch import merge_entries, run_pinned, startup_allowance
+from ..wave import GangPart, Wave
+from .dispatch import run_pinned, startup_allowance
+from .node_side import NODE_RUN_CHECK, NodeTask, merge_entries
 from .nodes import NodeInfo
 
 GANG_CHECK = "dist.allreduce_cluster"
-GANG_ENV = "DSV3_PREFLIGHT_GANG"          # read by dsv3_preflight.collective.probes.gang
-NODE_RUN_CHECK = "cluster.node_run"
 #: seconds a node task needs beyond the probe's own timeout: start, load the registry, send the facts back
 TASK_MARGIN_S = 15.0
 
@@ -35,11 +34,12 @@ def gang_budget(collective_timeout: float, left_s: float) -> tuple[float, float]
     return timeout_s, startup_allowance(timeout_s, room)
 
 
-def run_gang(ranked: Sequence[NodeInfo], profile: Any, deadline: float, node_facts: Mapping[str, dict[str, Any]],
-             payload: Callable[..., dict[str, Any]], say: Any) -> tuple[list[Result], dict[str, Any]]:
+def run_gang(ranked: Sequence[NodeInfo], profile: Any, deadline: float, node_facts: MutableMapping[str, dict[str, Any]],
+             task: Callable[[NodeInfo, list[str], Wave], NodeTask], say: Any) -> tuple[list[Result], dict[str, Any]]:
     """Run the gang wave; (ERROR results of nodes whose task failed, what the run did for the document).
 
-    ``node_facts[name]`` (each node's entry) receives the node's ``collective_gang`` fact."""
+    ``task(node, checks, wave)``: the node task (``ClusterRun.task``). ``node_facts[name]`` (each node's entry)
+    receives the node's ``collective_gang`` fact."""
     started = time.monotonic()
     n = len(ranked)
     master = ranked[0].ip
@@ -51,11 +51,11 @@ def run_gang(ranked: Sequence[NodeInfo], profile: Any, deadline: float, node_fac
     say.say(f"--probe: collective gang over {n} node(s), {profile.backend}, master {master}:{profile.master_port}, "
             f"timeout {timeout_s:.0f} s")
 
-    def params(node: NodeInfo) -> dict[str, Any]:
-        env = {GANG_ENV: json.dumps({"master_addr": master, "master_port": profile.master_port, "world": n,
-                                     "node_rank": node.node_rank, "backend": profile.backend, "timeout_s": timeout_s,
-                                     "startup_s": startup_s})}
-        return payload(node, [GANG_CHECK], env)
+    def params(node: NodeInfo) -> NodeTask:
+        part = GangPart(master_addr=master, master_port=int(profile.master_port), world=n,
+                        node_rank=int(node.node_rank or 0), backend=profile.backend, timeout_s=timeout_s,
+                        startup_s=startup_s)
+        return task(node, [GANG_CHECK], Wave(gang=part))
 
     reports = run_pinned(ranked, params, min(deadline, time.monotonic() + timeout_s + startup_s + TASK_MARGIN_S),
                          on_done=lambda r: say.done(r, "gang"), task_label="gang")
@@ -73,7 +73,7 @@ def run_gang(ranked: Sequence[NodeInfo], profile: Any, deadline: float, node_fac
                                        duration_s=report.elapsed_s, actor=Actor.NODE))
             continue
         entry = node_facts.setdefault(node.name, {"facts": {}, "fact_errors": {}})
-        entry.update(merge_entries(entry, report.value["entry"]))
+        entry.update(merge_entries(entry, report.value.entry))
     info["elapsed_s"] = round(time.monotonic() - started, 3)
     info["failed_nodes"] = {node.name: reports[node.node_id].kind for node in ranked if reports[node.node_id].value is None}
     return errors, info

@@ -401,9 +401,22 @@ def localise(nodes: Sequence[str], records: Sequence[PairRecord], th: Thresholds
     one sorted index. ``resolve_links`` (the fast schedule, where most nodes meet one partner): a slow or failed pair
     is a bad link only when both its nodes were proven good by another pair; otherwise it is ``unresolved``."""
     tested = [r for r in records if r.status in (OK, FAILED)]
+    out = Localisation()
+    _bad_nodes(nodes, tested, th, out)
+    bad = set(out.bad_nodes)
+    good = [r for r in tested if r.a not in bad and r.b not in bad]
+    _bad_links(good, th, out, resolve_links)
+    for recs in out.bad_nodes.values():
+        for rec in recs:
+            rec.slow = True
+    return out
+
+
+def _bad_nodes(nodes: Sequence[str], tested: Sequence[PairRecord], th: Thresholds, out: Localisation) -> None:
+    """The nodes that are the outlier with every partner, by at least two outliers of one kind: one failed pair and
+    one noisy measurement never condemn a node (that is a failed link, and a pair within the noise)."""
     mine_of = _by_node(tested)
     ref = Reference(tested)
-    out = Localisation()
     for node in nodes:
         mine = mine_of.get(node) or []
         if len(mine) < 2:
@@ -411,18 +424,18 @@ def localise(nodes: Sequence[str], records: Sequence[PairRecord], th: Thresholds
         out.judged_nodes.append(node)
         failed = sum(1 for r in mine if r.status == FAILED)
         slow = sum(1 for r in mine if r.status == OK and ref.slow(r, th, without=ref.by_node.get(node, ())))
-        # the outlier with every partner, by at least two outliers of one kind: one failed pair and one noisy
-        # measurement never condemn a node (that is a failed link, and a pair within the noise)
         if failed + slow == len(mine) and (failed >= 2 or slow >= 2):
             out.bad_nodes[node] = mine
-    bad = set(out.bad_nodes)
-    good = [r for r in tested if r.a not in bad and r.b not in bad]
+
+
+def _bad_links(good: Sequence[PairRecord], th: Thresholds, out: Localisation, resolve_links: bool) -> None:
+    """Among the pairs of nodes not bad: the slow links (against the other pairs), the failed links, and with
+    ``resolve_links`` those whose nodes are not both proven good by another pair (unresolved)."""
     good_ref = Reference(good)
     for rec in good:
         if rec.status == OK:
             rec.slow = bool(good_ref.slow(rec, th, without=(rec,)))
-    if resolve_links:
-        cleared = {n for r in good if r.status == OK and not r.slow for n in (r.a, r.b)}
+    cleared = {n for r in good if r.status == OK and not r.slow for n in (r.a, r.b)} if resolve_links else set()
     for rec in good:
         if rec.status != FAILED and not rec.slow:
             continue
@@ -432,10 +445,6 @@ def localise(nodes: Sequence[str], records: Sequence[PairRecord], th: Thresholds
             out.failed_links.append(rec)
         else:
             out.slow_links.append(rec)
-    for recs in out.bad_nodes.values():
-        for rec in recs:
-            rec.slow = True
-    return out
 
 
 def node_states(nodes: Sequence[str], records: Sequence[PairRecord], th: Thresholds) -> dict[str, str]:

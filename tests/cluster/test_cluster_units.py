@@ -458,22 +458,30 @@ def test_a_single_node_job_judges_mtu_on_its_loopback_route(recorded):
     assert result.status is Status.PASS and result.summary == "MTU 65536 on lab-node0 (lo)"
 
 
-def test_a_node_task_sets_the_payloads_environment_for_itself_only(monkeypatch):
-    """Ray reuses its worker processes: a wave's variables (a listener token, a gang's parameters) must not
-    leak into the next task that process runs."""
+def test_a_node_tasks_wave_reaches_its_probes_for_that_task_only(monkeypatch):
+    """Ray reuses its worker processes: a wave's parameters (a listener token, a gang's part) reach the probes of
+    their own task (the engine fact `wave`, never os.environ) and must not leak into the next task that process
+    runs. The task runs through the runner and answers facts and results."""
     import os
 
-    from dsv3_preflight.cluster.node_side import run_node
+    from dsv3_preflight.cluster.node_side import NodeAnswer, NodeTask, run_node
+    from dsv3_preflight.wave import Wave
 
     monkeypatch.setenv("MASTER_PORT", "29999")
-    monkeypatch.delenv("NCCL_SOCKET_IFNAME", raising=False)
+    monkeypatch.delenv("DSV3_PREFLIGHT_LISTENER_TOKEN", raising=False)
+    before = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
     profile = resolve_profile(profile_name="cpu", cli={}, environ={}).to_dict()
-    out = run_node({"profile": profile, "checks": ["env.launch_vars"], "timeout": 30,
-                    "env": {"MASTER_PORT": "39500", "NCCL_SOCKET_IFNAME": "eth7"}})
-    assert [r["name"] for r in out["results"]] == ["env.launch_vars"]
-    seen = out["entry"]["facts"]["env"]
-    assert "39500" in json.dumps(seen) and "eth7" in json.dumps(seen)   # the task saw the payload's values
-    assert os.environ["MASTER_PORT"] == "29999" and "NCCL_SOCKET_IFNAME" not in os.environ  # and only it
+    first = run_node(NodeTask(profile=profile, checks=["net.port_reach", "env.launch_vars"], timeout=30,
+                              wave=Wave(listener_token="wave-token-1")).to_wire())
+    second = run_node(NodeTask(profile=profile, checks=["net.port_reach"], timeout=30).to_wire())
+    assert [r["name"] for r in first["results"]] == ["env.launch_vars", "net.port_reach"]
+    assert first["entry"]["facts"]["port_reach"]["listener_expected"] is True    # the task's probe saw its wave
+    assert second["entry"]["facts"]["port_reach"]["listener_expected"] is False  # and the next task did not
+    assert "29999" in json.dumps(first["entry"]["facts"]["env"])                 # the node's own environment
+    # which no wave touched (importing ray adds its own RAY_* variables)
+    assert {k: v for k, v in os.environ.items() if not k.startswith("RAY_")} == before
+    answer = NodeAnswer.from_wire(first)
+    assert {r.name: r.status.value for r in answer.results} == {r["name"]: r["status"] for r in first["results"]}
     ray = sys.modules.get("ray")
     assert ray is None or not ray.is_initialized(), "run_node outside Ray started a local Ray instance"
 
@@ -524,3 +532,29 @@ def test_the_unreachable_node_fix_opens_rays_worker_range_and_its_real_ports_and
     assert "--dport 38837 -j ACCEPT" in fix and "--dport 44455 -j ACCEPT" in fix
     assert "exec 3<>/dev/tcp/10.0.0.12/10002" in fix and paste_problems(fix) == []
     assert "# on lab-node2 (10.0.0.12)" in ray_ports_fix(replace(n, name="lab-node2"), reach)
+
+
+def test_a_wave_crosses_ray_as_plain_data_and_comes_back_typed():
+    """The driver's wave parameters (a pair's part here) travel inside the node task as plain data and are the same
+    typed Wave on the node; a part missing a field is refused with what is wrong."""
+    import pickle
+
+    import pytest
+
+    from dsv3_preflight.cluster.node_side import NodeTask
+    from dsv3_preflight.wave import NO_WAVE, GangPart, PairPart, Wave
+
+    part = PairPart(round=2, rounds=5, pair=("n0", "n3"), addrs={"n0": "10.0.0.1", "n3": "10.0.0.4"}, role=1,
+                    port=29501, backend="gloo", timeout_s=20.0, iters=5, busbw_bytes=1 << 20,
+                    planned=[["n0", "n1"], ["n0", "n3"]], nodes=["n0", "n3"], startup_s=4.0)
+    task = NodeTask(profile={"name": "cpu"}, checks=["dist.pairs"], timeout=30.0, wave=Wave(pair=part), hello_key="k")
+    wire = pickle.loads(pickle.dumps(task.to_wire()))
+    assert json.loads(json.dumps(wire))["wave"]["pair"]["addrs"] == part.addrs   # plain data: no class of ours
+    back = NodeTask.from_wire(wire)
+    assert back.wave == Wave(pair=part) and back.wave.pair.me == "n3" and back.wave.pair.peer == "n0"
+    assert back.wave.pair.store_addr == "10.0.0.1" and back.checks == ("dist.pairs",) and back.hello_key == "k"
+    gang = Wave(gang=GangPart(master_addr="10.0.0.1", master_port=29500, world=3, node_rank=2, backend="gloo",
+                              timeout_s=60.0))
+    assert Wave.from_dict(gang.to_dict()) == gang and Wave.from_dict({}) == NO_WAVE == Wave.from_dict(None)
+    with pytest.raises(ValueError, match="malformed wave parameters"):
+        Wave.from_dict({"gang": {"master_addr": "10.0.0.1"}})

@@ -350,8 +350,9 @@ def test_a_slow_start_up_within_the_allowance_is_not_counted_against_the_timeout
 def test_the_gang_probe_passes_the_drivers_start_up_allowance_to_its_rank(tmp_path, monkeypatch):
     """`run --all-nodes --probe`: the driver hands each node a start-up allowance with the gang's parameters;
     a one-node gang whose rank needs 4 s to start passes with it and times out without it."""
-    from dsv3_preflight.collective.probes.gang import GANG_ENV, collective_gang
+    from dsv3_preflight.collective.probes.gang import collective_gang
     from dsv3_preflight.profile import resolve_profile
+    from dsv3_preflight.wave import GangPart, Wave
 
     slow = tmp_path / "slowstart"
     slow.mkdir()
@@ -360,9 +361,8 @@ def test_the_gang_probe_passes_the_drivers_start_up_allowance_to_its_rank(tmp_pa
     profile = resolve_profile(profile_name="cpu")
     facts = {}
     for startup_s in (0.0, 15.0):
-        monkeypatch.setenv(GANG_ENV, json.dumps({"master_addr": "127.0.0.1", "master_port": free_port(), "world": 1,
-                                                 "node_rank": 0, "backend": "gloo", "timeout_s": 3.0,
-                                                 "startup_s": startup_s}))
-        facts[startup_s] = collective_gang.gather(profile=profile)
+        wave = Wave(gang=GangPart(master_addr="127.0.0.1", master_port=free_port(), world=1, node_rank=0,
+                                  backend="gloo", timeout_s=3.0, startup_s=startup_s))
+        facts[startup_s] = collective_gang.gather(profile=profile, wave=wave)
     assert not facts[0.0]["outcome"]["ok"]
     assert facts[15.0]["outcome"]["ok"], facts[15.0]["outcome"]["ranks"]

@@ -4,10 +4,8 @@ node). The fact holds what happened (the outcome), never a verdict: `dist.allred
 from __future__ import annotations
 
 import glob
-import json
-import os
 import socket
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from dsv3_preflight.registry import probe
@@ -45,19 +43,6 @@ def gang_commands(profile) -> list[str]:
               f"--backend {profile.backend}")
     return [f"dsv3-preflight probe --node-rank {n} {common}   # on node {n}" for n in range(profile.nnodes)] + [
         "dsv3-preflight run --all-nodes --probe   # or: from the Ray head, all nodes as one gang"]
-
-
-def wave_params(var: str, keys: Sequence[str], environ: Mapping[str, str] | None = None) -> dict[str, Any] | None:
-    """This node's part of a cluster wave, handed over by the driver as JSON in ``$var`` (None: not requested);
-    a malformed value (bad JSON, a missing key) raises ValueError."""
-    raw = (os.environ if environ is None else environ).get(var)
-    if not raw:
-        return None
-    params = json.loads(raw)
-    missing = [k for k in keys if k not in params]
-    if missing:
-        raise ValueError(f"${var} lacks {', '.join(missing)}")
-    return params
 
 
 def choose_backend(backend: Any) -> tuple[str, str | None]:

@@ -20,6 +20,7 @@ import sys
 import threading
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -158,58 +159,85 @@ def _kill(proc: subprocess.Popen) -> list[int]:
     return pids
 
 
+@dataclass
+class _Events:
+    """What a rank's status file says: its phases, what it reported with them, its error, who never joined."""
+
+    phases: dict[str, Any] = field(default_factory=dict)
+    info: dict[str, Any] = field(default_factory=dict)
+    error: dict[str, Any] | None = None
+    missing: Any = None
+    started_wall: float | None = None
+    progress: dict[str, Any] | None = None
+    mesh: dict[str, Any] | None = None
+
+    @classmethod
+    def read(cls, status: Path) -> _Events:
+        out = cls()
+        for ev in _read_events(status):
+            out.add(ev)
+        return out
+
+    def add(self, ev: Mapping[str, Any]) -> None:
+        kind = ev.get("event")
+        if kind == "mesh":   # the nodes' ephemeral-port listeners and who could connect to whom
+            self.mesh = {"listeners": ev.get("listeners") or {}, "reach": ev.get("reach") or []}
+        elif kind == "sweep_progress":   # a bounded sweep: the ops done so far (kept if the rank is stopped)
+            first = self.progress["started_wall"] if self.progress else ev.get("wall")
+            self.progress = {k: ev.get(k) for k in ("size_bytes", "ops", "seconds")}
+            self.progress["started_wall"] = first
+        elif kind == "phase":
+            if ev.get("phase") == "started":
+                self.started_wall = ev.get("wall")
+            self.phases[ev["phase"]] = ev.get("t")
+            self.info.update({k: v for k, v in ev.items() if k not in ("event", "phase", "t", "wall")})
+        elif kind == "error":
+            self.error = {k: ev.get(k) for k in ("exc_type", "message", "phase", "t")}
+        elif kind == "rendezvous_missing":
+            self.missing = ev.get("missing")
+
+    @property
+    def last(self) -> str | None:
+        return max(self.phases, key=PHASES.index) if self.phases else None
+
+    def timings(self, spawned: float) -> dict[str, Any]:
+        phases, info = self.phases, self.info
+        return {
+            "process_start_s": round(self.started_wall - spawned, 6) if self.started_wall else None,
+            "import_s": _delta(phases, "started", "imported"),
+            "store_connect_s": _delta(phases, "imported", "store_connected"),
+            "rendezvous_s": _delta(phases, "store_connected", "all_joined"),
+            "init_s": _delta(phases, "imported", "pg_up"),
+            "first_collective_s": info.get("first_collective_s"),
+            "steady_s": info.get("steady_s"),
+            "steady_min_s": info.get("steady_min_s"),
+            "steady_max_s": info.get("steady_max_s"),
+            "total_s": phases.get("done"),
+        }
+
+
+def _findings(events: _Events, text: str, master: str, env_shown: Mapping[str, str],
+              interface: str | None) -> list[dict[str, Any]]:
+    """What the rank's error and log say; a rank stuck before "done" with nothing precise: the phase it hung in."""
+    findings = decode(events.error["message"] if events.error else None, text, interface=interface)
+    precise = [f for f in findings if f["kind"] not in ("store_wait_timeout", "collective_timeout", "peer_crashed")]
+    if events.last != "done" and not precise:
+        ifnames = ", ".join(f"{k}={env_shown[k]}" for k in ("GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME") if env_shown.get(k))
+        stuck = phase_finding(events.last, master=master, ifnames=ifnames, interface=interface)
+        if stuck:
+            findings.insert(0, stuck)
+    return findings
+
+
 def _rank_outcome(rank: int, local_rank: int, proc: subprocess.Popen, status: Path, log: Path,
                   killed: str | None, backend: str, spawned: float, master: str,
                   env_shown: Mapping[str, str], interface: str | None = None) -> dict[str, Any]:
-    events = _read_events(status)
-    phases: dict[str, float] = {}
-    info: dict[str, Any] = {}
-    error = None
-    missing = None
-    started_wall = None
-    progress: dict[str, Any] | None = None
-    mesh: dict[str, Any] | None = None
-    for ev in events:
-        if ev.get("event") == "mesh":   # the nodes' ephemeral-port listeners and who could connect to whom
-            mesh = {"listeners": ev.get("listeners") or {}, "reach": ev.get("reach") or []}
-            continue
-        if ev.get("event") == "sweep_progress":   # a bounded sweep: the ops done so far (kept if the rank is stopped)
-            first = progress["started_wall"] if progress else ev.get("wall")
-            progress = {k: ev.get(k) for k in ("size_bytes", "ops", "seconds")}
-            progress["started_wall"] = first
-            continue
-        if ev.get("event") == "phase" and ev.get("phase") == "started":
-            started_wall = ev.get("wall")
-        if ev.get("event") == "phase":
-            phases[ev["phase"]] = ev.get("t")
-            info.update({k: v for k, v in ev.items() if k not in ("event", "phase", "t", "wall")})
-        elif ev.get("event") == "error":
-            error = {k: ev.get(k) for k in ("exc_type", "message", "phase", "t")}
-        elif ev.get("event") == "rendezvous_missing":
-            missing = ev.get("missing")
-    last = max(phases, key=PHASES.index) if phases else None
+    events = _Events.read(status)
     text, tail = _tail(log)
-    findings = decode(error["message"] if error else None, text, interface=interface)
-    precise = [f for f in findings if f["kind"] not in ("store_wait_timeout", "collective_timeout", "peer_crashed")]
-    if last != "done" and not precise:
-        ifnames = ", ".join(f"{k}={env_shown[k]}" for k in ("GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME") if env_shown.get(k))
-        stuck = phase_finding(last, master=master, ifnames=ifnames, interface=interface)
-        if stuck:
-            findings.insert(0, stuck)
+    progress = events.progress
     if progress is not None:   # how long the sweep had when the rank ended: the bound on an op that never finished
         progress["waited_s"] = round(max(time.time() - (progress.pop("started_wall") or time.time()), 0.0), 3)
-    timings = {
-        "process_start_s": round(started_wall - spawned, 6) if started_wall else None,
-        "import_s": _delta(phases, "started", "imported"),
-        "store_connect_s": _delta(phases, "imported", "store_connected"),
-        "rendezvous_s": _delta(phases, "store_connected", "all_joined"),
-        "init_s": _delta(phases, "imported", "pg_up"),
-        "first_collective_s": info.get("first_collective_s"),
-        "steady_s": info.get("steady_s"),
-        "steady_min_s": info.get("steady_min_s"),
-        "steady_max_s": info.get("steady_max_s"),
-        "total_s": phases.get("done"),
-    }
+    info, collected = events.info, "first_collective" in events.phases
     return {
         "rank": rank,
         "local_rank": local_rank,
@@ -217,23 +245,23 @@ def _rank_outcome(rank: int, local_rank: int, proc: subprocess.Popen, status: Pa
         "host": info.get("host"),
         "exit_code": proc.returncode,
         "killed": killed,
-        "last_phase": last,
-        "phases": phases,
-        "error": error,
-        "findings": findings,
-        "never_joined": missing,
-        "timings": timings,
-        "sum_ok": info.get("sum_ok") if "first_collective" in phases else None,
+        "last_phase": events.last,
+        "phases": events.phases,
+        "error": events.error,
+        "findings": _findings(events, text, master, env_shown, interface),
+        "never_joined": events.missing,
+        "timings": events.timings(spawned),
+        "sum_ok": info.get("sum_ok") if collected else None,
         "expected_sum": info.get("expected_sum"),
         "got_sum": info.get("got_sum"),
-        "got_range": [info.get("got_min"), info.get("got_max")] if "first_collective" in phases else None,
+        "got_range": [info.get("got_min"), info.get("got_max")] if collected else None,
         "device": info.get("device"),
         "pci_bus_id": info.get("pci_bus_id"),
         "nccl_interfaces": nccl_interfaces(text) if backend == "nccl" else [],
         "rank_map": info.get("rank_map") or None,
         "sweep": info.get("sweep"),
         "sweep_progress": progress,
-        "mesh": mesh,
+        "mesh": events.mesh,
         "log_tail": tail,
     }
 
@@ -242,6 +270,130 @@ def _delta(phases: Mapping[str, float], a: str, b: str) -> float | None:
     if a in phases and b in phases:
         return round(phases[b] - phases[a], 6)
     return None
+
+
+def _base_env(env: Mapping[str, str] | None, backend: str) -> dict[str, str]:
+    """The ranks' environment: this process's, the caller's additions, unbuffered output, NCCL's debug for nccl."""
+    base_env = dict(os.environ)
+    base_env.update(env or {})
+    base_env["PYTHONUNBUFFERED"] = "1"
+    if backend == "nccl":
+        base_env.setdefault("NCCL_DEBUG", "INFO")
+        base_env.setdefault("NCCL_DEBUG_SUBSYS", "INIT,NET")
+    return base_env
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """How this node's ranks are started: the world, the deadlines, the options of the worker."""
+
+    master_addr: str
+    master_port: int
+    world_size: int
+    node_rank: int
+    nproc_per_node: int
+    backend: str
+    timeout_s: float
+    started: float
+    startup_s: float
+    workdir: Path
+    owned: bool
+    device_indices: Sequence[int] | None
+    sizes: tuple[int, ...]
+    sweep_reserve_s: float | None
+    iters: tuple[tuple[str, int | None], ...]
+
+    @property
+    def hard_deadline(self) -> float:
+        """The latest; ranks that start quickly end sooner."""
+        return self.started + self.timeout_s + self.startup_s
+
+    @property
+    def worker_deadline(self) -> float:
+        """The workers' own deadline, moved on by each rank's start-up."""
+        return self.started + self.timeout_s - _grace(self.timeout_s)
+
+    def argv(self, rank: int, local: int, status: Path) -> list[str]:
+        argv = [sys.executable, "-m", "dsv3_preflight.collective.probes.worker", "--rank", str(rank),
+                "--local-rank", str(local), "--world-size", str(self.world_size), "--master-addr", self.master_addr,
+                "--master-port", str(self.master_port), "--backend", self.backend,
+                "--deadline", f"{self.worker_deadline:.3f}", "--status", str(status),
+                "--watchdog-s", f"{_grace(self.timeout_s) / 3:.3f}", "--parent-pid", str(os.getpid())]
+        if self.startup_s:
+            argv += ["--startup-s", f"{self.startup_s:.3f}", "--spawned", f"{self.started:.3f}"]
+        if rank == 0:
+            argv.append("--host-store")
+        if self.owned:  # the temp dir is ours: a rank whose parent dies removes it (nothing left behind)
+            argv += ["--owned-dir", str(self.workdir)]
+        if self.device_indices is not None:  # tests force a mapping (two ranks on one GPU); default cuda:LOCAL_RANK
+            argv += ["--device-index", str(self.device_indices[local])]
+        if self.sizes:
+            argv += ["--sweep-sizes", ",".join(str(s) for s in self.sizes)]
+            if self.sweep_reserve_s is not None:
+                argv += ["--sweep-reserve-s", f"{float(self.sweep_reserve_s):.3f}"]
+        for flag, value in self.iters:
+            if value is not None:
+                argv += [flag, str(int(value))]
+        return argv
+
+    def env(self, base_env: Mapping[str, str], rank: int, local: int) -> dict[str, str]:
+        """The rank's environment: torch.distributed's own variables (torch reads them; ours travel as flags)."""
+        return dict(base_env, RANK=str(rank), LOCAL_RANK=str(local), WORLD_SIZE=str(self.world_size),
+                    LOCAL_WORLD_SIZE=str(self.nproc_per_node), MASTER_ADDR=self.master_addr,
+                    MASTER_PORT=str(self.master_port), NODE_RANK=str(self.node_rank))
+
+
+def _wait(procs: Sequence[tuple[int, int, subprocess.Popen, Path, Path]], plan: _Plan) -> dict[int, str]:
+    """Wait for the ranks under the hard deadline; end those still running at it, or shortly after a sibling
+    failed. {rank: why it was killed}."""
+    killed: dict[int, str] = {}
+    first_failure: float | None = None
+    while True:
+        running = [p for p in procs if p[2].poll() is None]
+        if not running:
+            return killed
+        now = time.time()
+        if first_failure is None and any(p[2].returncode not in (None, 0) for p in procs):
+            first_failure = now
+        if now >= plan.hard_deadline:
+            why = (f"killed at the hard deadline ({plan.timeout_s:g} s"
+                   + (f" + up to {plan.startup_s:g} s of start-up)" if plan.startup_s else ")"))
+        elif first_failure is not None and now >= first_failure + SIBLING_GRACE_S:
+            why = f"ended after local rank(s) {[p[0] for p in procs if p[2].returncode not in (None, 0)]} failed"
+        else:
+            time.sleep(0.05)
+            continue
+        for rank, _, proc, _, _ in running:
+            _kill(proc)
+            killed[rank] = why
+        return killed
+
+
+def _rank_offset(backend: str, world_size: int, node_rank: int, nproc_per_node: int, rank_offset: int | None) -> int:
+    """The first rank of this node (default node_rank × nproc_per_node); ValueError for a backend or ranks that do not
+    fit the world."""
+    if backend not in ("gloo", "nccl"):
+        raise ValueError(f"backend must be gloo or nccl, not {backend!r}")
+    if rank_offset is None:
+        rank_offset = node_rank * nproc_per_node
+    if rank_offset < 0 or rank_offset + nproc_per_node > world_size:
+        raise ValueError(f"ranks {rank_offset}..{rank_offset + nproc_per_node - 1} do not fit in world {world_size}")
+    return rank_offset
+
+
+def _start_ranks(run_id: int, plan: _Plan, base_env: Mapping[str, str], rank_offset: int,
+                 procs: list[tuple[int, int, subprocess.Popen, Path, Path]], spawned: dict[int, float]) -> None:
+    """Start this node's ranks, each in its own session with its log; ``procs`` holds every rank started so far (so
+    the caller ends them whatever happens here)."""
+    for local in range(plan.nproc_per_node):
+        rank = rank_offset + local
+        status, log = plan.workdir / f"rank{rank}.status.jsonl", plan.workdir / f"rank{rank}.log"
+        status.write_text("")
+        spawned[rank] = time.time()
+        with open(log, "wb") as fh:
+            proc = _spawn(run_id, plan.argv(rank, local, status), stdout=fh, stderr=subprocess.STDOUT,
+                          stdin=subprocess.DEVNULL, env=plan.env(base_env, rank, local), start_new_session=True)
+        procs.append((rank, local, proc, status, log))
 
 
 def probe_node(
@@ -277,88 +429,26 @@ def probe_node(
     sweep by time: it ends this many seconds before the ranks' deadline with the iterations it did, and each
     rank's ``sweep_progress`` keeps the ops done should it be stopped in the middle of one).
     """
-    if backend not in ("gloo", "nccl"):
-        raise ValueError(f"backend must be gloo or nccl, not {backend!r}")
-    if rank_offset is None:
-        rank_offset = node_rank * nproc_per_node
-    if rank_offset < 0 or rank_offset + nproc_per_node > world_size:
-        raise ValueError(f"ranks {rank_offset}..{rank_offset + nproc_per_node - 1} do not fit in world {world_size}")
+    rank_offset = _rank_offset(backend, world_size, node_rank, nproc_per_node, rank_offset)
     started = time.time()
     startup_s = max(float(startup_s), 0.0)
-    hard_deadline = started + float(timeout_s) + startup_s   # the latest; ranks that start quickly end sooner
-    worker_deadline = started + float(timeout_s) - _grace(float(timeout_s))   # moved on by each rank's start-up
     workdir = Path(log_dir) if log_dir else Path(signals.mkdtemp("collective"))  # named by the run: its cleanup removes it
     workdir.mkdir(parents=True, exist_ok=True)
     run_id = next(_IDS)
     with _ACTIVE_LOCK:
         _ACTIVE[run_id] = ([], None if log_dir else workdir)
-    base_env = dict(os.environ)
-    base_env.update(env or {})
-    base_env["PYTHONUNBUFFERED"] = "1"
-    if backend == "nccl":
-        base_env.setdefault("NCCL_DEBUG", "INFO")
-        base_env.setdefault("NCCL_DEBUG_SUBSYS", "INIT,NET")
-    sizes = tuple(sweep_sizes or DEFAULT_SWEEP_SIZES) if sweep else ()
-
+    base_env = _base_env(env, backend)
+    plan = _Plan(master_addr=master_addr, master_port=master_port, world_size=world_size, node_rank=node_rank,
+                 nproc_per_node=nproc_per_node, backend=backend, timeout_s=float(timeout_s), started=started,
+                 startup_s=startup_s, workdir=workdir, owned=not log_dir, device_indices=device_indices,
+                 sizes=tuple(sweep_sizes or DEFAULT_SWEEP_SIZES) if sweep else (), sweep_reserve_s=sweep_reserve_s,
+                 iters=(("--steady-iters", steady_iters), ("--sweep-iters", sweep_iters),
+                        ("--sweep-warmup", sweep_warmup)))
     procs: list[tuple[int, int, subprocess.Popen, Path, Path]] = []
     spawned: dict[int, float] = {}
     try:
-        for local in range(nproc_per_node):
-            rank = rank_offset + local
-            status, log = workdir / f"rank{rank}.status.jsonl", workdir / f"rank{rank}.log"
-            status.write_text("")
-            argv = [sys.executable, "-m", "dsv3_preflight.collective.probes.worker", "--rank", str(rank),
-                    "--local-rank", str(local), "--world-size", str(world_size), "--master-addr", master_addr,
-                    "--master-port", str(master_port), "--backend", backend, "--deadline", f"{worker_deadline:.3f}",
-                    "--status", str(status), "--watchdog-s", f"{_grace(float(timeout_s)) / 3:.3f}",
-                    "--parent-pid", str(os.getpid())]
-            if startup_s:
-                argv += ["--startup-s", f"{startup_s:.3f}", "--spawned", f"{started:.3f}"]
-            if rank == 0:
-                argv.append("--host-store")
-            if not log_dir:  # the temp dir is ours: a rank whose parent dies removes it (nothing left behind)
-                argv += ["--owned-dir", str(workdir)]
-            if device_indices is not None:  # tests force a mapping (two ranks on one GPU); default cuda:LOCAL_RANK
-                argv += ["--device-index", str(device_indices[local])]
-            if sizes:
-                argv += ["--sweep-sizes", ",".join(str(s) for s in sizes)]
-                if sweep_reserve_s is not None:
-                    argv += ["--sweep-reserve-s", f"{float(sweep_reserve_s):.3f}"]
-            for flag, value in (("--steady-iters", steady_iters), ("--sweep-iters", sweep_iters),
-                                ("--sweep-warmup", sweep_warmup)):
-                if value is not None:
-                    argv += [flag, str(int(value))]
-            child_env = dict(base_env, RANK=str(rank), LOCAL_RANK=str(local), WORLD_SIZE=str(world_size),
-                             LOCAL_WORLD_SIZE=str(nproc_per_node), MASTER_ADDR=master_addr, MASTER_PORT=str(master_port),
-                             NODE_RANK=str(node_rank))
-            spawned[rank] = time.time()
-            with open(log, "wb") as fh:
-                proc = _spawn(run_id, argv, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                              env=child_env, start_new_session=True)
-            procs.append((rank, local, proc, status, log))
-
-        killed: dict[int, str] = {}
-        first_failure: float | None = None
-        while True:
-            running = [p for p in procs if p[2].poll() is None]
-            if not running:
-                break
-            now = time.time()
-            if first_failure is None and any(p[2].returncode not in (None, 0) for p in procs):
-                first_failure = now
-            if now >= hard_deadline:
-                for rank, _, proc, _, _ in running:
-                    _kill(proc)
-                    killed[rank] = (f"killed at the hard deadline ({timeout_s:g} s"
-                                    + (f" + up to {startup_s:g} s of start-up)" if startup_s else ")"))
-                break
-            if first_failure is not None and now >= first_failure + SIBLING_GRACE_S:
-                failed = [p[0] for p in procs if p[2].returncode not in (None, 0)]
-                for rank, _, proc, _, _ in running:
-                    _kill(proc)
-                    killed[rank] = f"ended after local rank(s) {failed} failed"
-                break
-            time.sleep(0.05)
+        _start_ranks(run_id, plan, base_env, rank_offset, procs, spawned)
+        killed = _wait(procs, plan)
     except ProbeShutdown:
         killed = {rank: "the process exited before this rank finished" for rank, *_ in procs}
     finally:

@@ -237,17 +237,20 @@ def port_bind(profile, nic_route) -> dict[str, Any]:
     return fact
 
 
-@probe("port_reach", needs=["profile", "nic_route", "env"], timeout=20)
-def port_reach(profile, nic_route, env) -> dict[str, Any]:
+@probe("port_reach", needs=["profile", "nic_route", "env", "wave"], timeout=20)
+def port_reach(profile, nic_route, env, wave) -> dict[str, Any]:
     """On a worker: TCP connect to MASTER_ADDR:MASTER_PORT, classified, and whether our listener answered."""
     from .listener import TOKEN_ENV
     from .reach import tcp_reach
+
+    # the listener's token: from `run --all-nodes` (its port-reach wave), else exported by hand beside `listen`
+    token = wave.listener_token or env.get(TOKEN_ENV) or None
 
     fact: dict[str, Any] = {"role": nic_route.get("role"), "role_reason": nic_route.get("role_reason"),
                             "attempted": False, "host": profile.master_addr, "port": profile.master_port,
                             # a token to expect means a dsv3-preflight listener was started for this check (by
                             # `run --all-nodes` on node 0, or by hand with `dsv3-preflight listen`)
-                            "listener_expected": bool(env.get(TOKEN_ENV)),
+                            "listener_expected": bool(token),
                             # where a host name's address came from on this node: a stale /etc/hosts line sends the
                             # worker to an old address, which net.port_reach must not call the head's
                             "hosts_entries": nic_route.get("hosts_entries") or []}
@@ -260,7 +263,7 @@ def port_reach(profile, nic_route, env) -> dict[str, Any]:
     timeout = min(max(timeout, 0.1), 15.0)
     started = time.monotonic()
     result = tcp_reach(profile.master_addr, profile.master_port, timeout=timeout,
-                       expected_token=env.get(TOKEN_ENV) or None)
+                       expected_token=token)
     fact.update(result)
     fact["attempted"] = True
     fact["total_s"] = round(time.monotonic() - started, 4)
