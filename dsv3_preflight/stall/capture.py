@@ -254,18 +254,28 @@ def capture_node(root: int | None, node: str, node_rank: int, cpu_before: Mappin
                        ranks=taken, ras=nccl_ras(), gpus=gpus(), taken_at=time.time())
 
 
-def sample_node(root: int | None) -> dict[int, tuple[float | None, tuple[str, ...], float]]:
-    """One sample of every rank under ``root``: CPU time, Python stack (py-spy, no native frames), the time."""
+#: the key of torchrun's own agent in a sample (before its workers exist, the agent is what works: imports, rendezvous)
+AGENT = -1
+
+
+#: py-spy dumps of each rank in one sample
+SAMPLE_DUMPS = 3
+
+
+def sample_node(root: int | None, dumps: int = SAMPLE_DUMPS) -> dict[int, tuple[float | None, tuple[tuple[str, ...], ...], float]]:
+    """One sample of every rank under ``root`` and of ``root`` itself (torchrun's agent, key AGENT): CPU time, its
+    Python stack ``dumps`` times in a row (py-spy, no native frames), the time."""
     if root is None or not os.path.exists(f"/proc/{root}"):
         return {}
-    ranks = procs.rank_processes(root)
+    pids = [(AGENT, root)] + [(p["rank"], p["pid"]) for p in procs.rank_processes(root)]
 
-    def one(p: procs.RankProc) -> tuple[int, tuple[float | None, tuple[str, ...], float]]:
-        cpu = procs.cpu_seconds(p["pid"])
-        return p["rank"], (cpu, python_stack(dump_stacks(p["pid"], native=False)), time.monotonic())
+    def one(item: tuple[int, int]) -> tuple[int, tuple[float | None, tuple[tuple[str, ...], ...], float]]:
+        key, pid = item
+        cpu, at = procs.cpu_seconds(pid), time.monotonic()
+        return key, (cpu, tuple(python_stack(dump_stacks(pid, native=False)) for _ in range(dumps)), at)
 
-    with ThreadPoolExecutor(max_workers=max(1, min(8, len(ranks)))) as pool:
-        return dict(pool.map(one, ranks))
+    with ThreadPoolExecutor(max_workers=min(8, len(pids))) as pool:
+        return dict(pool.map(one, pids))
 
 
 def fr_dumps(fr_dir: str) -> list[str]:

@@ -10,6 +10,17 @@ from typing import Any
 
 #: how the launcher's stall lines start (the doctor reads them back as the launcher's own)
 HEAD = "dsv3-preflight launch: stall: "
+#: how the watch's line on a slow run starts (not a stall: no report follows)
+SLOW_HEAD = "dsv3-preflight launch: stall watch: "
+
+
+def slow_line(slow: Mapping[str, Any]) -> str:
+    """The line said when a suspected stall turned out to be a slow run."""
+    ranks = ", ".join(slow["working"][:8]) + (" ..." if len(slow["working"]) > 8 else "")
+    return (f"{SLOW_HEAD}no progress for {slow['at_quiet_s']:g} s, but {ranks} work (CPU time advancing, stack "
+            "changing): slow, not stuck; watching on")
+
+
 #: the launch log line naming the stall report's file (doctor reads the report through it)
 LOG_LINE = "# stall report: "
 

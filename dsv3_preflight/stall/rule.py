@@ -7,7 +7,7 @@ The rule (docs/stall-watch.md):
   minutes of silence until 15). In the set-up phase (no step yet) the silence counts from the last set-up line
   (NCCL connected, an engine ready), or from the start.
 - **Slow, not stuck**: once suspected, each rank is sampled twice (CPU time from /proc, its Python stack from
-  py-spy). A rank whose CPU time advanced *and* whose stack changed between the two samples is working (a long
+  py-spy, a few dumps in a row each time). A rank whose CPU time advanced *and* whose stack changed between the two samples is working (a long
   first step, a model load, a checkpoint being written). When any rank works, the run is slow: nothing is
   reported and the watch looks again after another ``threshold`` of silence. A rank with the same stack in both
   samples is waiting there, however much CPU it burns (NCCL's and Gloo's waits spin).
@@ -37,17 +37,19 @@ def suspected(quiet_since: float, now: float, stall_after: float, longest_gap: f
 
 @dataclass(frozen=True)
 class RankSample:
-    """One rank at one instant: its CPU time (s) and its Python stack (innermost first, "file:line function")."""
+    """One rank at one instant: its CPU time (s) and its Python stacks, a few dumps in a row (each innermost first,
+    "file:line function")."""
 
     cpu_s: float
-    stack: tuple[str, ...]
+    stacks: tuple[tuple[str, ...], ...]
     at: float
 
 
 def working(first: RankSample, second: RankSample) -> bool:
-    """A rank works between two samples when its CPU time advanced and its stack changed."""
+    """A rank works between two samples when its CPU time advanced and its stack changed (among all the dumps of
+    both samples, two differ: a loop over a few lines shows them, a wait shows one stack)."""
     wall = max(second.at - first.at, 1e-6)
-    return (second.cpu_s - first.cpu_s) >= CPU_SHARE * wall and first.stack != second.stack
+    return (second.cpu_s - first.cpu_s) >= CPU_SHARE * wall and len(set(first.stacks + second.stacks)) > 1
 
 
 def slow_not_stuck(samples: Mapping[str, Sequence[RankSample]]) -> list[str]:

@@ -12,8 +12,8 @@ from typing import Any
 from . import culprit, report, rule
 from .progress import Progress
 
-#: one sample of every node: node rank → rank → (CPU seconds, Python stack, monotonic time)
-Sample = Mapping[int, Mapping[int, tuple[float | None, tuple[str, ...], float]]]
+#: one sample of every node: node rank → rank → (CPU seconds, a few Python stacks in a row, monotonic time)
+Sample = Mapping[int, Mapping[int, tuple[float | None, tuple[tuple[str, ...], ...], float]]]
 ON_STALL = ("report", "stop")
 SAMPLE_GAP_S = 2.0
 POLL_S = 1.0
@@ -66,9 +66,9 @@ class StallWatch:
         series: dict[str, list[rule.RankSample]] = {}
         for sample in (first, second):
             for node_rank, ranks in sample.items():
-                for rank, (cpu, stack, at) in ranks.items():
+                for rank, (cpu, stacks, at) in ranks.items():
                     if cpu is not None:
-                        series.setdefault(f"node {node_rank} rank {rank}", []).append(rule.RankSample(cpu, stack, at))
+                        series.setdefault(f"node {node_rank} rank {rank}", []).append(rule.RankSample(cpu, tuple(stacks), at))
         return rule.slow_not_stuck(series)
 
     def judge(self, sample: Callable[[], Sample], capture: Callable[[], Sequence[Mapping[str, Any]]], *,

@@ -65,5 +65,6 @@ def test_capture_names_the_sleeping_and_the_fifo_rank_with_their_lines(two_ranks
 def test_a_sample_holds_cpu_time_and_the_python_stack(two_ranks):
     root, script = two_ranks
     sample = capture.sample_node(root)
-    cpu, stack, _at = sample[0]
-    assert cpu is not None and stack[0].startswith(f"{script}:4 ")
+    cpu, stacks, _at = sample[0]
+    assert cpu is not None and len(stacks) == capture.SAMPLE_DUMPS and stacks[0][0].startswith(f"{script}:4 ")
+    assert "<string>:4 <listcomp>" in sample[capture.AGENT][1][0], sample[capture.AGENT]   # the parent, waiting for its children

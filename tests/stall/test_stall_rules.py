@@ -65,11 +65,13 @@ def test_threshold_is_stall_after_or_three_times_the_longest_gap(stall_after, ga
 
 
 def test_a_rank_works_only_when_cpu_advances_and_its_stack_changes():
-    a = rule.RankSample(1.0, ("train.py:3 f",), 0.0)
-    assert rule.working(a, rule.RankSample(2.0, ("train.py:4 g",), 2.0))
-    assert not rule.working(a, rule.RankSample(3.0, ("train.py:3 f",), 2.0))   # spinning in one place: waiting
-    assert not rule.working(a, rule.RankSample(1.0, ("train.py:4 g",), 2.0))   # no CPU: not working
-    assert rule.slow_not_stuck({"r0": [a, rule.RankSample(2.0, ("x",), 2.0)], "r1": [a, a]}) == ["r0"]
+    f, g = ("train.py:3 f",), ("train.py:4 g",)
+    a = rule.RankSample(1.0, (f, f), 0.0)
+    assert rule.working(a, rule.RankSample(2.0, (g, g), 2.0))
+    assert rule.working(a, rule.RankSample(2.0, (f, g), 2.0))   # two dumps of one sample differ: it moves
+    assert not rule.working(a, rule.RankSample(3.0, (f, f), 2.0))   # spinning in one place: waiting
+    assert not rule.working(a, rule.RankSample(1.0, (g, g), 2.0))   # no CPU: not working
+    assert rule.slow_not_stuck({"r0": [a, rule.RankSample(2.0, (g,), 2.0)], "r1": [a, a]}) == ["r0"]
 
 
 def test_watch_suspects_after_stall_after_then_defers_when_a_rank_works():
@@ -79,7 +81,7 @@ def test_watch_suspects_after_stall_after_then_defers_when_a_rank_works():
     assert not watch.due()
     now[0] = 10.0
     assert watch.due()
-    samples = iter([{0: {0: (1.0, ("a",), 0.0)}}, {0: {0: (2.0, ("b",), 2.0)}}])
+    samples = iter([{0: {0: (1.0, (("a",),), 0.0)}}, {0: {0: (2.0, (("b",),), 2.0)}}])
     assert watch.judge(lambda: next(samples), lambda: [], sleep=lambda s: None) is None
     assert not watch.due() and watch.slow[0]["working"] == ["node 0 rank 0"]
     now[0] = 20.0
