@@ -159,8 +159,13 @@ def _launch(args, session, training_lines: list[str], training_values: dict) -> 
         if log:
             write_launch_log(log, header)
             err.print(f"launch log {log}")
+        from ..stall import StallOptions
+        from ..stall.publish import publisher
+
         return launch_all_nodes(doc, training=args.training, reports_dir=args.reports_dir, stop_grace=args.stop_grace,
-                                profile=profile, torchrun=torchrun, launch_log=log, log_text=header)
+                                profile=profile, torchrun=torchrun, launch_log=log, log_text=header,
+                                stall=StallOptions(args.stall_after, args.on_stall),
+                                publish=publisher(launch_log=log, written=written, reports_dir=args.reports_dir))
 
     derived, notes = derive_env(profile, doc["nodes"][0].get("facts") or {})
     command = build_command(profile, args.training, environ=environ, derived=derived,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -95,10 +95,33 @@ def add_to_document(json_path: str | Path, stall: Mapping[str, Any]) -> bool:
     return True
 
 
+#: a launch log is small (its header, the launcher's own lines); a larger file is not looked at for a stall report
+MAX_LAUNCH_LOG_BYTES = 16 << 20
+
+
 def named_in_log(text: str) -> str | None:
     """The stall report a launch log names (its last ``# stall report: PATH`` line), else None."""
     found = None
     for line in text.splitlines():
         if line.startswith(LOG_LINE):
             found = line[len(LOG_LINE):].strip()
+    return found
+
+
+def from_launch_logs(paths: Iterable[str]) -> dict[str, Any]:
+    """``{"stall": report}`` from the last stall report the launch logs among ``paths`` name (``launch-*.log``);
+    ``{}`` when none names one or it cannot be read (the doctor's diagnosis stands without it)."""
+    found: dict[str, Any] = {}
+    for path in paths:
+        p = Path(path)
+        if not (p.name.startswith("launch-") and p.suffix == ".log"):
+            continue
+        try:
+            if p.stat().st_size > MAX_LAUNCH_LOG_BYTES:
+                continue
+            named = named_in_log(p.read_text(errors="replace"))
+            if named:
+                found = {"stall": {**json.loads(Path(named).read_text()), "report": named, "launch_log": str(p)}}
+        except (OSError, ValueError):
+            continue
     return found

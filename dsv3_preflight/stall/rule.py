@@ -10,7 +10,8 @@ The rule (docs/stall-watch.md):
   py-spy, a few dumps in a row each time). A rank whose CPU time advanced *and* whose stack changed between the two samples is working (a long
   first step, a model load, a checkpoint being written). When any rank works, the run is slow: nothing is
   reported and the watch looks again after another ``threshold`` of silence. A rank with the same stack in both
-  samples is waiting there, however much CPU it burns (NCCL's and Gloo's waits spin).
+  samples is waiting there, however much CPU it burns (NCCL's and Gloo's waits spin). In the set-up phase (no step
+  yet) CPU time alone is enough: an import or a load sits in one native call, and set-up waits do not spin.
 - **Stalled**: suspected, and no rank is working: the capture is taken and the culprit named.
 """
 from __future__ import annotations
@@ -45,14 +46,16 @@ class RankSample:
     at: float
 
 
-def working(first: RankSample, second: RankSample) -> bool:
+def working(first: RankSample, second: RankSample, setup: bool = False) -> bool:
     """A rank works between two samples when its CPU time advanced and its stack changed (among all the dumps of
-    both samples, two differ: a loop over a few lines shows them, a wait shows one stack)."""
+    both samples, two differ: a loop over a few lines shows them, a wait shows one stack). In the set-up phase CPU
+    time alone is enough: an import or a model load sits in one native call for seconds, and before communicators
+    exist a waiting rank burns no CPU (the store's and the rendezvous' waits block)."""
     wall = max(second.at - first.at, 1e-6)
-    return (second.cpu_s - first.cpu_s) >= CPU_SHARE * wall and len(set(first.stacks + second.stacks)) > 1
+    return (second.cpu_s - first.cpu_s) >= CPU_SHARE * wall and (setup or len(set(first.stacks + second.stacks)) > 1)
 
 
-def slow_not_stuck(samples: Mapping[str, Sequence[RankSample]]) -> list[str]:
+def slow_not_stuck(samples: Mapping[str, Sequence[RankSample]], setup: bool = False) -> list[str]:
     """The ranks (keys of ``samples``) that work between any two successive samples: not empty = a slow run."""
     return sorted(rank for rank, seq in samples.items()
-                  if any(working(a, b) for a, b in zip(seq, seq[1:])))
+                  if any(working(a, b, setup) for a, b in zip(seq, seq[1:])))

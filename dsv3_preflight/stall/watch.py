@@ -69,7 +69,7 @@ class StallWatch:
                 for rank, (cpu, stacks, at) in ranks.items():
                     if cpu is not None:
                         series.setdefault(f"node {node_rank} rank {rank}", []).append(rule.RankSample(cpu, tuple(stacks), at))
-        return rule.slow_not_stuck(series)
+        return rule.slow_not_stuck(series, setup=self.progress.phase == "setup")
 
     def judge(self, sample: Callable[[], Sample], capture: Callable[[], Sequence[Mapping[str, Any]]], *,
               expected_nodes: Sequence[int] = (), facts: Mapping[str, Any] | None = None,

@@ -63,6 +63,12 @@ def test_a_rank_stuck_before_its_all_reduce_is_named_with_its_node_and_line(tmp_
     assert '<section id="stall">' in page and cause_id in page
     fr = doc["stall"]["nodes"][0]["ranks"][0]["flight_recorder"]
     assert fr["available"] is False and "no NCCL process group" in fr["why"]   # gloo: said, not taken as healthy
+    if how == "sleep":   # the doctor, given the reports directory, reads the stall report the launch log names
+        doctor = subprocess.run([sys.executable, "-m", "dsv3_preflight", "doctor", "--json", str(reports)],
+                                capture_output=True, text=True, timeout=120)
+        found = json.loads(doctor.stdout)
+        assert found["stall"]["causes"][0]["where"] == where and found["stall"]["report"] == str(stall_file)
+
 
 
 def test_a_slow_healthy_run_runs_to_its_end_unflagged(tmp_path, user_env):

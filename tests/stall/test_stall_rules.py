@@ -71,6 +71,8 @@ def test_a_rank_works_only_when_cpu_advances_and_its_stack_changes():
     assert rule.working(a, rule.RankSample(2.0, (f, g), 2.0))   # two dumps of one sample differ: it moves
     assert not rule.working(a, rule.RankSample(3.0, (f, f), 2.0))   # spinning in one place: waiting
     assert not rule.working(a, rule.RankSample(1.0, (g, g), 2.0))   # no CPU: not working
+    assert rule.working(a, rule.RankSample(3.0, (f, f), 2.0), setup=True)   # set-up: an import in one native call
+    assert not rule.working(a, rule.RankSample(1.0, (f, f), 2.0), setup=True)
     assert rule.slow_not_stuck({"r0": [a, rule.RankSample(2.0, (g,), 2.0)], "r1": [a, a]}) == ["r0"]
 
 

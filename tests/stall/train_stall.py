@@ -23,6 +23,8 @@ parser.add_argument("--stuck-rank", type=int, default=None)
 parser.add_argument("--stuck-at", type=int, default=2)
 parser.add_argument("--stuck-how", choices=("sleep", "fifo"), default="sleep")
 parser.add_argument("--fifo", default=None)
+parser.add_argument("--payload", type=int, default=1)   # floats each all_reduce carries (a large one fills TCP queues)
+parser.add_argument("--out", default=None)   # the launch tests' common option; unused here
 args = parser.parse_args()
 
 
@@ -57,7 +59,7 @@ for step in range(args.steps):
     time.sleep(args.step_s)
     if rank == args.stuck_rank and step == args.stuck_at:
         stuck()
-    value = torch.tensor([float(rank + 1)])
+    value = torch.full((args.payload,), float(rank + 1))
     dist.all_reduce(value)   # ALL_REDUCE
-    print(f"[rank{rank}]: step {step} loss={1.0 / (step + 1):.4f}", flush=True)
+    print(f"[rank{rank}]: step {step} loss={1.0 / (step + 1):.4f} sum={value[0].item():g}", flush=True)
 dist.destroy_process_group()
