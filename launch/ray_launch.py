@@ -253,7 +253,7 @@ def launch_all_nodes(doc: Mapping[str, Any], *, training: Sequence[str], reports
         print(cluster_changed_line(judged, now), file=sys.stderr, flush=True)
         return 1
     run = _Launch(nodes, Path(os.path.abspath(reports_dir)), launch_log)
-    run.stall = _stall_watch(stall, nodes, run.actors, publish)
+    run.stall = _stall_watch(stall, nodes, run.actors, publish, (profile.master_addr, int(profile.master_port)))
     previous_term = _sigterm_interrupts()
     try:
         run.start(profile, training, torchrun, log_text)
@@ -267,13 +267,14 @@ def launch_all_nodes(doc: Mapping[str, Any], *, training: Sequence[str], reports
     return run.close()
 
 
-def _stall_watch(options: Any, nodes: Sequence[Mapping[str, Any]], actors: Mapping[int, Any], publish: Any) -> Any:
+def _stall_watch(options: Any, nodes: Sequence[Mapping[str, Any]], actors: Mapping[int, Any], publish: Any,
+                 master: tuple[str, int]) -> Any:
     """The driver's stall watch over the nodes' actors (None when off)."""
     if options is None or not options.enabled:
         return None
     from dsv3_preflight.stall.ray_watch import RayStallWatch
 
-    return RayStallWatch(options, nodes, actors, publish)
+    return RayStallWatch(options, nodes, actors, publish, master)
 
 
 def _stall_tick(run: _Launch) -> None:

@@ -189,7 +189,7 @@ def _launch(args, session, training_lines: list[str], training_values: dict) -> 
     from ..launch.local import run_torchrun
     signals.release()  # end what the preflight left running; torchrun gets neither our cookie nor handlers
     env = {k: v for k, v in command.env.items() if k != signals.COOKIE_VAR}
-    watch, added = _stall_watch(args, doc, log, written, env, profile.node_rank)
+    watch, added = _stall_watch(args, doc, log, written, env, profile)
     try:
         # the launcher stays torchrun's parent: a SIGINT/SIGTERM is forwarded to torchrun's process group and the
         # launch exits 2 once torchrun stopped (as every command does when interrupted); else torchrun's own code
@@ -200,7 +200,7 @@ def _launch(args, session, training_lines: list[str], training_values: dict) -> 
         raise UsageError(f"cannot start torchrun {command.argv[0]!r}: {exc.strerror or exc}") from None
 
 
-def _stall_watch(args, doc: dict, log, written: list, env: dict, node_rank: int):
+def _stall_watch(args, doc: dict, log, written: list, env: dict, profile):
     """Plain launch's stall watch (docs/stall-watch.md) and the variables it adds to torchrun's environment; the
     launch log says how it watches."""
     from ..launch.gate import write_launch_log
@@ -208,7 +208,8 @@ def _stall_watch(args, doc: dict, log, written: list, env: dict, node_rank: int)
     from ..stall.local import for_launch
 
     watch, added = for_launch(StallOptions(args.stall_after, args.on_stall), doc=doc, launch_log=log, written=written,
-                              reports_dir=args.reports_dir, env=env, stop_grace=args.stop_grace, node_rank=node_rank)
+                              reports_dir=args.reports_dir, env=env, stop_grace=args.stop_grace, node_rank=profile.node_rank,
+                              master=(profile.master_addr, int(profile.master_port), int(profile.nnodes)))
     if log and watch is not None:
         write_launch_log(log, f"# stall watch: --stall-after {args.stall_after:g} --on-stall={args.on_stall}"
                          + "".join(f"; {k}={v}" for k, v in added.items()) + "\n")

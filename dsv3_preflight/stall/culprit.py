@@ -227,10 +227,15 @@ def _link_cause(links: Sequence[dict], group: Group, facts: Mapping[str, Any], r
                   link={"from": a, "to": b, "peer": peer_ip}, node=a, node_facts=joined)
 
 
-def _never_joined_cause(missing: Sequence[int], names: Mapping[int, str], group: Group | None, why: Mapping[int, str]) -> dict:
+def _never_joined_cause(missing: Sequence[int], names: Mapping[int, str], group: Group | None, why: Mapping[int, str],
+                        store: Mapping[str, Any] | None = None) -> dict:
     named = ", ".join(f"node {n} {names.get(n, '?')}" for n in missing)
-    waiting = f"the ranks of the other nodes wait {group.site.label}" if group else "no rank of the other nodes started"
+    waiting = (f"the ranks of the other nodes wait {group.site.label}" if group else
+               "the other nodes' torchrun agents wait for it in the rendezvous" if store else "no rank of the other nodes started")
     evidence = [f"node {n} {names.get(n, '?')}: {why.get(n, 'no rank process')}" for n in missing] + [waiting]
+    if store:
+        evidence.append(f"the rendezvous store {store['store']} holds the agents' keys ({store['run_id']}/torchelastic/"
+                        f"role_info/N) of node ranks {_ranks_text(store['joined']) or 'none'}, not of {_ranks_text(missing)}")
     fix = (f"# on {names.get(missing[0], 'that node')}: did torchrun start, and does it reach the rendezvous?\n"
            "nc -vz -w 3 \"${MASTER_ADDR:?the head node address}\" \"${MASTER_PORT:?the rendezvous port}\"\n"
            "dsv3-preflight run --all-nodes    # the preflight names what keeps that node out")
@@ -238,24 +243,33 @@ def _never_joined_cause(missing: Sequence[int], names: Mapping[int, str], group:
                   evidence, nodes=[names.get(n) for n in missing], node_ranks=list(missing))
 
 
+def _missing_nodes(nodes: Sequence[Mapping[str, Any]], expected: Sequence[int], store: Mapping[str, Any] | None) -> list[int]:
+    """Node ranks that never joined: those the rendezvous store has no agent key of (when it answered), else those
+    with no rank process."""
+    if store and store.get("available"):
+        return sorted(store.get("missing") or [])
+    present = {int(n["node_rank"]) for n in nodes if n.get("ranks")}
+    return sorted(set(expected) - present)
+
+
 def name_culprit(nodes: Sequence[Mapping[str, Any]], *, expected_nodes: Sequence[int] = (), facts: Mapping[str, Any] | None = None,
-                 ip_nodes: Mapping[str, str] | None = None) -> dict:
+                 ip_nodes: Mapping[str, str] | None = None, store: Mapping[str, Any] | None = None) -> dict:
     """The stall's causes (suspects first) and the ranks grouped by site, from every node's capture.
 
     ``nodes``: NodeCapture dicts; ``expected_nodes``: the node ranks the launch started; ``facts``: node name → the
-    preflight's facts; ``ip_nodes``: address → node name (for a link's peer)."""
+    preflight's facts; ``ip_nodes``: address → node name (for a link's peer); ``store``: the rendezvous store's
+    agent keys (store.agents_joined), when some node had no rank process."""
     facts = facts or {}
     ranks = [r for n in nodes for r in n.get("ranks") or []]
     groups = group_ranks(ranks)
     waiting = _waiting_group(groups)
     names = {int(n["node_rank"]): str(n["node"]) for n in nodes}
-    present = {int(n["node_rank"]) for n in nodes if n.get("ranks")}
-    missing = sorted(set(expected_nodes) - present)
+    missing = _missing_nodes(nodes, expected_nodes, store)
     why = {int(n["node_rank"]): ("torchrun not running" if not n.get("torchrun_alive") else "torchrun runs, no rank process")
            for n in nodes}
     causes: list[dict] = []
     if missing:
-        causes.append(_never_joined_cause(missing, names, waiting, why))
+        causes.append(_never_joined_cause(missing, names, waiting, why, store if store and store.get("available") else None))
     by_rank = {r["rank"]: r for r in ranks}
     if waiting is not None:
         for g in groups:

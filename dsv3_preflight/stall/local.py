@@ -26,8 +26,10 @@ class LocalWatch:
     EXIT_STALLED = EXIT_STALLED
 
     def __init__(self, options: StallOptions, *, node: str, node_rank: int = 0, facts: Mapping[str, Any] | None = None,
-                 publish: Callable[[dict[str, Any]], None] | None = None, stop_grace: float = 10.0) -> None:
+                 publish: Callable[[dict[str, Any]], None] | None = None, stop_grace: float = 10.0,
+                 rendezvous: Callable[[], dict[str, Any]] | None = None) -> None:
         self.watch = StallWatch(options)
+        self.rendezvous = rendezvous
         self.node, self.node_rank, self.facts = node, node_rank, facts or {}
         self.publish = publish
         self.stop_grace = stop_grace
@@ -81,7 +83,8 @@ class LocalWatch:
                 continue
             section = self.watch.judge(lambda: {self.node_rank: capture.sample_node(proc.pid)},
                                        lambda: [capture.capture_node(proc.pid, self.node, self.node_rank)],
-                                       expected_nodes=[self.node_rank], facts={self.node: self.facts})
+                                       expected_nodes=[self.node_rank], facts={self.node: self.facts},
+                                       rendezvous=self.rendezvous)
             if section is None:
                 print(report.slow_line(self.watch.slow[-1]), file=sys.stderr, flush=True)
                 continue
@@ -115,9 +118,11 @@ def _stop_group(proc: subprocess.Popen, grace: float) -> None:
 
 
 def for_launch(options: StallOptions, *, doc: Mapping[str, Any], launch_log: Any, written: Any, reports_dir: str,
-               env: Mapping[str, str], stop_grace: float, node_rank: int = 0) -> tuple[LocalWatch | None, dict[str, str]]:
+               env: Mapping[str, str], stop_grace: float, node_rank: int = 0,
+               master: tuple[str, int, int] | None = None) -> tuple[LocalWatch | None, dict[str, str]]:
     """Plain ``launch``'s watch and the variables it adds to torchrun's environment (the Flight Recorder's, with its
-    dump pipe beside torchrun's log directory); (None, {}) with ``--stall-after 0``."""
+    dump pipe beside torchrun's log directory); (None, {}) with ``--stall-after 0``. ``master``: MASTER_ADDR,
+    MASTER_PORT and the number of nodes, for the rendezvous store's agent keys when this node has no rank."""
     from pathlib import Path
 
     from dsv3_preflight.launch.gate import torchrun_log_dir
@@ -135,5 +140,11 @@ def for_launch(options: StallOptions, *, doc: Mapping[str, Any], launch_log: Any
     watch = LocalWatch(options, node=str(node["node"]), node_rank=node_rank, facts=node.get("facts") or {},
                        publish=publisher(launch_log=Path(launch_log) if launch_log else None,
                                          written=[Path(p) for p in written], reports_dir=reports_dir),
-                       stop_grace=stop_grace)
+                       stop_grace=stop_grace, rendezvous=_rendezvous(master) if master and master[2] > 1 else None)
     return watch, added
+
+
+def _rendezvous(master: tuple[str, int, int]) -> Callable[[], dict[str, Any]]:
+    from .store import agents_joined
+
+    return lambda: agents_joined(master[0], master[1], master[2])

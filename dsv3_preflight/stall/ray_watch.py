@@ -18,13 +18,21 @@ class RayStallWatch:
     """The stall watch over every node's actor (``NodeTorchrun`` with ``stall_sample``/``stall_capture``)."""
 
     def __init__(self, options: StallOptions, nodes: Sequence[Mapping[str, Any]], actors: Mapping[int, Any],
-                 publish: Callable[[dict[str, Any]], None] | None = None) -> None:
+                 publish: Callable[[dict[str, Any]], None] | None = None, master: tuple[str, int] | None = None) -> None:
         self.watch = StallWatch(options)
         self.nodes = {int(n["node_rank"]): n for n in nodes}
         self.actors = actors
         self.publish = publish
         self.facts = {str(n["name"]): n.get("facts") or {} for n in nodes}
         self.ip_nodes = {str(n["ip"]): str(n["name"]) for n in nodes if n.get("ip")}
+        self.master = master   # MASTER_ADDR, MASTER_PORT: the rendezvous store the agents join
+
+    def _rendezvous(self) -> dict[str, Any]:
+        from .store import agents_joined
+
+        if self.master is None:
+            return {"available": False, "why": "MASTER_ADDR/MASTER_PORT not known to the watch"}
+        return agents_joined(self.master[0], self.master[1], len(self.nodes))
 
     def observe(self, line: str) -> None:
         self.watch.observe(line)
@@ -54,7 +62,7 @@ class RayStallWatch:
         if not self.watch.due():
             return None
         section = self.watch.judge(self._sample, self._capture, expected_nodes=sorted(self.nodes), facts=self.facts,
-                                   ip_nodes=self.ip_nodes)
+                                   ip_nodes=self.ip_nodes, rendezvous=self._rendezvous)
         if section is None:
             print(report.slow_line(self.watch.slow[-1]), file=sys.stderr, flush=True)
             return None

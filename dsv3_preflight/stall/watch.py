@@ -73,9 +73,10 @@ class StallWatch:
 
     def judge(self, sample: Callable[[], Sample], capture: Callable[[], Sequence[Mapping[str, Any]]], *,
               expected_nodes: Sequence[int] = (), facts: Mapping[str, Any] | None = None,
-              ip_nodes: Mapping[str, str] | None = None, sleep: Callable[[float], None] = time.sleep) -> dict[str, Any] | None:
+              ip_nodes: Mapping[str, str] | None = None, sleep: Callable[[float], None] = time.sleep,
+              rendezvous: Callable[[], dict[str, Any]] | None = None) -> dict[str, Any] | None:
         """Once due: two samples; a slow run defers the watch (None); a stuck one is captured and its stall section
-        returned (also kept in ``reported``)."""
+        returned (also kept in ``reported``). ``rendezvous``: the store's agent keys, asked when a node has no rank."""
         quiet_for, threshold = self.clock() - self.quiet_since(), self.threshold()
         first = sample()
         sleep(self.options.sample_gap)
@@ -86,9 +87,14 @@ class StallWatch:
             self.resumed = self.clock()
             return None
         captures = list(capture())
-        verdict = culprit.name_culprit(captures, expected_nodes=expected_nodes, facts=facts, ip_nodes=ip_nodes)
+        store = None
+        if rendezvous is not None and any(not c.get("ranks") for c in captures):
+            store = rendezvous()
+        verdict = culprit.name_culprit(captures, expected_nodes=expected_nodes, facts=facts, ip_nodes=ip_nodes, store=store)
         self.reported = report.section(verdict=verdict, captures=captures, quiet_for=quiet_for, threshold=threshold,
                                        phase=self.progress.phase, last_progress=self.progress.last_line,
                                        action=self.options.on_stall, stall_after=self.options.stall_after)
         self.reported["slow_before"] = list(self.slow)
+        if store is not None:
+            self.reported["rendezvous"] = store
         return self.reported

@@ -68,3 +68,17 @@ def test_a_sample_holds_cpu_time_and_the_python_stack(two_ranks):
     cpu, stacks, _at = sample[0]
     assert cpu is not None and len(stacks) == capture.SAMPLE_DUMPS and stacks[0][0].startswith(f"{script}:4 ")
     assert "<string>:4 <listcomp>" in sample[capture.AGENT][1][0], sample[capture.AGENT]   # the parent, waiting for its children
+
+
+def test_the_store_probe_names_the_node_ranks_whose_agent_key_is_missing():
+    import datetime
+
+    from torch.distributed import PrefixStore, TCPStore
+
+    from dsv3_preflight.stall.store import agents_joined
+
+    server = TCPStore("127.0.0.1", 0, is_master=True, timeout=datetime.timedelta(seconds=10), wait_for_workers=False)
+    PrefixStore("none", server).set("torchelastic/role_info/0", b"agent 0")   # as node rank 0's agent writes it
+    found = agents_joined("127.0.0.1", server.port, 3)
+    assert (found["available"], found["joined"], found["missing"]) == (True, [0], [1, 2])
+    assert agents_joined("127.0.0.1", 1, 2, timeout=1.0)["available"] is False   # nothing there: said, not raised

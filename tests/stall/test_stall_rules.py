@@ -149,3 +149,12 @@ def test_every_fix_pastes():
         for cause in culprit.name_culprit(nodes, expected_nodes=[0, 1])["causes"]:
             assert cause["fix"], cause["id"]
             subprocess.run(["bash", "-n"], input=cause["fix"], text=True, check=True)
+
+
+def test_the_rendezvous_store_says_which_node_never_joined_when_no_node_has_ranks():
+    store = {"available": True, "store": "10.0.0.1:29500", "run_id": "none", "joined": [0, 2], "missing": [1]}
+    out = culprit.name_culprit([node(0, "n0", []), node(1, "n1", []), node(2, "n2", [])], expected_nodes=[0, 1, 2],
+                               store=store)
+    (cause,) = out["causes"]
+    assert (cause["id"], cause["node_ranks"], cause["nodes"]) == ("stall.node_never_joined", [1], ["n1"])
+    assert "holds the agents' keys (none/torchelastic/role_info/N) of node ranks 0, 2, not of 1" in cause["evidence"][-1]
