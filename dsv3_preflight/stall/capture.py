@@ -76,6 +76,7 @@ class NodeCapture(TypedDict, total=False):
     ras: dict[str, Any]
     gpus: dict[str, Any]
     taken_at: float
+    agent: dict[str, Any]   # torchrun's own stack, when the node has no rank process
 
 
 def watch_env(environ: Mapping[str, str], fr_dir: str) -> dict[str, str]:
@@ -250,8 +251,11 @@ def capture_node(root: int | None, node: str, node_rank: int, cpu_before: Mappin
         later = {(c["local"], c["peer"]): c["send_q"] for c in procs.tcp_connections(rank["pid"])}
         for conn in rank["tcp"]:
             conn["send_q_later"] = later.get((conn["local"], conn["peer"]))  # type: ignore[typeddict-unknown-key]
-    return NodeCapture(node=node, node_rank=node_rank, host=socket.gethostname(), torchrun_pid=root, torchrun_alive=alive,
-                       ranks=taken, ras=nccl_ras(), gpus=gpus(), taken_at=time.time())
+    out = NodeCapture(node=node, node_rank=node_rank, host=socket.gethostname(), torchrun_pid=root, torchrun_alive=alive,
+                      ranks=taken, ras=nccl_ras(), gpus=gpus(), taken_at=time.time())
+    if alive and root is not None and not taken:   # no rank yet: where torchrun's agent waits (rendezvous or not)
+        out["agent"] = {"pid": root, "stacks": dump_stacks(root, native=False)}
+    return out
 
 
 #: the key of torchrun's own agent in a sample (before its workers exist, the agent is what works: imports, rendezvous)

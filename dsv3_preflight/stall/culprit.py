@@ -231,8 +231,10 @@ def _never_joined_cause(missing: Sequence[int], names: Mapping[int, str], group:
                         store: Mapping[str, Any] | None = None) -> dict:
     named = ", ".join(f"node {n} {names.get(n, '?')}" for n in missing)
     waiting = (f"the ranks of the other nodes wait {group.site.label}" if group else
-               "the other nodes' torchrun agents wait for it in the rendezvous" if store else "no rank of the other nodes started")
+               "the other nodes' torchrun agents wait for it in the rendezvous"
+               if store or any("rendezvous" in t for t in why.values()) else "no rank of the other nodes started")
     evidence = [f"node {n} {names.get(n, '?')}: {why.get(n, 'no rank process')}" for n in missing] + [waiting]
+    evidence += [f"node {n} {names[n]}: {text}" for n, text in sorted(why.items()) if n not in missing and "rendezvous" in text]
     if store:
         evidence.append(f"the rendezvous store {store['store']} holds the agents' keys ({store['run_id']}/torchelastic/"
                         f"role_info/N) of node ranks {_ranks_text(store['joined']) or 'none'}, not of {_ranks_text(missing)}")
@@ -243,13 +245,35 @@ def _never_joined_cause(missing: Sequence[int], names: Mapping[int, str], group:
                   evidence, nodes=[names.get(n) for n in missing], node_ranks=list(missing))
 
 
+#: frames of torchrun's agent waiting for the other nodes' agents (static or c10d rendezvous, the agents' keys)
+RENDEZVOUS_FRAMES = ("next_rendezvous", "_rendezvous", "_share_and_gather", "synchronize", "get_all", "_assign_worker_ranks")
+
+
+def agent_in_rendezvous(node: Mapping[str, Any]) -> str | None:
+    """The frame of torchrun's agent (a node without rank process) waiting in the rendezvous, else None."""
+    frames = _main_thread(node.get("agent") or {})
+    hit = next((f for f in frames if f["name"].rsplit(".", 1)[-1] in RENDEZVOUS_FRAMES and "elastic" in f["file"]), None)
+    return f"{hit['name']} ({hit['file'].rsplit('/', 1)[-1]}:{hit['line']})" if hit else None
+
+
+def _agent_text(node: Mapping[str, Any]) -> str:
+    """What the node's torchrun does when it has no rank process."""
+    if not node.get("torchrun_alive"):
+        return "torchrun not running"
+    waits = agent_in_rendezvous(node)
+    if waits:
+        return f"torchrun's agent waits for the other nodes in the rendezvous: {waits}"
+    top = next((f for f in _main_thread(node.get("agent") or {}) if not f.get("native")), None)
+    return f"torchrun runs, no rank process; it is at {top['name']} ({top['file']}:{top['line']})" if top else \
+        "torchrun runs, no rank process"
+
+
 def _missing_nodes(nodes: Sequence[Mapping[str, Any]], expected: Sequence[int], store: Mapping[str, Any] | None) -> list[int]:
-    """Node ranks that never joined: those the rendezvous store has no agent key of (when it answered), else those
-    with no rank process."""
-    if store and store.get("available"):
-        return sorted(store.get("missing") or [])
-    present = {int(n["node_rank"]) for n in nodes if n.get("ranks")}
-    return sorted(set(expected) - present)
+    """Node ranks that never joined: no rank process, torchrun's agent not waiting in the rendezvous, and no agent key
+    in the rendezvous store (when it answered)."""
+    present = {int(n["node_rank"]) for n in nodes if n.get("ranks") or agent_in_rendezvous(n)}
+    joined = set(store.get("joined") or []) if store and store.get("available") else set()
+    return sorted(set(expected) - present - joined)
 
 
 def name_culprit(nodes: Sequence[Mapping[str, Any]], *, expected_nodes: Sequence[int] = (), facts: Mapping[str, Any] | None = None,
@@ -265,8 +289,7 @@ def name_culprit(nodes: Sequence[Mapping[str, Any]], *, expected_nodes: Sequence
     waiting = _waiting_group(groups)
     names = {int(n["node_rank"]): str(n["node"]) for n in nodes}
     missing = _missing_nodes(nodes, expected_nodes, store)
-    why = {int(n["node_rank"]): ("torchrun not running" if not n.get("torchrun_alive") else "torchrun runs, no rank process")
-           for n in nodes}
+    why = {int(n["node_rank"]): _agent_text(n) for n in nodes}
     causes: list[dict] = []
     if missing:
         causes.append(_never_joined_cause(missing, names, waiting, why, store if store and store.get("available") else None))

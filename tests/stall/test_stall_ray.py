@@ -71,6 +71,25 @@ def test_a_rank_stuck_on_one_node_is_named_with_its_node_and_line(lab: RayLab, t
                                                    "stall.rank_in_python")
 
 
+def test_a_node_whose_torchrun_never_joins_is_named_by_its_node_rank(lab: RayLab, tmp_path: Path):
+    # torchrun as the users' own wrapper script (#! this interpreter): on node rank 1 it hangs before torchrun starts
+    wrapper = tmp_path / "bin" / "torchrun"
+    wrapper.parent.mkdir()
+    wrapper.write_text(f"#!{sys.executable}\nimport sys, time\n"
+                       "if '--node_rank=1' in sys.argv:\n    time.sleep(3600)   # never joins\n"
+                       "from torch.distributed.run import main\nmain()\n")
+    wrapper.chmod(0o755)
+    proc = start(lab, tmp_path, "--steps", "2", watch=("--stall-after", "8", "--on-stall", "stop", "--torchrun", str(wrapper)))
+    code, _out, err = finish(proc)
+    doc = json.loads((tmp_path / "report.json").read_text())
+    name = {r: n for n, r in doc["cluster"]["node_ranks"].items()}[1]
+    assert code == 11, err[-4000:]
+    head = next(line for line in err.splitlines() if line.startswith("dsv3-preflight launch: stall: 1. "))
+    assert head.startswith(f"dsv3-preflight launch: stall: 1. stall.node_never_joined: node 1 {name} never joined"), head
+    assert "node 0 lab-node0: torchrun's agent waits for the other nodes in the rendezvous" in err
+    assert f"node 1 {name}: torchrun runs, no rank process; it is at <module> ({tmp_path / 'bin' / 'torchrun'}:4)" in err
+
+
 def test_a_link_blocked_after_the_first_steps_is_named(lab: RayLab, tmp_path: Path):
     proc = start(lab, tmp_path, "--steps", "400", "--step-s", "0.2", "--payload", "4000000",
                  watch=("--stall-after", "8", "--on-stall", "stop"))

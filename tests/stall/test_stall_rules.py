@@ -158,3 +158,18 @@ def test_the_rendezvous_store_says_which_node_never_joined_when_no_node_has_rank
     (cause,) = out["causes"]
     assert (cause["id"], cause["node_ranks"], cause["nodes"]) == ("stall.node_never_joined", [1], ["n1"])
     assert "holds the agents' keys (none/torchelastic/role_info/N) of node ranks 0, 2, not of 1" in cause["evidence"][-1]
+
+
+def test_an_agent_waiting_in_the_rendezvous_joined_and_one_elsewhere_did_not():
+    static = "/venv/lib/python3.11/site-packages/torch/distributed/elastic/rendezvous/static_tcp_rendezvous.py"
+    waiting = {"stacks": {"threads": [{"tid": 1, "active": False, "frames": [
+        frame("StaticTCPRendezvous.next_rendezvous", static, 67), frame("<module>", "torch/distributed/run.py", 1032)]}]}}
+    elsewhere = {"stacks": {"threads": [{"tid": 2, "active": False, "frames": [frame("<module>", "/usr/bin/torchrun", 4)]}]}}
+    out = culprit.name_culprit([{**node(0, "n0", []), "agent": waiting}, {**node(1, "n1", []), "agent": elsewhere}],
+                               expected_nodes=[0, 1], store={"available": True, "store": "h:1", "run_id": "none",
+                                                             "joined": [], "missing": [0, 1]})
+    (cause,) = out["causes"]
+    assert (cause["id"], cause["node_ranks"]) == ("stall.node_never_joined", [1])
+    assert "node 1 n1: torchrun runs, no rank process; it is at <module> (/usr/bin/torchrun:4)" in cause["evidence"]
+    assert ("node 0 n0: torchrun's agent waits for the other nodes in the rendezvous: "
+            "StaticTCPRendezvous.next_rendezvous (static_tcp_rendezvous.py:67)") in cause["evidence"]
