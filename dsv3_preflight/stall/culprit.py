@@ -68,28 +68,37 @@ def _main_wchan(rank: Mapping[str, Any]) -> str:
     return str(wchan.get(str(rank.get("pid")), "") or next(iter(wchan.values()), ""))
 
 
+def _distributed_call(python: Sequence[Mapping[str, Any]], names: frozenset[str]) -> str | None:
+    """The innermost torch.distributed frame among ``names``."""
+    return next((f["name"] for f in python if f["name"] in names and "distributed" in f["file"]), None)
+
+
+def _io_wait(frames: Sequence[Mapping[str, Any]], wchan: str) -> str | None:
+    """The I/O the main thread is blocked in: its wchan, else a native read/write on top of its stack."""
+    if any(w in wchan for w in IO_WCHAN):
+        return wchan
+    return next((f["name"] for f in frames[:3] if f.get("native") and f["name"] in IO_NATIVE), None)
+
+
 def site_of(rank: Mapping[str, Any]) -> Site:
     """Where the rank waits, from its main thread's frames (innermost first) and its wchan."""
     frames = _main_thread(rank)
     python = [f for f in frames if not f.get("native")]
     user = next((f for f in python if not _is_library(f["file"])), None)
     where = f"{user['file']}:{user['line']}" if user else ""
-    for f in python:
-        if f["name"] in COLLECTIVES and "distributed" in f["file"]:
-            return Site("collective", f["name"], where)
-    for f in python:
-        if f["name"] in SETUP and "distributed" in f["file"]:
-            return Site("setup", f["name"], where)
+    collective = _distributed_call(python, COLLECTIVES)
+    if collective:
+        return Site("collective", collective, where)
+    setup = _distributed_call(python, SETUP)
+    if setup:
+        return Site("setup", setup, where)
     wchan = _main_wchan(rank)
-    if any(w in wchan for w in IO_WCHAN):
-        return Site("io", wchan, where)
-    native_top = next((f["name"] for f in frames[:3] if f.get("native") and f["name"] in IO_NATIVE), None)
-    if native_top:
-        return Site("io", native_top, where)
+    io = _io_wait(frames, wchan)
+    if io:
+        return Site("io", io, where)
     if python:
         top = python[0]
-        return Site("python", f"{top['name']} at {top['file']}:{top['line']}" if not user or top is not user else top["name"],
-                    where)
+        return Site("python", top["name"] if top is user else f"{top['name']} at {top['file']}:{top['line']}", where)
     why = (rank.get("stacks") or {}).get("error") or "no stack"
     return Site("unknown", f"{why}; wchan {wchan or '?'}", "")
 
@@ -294,18 +303,21 @@ def name_culprit(nodes: Sequence[Mapping[str, Any]], *, expected_nodes: Sequence
     if missing:
         causes.append(_never_joined_cause(missing, names, waiting, why, store if store and store.get("available") else None))
     by_rank = {r["rank"]: r for r in ranks}
-    if waiting is not None:
-        for g in groups:
-            if g is waiting:
-                continue
-            causes += [_suspect_cause(by_rank[r], g.site, waiting, facts) for r in g.ranks]
+    causes += _odd_ones_out(groups, waiting, by_rank, facts)
     if not causes and waiting is not None and len(groups) == 1:
         links = stuck_links(ranks, ip_nodes or {})
-        if links:
-            causes.append(_link_cause(links, waiting, facts, ranks))
+        causes += [_link_cause(links, waiting, facts, ranks)] if links else []
     if not causes:
         causes.append(_unresolved(groups, ranks))
     return {"causes": causes, "groups": [_group_view(g, by_rank) for g in groups]}
+
+
+def _odd_ones_out(groups: Sequence[Group], waiting: Group | None, by_rank: Mapping[int, Mapping[str, Any]],
+                  facts: Mapping[str, Any]) -> list[dict]:
+    """A suspect cause for every rank outside the group the others wait in."""
+    if waiting is None:
+        return []
+    return [_suspect_cause(by_rank[r], g.site, waiting, facts) for g in groups if g is not waiting for r in g.ranks]
 
 
 def _unresolved(groups: Sequence[Group], ranks: Sequence[Mapping[str, Any]]) -> dict:
