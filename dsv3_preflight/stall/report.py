@@ -17,8 +17,8 @@ SLOW_HEAD = "dsv3-preflight launch: stall watch: "
 def slow_line(slow: Mapping[str, Any]) -> str:
     """The line said when a suspected stall turned out to be a slow run."""
     ranks = ", ".join(slow["working"][:8]) + (" ..." if len(slow["working"]) > 8 else "")
-    return (f"{SLOW_HEAD}no progress for {slow['at_quiet_s']:g} s, but {ranks} work (CPU time advancing, stack "
-            "changing): slow, not stuck; watching on")
+    return (f"{SLOW_HEAD}no progress for {slow['at_quiet_s']:g} s, but {ranks} work (their stacks change, or in set-up "
+            "their CPU time advances): slow, not stuck; watching on")
 
 
 #: the launch log line naming the stall report's file (doctor reads the report through it)

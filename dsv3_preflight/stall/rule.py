@@ -7,11 +7,11 @@ The rule (docs/stall-watch.md):
   minutes of silence until 15). In the set-up phase (no step yet) the silence counts from the last set-up line
   (NCCL connected, an engine ready), or from the start.
 - **Slow, not stuck**: once suspected, each rank is sampled twice (CPU time from /proc, its Python stack from
-  py-spy, a few dumps in a row each time). A rank whose CPU time advanced *and* whose stack changed between the two samples is working (a long
-  first step, a model load, a checkpoint being written). When any rank works, the run is slow: nothing is
-  reported and the watch looks again after another ``threshold`` of silence. A rank with the same stack in both
-  samples is waiting there, however much CPU it burns (NCCL's and Gloo's waits spin). In the set-up phase (no step
-  yet) CPU time alone is enough: an import or a load sits in one native call, and set-up waits do not spin.
+  py-spy, a few dumps in a row each time). A rank whose stack changed between the dumps is working (a long first
+  step, a model load, a checkpoint being written); in the set-up phase (no step yet) so is a rank whose CPU time
+  advanced (an import or a load sits in one native call; set-up waits do not spin). When any rank works, the run
+  is slow: nothing is reported and the watch looks again after another ``threshold`` of silence. A rank with the
+  same stack in every dump is waiting there, however much CPU it burns (NCCL's and Gloo's waits spin).
 - **Stalled**: suspected, and no rank is working: the capture is taken and the culprit named.
 """
 from __future__ import annotations
@@ -47,12 +47,14 @@ class RankSample:
 
 
 def working(first: RankSample, second: RankSample, setup: bool = False) -> bool:
-    """A rank works between two samples when its CPU time advanced and its stack changed (among all the dumps of
-    both samples, two differ: a loop over a few lines shows them, a wait shows one stack). In the set-up phase CPU
-    time alone is enough: an import or a model load sits in one native call for seconds, and before communicators
-    exist a waiting rank burns no CPU (the store's and the rendezvous' waits block)."""
+    """A rank works between two samples when its stack changed (among all the dumps of both samples, two differ: a
+    loop over a few lines shows them, a wait shows one stack; a dump that failed is left out), or, in the set-up phase,
+    when its CPU time advanced: an import or a model load sits in one native call for seconds, and before
+    communicators exist a waiting rank burns no CPU (the store's and the rendezvous' waits block). In the work phase
+    CPU time alone is not enough: NCCL's and Gloo's waits spin."""
     wall = max(second.at - first.at, 1e-6)
-    return (second.cpu_s - first.cpu_s) >= CPU_SHARE * wall and (setup or len(set(first.stacks + second.stacks)) > 1)
+    moved = len({s for s in first.stacks + second.stacks if s}) > 1
+    return moved or (setup and (second.cpu_s - first.cpu_s) >= CPU_SHARE * wall)
 
 
 def slow_not_stuck(samples: Mapping[str, Sequence[RankSample]], setup: bool = False) -> list[str]:

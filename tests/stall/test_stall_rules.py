@@ -64,13 +64,14 @@ def test_threshold_is_stall_after_or_three_times_the_longest_gap(stall_after, ga
     assert rule.threshold(stall_after, gap, steps) == expected
 
 
-def test_a_rank_works_only_when_cpu_advances_and_its_stack_changes():
+def test_a_rank_works_when_its_stack_changes_or_in_setup_when_its_cpu_advances():
     f, g = ("train.py:3 f",), ("train.py:4 g",)
     a = rule.RankSample(1.0, (f, f), 0.0)
     assert rule.working(a, rule.RankSample(2.0, (g, g), 2.0))
     assert rule.working(a, rule.RankSample(2.0, (f, g), 2.0))   # two dumps of one sample differ: it moves
+    assert rule.working(a, rule.RankSample(1.0, (g, g), 2.0))   # moving with no CPU: I/O-bound work (a load)
     assert not rule.working(a, rule.RankSample(3.0, (f, f), 2.0))   # spinning in one place: waiting
-    assert not rule.working(a, rule.RankSample(1.0, (g, g), 2.0))   # no CPU: not working
+    assert not rule.working(a, rule.RankSample(3.0, (f, (), f), 2.0))   # a failed dump is no change
     assert rule.working(a, rule.RankSample(3.0, (f, f), 2.0), setup=True)   # set-up: an import in one native call
     assert not rule.working(a, rule.RankSample(1.0, (f, f), 2.0), setup=True)
     assert rule.slow_not_stuck({"r0": [a, rule.RankSample(2.0, (g,), 2.0)], "r1": [a, a]}) == ["r0"]
