@@ -119,7 +119,7 @@ def _block_link(timed: Timed, lab) -> None:
     """After step 2, drop rank 1's connections to node 0 (its ports, read with the watch's own probe)."""
     import psutil
 
-    from dsv3_preflight.stall import procs
+    from dsv3_preflight.stall.probes import procs
 
     deadline = time.monotonic() + 300
     while timed.first(r"step 2 loss") is None and time.monotonic() < deadline and timed.proc.poll() is None:

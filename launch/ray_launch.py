@@ -103,14 +103,14 @@ class NodeTorchrun:
         return self.lines[:], (self.proc.returncode if done else None)
 
     def stall_sample(self) -> dict:
-        """The stall watch's sample of this node's ranks (CPU time, stacks): dsv3_preflight/stall/capture.py."""
-        from dsv3_preflight.stall.capture import sample_node
+        """The stall watch's sample of this node's ranks (CPU time, stacks): dsv3_preflight/stall/probes/capture.py."""
+        from dsv3_preflight.stall.probes.capture import sample_node
 
         return sample_node(_child_pid(self.proc.pid) if self.proc is not None and self.proc.poll() is None else None)
 
     def stall_capture(self, node: str, node_rank: int) -> dict:
         """The stall watch's capture of this node's ranks (stacks, wchan, TCP queues, Flight Recorder, RAS, NVML)."""
-        from dsv3_preflight.stall.capture import capture_node
+        from dsv3_preflight.stall.probes.capture import capture_node
 
         return dict(capture_node(_child_pid(self.proc.pid) if self.proc is not None and self.proc.poll() is None else None,
                                  node, node_rank))
@@ -180,7 +180,7 @@ def _stall_env(env: Mapping[str, str], log_path: str) -> dict[str, str]:
     """The Flight Recorder's variables for the stall watch's capture, its dump pipe beside this node's torchrun log
     directory (a value the user set is kept): docs/stall-watch.md."""
     from dsv3_preflight.launch.gate import torchrun_log_dir
-    from dsv3_preflight.stall.capture import watch_env
+    from dsv3_preflight.stall.probes.capture import watch_env
 
     fr_dir = torchrun_log_dir(log_path) / "flight_recorder"
     try:

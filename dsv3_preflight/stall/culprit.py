@@ -147,10 +147,10 @@ def _who(rank: Mapping[str, Any]) -> str:
 def _node_facts(facts: Mapping[str, Mapping[str, Any]], rank: Mapping[str, Any]) -> dict[str, Any]:
     """The preflight's facts for the rank's node: its GPU's bus id, the NIC and route toward MASTER_ADDR."""
     f = facts.get(str(rank.get("node"))) or {}
-    route = f.get("nic_route") if isinstance(f.get("nic_route"), Mapping) else {}
-    gpus = ((f.get("nvml") or {}).get("gpus") or []) if isinstance(f.get("nvml"), Mapping) else []
+    route: Mapping[str, Any] = f["nic_route"] if isinstance(f.get("nic_route"), Mapping) else {}
+    gpus = (f["nvml"].get("gpus") or []) if isinstance(f.get("nvml"), Mapping) else []
     local = rank.get("local_rank")
-    gpu = gpus[local] if isinstance(local, int) and 0 <= local < len(gpus) else {}
+    gpu: Mapping[str, Any] = gpus[local] if isinstance(local, int) and 0 <= local < len(gpus) else {}
     out = {"gpu_bus_id": gpu.get("pci_bus_id"), "nic": route.get("ifname"), "src": route.get("src"),
            "route_to": route.get("target")}
     return {k: v for k, v in out.items() if v}

@@ -13,7 +13,8 @@ import time
 from collections.abc import Callable, Mapping
 from typing import IO, Any
 
-from . import capture, report
+from . import report
+from .probes import capture
 from .watch import POLL_S, StallOptions, StallWatch
 
 #: the launch's exit code when the watch stopped a stalled run (--on-stall=stop): a failure, as a FAIL is
@@ -145,6 +146,6 @@ def for_launch(options: StallOptions, *, doc: Mapping[str, Any], launch_log: Any
 
 
 def _rendezvous(master: tuple[str, int, int]) -> Callable[[], dict[str, Any]]:
-    from .store import agents_joined
+    from .probes.store import agents_joined
 
     return lambda: agents_joined(master[0], master[1], master[2])

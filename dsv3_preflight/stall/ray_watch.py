@@ -1,6 +1,6 @@
 """The watch of ``launch --all-nodes``: the driver reads every node's lines for progress (as it streams them); once a
 stall is suspected it asks the actors that launched torchrun on each node for two samples, then for the capture
-(capture.py runs in the actor, on that node's /proc), names the culprit and publishes the report."""
+(probes/capture.py runs in the actor, on that node's /proc), names the culprit and publishes the report."""
 from __future__ import annotations
 
 import sys
@@ -28,7 +28,7 @@ class RayStallWatch:
         self.master = master   # MASTER_ADDR, MASTER_PORT: the rendezvous store the agents join
 
     def _rendezvous(self) -> dict[str, Any]:
-        from .store import agents_joined
+        from .probes.store import agents_joined
 
         if self.master is None:
             return {"available": False, "why": "MASTER_ADDR/MASTER_PORT not known to the watch"}

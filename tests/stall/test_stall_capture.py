@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from dsv3_preflight.stall import capture, culprit, procs
+from dsv3_preflight.stall import culprit
+from dsv3_preflight.stall.probes import capture, procs
 
 pytestmark = pytest.mark.slow
 
@@ -75,7 +76,7 @@ def test_the_store_probe_names_the_node_ranks_whose_agent_key_is_missing():
 
     from torch.distributed import PrefixStore, TCPStore
 
-    from dsv3_preflight.stall.store import agents_joined
+    from dsv3_preflight.stall.probes.store import agents_joined
 
     server = TCPStore("127.0.0.1", 0, is_master=True, timeout=datetime.timedelta(seconds=10), wait_for_workers=False)
     PrefixStore("none", server).set("torchelastic/role_info/0", b"agent 0")   # as node rank 0's agent writes it

@@ -13,7 +13,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from dsv3_preflight.stall import procs
+from dsv3_preflight.stall.probes import procs
 
 pytest.importorskip("ray")
 from cluster_lab import LabUnavailable, RayLab  # noqa: E402

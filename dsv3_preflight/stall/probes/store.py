@@ -8,7 +8,7 @@ writes nothing.
 In torchrun's static rendezvous (``--master_addr``/``--master_port``, as the launcher starts it) node rank 0's agent
 waits in the store's creation until every other agent connected, and only then do the agents write their keys:
 while one node is missing no key exists (the probe's own connection does not count as an agent). There the agents'
-stacks say who joined (culprit.py): an agent waiting in the rendezvous joined, one elsewhere (or no torchrun)
+stacks say who joined (stall/culprit.py): an agent waiting in the rendezvous joined, one elsewhere (or no torchrun)
 did not."""
 from __future__ import annotations
 

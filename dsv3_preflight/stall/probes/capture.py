@@ -1,7 +1,7 @@
 """The capture on a stall, on one node: for each rank its stacks (py-spy), wchan and status, TCP connections, its
 Flight Recorder dump; for the node NCCL RAS and NVML. Every probe has a timeout, and a timeout is recorded as a
 finding ("timed out after N s"), never as healthy; what cannot exist here (no dump pipe under Gloo, no NVML on a CPU
-node) is recorded as "not available" with the reason. Plain data out; the culprit rules judge it (culprit.py).
+node) is recorded as "not available" with the reason. Plain data out; the culprit rules judge it (stall/culprit.py).
 """
 from __future__ import annotations
 
