@@ -71,6 +71,16 @@ def test_a_rank_stuck_on_one_node_is_named_with_its_node_and_line(lab: RayLab, t
                                                    "stall.rank_in_python")
 
 
+def test_a_slow_healthy_run_on_two_nodes_runs_to_its_end_unflagged(lab: RayLab, tmp_path: Path):
+    proc = start(lab, tmp_path, "--steps", "3", "--load-s", "12", "--step-s", "1",
+                 watch=("--stall-after", "5", "--on-stall", "stop"))
+    code, out, err = finish(proc)
+    assert code == 0, err[-4000:]
+    assert "[rank1]: step 2 loss=" in out
+    assert "stall:" not in err and "slow, not stuck; watching on" in err   # suspected, and told apart
+    assert "stall" not in json.loads((tmp_path / "report.json").read_text())
+
+
 def test_a_node_whose_torchrun_never_joins_is_named_by_its_node_rank(lab: RayLab, tmp_path: Path):
     # torchrun as the users' own wrapper script (#! this interpreter): on node rank 1 it hangs before torchrun starts
     wrapper = tmp_path / "bin" / "torchrun"
