@@ -95,6 +95,8 @@ class StallWatch:
                                        phase=self.progress.phase, last_progress=self.progress.last_line,
                                        action=self.options.on_stall, stall_after=self.options.stall_after)
         self.reported["slow_before"] = list(self.slow)
+        now = self.clock()   # seconds since each rank's (or node's) own last progress line, where lines name one
+        self.reported["quiet_by_rank_s"] = {who: round(now - t, 1) for who, t in sorted(self.progress.per_rank.items())}
         if store is not None:
             self.reported["rendezvous"] = store
         return self.reported

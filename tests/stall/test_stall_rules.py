@@ -89,6 +89,11 @@ def test_watch_suspects_after_stall_after_then_defers_when_a_rank_works():
     assert not watch.due() and watch.slow[0]["working"] == ["node 0 rank 0"]
     now[0] = 20.0
     assert watch.due()
+    watch.observe("[rank1]: step 1 loss=0.5")
+    now[0] = 40.0
+    section = watch.judge(lambda: {}, lambda: [node(0, "n0", [in_allreduce(0), in_allreduce(1)])], sleep=lambda s: None)
+    assert section["quiet_by_rank_s"] == {"rank 1": 20.0} and section["phase"] == "work"
+    assert [c["id"] for c in section["causes"]] == ["stall.unresolved"] and not watch.due()   # reported once
 
 
 def test_rank_sleeping_outside_the_collective_is_the_suspect_with_its_line():
