@@ -14,6 +14,7 @@ import signal
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 #: the signals that stop the launch; each is forwarded to torchrun's process group
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -36,9 +37,12 @@ def exit_code(returncode: int) -> int:
     return 128 - returncode if returncode < 0 else returncode
 
 
-def run_torchrun(argv: Sequence[str], env: Mapping[str, str], stop_grace: float = 10.0) -> int:
+def run_torchrun(argv: Sequence[str], env: Mapping[str, str], stop_grace: float = 10.0, watch: Any = None) -> int:
     """Start ``argv`` in its own process group, forward stop signals to it, wait; 2 when a stop signal came, else
-    torchrun's exit code. OSError when it cannot be started."""
+    torchrun's exit code. OSError when it cannot be started.
+
+    ``watch`` (a ``dsv3_preflight.stall.local.LocalWatch``): torchrun's output passes through it and it watches for a
+    stall (docs/stall-watch.md); when it stopped a stalled run (``--on-stall=stop``) the code is its EXIT_STALLED."""
     got: list[int] = []
     proc: subprocess.Popen | None = None
 
@@ -52,7 +56,10 @@ def run_torchrun(argv: Sequence[str], env: Mapping[str, str], stop_grace: float 
 
     previous = {sig: signal.signal(sig, forward) for sig in FORWARDED}
     try:
-        proc = subprocess.Popen(list(argv), env=dict(env), preexec_fn=_own_group_dying_with_parent)  # noqa: PLW1509
+        proc = subprocess.Popen(list(argv), env=dict(env), preexec_fn=_own_group_dying_with_parent,  # noqa: PLW1509
+                                **(watch.popen_kwargs() if watch is not None else {}))
+        if watch is not None:
+            watch.start(proc)
         if got:   # a signal came while it was being started
             forward(got[-1], None)
         deadline = None
@@ -77,6 +84,10 @@ def run_torchrun(argv: Sequence[str], env: Mapping[str, str], stop_grace: float 
         except (ProcessLookupError, PermissionError):
             pass
     finally:
+        if watch is not None:
+            watch.close()
         for sig, handler in previous.items():
             signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
-    return EXIT_INTERRUPTED if got else exit_code(returncode)
+    if got:
+        return EXIT_INTERRUPTED
+    return watch.EXIT_STALLED if watch is not None and watch.stopped else exit_code(returncode)

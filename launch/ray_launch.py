@@ -75,7 +75,8 @@ class NodeTorchrun:
         self.log_path = str(path)
         # torchrun under a shim: when the actor dies Ray SIGKILLs its children, and a SIGKILLed torchrun
         # leaves its workers (each in its own session) running; the shim's death SIGTERMs torchrun instead.
-        self.proc = subprocess.Popen([sys.executable, "-c", _SHIM, *command.argv], env=dict(command.env), cwd=where,
+        env = {**command.env, **_stall_env(command.env, log_path)}
+        self.proc = subprocess.Popen([sys.executable, "-c", _SHIM, *command.argv], env=env, cwd=where,
                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True,
                                      errors="replace", start_new_session=True, preexec_fn=_die_with_parent)
 
@@ -100,6 +101,19 @@ class NodeTorchrun:
         del self.lines[:drop]
         self.base += drop
         return self.lines[:], (self.proc.returncode if done else None)
+
+    def stall_sample(self) -> dict:
+        """The stall watch's sample of this node's ranks (CPU time, stacks): dsv3_preflight/stall/probes/capture.py."""
+        from dsv3_preflight.stall.probes.capture import sample_node
+
+        return sample_node(_child_pid(self.proc.pid) if self.proc is not None and self.proc.poll() is None else None)
+
+    def stall_capture(self, node: str, node_rank: int) -> dict:
+        """The stall watch's capture of this node's ranks (stacks, wchan, TCP queues, Flight Recorder, RAS, NVML)."""
+        from dsv3_preflight.stall.probes.capture import capture_node
+
+        return dict(capture_node(_child_pid(self.proc.pid) if self.proc is not None and self.proc.poll() is None else None,
+                                 node, node_rank))
 
     def stop(self, grace: float) -> int | None:
         """Stop torchrun and its workers (their whole session) by process group; SIGKILL after ``grace`` seconds."""
@@ -162,6 +176,20 @@ def _child_pid(shim: int, wait: float = 2.0) -> int:
     return shim
 
 
+def _stall_env(env: Mapping[str, str], log_path: str) -> dict[str, str]:
+    """The Flight Recorder's variables for the stall watch's capture, its dump pipe beside this node's torchrun log
+    directory (a value the user set is kept): docs/stall-watch.md."""
+    from dsv3_preflight.launch.gate import torchrun_log_dir
+    from dsv3_preflight.stall.probes.capture import watch_env
+
+    fr_dir = torchrun_log_dir(log_path) / "flight_recorder"
+    try:
+        fr_dir.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return {}
+    return watch_env(env, str(fr_dir))
+
+
 def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
     """The shim dies with the actor process (Linux PR_SET_PDEATHSIG), and torchrun (SIGTERMed) with the shim."""
     try:
@@ -210,8 +238,12 @@ def cluster_changed_line(judged: Mapping[str, int], now: Mapping[str, int]) -> s
 
 
 def launch_all_nodes(doc: Mapping[str, Any], *, training: Sequence[str], reports_dir: str, stop_grace: float,
-                     profile: Any, torchrun: Sequence[str] | None, launch_log: Path | None, log_text: str) -> int:
-    """Start torchrun on every node the preflight judged; stream; stop all when one fails. Returns the exit code."""
+                     profile: Any, torchrun: Sequence[str] | None, launch_log: Path | None, log_text: str,
+                     stall: Any = None, publish: Any = None) -> int:
+    """Start torchrun on every node the preflight judged; stream; stop all when one fails. Returns the exit code.
+
+    ``stall`` (StallOptions) and ``publish``: the stall watch (docs/stall-watch.md); with ``--on-stall=stop`` a stall
+    ends the run as a failure of the node its report names first (exit 10 + R)."""
     from dsv3_preflight.cluster import alive_nodes, assign_node_ranks, unique_names
 
     nodes = _nodes_from_doc(doc)
@@ -221,6 +253,7 @@ def launch_all_nodes(doc: Mapping[str, Any], *, training: Sequence[str], reports
         print(cluster_changed_line(judged, now), file=sys.stderr, flush=True)
         return 1
     run = _Launch(nodes, Path(os.path.abspath(reports_dir)), launch_log)
+    run.stall = _stall_watch(stall, nodes, run.actors, publish, (profile.master_addr, int(profile.master_port)))
     previous_term = _sigterm_interrupts()
     try:
         run.start(profile, training, torchrun, log_text)
@@ -232,6 +265,26 @@ def launch_all_nodes(doc: Mapping[str, Any], *, training: Sequence[str], reports
         if previous_term is not None:
             signal.signal(signal.SIGTERM, previous_term)
     return run.close()
+
+
+def _stall_watch(options: Any, nodes: Sequence[Mapping[str, Any]], actors: Mapping[int, Any], publish: Any,
+                 master: tuple[str, int]) -> Any:
+    """The driver's stall watch over the nodes' actors (None when off)."""
+    if options is None or not options.enabled:
+        return None
+    from dsv3_preflight.stall.ray_watch import RayStallWatch
+
+    return RayStallWatch(options, nodes, actors, publish, master)
+
+
+def _stall_tick(run: _Launch) -> None:
+    """One look of the stall watch between two polls; with --on-stall=stop a reported stall fails the run."""
+    from dsv3_preflight.stall.ray_watch import named_node_rank
+
+    section = run.stall.tick() if run.stall is not None else None
+    if section is not None and section.get("action") == "stop" and run.failed is None:
+        cause = (section.get("causes") or [{}])[0]
+        run.failed = (named_node_rank(section), f"stalled: {cause.get('id')}, stopped by --on-stall=stop")
 
 
 class _Launch:
@@ -257,6 +310,7 @@ class _Launch:
                 num_cpus=0, num_gpus=0, max_restarts=0,
             ).remote()
         self.failed: tuple[int, str] | None = None
+        self.stall: Any = None   # the stall watch (dsv3_preflight/stall/ray_watch.py), None when off
         self.cursors = dict.fromkeys(self.actors, 0)
         #: each node's last lines, for the doctor
         self.seen: dict[int, collections.deque[str]] = {rank: collections.deque(maxlen=DOCTOR_TAIL_LINES)
@@ -273,6 +327,8 @@ class _Launch:
         self.seen[rank].extend(lines)
         for line in lines:
             print(f"{self.labels[rank]} {line}", flush=True)
+            if self.stall is not None:
+                self.stall.observe(f"{self.labels[rank]} {line}")
 
     def start(self, profile: Any, training: Sequence[str], torchrun: Sequence[str] | None, log_text: str) -> None:
         """torchrun on every node, each with its node's derived environment; a node that cannot start failed."""
@@ -307,6 +363,7 @@ class _Launch:
             for rank in self.actors:
                 if rank not in codes and not self._poll(rank, codes):
                     break
+            _stall_tick(self)
             time.sleep(POLL_INTERVAL_S)
 
     def _poll(self, rank: int, codes: dict[int, int]) -> bool:

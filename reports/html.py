@@ -26,6 +26,7 @@ from .doctor_text import who_acts
 from .fold import fold, names_text
 from .pairs_view import pairs_view
 from .rootcause import root_causes
+from .stall_html import with_stall_section
 
 TEMPLATES = Path(__file__).with_name("templates")
 STATUS_ORDER = [s.value for s in _STATUS_ORDER]
@@ -71,8 +72,9 @@ def render_html(doc: Mapping[str, Any]) -> str:
     masked = mask(dict(doc))
     view = build_view(masked)
     floor = ((doc.get("profile") or {}).get("values") or {}).get("min_busbw_gbps")
-    return env.get_template("report.html.j2").render(view=view, doc=masked, script=script, style=style, script_hash=digest,
+    page = env.get_template("report.html.j2").render(view=view, doc=masked, script=script, style=style, script_hash=digest,
                                                      min_busbw=floor if isinstance(floor, (int, float)) else None)
+    return with_stall_section(page, masked)   # a launch's stall report (docs/stall-watch.md)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -45,6 +45,10 @@ def run(args) -> int:
         from ..reports.doctor_text import render_text
 
         sys.stdout.write(render_text(doc))
+        if doc.get("stall"):   # a launch's stall report, named by its launch log (docs/stall-watch.md)
+            from ..stall.report import console_lines
+
+            sys.stdout.write("".join(f"{line}\n" for line in console_lines(doc["stall"])))
     if doc["unreadable"]:
         for u in doc["unreadable"]:
             print(f"dsv3-preflight: error: refused input {u['path']}: {u['error']}", file=sys.stderr)

@@ -21,6 +21,14 @@ def add_arguments(parser) -> None:
     group.add_argument("--stop-grace", type=float, default=10.0, metavar="S",
                        help="seconds torchrun gets to stop after an interrupt (with --all-nodes: the other nodes, after one "
                             "node's torchrun fails), then SIGKILL")
+    from ..stall import ON_STALL
+    from ..stall.rule import DEFAULT_STALL_AFTER
+
+    group.add_argument("--stall-after", type=float, default=DEFAULT_STALL_AFTER, metavar="SECONDS",
+                       help="the stall watch: no progress in the run's output for this long (at least 3x the longest "
+                            "gap between steps) is a suspected stall; 0 turns the watch off (docs/stall-watch.md)")
+    group.add_argument("--on-stall", choices=ON_STALL, default="report",
+                       help="on a stall: report (name the culprit, keep the job) or stop (then end torchrun on every node)")
     parser.add_argument("training", nargs="*", metavar="-- SCRIPT ARGS",
                         help="the training script and its arguments, after `--`")
 
@@ -151,8 +159,13 @@ def _launch(args, session, training_lines: list[str], training_values: dict) -> 
         if log:
             write_launch_log(log, header)
             err.print(f"launch log {log}")
+        from ..stall import StallOptions
+        from ..stall.publish import publisher
+
         return launch_all_nodes(doc, training=args.training, reports_dir=args.reports_dir, stop_grace=args.stop_grace,
-                                profile=profile, torchrun=torchrun, launch_log=log, log_text=header)
+                                profile=profile, torchrun=torchrun, launch_log=log, log_text=header,
+                                stall=StallOptions(args.stall_after, args.on_stall),
+                                publish=publisher(launch_log=log, written=written, reports_dir=args.reports_dir))
 
     derived, notes = derive_env(profile, doc["nodes"][0].get("facts") or {})
     command = build_command(profile, args.training, environ=environ, derived=derived,
@@ -174,14 +187,30 @@ def _launch(args, session, training_lines: list[str], training_values: dict) -> 
     sys.stderr.flush()
     from .. import signals
     from ..launch.local import run_torchrun
-
     signals.release()  # end what the preflight left running; torchrun gets neither our cookie nor handlers
+    env = {k: v for k, v in command.env.items() if k != signals.COOKIE_VAR}
+    watch, added = _stall_watch(args, doc, log, written, env, profile)
     try:
         # the launcher stays torchrun's parent: a SIGINT/SIGTERM is forwarded to torchrun's process group and the
         # launch exits 2 once torchrun stopped (as every command does when interrupted); else torchrun's own code
-        return run_torchrun(command.argv, {k: v for k, v in command.env.items() if k != signals.COOKIE_VAR},
-                            stop_grace=args.stop_grace)
+        return run_torchrun(command.argv, {**env, **added}, stop_grace=args.stop_grace, watch=watch)
     except OSError as exc:
         from ..cli import UsageError
 
         raise UsageError(f"cannot start torchrun {command.argv[0]!r}: {exc.strerror or exc}") from None
+
+
+def _stall_watch(args, doc: dict, log, written: list, env: dict, profile):
+    """Plain launch's stall watch (docs/stall-watch.md) and the variables it adds to torchrun's environment; the
+    launch log says how it watches."""
+    from ..launch.gate import write_launch_log
+    from ..stall import StallOptions
+    from ..stall.local import for_launch
+
+    watch, added = for_launch(StallOptions(args.stall_after, args.on_stall), doc=doc, launch_log=log, written=written,
+                              reports_dir=args.reports_dir, env=env, stop_grace=args.stop_grace, node_rank=profile.node_rank,
+                              master=(profile.master_addr, int(profile.master_port), int(profile.nnodes)))
+    if log and watch is not None:
+        write_launch_log(log, f"# stall watch: --stall-after {args.stall_after:g} --on-stall={args.on_stall}"
+                         + "".join(f"; {k}={v}" for k, v in added.items()) + "\n")
+    return watch, added

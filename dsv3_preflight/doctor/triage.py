@@ -83,7 +83,10 @@ def triage(paths: list[str], max_evidence: int = 3, flight_recorder: str | None 
             t.add_flight_recorder(flight_recorder, flight_recorder_prefix)
         except InputError as exc:
             t.timeline.unreadable.append({"path": exc.path, "error": exc.reason})
-    return t.document()
+    doc = t.document()
+    from dsv3_preflight.stall.report import from_launch_logs  # the stall report a launch log names (stall-watch.md)
+
+    return {**doc, **from_launch_logs(f["path"] for f in doc.get("files") or [])}
 
 
 __all__ = ["Triage", "triage", "by_id", "is_error_line"]
