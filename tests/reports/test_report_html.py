@@ -334,3 +334,17 @@ def test_the_doctors_root_cause_says_who_acts_and_on_which_node(tmp_path, replay
         finding.pop("actor_label", None)
     old = render_html(doc)
     assert "who acts" not in old[old.index('id="doctor"'):old.index('id="failures"')]
+
+
+def test_every_check_a_rendered_document_names_is_registered(load):
+    """No document the report tests render names a check that does not exist (the stored ones did: issue 43)."""
+    from report_lab import REPORT_DATA
+
+    from dsv3_preflight.cluster.node_side import NODE_RUN_CHECK
+    from dsv3_preflight.registry import load_registry
+
+    registered = set(load_registry().checks) | {NODE_RUN_CHECK}   # the cluster driver's row for a node that could not run
+    stored = [json.loads(p.read_text()) for p in sorted(REPORT_DATA.glob("*.json"))]
+    for doc in [load(name) for name in DOCUMENTS] + [d for d in stored if "results" in d]:
+        names = {r["name"] for r in doc["results"]} | set(doc.get("deselected") or {})
+        assert names and names <= registered, names - registered
