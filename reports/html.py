@@ -384,13 +384,15 @@ def sweep_chart(rows: Any, floor: float | None = None, width: int = 560, height:
     """Geometry of the bandwidth chart (bus and algorithm bandwidth over message size, log2 x axis),
     with the profile's required bus bandwidth (``floor``, GB/s) as a horizontal line when given.
 
-    Returns None when rows are not a sweep (a list of dicts with numeric ``bytes``)."""
+    Returns None when rows are not a sweep (a list of dicts with a numeric message size: ``size_bytes``, as the
+    collective worker records it, or ``bytes``)."""
     if not isinstance(rows, list):
         return None
     def num(v: Any) -> bool:  # a plottable number (not a bool, NaN, infinity or beyond float range)
         return isinstance(v, (int, float)) and not isinstance(v, bool) and abs(v) < 1e300 and math.isfinite(v)
 
-    pts = [r for r in rows if isinstance(r, Mapping) and num(r.get("bytes")) and r["bytes"] > 0]
+    pts = [{**r, "bytes": r.get("size_bytes", r.get("bytes"))} for r in rows if isinstance(r, Mapping)]
+    pts = [r for r in pts if num(r["bytes"]) and r["bytes"] > 0]
     if not pts:
         return None
     pts.sort(key=lambda r: r["bytes"])

@@ -57,6 +57,7 @@ def _node_renames(inputs: Sequence[tuple[str, Mapping[str, Any]]]) -> list[dict[
     name_count = Counter(str(n.get("node")) for _, doc in inputs for n in doc.get("nodes") or [])
     stamp_count = Counter((str(n.get("node")), str(doc.get("created"))) for _, doc in inputs for n in doc.get("nodes") or [])
     with_cluster_rows = [label for label, doc in inputs if any(r.get("node") == CLUSTER_NODE for r in doc.get("results") or [])]
+    cluster_stamps = Counter((_members(label, doc), str(doc.get("created", ""))) for label, doc in inputs)
     renames: list[dict[str, str]] = []
     for label, doc in inputs:
         created = str(doc.get("created", ""))
@@ -71,10 +72,16 @@ def _node_renames(inputs: Sequence[tuple[str, Mapping[str, Any]]]) -> list[dict[
                 rename[name] = f"{name} @ {Path(label).name}"
         if len(with_cluster_rows) > 1:
             # each run's cluster-scope results keep their own column, named by the run's nodes and time
-            members = ",".join(str(n.get("node")) for n in doc.get("nodes") or []) or Path(label).name
-            rename[CLUSTER_NODE] = f"{CLUSTER_NODE} ({members}) @ {created or Path(label).name}"
+            # (the file, when the same nodes' runs started in the same second)
+            members = _members(label, doc)
+            when = created if created and cluster_stamps[(members, created)] == 1 else Path(label).name
+            rename[CLUSTER_NODE] = f"{CLUSTER_NODE} ({members}) @ {when}"
         renames.append(rename)
     return renames
+
+
+def _members(label: str, doc: Mapping[str, Any]) -> str:
+    return ",".join(str(n.get("node")) for n in doc.get("nodes") or []) or Path(label).name
 
 
 def _results(doc: Mapping[str, Any], rename: Mapping[str, str]) -> list[Result]:

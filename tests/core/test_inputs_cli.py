@@ -12,9 +12,18 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import DATA, python_cli
+from conftest import python_cli
 
-GREEN = DATA / "report" / "green_single_node.json"
+
+@pytest.fixture(scope="module")
+def green(tmp_path_factory) -> Path:
+    """A GO document the CLI wrote replaying a recorded scenario (tests/report_lab.py)."""
+    from report_lab import SCENARIOS, replay
+
+    out = tmp_path_factory.mktemp("green") / "green.json"
+    replay(SCENARIOS / "net_leftover_holds_port_cpu.facts.json", out, "--skip", "host.resources,net.port_free",
+           expect_rc=0)
+    return out
 
 
 def _bad_inputs(tmp_path: Path) -> dict[str, tuple[Path, str]]:
@@ -53,15 +62,15 @@ def test_a_bad_toml_config_is_a_usage_error_naming_it(tmp_path, case):
 
 
 @pytest.mark.parametrize("case", ["an empty file", "deep nesting", "a FIFO nobody writes", "/dev/zero", "a directory"])
-def test_a_bad_result_document_given_to_report_is_a_usage_error_naming_it(tmp_path, case):
+def test_a_bad_result_document_given_to_report_is_a_usage_error_naming_it(tmp_path, case, green):
     path, said = _bad_inputs(tmp_path)[case]
-    proc = _cli("report", str(GREEN), str(path), "-o", str(tmp_path / "out.html"))
+    proc = _cli("report", str(green), str(path), "-o", str(tmp_path / "out.html"))
     _refused(proc, path, said or "not a readable JSON document")
     assert not (tmp_path / "out.html").exists()
 
 
-def test_nan_counts_in_a_result_document_are_refused(tmp_path):
-    doc = json.loads(GREEN.read_text())
+def test_nan_counts_in_a_result_document_are_refused(tmp_path, green):
+    doc = json.loads(green.read_text())
     text = json.dumps(doc).replace('"pass": ' + str(doc["counts"]["pass"]), '"pass": NaN', 1)
     assert "NaN" in text
     bad = tmp_path / "nan.json"
@@ -80,10 +89,10 @@ MEASURE = textwrap.dedent("""
 """)
 
 
-def test_an_80_mib_result_document_is_refused_before_it_is_read(tmp_path):
+def test_an_80_mib_result_document_is_refused_before_it_is_read(tmp_path, green):
     big = tmp_path / "big.json"
     with open(big, "w") as fh:  # a valid document padded to 80 MiB
-        doc = json.loads(GREEN.read_text())
+        doc = json.loads(green.read_text())
         doc["padding"] = "x" * (80 << 20)
         json.dump(doc, fh)
         del doc

@@ -7,7 +7,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from report_lab import hostile_document, load
+from report_lab import CLUSTER, GLOO, SWEEP, documents, hostile_document, load  # noqa: F401 - fixtures
 
 from dsv3_preflight.reports import write_html
 
@@ -67,15 +67,17 @@ def visible(driver, css: str):
     return [e for e in driver.find_elements("css selector", css) if e.is_displayed()]
 
 
-def test_chromium_shows_verdict_matrix_and_opens_evidence_without_console_errors(browser, tmp_path):
-    page = write_html(load("cluster_dead_node_duplicate_rank.json"), tmp_path / "report.html")
+def test_chromium_shows_verdict_matrix_and_opens_evidence_without_console_errors(browser, tmp_path, load):
+    doc = load(CLUSTER)   # a lost node (lab-node3), two nodes exporting NODE_RANK=1
+    page = write_html(doc, tmp_path / "report.html")
     browser.get(page.as_uri())
 
     assert browser.find_element("css selector", "header .big").text == "✘ NO-GO"
-    assert "node gpu-c is down (error)" in browser.find_element("css selector", "ul.why").text
+    assert "node lab-node3 is down (error)" in browser.find_element("css selector", "ul.why").text
     rows = visible(browser, "table.matrix tbody tr[data-check]")
-    assert [r.get_attribute("data-check") for r in rows][:2] == ["cluster.nodes_alive", "cluster.rank_mapping"]
-    assert len(rows) == 6
+    assert [r.get_attribute("data-check") for r in rows][0] == "cluster.node_run"
+    checks = {r["name"] for r in doc["results"]}
+    assert len(rows) == len(checks) == 6
     browser.save_screenshot(str(tmp_path / "top.png"))
 
     # a remediation's copy button copies (clipboard API, or the selection fallback) and says so
@@ -86,43 +88,49 @@ def test_chromium_shows_verdict_matrix_and_opens_evidence_without_console_errors
 
     WebDriverWait(browser, 10).until(lambda _: "copied" in browser.execute_script(seen))
 
-    # a matrix cell opens its evidence: the rank table with the duplicated ranks
-    cell = browser.find_element("css selector", 'tr[data-check="cluster.rank_mapping"] td.st-fail a')
+    # a matrix cell opens its evidence: the NODE_RANK each node exports, 1 twice
+    cell = browser.find_element("css selector", 'tr[data-check="cluster.node_rank"] td.st-fail a')
     assert cell.text == "✘ FAIL"
     target = cell.get_attribute("data-target")
     details = browser.find_element("id", target)
     assert details.get_attribute("open") is None
     click(browser, cell)
     assert details.get_attribute("open") == "true"
-    dup_rows = visible(browser, f"#{target} table.ranks tr.dup")
-    assert len(dup_rows) == 16 and "✘ duplicate" in dup_rows[0].text
+    exported = [r.text for r in visible(browser, f"#{target} table.kv tr") if r.text.startswith("lab-node")]
+    assert exported[:3] == ["lab-node0 0", "lab-node1 1", "lab-node2 1"]
     browser.save_screenshot(str(tmp_path / "evidence.png"))
 
     # filters: only failures, then only one node
     click(browser, browser.find_element("css selector", 'input[name=status][value=pass]'))
     click(browser, browser.find_element("css selector", 'input[name=status][value=skip]'))
-    assert [r.get_attribute("data-check") for r in visible(browser, "table.matrix tbody tr[data-check]")] == [
-        "cluster.nodes_alive", "cluster.rank_mapping"]
-    assert browser.find_element("id", "shown").text == "2 of 6 checks shown"
+    shown = [r.get_attribute("data-check") for r in visible(browser, "table.matrix tbody tr[data-check]")]
+    assert shown[0] == "cluster.node_run" and set(shown) == {
+        r["name"] for r in doc["results"] if r["status"] not in ("pass", "skip")}
+    assert browser.find_element("id", "shown").text == f"{len(shown)} of 6 checks shown"
     from selenium.webdriver.support.ui import Select
 
-    Select(browser.find_element("css selector", "select[name=node]")).select_by_value("gpu-c")
-    assert [h.text.split("\n")[0] for h in visible(browser, "table.matrix thead th[data-node]")] == ["gpu-c"]
+    Select(browser.find_element("css selector", "select[name=node]")).select_by_value("lab-node3")
+    assert [h.text.split("\n")[0] for h in visible(browser, "table.matrix thead th[data-node]")] == ["lab-node3"]
     assert [r.get_attribute("data-check") for r in visible(browser, "table.matrix tbody tr[data-check]")] == [
-        "cluster.nodes_alive"]
-    assert [d.get_attribute("data-check") for d in visible(browser, "details.result")] == ["cluster.nodes_alive"]
+        "cluster.node_run"]
+    assert [d.get_attribute("data-check") for d in visible(browser, "details.result")] == ["cluster.node_run"]
 
     assert console_problems(browser) == []
 
 
-def test_chromium_draws_the_bandwidth_chart_and_prints_to_pdf(browser, tmp_path):
-    page = write_html(load("red_single_node.json"), tmp_path / "red.html")
+def test_chromium_draws_the_bandwidth_chart_and_prints_to_pdf(browser, tmp_path, load):
+    page = write_html(load(GLOO), tmp_path / "gloo.html")   # ranks that died: their log tails
     browser.get(page.as_uri())
-    click(browser, browser.find_element("css selector", 'tr[data-check="nccl.allreduce"] td a'))
-    chart = visible(browser, "figure.chart svg")
+    click(browser, browser.find_element("css selector", 'tr[data-check="dist.allreduce"] td a'))
+    assert "Unable to find address for: ethX9" in visible(browser, "pre.log")[0].text
+    page = write_html(load(SWEEP), tmp_path / "red.html")   # the recorded sweep, below min_busbw_gbps
+    browser.get(page.as_uri())
+    cell = browser.find_element("css selector", 'tr[data-check="dist.allreduce"] td a')
+    target = cell.get_attribute("data-target")
+    click(browser, cell)
+    chart = visible(browser, f"#{target} figure.chart svg")
     assert chart and chart[0].size["width"] > 300 and chart[0].size["height"] > 100
-    assert len(browser.find_elements("css selector", "figure.chart polyline")) == 2
-    assert "NET/Socket" in visible(browser, "pre.log")[0].text
+    assert len(browser.find_elements("css selector", f"#{target} figure.chart polyline")) == 2
     chart[0].screenshot(str(tmp_path / "chart.png"))
     browser.execute_cdp_cmd("Emulation.setEmulatedMedia", {"media": "print"})
     assert visible(browser, "form.filters") == [] and visible(browser, "button.copy") == []

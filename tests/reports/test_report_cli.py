@@ -7,25 +7,25 @@ import subprocess
 
 import pytest
 from conftest import python_cli
-from report_lab import REPORT_DATA, Page
+from report_lab import GREEN, PYTEST_A, PYTEST_B, RED, Page, documents  # noqa: F401 - a fixture
 
 
 def cli(*args: str, cwd=None) -> subprocess.CompletedProcess:
     return subprocess.run(python_cli(*args), capture_output=True, text=True, timeout=120, cwd=cwd)
 
 
-def test_report_rerenders_one_document(tmp_path):
+def test_report_rerenders_one_document(tmp_path, documents):
     out = tmp_path / "report.html"
-    proc = cli("report", str(REPORT_DATA / "red_single_node.json"), "-o", str(out))
+    proc = cli("report", str(documents / RED), "-o", str(out))
     assert proc.returncode == 0, proc.stderr
-    assert "NO-GO: 3 fail, 1 warn, 1 pass (rendered 1 document)" in proc.stdout
+    assert "NO-GO: 2 fail, 1 warn, 2 pass, 33 skip (rendered 1 document)" in proc.stdout
     assert f"wrote {out}" in proc.stdout
     assert "✘ NO-GO" in Page(out.read_text()).text
 
 
-def test_report_merges_several_documents_and_can_write_the_merged_json(tmp_path):
+def test_report_merges_several_documents_and_can_write_the_merged_json(tmp_path, documents):
     out, merged = tmp_path / "merged.html", tmp_path / "merged.json"
-    proc = cli("report", str(REPORT_DATA / "pytest_gpu-a.json"), str(REPORT_DATA / "pytest_gpu-b.json"),
+    proc = cli("report", str(documents / PYTEST_A), str(documents / PYTEST_B),
                "-o", str(out), "--json", str(merged))
     assert proc.returncode == 0, proc.stderr
     assert "NO-GO: 1 fail, 5 pass (merged 2 documents)" in proc.stdout
@@ -40,21 +40,21 @@ def test_report_merges_several_documents_and_can_write_the_merged_json(tmp_path)
     ('{"format": "something-else"}', "not a dsv3-preflight result document"),
     ('{"format": "dsv3-preflight/result", "schema_version": 1, "results": []}', "not a valid result document"),
 ])
-def test_report_rejects_unreadable_or_invalid_input_with_exit_4(tmp_path, content, message):
+def test_report_rejects_unreadable_or_invalid_input_with_exit_4(tmp_path, content, message, documents):
     bad = tmp_path / "bad.json"
     if content is not None:
         bad.write_text(content)
     out = tmp_path / "out.html"
-    proc = cli("report", str(REPORT_DATA / "green_single_node.json"), str(bad), "-o", str(out))
+    proc = cli("report", str(documents / GREEN), str(bad), "-o", str(out))
     assert proc.returncode == 4
     assert message in proc.stderr and str(bad) in proc.stderr
     assert "Traceback" not in proc.stderr
     assert not out.exists()
 
 
-def test_report_refuses_to_overwrite_its_input(tmp_path):
+def test_report_refuses_to_overwrite_its_input(tmp_path, documents):
     doc = tmp_path / "r.json"
-    doc.write_text((REPORT_DATA / "green_single_node.json").read_text())
+    doc.write_text((documents / GREEN).read_text())
     proc = cli("report", str(doc), "-o", str(doc))
     assert proc.returncode == 4 and "would overwrite an input document" in proc.stderr
     assert json.loads(doc.read_text())["verdict"] == "GO"

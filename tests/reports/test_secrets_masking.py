@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from report_lab import load
+from report_lab import RED, documents, load  # noqa: F401 - fixtures
 
 from dsv3_preflight.reports import write_html
 from dsv3_preflight.secrets import mask, mask_text
@@ -52,8 +52,8 @@ def test_a_secret_flag_and_its_value_in_separate_argv_elements_are_masked():
     assert mask(argv) == ["torchrun", "train.py", "--hf_token", "***", "--lr", "1e-4", "--api-key", "***", "--token"]
 
 
-def test_proxy_password_in_the_environment_and_argv_secret_never_reach_json_or_page(tmp_path):
-    doc = load("red_single_node.json")
+def test_proxy_password_in_the_environment_and_argv_secret_never_reach_json_or_page(tmp_path, load):
+    doc = load(RED)
     doc["nodes"][0]["facts"]["env"]["HTTPS_PROXY"] = "http://bob:pr0xySECRET@proxy.corp:3128"
     doc["command"] = ["dsv3-preflight", "launch", "--", "train.py", "--hf_token", "hf_argvSECRET"]
     page = write_html(doc, tmp_path / "r.html").read_text()
