@@ -355,7 +355,6 @@ def test_every_check_calls_rules_of_a_domain():
 #: the gpu, net, host and lora tables were split per check, so these still share tests/cluster/ and
 #: tests/collective/ files.
 CHECKS_WITHOUT_THEIR_TEST_FILE = {
-    "cluster_env_consistency", "cluster_master_node", "cluster_node_count", "cluster_node_rank",  # tests/cluster/
     "dist_allreduce", "dist_allreduce_cluster", "dist_pairs",                                      # tests/collective/
 }
 
