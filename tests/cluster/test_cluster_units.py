@@ -8,36 +8,13 @@ import subprocess
 import sys
 from dataclasses import replace
 
-import pytest
+from cluster_judges_lab import data_dir_module, facts, judge_all, recorded  # noqa: F401 - the fixtures
 from paste_lint import paste_problems
 
-from dsv3_preflight.checks.cluster_env_consistency import env_consistency
-from dsv3_preflight.checks.cluster_master_node import master_node
-from dsv3_preflight.checks.cluster_node_count import node_count
-from dsv3_preflight.checks.cluster_node_rank import node_rank
 from dsv3_preflight.checks.net_mtu import mtu
 from dsv3_preflight.cluster import NodeInfo, assign_node_ranks, unique_names
 from dsv3_preflight.cluster.driver import lost_node_fix
 from dsv3_preflight.cluster.liveness import Lost, NodeWatch, logs_dir
-from dsv3_preflight.host.node_rank_rules import (
-    exported_ranks,
-    rule_differs_from_assigned,
-    rule_duplicates,
-    rule_gaps,
-    rule_not_a_number,
-    rule_out_of_range,
-    rule_partial,
-    rule_rank0_off_master,
-    rule_training_command,
-)
-from dsv3_preflight.net.master_node import (
-    hosts_fix,
-    rule_literal_loopback,
-    rule_node0_holds,
-    rule_resolutions_differ,
-    rule_resolves_to_loopback,
-    rule_unresolved,
-)
 from dsv3_preflight.net.mtu_rules import rule_mtu_differs, rule_nodes_missing, rule_unknown, used_interfaces
 from dsv3_preflight.profile import resolve_profile
 from dsv3_preflight.result import Actor, Status
@@ -108,39 +85,6 @@ def test_a_node_that_never_said_its_name_keeps_the_node_id_when_its_host_name_is
 # -- recorded node facts --------------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def recorded(data_dir_module):
-    return json.loads((data_dir_module / "cluster" / "netns_three_nodes.json").read_text())["scenarios"]
-
-
-@pytest.fixture(scope="module")
-def data_dir_module():
-    from conftest import DATA
-
-    return DATA
-
-
-def facts(scenario: dict, name: str) -> dict:
-    return {n: f[name] for n, f in scenario["facts"].items()}
-
-
-def profile_of(scenario: dict, **more):
-    values = {**scenario["profile"], **more}
-    return resolve_profile(values, {})
-
-
-def judge_all(scenario: dict, **profile_values):
-    p = profile_of(scenario, **profile_values)
-    return {
-        "cluster.node_rank": node_rank(facts(scenario, "env"), scenario["node_ranks"], p),
-        "cluster.master_node": master_node(facts(scenario, "host"), facts(scenario, "nic_route"), scenario["node_ranks"],
-                                           scenario["node_states"], p),
-        "net.mtu": mtu(facts(scenario, "nic_route"), scenario["node_states"], p),
-        "cluster.node_count": node_count(scenario["node_ranks"], scenario["node_states"], p),
-        "cluster.env_consistency": env_consistency(facts(scenario, "env"), scenario["node_ranks"], p),
-    }
-
-
 def test_the_recorded_green_cluster_passes_every_cluster_judge(recorded):
     for name, result in judge_all(recorded["green"]).items():
         assert result.status is Status.PASS, (name, result.summary)
@@ -154,137 +98,6 @@ def test_every_fix_of_the_recorded_red_runs_pastes_and_says_who_acts(recorded):
                 assert paste_problems(result.remediation) == [], (key, name, result.remediation)
                 for finding in result.findings:
                     assert paste_problems(finding.fix) == [], (key, name, finding.fix)
-
-
-# -- cluster.node_rank ------------------------------------------------------------------------------------------
-
-ASSIGNED = {"lab-node0": 0, "lab-node1": 1, "lab-node2": 2}
-
-
-def test_two_nodes_exporting_the_same_node_rank_fail_naming_both_with_the_export_per_node(recorded):
-    scenario = recorded["duplicate_rank_and_mtu"]
-    result = node_rank(facts(scenario, "env"), scenario["node_ranks"], profile_of(scenario))
-    assert result.status is Status.FAIL and result.actor is Actor.JOB and result.cause == "cluster.node_rank"
-    assert result.summary.startswith("2 nodes export NODE_RANK=1: lab-node1, lab-node2")
-    assert "no node exports NODE_RANK=2" in result.summary
-    assert result.remediation.splitlines()[0] == "export NODE_RANK=2   # on lab-node2"
-    assert paste_problems(result.remediation) == []
-
-
-def test_rule_duplicates_names_every_node_claiming_the_rank_and_fixes_the_ones_off_their_rank():
-    found = rule_duplicates({"lab-node0": "0", "lab-node1": "1", "lab-node2": "1"}, ASSIGNED)
-    assert len(found) == 1 and "lab-node1, lab-node2" in found[0].message
-    assert found[0].fix.startswith("export NODE_RANK=2   # on lab-node2\n")
-    assert rule_duplicates({"lab-node0": "0", "lab-node1": "1", "lab-node2": "2"}, ASSIGNED) == []
-
-
-def test_rule_out_of_range_fails_a_rank_at_or_above_nnodes():
-    found = rule_out_of_range({"lab-node0": "0", "lab-node1": "1", "lab-node2": "3"}, ASSIGNED, 3)
-    assert found.status is Status.FAIL and "lab-node2 exports 3" in found.message and "0..2" in found.message
-    assert found.fix.startswith("export NODE_RANK=2   # on lab-node2")
-    assert rule_out_of_range({"lab-node0": "0", "lab-node1": "1", "lab-node2": "2"}, ASSIGNED, 3) is None
-
-
-def test_rule_gaps_names_the_rank_nobody_exports_only_when_every_node_exports_one():
-    found = rule_gaps({"lab-node0": "0", "lab-node1": "1", "lab-node2": "3"}, ASSIGNED, 3)
-    assert found.message.startswith("no node exports NODE_RANK=2")
-    assert rule_gaps({"lab-node0": "0", "lab-node1": "1", "lab-node2": None}, ASSIGNED, 3) is None
-
-
-def test_rule_not_a_number_names_the_value():
-    found = rule_not_a_number({"lab-node0": "0", "lab-node1": "one", "lab-node2": "2"}, ASSIGNED)
-    assert "lab-node1='one'" in found.message and found.fix.startswith("export NODE_RANK=1   # on lab-node1")
-
-
-def test_rule_rank0_off_master_fails_a_worker_exporting_0():
-    found = rule_rank0_off_master({"lab-node0": "1", "lab-node1": "0", "lab-node2": "2"}, ASSIGNED)
-    assert "lab-node1 exports NODE_RANK=0, but node 0 is lab-node0" in found.message
-    assert found.fix.splitlines()[:2] == ["export NODE_RANK=1   # on lab-node1", "export NODE_RANK=0   # on lab-node0"]
-
-
-def test_rule_partial_warns_for_the_nodes_exporting_none():
-    found = rule_partial({"lab-node0": None, "lab-node1": "1", "lab-node2": "2"}, ASSIGNED)
-    assert found.status is Status.WARN and "not on lab-node0" in found.message
-    assert found.fix.startswith("export NODE_RANK=0   # on lab-node0")
-
-
-def test_rule_differs_from_assigned_warns_for_a_consistent_other_order():
-    found = rule_differs_from_assigned({"lab-node0": "0", "lab-node1": "2", "lab-node2": "1"}, ASSIGNED)
-    assert found.status is Status.WARN and "lab-node1 exports 2, gets 1" in found.message
-
-
-def test_rule_training_command_fails_a_node_rank_every_node_would_get():
-    p = resolve_profile({"nnodes": 3}, {}, training={"node_rank": (1, "--node_rank")})
-    found = rule_training_command(p, ASSIGNED)
-    assert found.status is Status.FAIL and "--node_rank 1 (training command --node_rank)" in found.message
-    assert paste_problems(found.fix) == [] and "lab-node2=2" in found.fix
-    assert rule_training_command(resolve_profile({"nnodes": 3}, {"NODE_RANK": "1"}), ASSIGNED) is None
-
-
-def test_node_rank_passes_when_no_node_exports_one_naming_the_ranks_the_launcher_gives():
-    env = {n: {"MASTER_ADDR": "lab-node0"} for n in ASSIGNED}
-    result = node_rank(env, ASSIGNED, resolve_profile({"nnodes": 3}, {}))
-    assert result.status is Status.PASS and "lab-node0=0, lab-node1=1, lab-node2=2" in result.summary
-    assert exported_ranks(env) == dict.fromkeys(ASSIGNED)
-
-
-# -- cluster.master_node -----------------------------------------------------------------------------------------
-
-
-def test_head_resolving_its_own_name_to_loopback_fails_with_the_hosts_line_and_the_workers_address(recorded):
-    scenario = recorded["loopback_head"]
-    result = judge_all(scenario)["cluster.master_node"]
-    assert result.status is Status.FAIL and result.actor is Actor.NODE and result.cause == "net.master_loopback"
-    assert result.summary.startswith("lab-node0 resolves MASTER_ADDR lab-node0 to 127.0.1.1 (loopback); "
-                                     "lab-node1, lab-node2 resolve it to 10.77.0.10")
-    assert "no node holds" not in result.summary  # issue 19.2: it contradicted itself
-    assert result.remediation == hosts_fix("lab-node0", "lab-node0", "127.0.1.1", "10.77.0.10")
-    assert "# on lab-node0" in result.remediation and paste_problems(result.remediation) == []
-
-
-def test_the_hosts_fix_moves_the_name_off_the_loopback_line_in_place(tmp_path):
-    hosts = tmp_path / "hosts"
-    hosts.write_text("127.0.0.1 localhost\n127.0.1.1\tlab-node0.lab lab-node0\n10.77.0.11 lab-node1\n")
-    line = hosts_fix("lab-node0", "lab-node0", "127.0.1.1", "10.77.0.10").splitlines()[0].replace("/etc/hosts", str(hosts))
-    inode = hosts.stat().st_ino
-    subprocess.run(["bash", "-c", line], check=True, timeout=10)
-    assert hosts.read_text() == ("127.0.0.1 localhost\n127.0.1.1\tlab-node0.lab\n10.77.0.11 lab-node1\n"
-                                 "10.77.0.10 lab-node0\n")
-    assert hosts.stat().st_ino == inode  # written in place: a bind-mounted /etc/hosts cannot be renamed over
-
-
-def test_rule_resolves_to_loopback_is_silent_when_every_node_resolves_the_training_address():
-    res = {"a": ["10.0.0.1"], "b": ["10.0.0.1"]}
-    assert rule_resolves_to_loopback("head", res, "10.0.0.1") == []
-    found = rule_resolves_to_loopback("head", {"a": ["127.0.1.1"], "b": ["10.0.0.1"]}, "10.0.0.1")
-    assert len(found) == 1 and found[0].message.startswith("a resolves MASTER_ADDR head to 127.0.1.1")
-
-
-def test_rule_literal_loopback_fails_a_multi_node_job_with_node_0s_address():
-    p = resolve_profile({"nnodes": 3, "master_addr": "127.0.0.1"}, {})
-    found = rule_literal_loopback("127.0.0.1", p, "lab-node0", "10.77.0.10")
-    assert found.fix.startswith("export MASTER_ADDR=10.77.0.10   # on every node")
-    assert rule_literal_loopback("127.0.0.1", resolve_profile({"nnodes": 1}, {}), "x", None) is None
-
-
-def test_rule_unresolved_adds_the_hosts_line_the_other_nodes_resolve():
-    found = rule_unresolved("head", {"a": ["10.0.0.1"], "b": []}, "10.0.0.1")
-    assert found.message == "MASTER_ADDR head does not resolve on b"
-    assert found.fix.startswith("echo '10.0.0.1 head' >> /etc/hosts   # on b")
-
-
-def test_rule_resolutions_differ_names_each_nodes_answer():
-    found = rule_resolutions_differ("head", {"a": ["10.0.0.1"], "b": ["10.0.0.2"]})
-    assert "a -> 10.0.0.1, b -> 10.0.0.2" in found.message and paste_problems(found.fix) == []
-
-
-def test_rule_node0_holds_names_the_holder_and_the_export_to_paste():
-    found = rule_node0_holds("10.0.0.1", "node-a", ["node-b"], {"10.0.0.1"}, "10.0.0.2", {"node-a": ["10.0.0.1"]})
-    assert found.message == "MASTER_ADDR 10.0.0.1 belongs to node-b, but node 0 is node-a"
-    assert found.fix.startswith("export MASTER_ADDR=10.0.0.2   # on every node: node 0 node-a")
-    nobody = rule_node0_holds("10.9.9.9", "node-a", [], {"10.9.9.9"}, None, {"node-a": ["10.9.9.9"]})
-    assert nobody.message.startswith("no node holds MASTER_ADDR 10.9.9.9") and paste_problems(nobody.fix) == []
-    assert rule_node0_holds("10.0.0.1", "node-a", ["node-a"], {"10.0.0.1"}, None, {}) is None
 
 
 # -- net.mtu ------------------------------------------------------------------------------------------------------
@@ -321,84 +134,6 @@ def test_rule_unknown_names_a_loopback_head_with_no_interface_holding_the_addres
     assert rule_nodes_missing({"a": {}}, 3, {}).message == "MTU known on 1 node(s); 2 of 3 did not report it"
     lost = rule_nodes_missing({"a": {}, "b": {}}, 3, {"c": {"state": "dead"}})
     assert lost.message == "MTU known on 2 node(s); not on c, lost during the run" and lost.cause == "cluster.node_lost"
-
-
-# -- cluster.node_count ------------------------------------------------------------------------------------------
-
-
-def test_missing_node_fix_names_the_clusters_real_gcs_address(recorded):
-    scenario = recorded["green"]
-    result = node_count(scenario["node_ranks"], scenario["node_states"], profile_of(scenario, nnodes=4))
-    assert result.status is Status.FAIL and result.summary.startswith("1 node(s) missing: the profile expects 4 nodes")
-    assert "ray start --address=10.77.0.10:6390   # on each node that never joined" in result.remediation
-    assert "6379" not in result.remediation and paste_problems(result.remediation) == []
-
-
-def test_a_node_lost_during_the_run_is_missing_with_its_phase_and_the_join_command(recorded):
-    scenario = copy.deepcopy(recorded["green"])
-    scenario["node_states"]["lab-node2"].update({"state": "dead", "phase": "during the port-reach wave"})
-    result = node_count(scenario["node_ranks"], scenario["node_states"], profile_of(scenario))
-    assert result.summary.endswith("2 present: lab-node0, lab-node1 (lost during the run: lab-node2 during the port-reach wave)")
-    assert "ray start --address=10.77.0.10:6390   # on lab-node2 once it is repaired" in result.remediation
-    assert result.cause == "cluster.node_lost"
-
-
-def test_without_a_known_gcs_address_the_join_command_has_a_placeholder_that_pastes():
-    result = node_count({"a": 0}, {"a": {"state": "alive"}}, resolve_profile({"nnodes": 2}, {}))
-    assert 'ray start --address="${RAY_HEAD:?' in result.remediation and paste_problems(result.remediation) == []
-
-
-# -- cluster.env_consistency -----------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def profile3():
-    return resolve_profile({"nnodes": 3, "master_addr": "10.0.0.1"}, {})
-
-
-@pytest.fixture
-def env3(data_dir):
-    return json.loads((data_dir / "cluster" / "env_three_nodes.json").read_text())["good"]
-
-
-def test_identical_launch_variables_pass_and_per_node_variables_are_ignored(env3, profile3):
-    result = env_consistency(env3, {"node-a": 0, "node-b": 1, "node-c": 2}, profile3)
-    assert result.status is Status.PASS, result.summary
-    assert "NODE_RANK" not in result.evidence["compared"] and "HOME" not in result.evidence["compared"]
-
-
-@pytest.mark.parametrize("var,value,expect", [
-    ("OMP_NUM_THREADS", "4", "OMP_NUM_THREADS differs between nodes: node-a=8, node-b=8, node-c=4"),
-    ("NCCL_IB_DISABLE", None, "NCCL_IB_DISABLE differs between nodes: node-a=1, node-b=1, node-c=<unset>"),
-    ("MASTER_PORT", "29500", "MASTER_PORT differs between nodes"),
-    ("CUDA_DEVICE_ORDER", "FASTEST_FIRST", "CUDA_DEVICE_ORDER differs between nodes"),
-])
-def test_a_launch_variable_differing_on_one_node_fails_with_the_export_for_that_node(env3, profile3, var, value, expect):
-    env = copy.deepcopy(env3)
-    if value is None:
-        del env["node-c"][var]
-    else:
-        env["node-c"][var] = value
-    result = env_consistency(env, {"node-a": 0, "node-b": 1, "node-c": 2}, profile3)
-    assert result.status is Status.FAIL and result.summary.startswith(expect), result.summary
-    assert f"{var}=" in result.remediation and "# on node-c" in result.remediation
-    assert result.actor is Actor.JOB and paste_problems(result.remediation) == []
-
-
-def test_every_differing_variable_is_its_own_finding_with_its_own_fix(env3, profile3):
-    env = copy.deepcopy(env3)
-    env["node-c"]["OMP_NUM_THREADS"] = "4"
-    env["node-b"]["MASTER_PORT"] = "29500"
-    result = env_consistency(env, {"node-a": 0, "node-b": 1, "node-c": 2}, profile3)
-    assert len(result.findings) == 2 and "+1 more" not in result.summary
-    assert "export MASTER_PORT=" in result.remediation and "export OMP_NUM_THREADS=8" in result.remediation
-
-
-def test_socket_interface_names_differing_per_host_only_warn(env3, profile3):
-    env = copy.deepcopy(env3)
-    env["node-b"]["NCCL_SOCKET_IFNAME"] = "eth0"
-    result = env_consistency(env, {"node-a": 0, "node-b": 1, "node-c": 2}, profile3)
-    assert result.status is Status.WARN and "NCCL_SOCKET_IFNAME" in result.summary
 
 
 # -- what the runner records of a lost node ----------------------------------------------------------------------
@@ -496,29 +231,6 @@ def test_the_gang_budget_grants_a_start_up_allowance_only_from_time_the_run_has_
     assert gang_budget(60, 90) == (60.0, room - 60)                         # what is left after the timeout
     assert gang_budget(60, 40) == (40 - TASK_MARGIN_S - 5.0, 0.0)            # none: the timeout comes first
     assert gang_budget(6, 1000) == (6.0, 6.0)                               # never more than the timeout itself
-
-
-def test_an_nccl_variable_one_nodes_nccl_conf_sets_is_that_nodes_value_named_with_its_file(env3, profile3):
-    """NCCL reads NCCL_* from /etc/nccl.conf where the environment leaves them unset: a node whose site file disables
-    InfiniBand runs its NCCL on sockets while the others use IB, and the environments alone looked identical."""
-    ranks = {"node-a": 0, "node-b": 1, "node-c": 2}
-    env = copy.deepcopy(env3)
-    for n in env:
-        env[n].pop("NCCL_IB_DISABLE", None)
-    conf = {"path": "/etc/nccl.conf", "exists": True, "values": {"NCCL_IB_DISABLE": "1"}}
-    routes = {"node-a": [], "node-b": [], "node-c": [conf]}   # each node's nccl_conf fact
-    assert env_consistency(env, ranks, profile3).status is Status.PASS   # the environments agree
-    result = env_consistency(env, ranks, profile3, routes)
-    assert result.status is Status.FAIL and result.summary.startswith(
-        "NCCL_IB_DISABLE differs between nodes: node-a=<unset>, node-b=<unset>, node-c=1 (/etc/nccl.conf)"), result.summary
-    assert result.remediation == ("sed -i '/^NCCL_IB_DISABLE=/d' /etc/nccl.conf   # on node-c: NCCL reads "
-                                  "NCCL_IB_DISABLE from this file (node 0 node-a has none)")
-    assert paste_problems(result.remediation) == [] and result.evidence["nccl_conf"] == {
-        "NCCL_IB_DISABLE": {"node-c": "/etc/nccl.conf"}}
-    # the environment wins over the file: an export on node-c of node 0's value (here: set everywhere) agrees
-    for n in env:
-        env[n]["NCCL_IB_DISABLE"] = "0"
-    assert env_consistency(env, ranks, profile3, routes).status is Status.PASS
 
 
 def test_the_unreachable_node_fix_opens_rays_worker_range_and_its_real_ports_and_pastes():
