@@ -8,7 +8,6 @@ Two moments (see :mod:`.callback`): :func:`check_scaling` before the placement g
 from __future__ import annotations
 
 import datetime as _dt
-import json
 import logging
 import os
 import time
@@ -19,6 +18,7 @@ from typing import Any
 
 from ..engine import error_result, judge, run_cluster_checks
 from ..result import Actor, Result
+from ..wave import NO_WAVE, GangPart, Wave
 from . import checks as gate_checks
 from . import probes
 from .facts import NodeResources, ScalingFact, StorageFact, StorageWrite, WorkerFact, node_resources_from_table
@@ -301,16 +301,14 @@ def run_node_checks(plan: Plan, profiles: Mapping[str, Any], names: list[str], o
     timeout = max(deadline - time.monotonic() - 5.0, 5.0)
     refs = {}
     for nid, worker in plan.reps.items():
-        env = {}
+        wave = NO_WAVE
         if gang:
-            from ..collective.probes.gang import GANG_ENV
-
-            env[GANG_ENV] = json.dumps({"master_addr": plan.master_addr, "master_port": plan.master_port,
-                                        "world": len(plan.reps), "node_rank": plan.node_rank[nid],
-                                        "backend": plan.backend, "startup_s": GANG_STARTUP_S,
-                                        "timeout_s": min(profiles[nid].collective_timeout, timeout)})
+            wave = Wave(gang=GangPart(master_addr=plan.master_addr, master_port=plan.master_port or 0,
+                                      world=len(plan.reps), node_rank=plan.node_rank[nid], backend=plan.backend,
+                                      startup_s=GANG_STARTUP_S,
+                                      timeout_s=min(profiles[nid].collective_timeout, timeout)))
         payload = {"profile": profiles[nid].to_dict(), "only": names, "timeout": timeout, "node_name": plan.name(nid),
-                   "env": env}
+                   "wave": wave.to_dict()}
         refs[nid] = worker.execute_async(probes.node_checks, payload)
     results: list[Result] = []
     entries: dict[str, dict[str, Any]] = {}

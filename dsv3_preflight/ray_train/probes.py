@@ -7,7 +7,7 @@ import contextlib
 import os
 import shutil
 import socket
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -81,29 +81,23 @@ def remove_nonce(storage_path: str, run_id: str, key: str) -> None:
             path.rmdir()
 
 
-@contextlib.contextmanager
-def _environ(env: Mapping[str, str]) -> Iterator[None]:
-    saved = {key: os.environ.get(key) for key in env}
-    os.environ.update({k: str(v) for k, v in env.items()})
-    try:
-        yield
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
-
-
 def node_checks(payload: Mapping[str, Any]) -> dict[str, Any]:
-    """Run the selected checks on this node through ``run_preflight`` (cluster checks deferred: their facts come back
-    in the node entry); ``payload``: profile (a Profile dict), only, checks_dirs, timeout, node_name, env (set for
-    this call only: the collective gang's parameters)."""
-    from ..preflight import RunOptions, run_preflight
+    """Run the selected checks on this node once, through the runner the CLI uses (``runner.run_this_node``, as a
+    cluster node task does: cluster checks are judged by the gate on every node's facts, which come back in the node
+    entry); ``payload``: profile (a Profile dict), only, checks_dirs, timeout, node_name, wave (a
+    :class:`dsv3_preflight.wave.Wave` as plain data: the collective gang's parameters, handed to the probes as the
+    engine fact ``wave``, never through the environment)."""
     from ..profile import Profile
+    from ..registry import load_registry
+    from ..runner import run_this_node
+    from ..secrets import mask
+    from ..wave import Wave
 
-    with _environ(payload.get("env") or {}):
-        doc = run_preflight(RunOptions(profile=Profile.from_dict(payload["profile"]), only=tuple(payload["only"]),
-                                       checks_dirs=tuple(payload.get("checks_dirs") or ()), timeout=payload.get("timeout"),
-                                       node_name=payload.get("node_name"), cluster_checks="defer", progress=False))
-    return {"results": [r for r in doc.get("results", []) if r["node"] != "cluster"], "entry": doc["nodes"][0]}
+    registry = load_registry(tuple(payload.get("checks_dirs") or ()))
+    wanted = [name for name in payload["only"] if name in registry.checks]
+    selected = registry.select(wanted).selected if wanted else []
+    outcome = run_this_node(registry, selected, Profile.from_dict(payload["profile"]), node=payload.get("node_name"),
+                            timeout=payload.get("timeout"), cluster_checks_here=False,
+                            wave=Wave.from_dict(payload.get("wave")))
+    return {"results": mask([r.to_dict() for r in outcome.results if r.node != "cluster"]),
+            "entry": mask(outcome.entry)}
