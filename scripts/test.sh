@@ -52,9 +52,8 @@ fi
 # <= 800 lines): seconds, and a finding fails the run before the 15 minutes of pytest
 DSV3_LINT_PYTHON="$VENV/bin/python" bash scripts/lint.sh
 # pytest's own exit codes pass through (5 = no tests collected is a failure here, not hidden).
-# Four workers on two cores: much of the suite waits (rendezvous and store timeouts, torchrun and Ray start-ups in
-# network namespaces): with three workers the suite used 21 CPU-minutes in 16 minutes of wall time on 2 cores, so
-# the cores idled a third of the time; more workers run other tests meanwhile. The Ray group stays on one worker
+# Three workers on two cores: a third of the suite waits (rendezvous and store timeouts, torchrun and Ray start-ups
+# in network namespaces), and a third worker runs other tests meanwhile; the Ray group stays on one worker
 # (tests/conftest.py). DSV3_TEST_WORKERS overrides the count.
-"$VENV/bin/python" -m pytest -n "${DSV3_TEST_WORKERS:-4}" --dist loadgroup --no-loadscope-reorder "$@"
+"$VENV/bin/python" -m pytest -n "${DSV3_TEST_WORKERS:-3}" --dist loadgroup --no-loadscope-reorder "$@"
 "$VENV/bin/python" -m pytest checks/ --preflight-profile cpu -q -p no:cacheprovider

@@ -40,7 +40,7 @@ def python_cli(*args: str) -> list[str]:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
-    """How `-n 4 --dist loadgroup --no-loadscope-reorder` (scripts/test.sh) shares the suite between the workers.
+    """How `-n 3 --dist loadgroup --no-loadscope-reorder` (scripts/test.sh) shares the suite between the workers.
 
     - Real Ray clusters run one at a time, on one worker (the group ``ray``): two at once on a 2-core machine
       starve each other, and the embedded-Ray test must see no other cluster (``auto`` would rightly join it).
