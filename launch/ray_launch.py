@@ -281,7 +281,7 @@ def _stall_tick(run: _Launch) -> None:
     """One look of the stall watch between two polls; with --on-stall=stop a reported stall fails the run."""
     from dsv3_preflight.stall.ray_watch import named_node_rank
 
-    section = run.stall.tick() if run.stall is not None else None
+    section = run.stall.tick(refresh=run.read_new_lines) if run.stall is not None else None
     if section is not None and section.get("action") == "stop" and run.failed is None:
         cause = (section.get("causes") or [{}])[0]
         run.failed = (named_node_rank(section), f"stalled: {cause.get('id')}, stopped by --on-stall=stop")
@@ -383,6 +383,19 @@ class _Launch:
             self.failed = (rank, f"torchrun exited with {code}")
             return False
         return True
+
+    def read_new_lines(self) -> None:
+        """Show (and hand to the stall watch) the lines every node printed since the last poll; exit codes are left
+        for the next poll, which returns them again."""
+        import ray
+
+        refs = {rank: actor.poll.remote(self.cursors[rank]) for rank, actor in self.actors.items()}
+        for rank, ref in refs.items():
+            try:
+                lines, _ = ray.get(ref, timeout=RAY_CALL_TIMEOUT_S)
+            except Exception:  # noqa: BLE001 - a lost node: the next poll says so
+                continue
+            self._show(rank, lines)
 
     def stop(self, stop_grace: float) -> None:
         """Stop torchrun on every node, print what they said while stopping, end the actors."""

@@ -57,12 +57,13 @@ class RayStallWatch:
         return [c if "error" not in c else {"node": self.nodes[r]["name"], "node_rank": r, "ranks": [],
                                              "torchrun_alive": False, "error": c["error"]} for r, c in got.items()]
 
-    def tick(self) -> dict[str, Any] | None:
-        """Called between polls: when due, judge; the stall section once one is reported (None otherwise)."""
+    def tick(self, refresh: Callable[[], None] | None = None) -> dict[str, Any] | None:
+        """Called between polls: when due, judge; the stall section once one is reported (None otherwise).
+        ``refresh`` reads the lines the nodes printed meanwhile (the driver polls them only between ticks)."""
         if not self.watch.due():
             return None
         section = self.watch.judge(self._sample, self._capture, expected_nodes=sorted(self.nodes), facts=self.facts,
-                                   ip_nodes=self.ip_nodes, rendezvous=self._rendezvous)
+                                   ip_nodes=self.ip_nodes, rendezvous=self._rendezvous, refresh=refresh)
         if section is None:
             print(report.slow_line(self.watch.slow[-1]), file=sys.stderr, flush=True)
             return None

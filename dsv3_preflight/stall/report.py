@@ -16,6 +16,9 @@ SLOW_HEAD = "dsv3-preflight launch: stall watch: "
 
 def slow_line(slow: Mapping[str, Any]) -> str:
     """The line said when a suspected stall turned out to be a slow run."""
+    if slow.get("progress") is not None:
+        return (f"{SLOW_HEAD}no progress for {slow['at_quiet_s']:g} s, then a progress line came while the ranks were "
+                "sampled: slow, not stuck; watching on")
     ranks = ", ".join(slow["working"][:8]) + (" ..." if len(slow["working"]) > 8 else "")
     return (f"{SLOW_HEAD}no progress for {slow['at_quiet_s']:g} s, but {ranks} work (their stacks change, or in set-up "
             "their CPU time advances): slow, not stuck; watching on")

@@ -12,7 +12,10 @@ The rule (docs/stall-watch.md):
   advanced (an import or a load sits in one native call; set-up waits do not spin). When any rank works, the run
   is slow: nothing is reported and the watch looks again after another ``threshold`` of silence. A rank with the
   same stack in every dump is waiting there, however much CPU it burns (NCCL's and Gloo's waits spin).
-- **Stalled**: suspected, and no rank is working: the capture is taken and the culprit named.
+- **Moved**: a progress line that comes while the ranks are sampled or captured (the output reaches the watch
+  later than the ranks print it), or a rank that starts or ends between the two samples (a run finishing, a rank
+  restarted), also means the run is not stuck.
+- **Stalled**: suspected, no rank is working and nothing moved: the capture is taken and the culprit named.
 """
 from __future__ import annotations
 
@@ -61,3 +64,8 @@ def slow_not_stuck(samples: Mapping[str, Sequence[RankSample]], setup: bool = Fa
     """The ranks (keys of ``samples``) that work between any two successive samples: not empty = a slow run."""
     return sorted(rank for rank, seq in samples.items()
                   if any(working(a, b, setup) for a, b in zip(seq, seq[1:])))
+
+
+def came_or_went(first: set[str], second: set[str]) -> list[str]:
+    """The ranks present in one of two samples only: started or ended between them (the run moved)."""
+    return sorted(first ^ second)

@@ -62,31 +62,58 @@ class StallWatch:
             self.quiet_since(), self.clock(), self.options.stall_after, self.progress.longest_gap, self.progress.steps)
 
     def working(self, first: Sample, second: Sample) -> list[str]:
-        """The ranks that worked between two samples ("node R rank N")."""
+        """The ranks that worked between two samples ("node R rank N"), and those that started or ended between them
+        (a run whose processes come and go is not stuck)."""
         series: dict[str, list[rule.RankSample]] = {}
+        present: list[set[str]] = []
         for sample in (first, second):
+            present.append(set())
             for node_rank, ranks in sample.items():
                 for rank, (cpu, stacks, at) in ranks.items():
                     if cpu is not None:
-                        series.setdefault(f"node {node_rank} rank {rank}", []).append(rule.RankSample(cpu, tuple(stacks), at))
-        return rule.slow_not_stuck(series, setup=self.progress.phase == "setup")
+                        key = f"node {node_rank} rank {rank}"
+                        present[-1].add(key)
+                        series.setdefault(key, []).append(rule.RankSample(cpu, tuple(stacks), at))
+        came_or_went = [f"{key} (started or ended between the samples)" for key in rule.came_or_went(*present)]
+        return rule.slow_not_stuck(series, setup=self.progress.phase == "setup") + came_or_went
+
+    def _moved(self, mark: float | None, quiet_for: float) -> bool:
+        """Whether a progress line came after ``mark`` (while the ranks were sampled or captured): then the run is
+        not stalled, and the watch resumes counting from now."""
+        if self.progress.last_any == mark:
+            return False
+        self.slow.append({"at_quiet_s": round(quiet_for, 1), "working": [], "progress": self.progress.last_line})
+        self.resumed = self.clock()
+        return True
 
     def judge(self, sample: Callable[[], Sample], capture: Callable[[], Sequence[Mapping[str, Any]]], *,
               expected_nodes: Sequence[int] = (), facts: Mapping[str, Any] | None = None,
               ip_nodes: Mapping[str, str] | None = None, sleep: Callable[[float], None] = time.sleep,
-              rendezvous: Callable[[], dict[str, Any]] | None = None) -> dict[str, Any] | None:
+              rendezvous: Callable[[], dict[str, Any]] | None = None,
+              refresh: Callable[[], None] | None = None) -> dict[str, Any] | None:
         """Once due: two samples; a slow run defers the watch (None); a stuck one is captured and its stall section
-        returned (also kept in ``reported``). ``rendezvous``: the store's agent keys, asked when a node has no rank."""
+        returned (also kept in ``reported``). ``rendezvous``: the store's agent keys, asked when a node has no rank.
+        ``refresh``: reads the output lines that came meanwhile (where no thread feeds them as they come); a progress
+        line that came while the ranks were sampled or captured means the run moved: no stall (None)."""
         quiet_for, threshold = self.clock() - self.quiet_since(), self.threshold()
+        mark = self.progress.last_any
         first = sample()
         sleep(self.options.sample_gap)
         second = sample()
+        if refresh is not None:
+            refresh()
+        if self._moved(mark, quiet_for):
+            return None
         busy = self.working(first, second)
         if busy:
             self.slow.append({"at_quiet_s": round(quiet_for, 1), "working": busy})
             self.resumed = self.clock()
             return None
         captures = list(capture())
+        if refresh is not None:
+            refresh()
+        if self._moved(mark, quiet_for):
+            return None
         store = None
         if rendezvous is not None and any(not c.get("ranks") for c in captures):
             store = rendezvous()

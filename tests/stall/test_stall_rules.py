@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from paste_lint import paste_problems
 
-from dsv3_preflight.stall import culprit, rule
+from dsv3_preflight.stall import culprit, report, rule
 from dsv3_preflight.stall.progress import Progress, classify
 from dsv3_preflight.stall.watch import StallOptions, StallWatch
 
@@ -95,6 +95,50 @@ def test_watch_suspects_after_stall_after_then_defers_when_a_rank_works():
     assert section["quiet_by_rank_s"] == {"rank 1": 20.0} and section["phase"] == "work"
     assert [c["id"] for c in section["causes"]] == ["stall.unresolved"] and not watch.due()   # reported once
 
+
+
+def _stuck_sample(at: float) -> dict:
+    return {0: {0: (1.0, (("wait",), ("wait",)), at), 1: (1.0, (("wait",),), at)}}
+
+
+def test_a_progress_line_that_reaches_the_watch_while_it_samples_is_no_stall():
+    # the driver reads the nodes' output between its looks: a step printed just before the suspicion reaches the
+    # watch only through refresh, after the two samples; the run moved, whatever the samples show
+    now = [10.0]
+    watch = StallWatch(StallOptions(stall_after=10, sample_gap=0), clock=lambda: now[0])
+    captured = []
+    section = watch.judge(lambda: _stuck_sample(0.0), lambda: captured.append(1) or [], sleep=lambda s: None,
+                          refresh=lambda: watch.observe("[node 1 n1] [rank1]: step 2 loss=0.5"))
+    assert section is None and captured == [] and watch.reported is None
+    assert watch.slow[-1]["progress"].endswith("step 2 loss=0.5") and not watch.due()
+    assert "then a progress line came while the ranks were sampled: slow, not stuck" in report.slow_line(watch.slow[-1])
+
+
+def test_a_progress_line_that_comes_during_the_capture_withdraws_the_stall():
+    now = [10.0]
+    watch = StallWatch(StallOptions(stall_after=10, sample_gap=0), clock=lambda: now[0])
+    refreshes = iter([lambda: None, lambda: watch.observe("[rank0]: step 1 loss=0.9")])
+    section = watch.judge(lambda: _stuck_sample(0.0), lambda: [node(0, "n0", [in_allreduce(0), in_allreduce(1)])],
+                          sleep=lambda s: None, refresh=lambda: next(refreshes)())
+    assert section is None and watch.reported is None
+
+
+def test_without_progress_the_same_stuck_samples_are_a_stall():
+    now = [10.0]
+    watch = StallWatch(StallOptions(stall_after=10, sample_gap=0), clock=lambda: now[0])
+    section = watch.judge(lambda: _stuck_sample(0.0), lambda: [node(0, "n0", [in_allreduce(0), in_allreduce(1)])],
+                          sleep=lambda s: None, refresh=lambda: watch.observe("NCCL WARN nothing of progress"))
+    assert section is not None and watch.reported is section
+
+
+def test_ranks_that_end_between_the_two_samples_are_a_run_that_moved():
+    # a run finishing: its ranks exit (interpreter shutdown has no Python stack) before their last lines arrive
+    now = [10.0]
+    watch = StallWatch(StallOptions(stall_after=10, sample_gap=0), clock=lambda: now[0])
+    samples = iter([_stuck_sample(0.0), {0: {0: (1.0, (("wait",),), 2.0)}}])
+    assert watch.judge(lambda: next(samples), lambda: [], sleep=lambda s: None) is None
+    assert watch.slow[-1]["working"] == ["node 0 rank 1 (started or ended between the samples)"]
+    assert rule.came_or_went({"a", "b"}, set()) == ["a", "b"] and rule.came_or_went({"a"}, {"a"}) == []
 
 def test_rank_sleeping_outside_the_collective_is_the_suspect_with_its_line():
     ranks = [in_allreduce(0), in_allreduce(1, node="n1", node_rank=1),
