@@ -153,14 +153,17 @@ class RayLab:
         if python:
             argv[0] = python
         node = RayNode(ns, name, env, tmp)
-        # each node its own UTS namespace and host name (as separate machines have); `hostname` overrides it
-        argv = ["unshare", "--uts", "--", "sh", "-c", 'hostname "$0" && exec "$@"', hostname or name, *argv]
-        node.proc = self.net.popen(ns, argv, env=env, stderr=subprocess.STDOUT, cwd="/")
+        node.proc = self.net.popen(ns, self.node_argv(argv, hostname or name), env=env, stderr=subprocess.STDOUT, cwd="/")
         self.nodes[name] = node
         self._wait_started(node)
         if head:
             self._start_controller()
         return node
+
+    def node_argv(self, argv: list[str], hostname: str) -> list[str]:
+        """``ray start``'s argv wrapped in what makes the namespace a node: a UTS namespace of its own whose host name
+        is ``hostname``, as separate machines have (tests/ray_train_lab.py adds a mount namespace)."""
+        return ["unshare", "--uts", "--", "sh", "-c", 'hostname "$0" && exec "$@"', hostname, *argv]
 
     def _wait_started(self, node: RayNode, timeout: float = 120.0) -> None:
         """Until `ray start` says the runtime is up; a thread keeps draining its output (a full pipe would stall it)."""
@@ -401,7 +404,8 @@ def shared_lab(config: Any = None) -> RayLab:
     """One lab for every Ray test module of a session (three raylets take a while to start on two cores).
 
     Each module takes it as it is and leaves it so (all three nodes alive, no control files, hosts as built).
-    It is closed when the pytest session ends (``config.add_cleanup``), and at exit as a last resort.
+    It is closed after the last test in a row marked ``shared_ray_lab`` (tests/conftest.py), when the pytest session
+    ends (``config.add_cleanup``), and at exit as a last resort; a later module asking again gets a new one.
     """
     lab = _SHARED.get("lab")
     if lab is None:

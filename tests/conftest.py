@@ -72,6 +72,19 @@ def pytest_collection_modifyitems(config, items):
     items[:] = [item for _, item in sorted(enumerate(items), key=order)]
 
 
+
+@pytest.hookimpl(trylast=True)   # after pytest's own teardown: the modules' fixtures on the lab are finalized first
+def pytest_runtest_teardown(item, nextitem):
+    """The shared Ray lab (three raylets, a GCS and their agents: CPU every second while idle) is closed after the
+    last test in a row that uses it, not at the session's end: the rest of the run no longer shares the two cores
+    with it. A later module that asks for it again gets a new one (tests/cluster_lab.py shared_lab)."""
+    if item.get_closest_marker("shared_ray_lab") is None:
+        return
+    if nextitem is None or nextitem.get_closest_marker("shared_ray_lab") is None:
+        from cluster_lab import close_shared
+
+        close_shared()
+
 # -- nothing left behind (issue 16.10) ----------------------------------------------------------------------
 #: what the tool and its tests may create in /tmp: Ray temp dirs of the cluster labs, the tool's own temp dirs,
 #: torchrun's log dirs (made when it gets no --log-dir, never removed), multiprocessing's pymp-* dirs (left when a

@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from cluster_lab import FAST_HEALTH, GCS_PORT, OBJECT_STORE, REPO, RayLab, RayNode, ray_cli, stop_group
+from cluster_lab import REPO, RayLab, stop_group
 
 EXAMPLE = REPO / "examples" / "ray_train" / "train_lora.py"
 CALLBACK = "dsv3_preflight.ray_train.PreflightCallback"
@@ -51,29 +51,11 @@ class RayTrainLab(RayLab):
         os.makedirs(self.shared_dir)
         self._fits = 0
 
-    def start_node(self, ns: int, name: str, env: dict[str, str], python: str | None = None,
-                   hostname: str | None = None) -> RayNode:
-        tmp = os.path.join(self.tmp, f"{name}-{len(self.nodes)}")
-        env = {**env, "RAY_TMPDIR": tmp}
-        common = ["--node-ip-address", self.addr(ns), "--num-cpus", "1", "--object-store-memory", OBJECT_STORE,
-                  "--disable-usage-stats", "--block"]
-        head = not self.nodes
-        if head:
-            argv = ray_cli("start", "--head", "--port", str(GCS_PORT), "--include-dashboard=false", *common)
-            env.update(FAST_HEALTH)
-        else:
-            argv = ray_cli("start", "--address", self.gcs, *common)
-        node = RayNode(ns, name, env, tmp)
-        # its own host name, and its own tmpfs over local_dir (private propagation: no other node sees it)
+    def node_argv(self, argv: list[str], hostname: str) -> list[str]:
+        """Its own host name, and its own tmpfs over local_dir (private propagation: no other node sees it)."""
         script = 'hostname "$0" && mount -t tmpfs -o size=2g lab-local "$1" && shift && exec "$@"'
-        argv = ["unshare", "--uts", "--mount", "--propagation", "private", "--", "sh", "-c", script,
-                hostname or name, self.local_dir, *argv]
-        node.proc = self.net.popen(ns, argv, env=env, stderr=subprocess.STDOUT, cwd="/")
-        self.nodes[name] = node
-        self._wait_started(node)
-        if head:
-            self._start_controller()
-        return node
+        return ["unshare", "--uts", "--mount", "--propagation", "private", "--", "sh", "-c", script, hostname,
+                self.local_dir, *argv]
 
     def fit(self, storage: str, *args: str, gate: str = "env", timeout: float = 420.0, **env: str) -> Fit:
         """The example on the head, as a driver of the lab's cluster; ``gate``: env (RAY_TRAIN_CALLBACKS) or code."""

@@ -16,7 +16,7 @@ pytest.importorskip("ray")
 from cluster_lab import GCS_PORT, MASTER_PORT, ONLY, RayLab, results_by, shared_lab  # noqa: E402
 from paste_lint import paste_problems  # noqa: E402
 
-pytestmark = [pytest.mark.slow, pytest.mark.netns, pytest.mark.ray]
+pytestmark = [pytest.mark.slow, pytest.mark.netns, pytest.mark.ray, pytest.mark.shared_ray_lab]
 ALL = ["lab-node0", "lab-node1", "lab-node2"]
 QUICK_START_TOML = f"""\
 # docs/cluster.md's profile for this machine: the cpu profile (no GPU here), the lab's three nodes

@@ -32,7 +32,7 @@ from cluster_lab import (  # noqa: E402
 )
 from paste_lint import paste_problems  # noqa: E402
 
-pytestmark = [pytest.mark.slow, pytest.mark.netns, pytest.mark.ray]
+pytestmark = [pytest.mark.slow, pytest.mark.netns, pytest.mark.ray, pytest.mark.shared_ray_lab]
 ALL = ["lab-node0", "lab-node1", "lab-node2"]
 HOOKS = ("--checks-dir", str(SITE_CHECKS), "--only", ONLY + ",testhook.*")
 SLEEP_S = 90  # what a misbehaving node sleeps: a run that waited for it would take this long
