@@ -8,7 +8,12 @@ Cases (tests/stall/train_stall.py's gloo ranks, started by the real CLI):
   rank of node 1 sleeps before its all_reduce;
 * ``ray-link``: the same job, with rank 1's connections to node 0 dropped (iptables, in node 1's namespace) after
   step 2;
-* ``ray-never-joined``: node 1's torchrun (a wrapper) never starts.
+* ``ray-never-joined``: node 1's torchrun (a wrapper) never starts;
+* ``ray-slow-healthy``: no stuck rank: a model load of 1.5 × ``--stall-after`` of CPU work, then steps of
+  ``--stall-after`` / 6 seconds; it must run to its end (exit 0) with no stall named.
+
+Each case writes the launch's JSON document and HTML report (``--json``, ``--html``); the table says whether the
+stall's first cause is in each (the console's is the ``named`` column).
 
 The stall begins at the last progress line the launch printed (for ``ray-never-joined``: when torchrun started on
 node 0); the culprit is named when the ``stall: 1.`` line appears on the launch's stderr. The job's own timeouts:
@@ -35,14 +40,15 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 TRAIN = ROOT / "tests" / "stall" / "train_stall.py"
-CASES = ("local-sleep", "local-fifo", "ray-rank", "ray-link", "ray-never-joined")
+CASES = ("local-sleep", "local-fifo", "ray-rank", "ray-link", "ray-never-joined", "ray-slow-healthy")
 #: what the job itself would have waited: (what, seconds)
 OWN_TIMEOUTS = {"local-sleep": ("Gloo timeout of the script", 1800), "local-fifo": ("Gloo timeout of the script", 1800),
                 "ray-rank": ("Gloo timeout of the script", 1800), "ray-link": ("Gloo timeout of the script", 1800),
-                "ray-never-joined": ("torchrun's static rendezvous timeout", 600)}
+                "ray-never-joined": ("torchrun's static rendezvous timeout", 600),
+                "ray-slow-healthy": ("(healthy: runs to its end)", 0)}
 EXPECTED = {"local-sleep": "stall.rank_in_python: rank 1", "local-fifo": "stall.rank_blocked_io: rank 1",
             "ray-rank": "stall.rank_in_python: rank 1", "ray-link": "stall.link_stuck",
-            "ray-never-joined": "stall.node_never_joined: node 1"}
+            "ray-never-joined": "stall.node_never_joined: node 1", "ray-slow-healthy": None}
 
 
 class Timed:
@@ -90,6 +96,7 @@ def local_case(case: str, stall_after: float, tmp: Path) -> Timed:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MASTER_", "RANK", "WORLD_SIZE", "LOCAL_RANK"))}
     env["DSV3_PREFLIGHT_NODE_NAME"] = "benchnode"
     argv = _cli("--profile", "cpu", "--master-port", str(free_port()), "--skip", "dist.*", "--reports-dir", str(tmp / "r"),
+                "--json", str(tmp / "report.json"), "--html", str(tmp / "report.html"),
                 "--stall-after", str(stall_after), "--on-stall", "stop", "--", str(TRAIN), "--steps", "6", "--stuck-rank", "1",
                 "--stuck-at", "2", "--stuck-how", case.split("-")[1], "--fifo", str(fifo))
     return Timed(subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp))
@@ -106,8 +113,11 @@ def ray_case(case: str, stall_after: float, tmp: Path, lab) -> Timed:
                            "from torch.distributed.run import main\nmain()\n")
         wrapper.chmod(0o755)
         extra, train = ["--torchrun", str(wrapper)], ["--steps", "2"]
+    if case == "ray-slow-healthy":
+        train = ["--steps", "3", "--load-s", f"{1.5 * stall_after:g}", "--step-s", f"{stall_after / 6:g}"]
     argv = _cli("--all-nodes", "--ray-address", lab.gcs, "--profile", "cpu", "--nnodes", "2", "--nproc-per-node", "1",
                 "--only", "env.*,net.nic_route,cluster.*", "--no-color", "--no-report", "--reports-dir", str(tmp / "logs"),
+                "--json", str(tmp / "report.json"), "--html", str(tmp / "report.html"),
                 "--stop-grace", "5", "--stall-after", str(stall_after), "--on-stall", "stop", *extra, "--", str(TRAIN), *train)
     timed = Timed(lab.net.popen(0, argv, env=lab.cli_env(), cwd=str(tmp)))
     if case == "ray-link":
@@ -133,7 +143,24 @@ def _block_link(timed: Timed, lab) -> None:
         lab.net.add_rule(1, ["-I", "OUTPUT", "-p", "tcp", "--sport", port, "-j", "DROP"])
 
 
-def measure(case: str, timed: Timed, timeout: float) -> dict:
+def in_reports(tmp: Path, expected: str | None) -> tuple[bool, bool]:
+    """Whether the launch's JSON document and HTML report hold the stall's first cause (``expected``, its id and what
+    it names), or, for a healthy case (None), no stall at all."""
+    import json
+    from html import unescape
+
+    doc_path, html_path = tmp / "report.json", tmp / "report.html"
+    doc = json.loads(doc_path.read_text()) if doc_path.exists() else {}
+    html = unescape(html_path.read_text()) if html_path.exists() else ""
+    if expected is None:
+        return "stall" not in doc and bool(doc), 'id="stall"' not in html and bool(html)
+    cause_id, _, named = expected.partition(": ")
+    first = ((doc.get("stall") or {}).get("causes") or [{}])[0]
+    in_json = first.get("id") == cause_id and named in str(first.get("summary", ""))
+    return in_json, 'id="stall"' in html and cause_id in html and named in html
+
+
+def measure(case: str, timed: Timed, timeout: float, tmp: Path) -> dict:
     code = timed.wait(timeout)
     named = timed.first(r"dsv3-preflight launch: stall: 1\. ", "err")
     stall = (timed.first(r"\[node 0 [^\]]+\] torchrun pid", "err") if case == "ray-never-joined"
@@ -143,8 +170,12 @@ def measure(case: str, timed: Timed, timeout: float) -> dict:
         t0 = timed.lines[0][0] if timed.lines else 0.0
         for t, s, line in timed.lines:
             print(f"{t - t0:8.2f} {s} {line[:100]}", file=sys.stderr)
+    expected = EXPECTED[case]
+    in_json, in_html = in_reports(tmp, expected)
+    right = (code == 0 and not head) if expected is None else expected in head
     return {"case": case, "exit": code, "stall_to_named_s": None if named is None or stall is None else round(named - stall, 1),
-            "right": EXPECTED[case] in head, "named": head[len("dsv3-preflight launch: stall: 1. "):][:110]}
+            "right": right, "json": in_json, "html": in_html,
+            "named": head[len("dsv3-preflight launch: stall: 1. "):][:110] if head else "(nothing named)"}
 
 
 def main() -> int:
@@ -169,7 +200,7 @@ def main() -> int:
                 timed = local_case(case, args.stall_after, Path(tmp)) if case.startswith("local-") else \
                     ray_case(case, args.stall_after, Path(tmp), lab)
                 try:
-                    rows.append(measure(case, timed, args.timeout))
+                    rows.append(measure(case, timed, args.timeout, Path(tmp)))
                 finally:
                     if timed.proc.poll() is None:
                         timed.proc.kill()
@@ -178,12 +209,15 @@ def main() -> int:
         if lab is not None:
             lab.close()
     print(f"--stall-after {args.stall_after:g} s, --on-stall=stop")
-    print(f"{'case':<18} {'exit':>4} {'stall->named':>12} {'right':>5}  {'own timeout':<44} named")
+    print(f"{'case':<18} {'exit':>4} {'stall->named':>12} {'right':>5} {'json':>4} {'html':>4}  {'own timeout':<44} named")
+    yes = {True: "yes", False: "NO"}
     for r in rows:
         what, secs = OWN_TIMEOUTS[r["case"]]
         took = "-" if r["stall_to_named_s"] is None else f"{r['stall_to_named_s']:g} s"
-        print(f"{r['case']:<18} {r['exit']:>4} {took:>12} {'yes' if r['right'] else 'NO':>5}  {f'{what}: {secs} s':<44} {r['named']}")
-    return 0 if all(r["right"] for r in rows) else 1
+        own = f"{what}: {secs} s" if secs else what
+        print(f"{r['case']:<18} {r['exit']:>4} {took:>12} {yes[r['right']]:>5} {yes[r['json']]:>4} {yes[r['html']]:>4}  "
+              f"{own:<44} {r['named']}")
+    return 0 if all(r["right"] and r["json"] and r["html"] for r in rows) else 1
 
 
 if __name__ == "__main__":

@@ -40,7 +40,7 @@ def python_cli(*args: str) -> list[str]:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
-    """How `-n 3 --dist loadgroup --no-loadscope-reorder` (scripts/test.sh) shares the suite between the workers.
+    """How `-n 4 --dist loadgroup --no-loadscope-reorder` (scripts/test.sh) shares the suite between the workers.
 
     - Real Ray clusters run one at a time, on one worker (the group ``ray``): two at once on a 2-core machine
       starve each other, and the embedded-Ray test must see no other cluster (``auto`` would rightly join it).
@@ -72,6 +72,26 @@ def pytest_collection_modifyitems(config, items):
     items[:] = [item for _, item in sorted(enumerate(items), key=order)]
 
 
+
+
+#: the nice value (0-19) of an xdist worker while it runs a test outside the Ray group; 0 leaves it as it is.
+#: scripts/test.sh sets 5: the Ray group is one worker's serial run and the suite's critical path (586 s alone,
+#: 810-850 s beside three busy workers), while the machine's two cores are saturated (2-3 % idle over a run). The
+#: other tests' processes (torchrun, the CLI) inherit it unless they start a session of their own; the Ray labs'
+#: raylets and ranks, started from the Ray group's tests, keep the worker's own priority.
+OTHERS_NICE = int(os.environ.get("DSV3_TEST_OTHERS_NICE", "0") or 0)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    if not OTHERS_NICE or not os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    want = 0 if item.get_closest_marker("ray") is not None else OTHERS_NICE
+    try:
+        if os.getpriority(os.PRIO_PROCESS, 0) != want:
+            os.setpriority(os.PRIO_PROCESS, 0, want)   # back to 0 needs root (CAP_SYS_NICE): left niced otherwise
+    except OSError:
+        pass
 
 @pytest.hookimpl(trylast=True)   # after pytest's own teardown: the modules' fixtures on the lab are finalized first
 def pytest_runtest_teardown(item, nextitem):

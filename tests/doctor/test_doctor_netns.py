@@ -375,7 +375,8 @@ def test_a_c10d_endpoint_no_node_recognises_as_its_own_is_a_store_nobody_hosted(
     env = {n: {"GLOO_SOCKET_IFNAME": netns_lab.PRIMARY_IF} for n in range(3)}
     logs, rcs = run_job(netns_lab, logs2, env, torchrun_args=fixed)
     assert rcs == [0, 0, 0], [(p.name, p.read_text()[-1500:]) for p in sorted(logs.iterdir())]
-    assert triage([str(logs)])["exit_code"] == 0
+    healthy = triage([str(logs)])
+    assert healthy["exit_code"] == 0, (healthy["summary"], [(p.name, p.read_text()[-3000:]) for p in sorted(logs.iterdir())])
 
 
 def test_a_c10d_store_the_heads_firewall_hides_is_not_called_unhosted(netns_lab, tmp_path):
