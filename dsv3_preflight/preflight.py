@@ -56,9 +56,6 @@ class RunOptions:
     node_name: str | None = None
     #: facts this process gathered earlier (the pytest plugin runs one check per item): used, not probed again
     seed_facts: Mapping[str, Any] = field(default_factory=dict)
-    #: "here": judge cluster-scope checks on this node alone (nnodes == 1), "defer": gather their facts and
-    #: leave the judging to cluster mode's driver, "auto": here when nnodes == 1, else SKIP with the reason
-    cluster_checks: str = "auto"
     # -- cluster mode
     all_nodes: bool = False
     ray_address: str | None = None
@@ -153,7 +150,6 @@ def run_preflight(options: RunOptions) -> dict[str, Any]:
         from .console import progress
         from .runner import run_this_node
 
-        cluster_here = {"here": True, "defer": False, "auto": None}[options.cluster_checks]
         with progress(len(selection.selected), enabled=options.progress, no_color=options.no_color) as advance:
             def on_result(result: Result) -> None:
                 advance(result)
@@ -162,8 +158,7 @@ def run_preflight(options: RunOptions) -> dict[str, Any]:
 
             seeded = facts_doc or ({"facts": dict(options.seed_facts)} if options.seed_facts else None)
             outcome = run_this_node(registry, selection.selected, profile, node=options.node_name, facts_doc=seeded,
-                                    replay_source=options.facts_in, timeout=timeout, on_result=on_result,
-                                    cluster_checks_here=cluster_here)
+                                    replay_source=options.facts_in, timeout=timeout, on_result=on_result)
         results, nodes = outcome.results, [outcome.entry]
         if options.facts_out:
             save_facts(options.facts_out, outcome.node, profile.to_dict(),
