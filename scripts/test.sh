@@ -58,5 +58,5 @@ DSV3_LINT_PYTHON="$VENV/bin/python" bash scripts/lint.sh
 # 2-core machine: -n 3 910 s; -n 4 873 s; -n 4 with nice 5 844 s (the cores 2-3 % idle in both -n 4 runs).
 # DSV3_TEST_WORKERS and DSV3_TEST_OTHERS_NICE override them.
 export DSV3_TEST_OTHERS_NICE="${DSV3_TEST_OTHERS_NICE:-5}"
-"$VENV/bin/python" -m pytest -n "${DSV3_TEST_WORKERS:-4}" --dist loadgroup --no-loadscope-reorder "$@"
+"$VENV/bin/python" -m pytest -n "${DSV3_TEST_WORKERS:-4}" --dist loadgroup --no-loadscope-reorder --durations=25 "$@"
 "$VENV/bin/python" -m pytest checks/ --preflight-profile cpu -q -p no:cacheprovider
