@@ -33,11 +33,16 @@ LOCK = TESTS / "envs" / "transformers4.txt"
 MLP = ["gate_proj", "up_proj", "down_proj"]
 
 
+#: the sealed environment's processes write their own bytecode as they import (PYTHONDONTWRITEBYTECODE, which these
+#: machines set, is dropped for them): the first import of torch and transformers compiles only the modules it loads,
+#: and the next ones reuse them, instead of `uv --compile-bytecode` compiling all of torch at install (21 CPU-s here)
+SEALED_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
 def _uv_pip(python: Path, *args: str) -> subprocess.CompletedProcess:
     wheels = os.environ.get("DSV3_WHEELS", "/opt/wheels")  # where these machines keep torch 2.13.0+cpu (scripts/_env.sh)
     return subprocess.run([sys.executable, "-m", "uv", "pip", args[0], "--python", str(python), "--quiet",
-                           "--compile-bytecode", "--find-links", wheels, *args[1:]], capture_output=True, text=True,
-                          timeout=900)
+                           "--find-links", wheels, *args[1:]], capture_output=True, text=True, timeout=900)
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +60,7 @@ def tf4(tmp_path_factory) -> Path:
                         f"{LOCK.relative_to(TESTS.parent)}): {proc.stderr.strip()[-1500:]}", pytrace=False)
     got = subprocess.run([str(python), "-c", "import json, sys, transformers, peft, torch, dsv3_preflight; "
                           "print(json.dumps([transformers.__version__, sys.path]))"],
-                         capture_output=True, text=True, timeout=120, cwd=root)
+                         capture_output=True, text=True, timeout=120, cwd=root, env=SEALED_ENV)
     assert got.returncode == 0, got.stderr[-2000:]
     version, path = json.loads(got.stdout)
     assert version == TF4
@@ -67,7 +72,7 @@ def tf4(tmp_path_factory) -> Path:
 def _run(python: Path, tmp_path: Path, *args: str) -> dict:
     out = tmp_path / f"r{len(list(tmp_path.glob('r*.json')))}.json"
     proc = subprocess.run([str(python), "-m", "dsv3_preflight", "run", "--profile", "cpu", "--no-report", "--no-color",
-                           "--json", str(out), *args], capture_output=True, text=True, timeout=300)
+                           "--json", str(out), *args], capture_output=True, text=True, timeout=300, env=SEALED_ENV)
     assert out.exists(), proc.stdout[-2000:] + proc.stderr[-2000:]
     return {r["name"]: r for r in json.loads(out.read_text())["results"]}
 
@@ -110,7 +115,7 @@ def test_an_adapter_saved_under_transformers4_is_converted_and_held_to_the_model
     script = ("import sys; sys.path.insert(0, sys.argv[1]); import test_lora_lab as lab; from pathlib import Path; "
               "lab.write_adapter(Path(sys.argv[2]), 'dsv3', lab.MLA_TARGETS + sys.argv[3].split(','), r=4)")
     proc = subprocess.run([str(tf4), "-c", script, str(TESTS / "lora"), str(adapter), ",".join(MLP)], capture_output=True,
-                          text=True, timeout=300)
+                          text=True, timeout=300, env=SEALED_ENV)
     assert proc.returncode == 0, proc.stderr[-3000:]
     from safetensors import safe_open
 
