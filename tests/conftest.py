@@ -72,8 +72,6 @@ def pytest_collection_modifyitems(config, items):
     items[:] = [item for _, item in sorted(enumerate(items), key=order)]
 
 
-
-
 #: the nice value (0-19) of an xdist worker while it runs a test outside the Ray group; 0 leaves it as it is.
 #: scripts/test.sh sets 5: the Ray group is one worker's serial run and the suite's critical path (586 s alone,
 #: 810-850 s beside three busy workers), while the machine's two cores are saturated (2-3 % idle over a run). The
@@ -93,6 +91,7 @@ def pytest_runtest_setup(item):
     except OSError:
         pass
 
+
 @pytest.hookimpl(trylast=True)   # after pytest's own teardown: the modules' fixtures on the lab are finalized first
 def pytest_runtest_teardown(item, nextitem):
     """The shared Ray lab (three raylets, a GCS and their agents: CPU every second while idle) is closed after the
@@ -104,6 +103,7 @@ def pytest_runtest_teardown(item, nextitem):
         from cluster_lab import close_shared
 
         close_shared()
+
 
 # -- nothing left behind (issue 16.10) ----------------------------------------------------------------------
 #: what the tool and its tests may create in /tmp: Ray temp dirs of the cluster labs, the tool's own temp dirs,

@@ -66,6 +66,7 @@ def slow_not_stuck(samples: Mapping[str, Sequence[RankSample]], setup: bool = Fa
                   if any(working(a, b, setup) for a, b in zip(seq, seq[1:])))
 
 
-def came_or_went(first: set[str], second: set[str]) -> list[str]:
-    """The ranks present in one of two samples only: started or ended between them (the run moved)."""
-    return sorted(first ^ second)
+def came_or_went(samples: Mapping[str, Sequence[RankSample]], taken: int) -> list[str]:
+    """The ranks (keys of ``samples``) missing from some of the ``taken`` samples: started or ended between them (the
+    run moved)."""
+    return sorted(rank for rank, seq in samples.items() if len(seq) < taken)

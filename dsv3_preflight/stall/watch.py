@@ -65,25 +65,25 @@ class StallWatch:
         """The ranks that worked between two samples ("node R rank N"), and those that started or ended between them
         (a run whose processes come and go is not stuck)."""
         series: dict[str, list[rule.RankSample]] = {}
-        present: list[set[str]] = []
         for sample in (first, second):
-            present.append(set())
             for node_rank, ranks in sample.items():
                 for rank, (cpu, stacks, at) in ranks.items():
                     if cpu is not None:
-                        key = f"node {node_rank} rank {rank}"
-                        present[-1].add(key)
-                        series.setdefault(key, []).append(rule.RankSample(cpu, tuple(stacks), at))
-        came_or_went = [f"{key} (started or ended between the samples)" for key in rule.came_or_went(*present)]
+                        series.setdefault(f"node {node_rank} rank {rank}", []).append(rule.RankSample(cpu, tuple(stacks), at))
+        came_or_went = [f"{key} (started or ended between the samples)" for key in rule.came_or_went(series, taken=2)]
         return rule.slow_not_stuck(series, setup=self.progress.phase == "setup") + came_or_went
+
+    def _slow(self, quiet_for: float, **verdict: Any) -> None:
+        """A suspicion that ended as "slow, not stuck": kept for the report, and the silence counts from now."""
+        self.slow.append({"at_quiet_s": round(quiet_for, 1), **verdict})
+        self.resumed = self.clock()
 
     def _moved(self, mark: float | None, quiet_for: float) -> bool:
         """Whether a progress line came after ``mark`` (while the ranks were sampled or captured): then the run is
-        not stalled, and the watch resumes counting from now."""
+        not stalled."""
         if self.progress.last_any == mark:
             return False
-        self.slow.append({"at_quiet_s": round(quiet_for, 1), "working": [], "progress": self.progress.last_line})
-        self.resumed = self.clock()
+        self._slow(quiet_for, working=[], progress=self.progress.last_line)
         return True
 
     def judge(self, sample: Callable[[], Sample], capture: Callable[[], Sequence[Mapping[str, Any]]], *,
@@ -106,8 +106,7 @@ class StallWatch:
             return None
         busy = self.working(first, second)
         if busy:
-            self.slow.append({"at_quiet_s": round(quiet_for, 1), "working": busy})
-            self.resumed = self.clock()
+            self._slow(quiet_for, working=busy)
             return None
         captures = list(capture())
         if refresh is not None:

@@ -138,7 +138,9 @@ def test_ranks_that_end_between_the_two_samples_are_a_run_that_moved():
     samples = iter([_stuck_sample(0.0), {0: {0: (1.0, (("wait",),), 2.0)}}])
     assert watch.judge(lambda: next(samples), lambda: [], sleep=lambda s: None) is None
     assert watch.slow[-1]["working"] == ["node 0 rank 1 (started or ended between the samples)"]
-    assert rule.came_or_went({"a", "b"}, set()) == ["a", "b"] and rule.came_or_went({"a"}, {"a"}) == []
+    one, two = rule.RankSample(1.0, (), 0.0), rule.RankSample(1.0, (), 2.0)
+    assert rule.came_or_went({"a": [one], "b": [two]}, taken=2) == ["a", "b"]
+    assert rule.came_or_went({"a": [one, two]}, taken=2) == []
 
 def test_rank_sleeping_outside_the_collective_is_the_suspect_with_its_line():
     ranks = [in_allreduce(0), in_allreduce(1, node="n1", node_rank=1),
