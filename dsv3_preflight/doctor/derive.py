@@ -42,6 +42,7 @@ def derive(tl: Timeline) -> None:
     _divergence(tl)
     _node_rank(tl)
     _c10d_store(tl)
+    _store_clients(tl)
     _gate(tl, file_of)
     _ras(tl, file_of)
 
@@ -103,6 +104,29 @@ def _node_rank(tl: Timeline) -> None:
         names = [ev.node or ev.path for ev in evs]
         for ev in evs:
             record(tl, _DERIVED["elastic.duplicate_node_rank"], {"rank": rank, "nodes": ", ".join(names)}, ev)
+
+
+#: what a node that failed to reach the rendezvous store prints (its own side of a network or address problem)
+_UNREACHED = ("c10d.client_connect_failed", "c10d.store_on_local_address", "c10d.numeric_hostname", "net.name_resolution",
+              "elastic.rendezvous_connection", "elastic.c10d_store_not_hosted")
+
+
+def _store_clients(tl: Timeline) -> None:
+    """The store's host gave up waiting for its clients ("3/4 clients joined"), more than itself joined, and no file
+    shows a node that failed to reach the store (every store timeout read is the host's wait): the store was
+    reachable, a node or rank never came. The nodes that came may have been stopped before their own waits on the
+    store timed out, so nothing is asked of them."""
+    timeout = tl.findings.get("c10d.store_timeout")
+    if timeout is None or any(sid in tl.findings for sid in _UNREACHED):
+        return
+    sig = _DERIVED["elastic.store_clients_missing"]
+    counted = [(ev, m) for ev in timeout.events if (m := sig.regex.search(ev.text))]
+    if len(counted) != len(timeout.events):
+        return   # a client's own timeout is among them: the network's case (c10d.store_timeout stays the cause)
+    for ev, m in counted:
+        joined, expected = int(m["joined"]), int(m["expected"])
+        if 1 < joined < expected:
+            record(tl, sig, {"node": ev.node or ev.path, "joined": str(joined), "expected": str(expected)}, ev)
 
 
 def _c10d_store(tl: Timeline) -> None:

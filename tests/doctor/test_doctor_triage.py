@@ -721,9 +721,52 @@ def test_a_store_named_by_host_name_gets_a_fix_that_resolves_and_probes_that_nam
     retry = next(f for f in doc["findings"] if f["id"] == "c10d.store_connect_retry")
     assert (retry["role"], retry["explained_by"]) == ("consequence", "c10d.store_timeout"), doc["summary"]
     # the log names no store: the fix asks for the variables, and resolves nothing
-    log.write_text("torch.distributed.DistStoreError: Timed out after 901 seconds waiting for clients. 2/3 clients joined.\n")
+    log.write_text("torch.distributed.DistStoreError: Timed out after 901 seconds waiting for clients. 1/3 clients joined.\n")
     fix = triage([str(log)])["findings"][0]["fix"]
     assert 'nc -vz -w 3 "$MASTER_ADDR" "$MASTER_PORT"' in fix and "getent" not in fix, fix
+
+
+# recorded in the network-namespace lab (torch 2.13 torchrun, static rendezvous, --nnodes 4 on three nodes)
+HEAD_SHORT = "torch.distributed.DistStoreError: Timed out after 16 seconds waiting for clients. 3/4 clients joined.\n"
+WORKER_WAIT = ("[W1207 12:06:56.704168561 socket.cpp:494] [c10d] waitForInput: socket SocketImpl(fd=4, "
+               "addr=[::100:0:0:0]:13792, remote=[fdff:ffff::]:54033) timed out after 15000ms\n"
+               "torch.distributed.DistStoreError: wait timeout after 15000ms, keys: /none/torchelastic/assigned_ranks/{n}\n")
+WORKER_UNREACHED = ("[E1207 12:07:20.456 socket.cpp:1028] [c10d] The client socket has timed out after 15000ms while "
+                    "trying to connect to (10.77.0.10, 29531).\n")
+
+
+@pytest.mark.parametrize("workers", ["waited", "stopped"])
+def test_a_store_that_some_nodes_joined_is_short_of_a_node_not_unreachable(tmp_path, workers):
+    # the head's store saw 3 of 4: reached from the other nodes. Their own waits timed out too ("waited"), or the
+    # scheduler stopped them first and the head's line is all there is ("stopped", as on CI's loaded machine)
+    (tmp_path / "node0.log").write_text(HEAD_SHORT)
+    for n in (1, 2):
+        (tmp_path / f"node{n}.log").write_text(WORKER_WAIT.format(n=n) if workers == "waited" else "")
+    doc = triage([str(tmp_path)])
+    head = doc["findings"][0]
+    assert (doc["cause_class"], head["id"]) == ("port_rendezvous", "elastic.store_clients_missing"), doc["summary"]
+    assert head["title"] == "The rendezvous store on node0 saw 3 of its 4 clients join: the rest never came", head
+    assert "no network problem" in head["root_cause"] and "nc -vz" not in head["fix"], head
+    roles = {f["id"]: (f["role"], f.get("explained_by")) for f in doc["findings"]}
+    assert roles["c10d.store_timeout"] == ("consequence", "elastic.store_clients_missing"), roles
+    if workers == "waited":
+        assert roles["elastic.ranks_not_assigned"] == ("consequence", "elastic.store_clients_missing"), roles
+    assert [f["id"] for f in doc["findings"] if f["role"] == "root_cause"] == ["elastic.store_clients_missing"], roles
+
+
+@pytest.mark.parametrize("head_line", [HEAD_SHORT, HEAD_SHORT.replace("3/4", "1/4")], ids=["some-joined", "none-joined"])
+def test_a_node_that_could_not_reach_the_store_keeps_the_network_cause(tmp_path, head_line):
+    # a worker's own connect timed out (or nobody but the host joined): the store's reach is the question
+    (tmp_path / "node0.log").write_text(head_line)
+    (tmp_path / "node1.log").write_text(WORKER_WAIT.format(n=1))
+    (tmp_path / "node2.log").write_text(WORKER_UNREACHED if "3/4" in head_line else "")
+    doc = triage([str(tmp_path)])
+    ids = {f["id"] for f in doc["findings"]}
+    assert "elastic.store_clients_missing" not in ids, doc["summary"]
+    head = doc["findings"][0]
+    assert head["id"] in ("c10d.store_timeout", "elastic.ranks_not_assigned"), doc["summary"]
+    if "3/4" in head_line:
+        assert head["id"] == "c10d.store_timeout" and "nc -vz" in head["fix"], head
 
 
 def test_with_hung_what_the_stop_caused_after_its_signal_is_not_the_failure(tmp_path):

@@ -11,7 +11,8 @@ from .shared import ALLREDUCE_FIX, IFACE_FIX, VERSIONS_FIX
 
 #: placeholders filled by the triage itself, not by a signature's pattern (derived findings, the preflight's verdict)
 DERIVED_NAMES = frozenset({"values", "node", "rank", "pid", "error", "seq", "op", "ahead", "who", "also", "report",
-                           "error_note", "nodes", "launched", "host", "port", "meaning", "action", "bus"})
+                           "error_note", "nodes", "launched", "host", "port", "meaning", "action", "bus", "joined",
+                           "expected"})
 
 SIGNATURES: tuple[Signature, ...] = (
     # an NCCL WARN no signature knows, printed before the run's first progress in its file: NCCL went on (a fatal
@@ -63,6 +64,26 @@ SIGNATURES: tuple[Signature, ...] = (
       source="torch/distributed/elastic/rendezvous/c10d_rendezvous_backend.py (_create_tcp_store: is_host from the "
       "is_host config, else _matches_machine_hostname); produced here (tests/test_doctor_netns.py: the host name on "
       "127.0.1.1 on every node, --rdzv-endpoint the head's IP address)"),
+    # the store's host gave up waiting for its clients ("3/4 clients joined"), some besides itself came, and no log
+    # here shows a node failing to reach the store: the store was reachable, a node (or rank) never came. The
+    # nodes that came may have been stopped before their own waits timed out (triage: _derive)
+    S(id="elastic.store_clients_missing", cls="port_rendezvous", kind="cause", needles=(b"clients joined",),
+      pattern=r"(?P<joined>\d+)/(?P<expected>\d+) clients joined",
+      title="The rendezvous store on {node} saw {joined} of its {expected} clients join: the rest never came",
+      root_cause="The store on {node} waited for {expected} clients (torchrun's static rendezvous: one per node, --nnodes; "
+      "init_process_group: one per rank, WORLD_SIZE) and {joined} connected, so it was reached from other nodes (no "
+      "network problem between them and the store), and no log here shows a node that failed to reach it. The rest "
+      "never connected: a node was not started, was started with another --master-addr or --master-port, or "
+      "--nnodes (WORLD_SIZE) is larger than the nodes (ranks) launched.",
+      fix="ps -eo args | grep -E '[t]orchrun|[t]orch[.]distributed[.]run'    # on each node: --nnodes, --node-rank, --master-addr, --master-port\n"
+      "# start every node, each with a distinct --node-rank from 0 to NNODES-1 and the same --nnodes, --master-addr and\n"
+      "# --master-port; --nnodes is the number of nodes launched, not more\n"
+      "dsv3-preflight run --all-nodes --only cluster.node_rank,cluster.node_count,net.port_reach", check="cluster.node_count", tier=1,
+      example="node0: torch.distributed.DistStoreError: Timed out after 16 seconds waiting for clients. 3/4 clients joined.; "
+      "node1, node2: nothing but the store's own wait (stopped before theirs timed out)",
+      source="torch/csrc/distributed/c10d/TCPStore.cpp ('Timed out after {} seconds waiting for clients. {}/{} clients "
+      "joined.'); produced here (tests/doctor/test_doctor_netns.py: torchrun --nnodes 4 on three network-namespace "
+      "nodes, static rendezvous)"),
     S(id="nccl.version_drift", cls="version_drift", kind="cause", needles=(b"NCCL version",), pattern=r"NCCL version (?P<values>\S+)",
       title="NCCL versions differ between nodes ({values})",
       root_cause="The nodes run different NCCL libraries (different containers, torch wheels or system NCCL): NCCL refuses to "

@@ -167,7 +167,9 @@ SIGNATURES: tuple[Signature, ...] = (
       source="torch/distributed/elastic/agent/server/api.py (SimpleElasticAgent._assign_worker_ranks: store.multi_get of "
       "role_info/<i>, store.get of assigned_ranks/<node rank>); produced here by torch 2.13 torchrun on three "
       "network-namespace nodes, two with --node-rank 1 (tests/test_doctor_netns.py)",
-      consequence_of=("elastic.duplicate_node_rank",)),
+      # a node whose own connect to the store failed is the node rank that never wrote
+      consequence_of=("elastic.duplicate_node_rank", "elastic.store_clients_missing", "c10d.store_timeout",
+                      "c10d.client_connect_failed")),
     S(id="c10d.store_timeout", cls="port_rendezvous", kind="cause", needles=(b"client socket has timed out", b"failed to connect/validate",
                                                                             b"connect() timed out", b"Socket Timeout", b"waiting for clients",
                                                                             b"store based barrier", b"wait timeout after",
@@ -189,7 +191,7 @@ SIGNATURES: tuple[Signature, ...] = (
       source="https://github.com/pytorch/pytorch/issues/105782 (torch/csrc/distributed/c10d/socket.cpp; TCPStore.cpp "
       "'Timed out after {} seconds waiting for clients. {}/{} clients joined.')",
       consequence_of=("c10d.store_on_local_address", "c10d.numeric_hostname", "c10d.address_in_use", "net.name_resolution", "c10d.bind_failed",
-                      "c10d.env_var_missing", "elastic.c10d_store_not_hosted"),
+                      "c10d.env_var_missing", "elastic.c10d_store_not_hosted", "elastic.store_clients_missing"),
       decode=(Decode(kind="store_connect_timeout",
                      pattern=r"The client socket has timed out after (?P<ms>\d+)\s*m?s while trying to connect to \((?P<host>[^,]+),\s*(?P<port>\d+)\)",
                      cause=lambda m: f"the rendezvous store at {m['host']}:{m['port']} did not answer within {int(m['ms']) / 1000:g} s: "
@@ -554,5 +556,5 @@ SIGNATURES: tuple[Signature, ...] = (
       source="https://github.com/sgl-project/sglang/issues/7478 (torch/csrc/distributed/c10d/socket.cpp)",
       # the store's host waiting on the ranks that could not reach it (the network-namespace lab, c10d rendezvous)
       consequence_of=("c10d.store_timeout", "c10d.store_connect_retry", "c10d.client_connect_failed",
-                      "elastic.ranks_not_assigned", "elastic.duplicate_node_rank")),
+                      "elastic.ranks_not_assigned", "elastic.duplicate_node_rank", "elastic.store_clients_missing")),
 )
