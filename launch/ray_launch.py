@@ -384,7 +384,7 @@ class _Launch:
             return False
         return True
 
-    def read_new_lines(self) -> None:
+    def read_new_lines(self, timeout: float = RAY_CALL_TIMEOUT_S) -> None:
         """Show (and hand to the stall watch) the lines every node printed since the last poll; exit codes are left
         for the next poll, which returns them again."""
         import ray
@@ -392,8 +392,8 @@ class _Launch:
         refs = {rank: actor.poll.remote(self.cursors[rank]) for rank, actor in self.actors.items()}
         for rank, ref in refs.items():
             try:
-                lines, _ = ray.get(ref, timeout=RAY_CALL_TIMEOUT_S)
-            except Exception:  # noqa: BLE001 - a lost node: the next poll says so
+                lines, _ = ray.get(ref, timeout=timeout)
+            except Exception:  # noqa: BLE001 - a lost node: the next poll says so (a lost node has no more output)
                 continue
             self._show(rank, lines)
 
@@ -406,12 +406,7 @@ class _Launch:
             ray.get(stopping, timeout=stop_grace + 30.0)
         except Exception:  # noqa: BLE001 - a lost node has nothing left to stop
             pass
-        for rank, actor in self.actors.items():  # what the nodes printed while stopping
-            try:
-                lines, _ = ray.get(actor.poll.remote(self.cursors[rank]), timeout=10.0)
-            except Exception:  # noqa: BLE001 - a lost node has no more output
-                continue
-            self._show(rank, lines)
+        self.read_new_lines(timeout=10.0)   # what the nodes printed while stopping
         for actor in self.actors.values():
             ray.kill(actor)
 

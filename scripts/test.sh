@@ -51,6 +51,11 @@ fi
 # the lint gates first (scripts/lint.sh: ruff, mypy strict on the core and the rules, complexity <= 30, files
 # <= 800 lines): seconds, and a finding fails the run before the 15 minutes of pytest
 DSV3_LINT_PYTHON="$VENV/bin/python" bash scripts/lint.sh
+# this checkout's own sources byte-compiled once, as uv's --compile-bytecode does for the packages (scripts/_env.sh):
+# where PYTHONDONTWRITEBYTECODE is set (these machines set it) no process writes them, so every one of the suite's
+# processes that imports the preflight (CLI runs, Ray workers, probes, torchrun workers) would compile its sources
+# again. Explicit compileall writes them whatever that variable says; __pycache__ is ignored by git.
+"$VENV/bin/python" -m compileall -q -j 0 dsv3_preflight checks launch reports examples benchmarks tests >/dev/null
 # pytest's own exit codes pass through (5 = no tests collected is a failure here, not hidden).
 # Four workers on two cores: much of the suite waits (rendezvous and store timeouts, torchrun and Ray start-ups in
 # network namespaces). The Ray group is one worker's serial run and the critical path (tests/conftest.py); the other
