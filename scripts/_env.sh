@@ -18,12 +18,19 @@ env_say() { printf '[%s %s] %s\n' "${SAY_AS:-env}" "$(date +%H:%M:%S)" "$*" >&2;
 # the uv release the lock pins, installed by pip into the environment itself (no uv needed beforehand)
 lock_pin() { sed -n "s/^$1==\([^ ]*\).*/\1/p" "$LOCK" | head -n 1; }
 
+# uv's scratch files (the editable build's uv-setuptools-*.lock, which it never removes) go inside the environment,
+# not into /tmp: a temp directory of DIR's own
+uv_tmp() { mkdir -p "$1/.uv-tmp" && (cd "$1/.uv-tmp" && pwd); }
+
 # make_env DIR: DIR becomes a virtual environment holding exactly the lock's packages and this project (editable)
 make_env() {
   local dir=$1 uv_version
   uv_version=$(lock_pin uv)
   [ -n "$uv_version" ] || { env_say "no uv pin in $LOCK"; return 1; }
   [ -x "$dir/bin/python" ] || "$PY" -m venv "$dir"
+  local TMPDIR
+  TMPDIR=$(uv_tmp "$dir")
+  export TMPDIR
   if [ "$("$dir/bin/python" -m uv --version 2>/dev/null | cut -d' ' -f2)" != "$uv_version" ]; then
     "$dir/bin/python" -m pip install --quiet --disable-pip-version-check "uv==$uv_version"
   fi
@@ -42,6 +49,9 @@ make_env() {
 make_latest_env() {
   local dir=$1
   [ -x "$dir/bin/python" ] || "$PY" -m venv "$dir"
+  local TMPDIR
+  TMPDIR=$(uv_tmp "$dir")
+  export TMPDIR
   "$dir/bin/python" -m pip install --quiet --disable-pip-version-check --upgrade uv
   "$dir/bin/python" -m uv pip install --python "$dir/bin/python" "${UV_FLAGS[@]}" --upgrade \
     --override requirements/torch-cpu.txt -r requirements/tools.in -e '.[test]'

@@ -41,8 +41,11 @@ SEALED_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECO
 
 def _uv_pip(python: Path, *args: str) -> subprocess.CompletedProcess:
     wheels = os.environ.get("DSV3_WHEELS", "/opt/wheels")  # where these machines keep torch 2.13.0+cpu (scripts/_env.sh)
+    scratch = python.parent.parent / "uv-tmp"   # uv's scratch files (uv-setuptools-*.lock) stay in the environment
+    scratch.mkdir(exist_ok=True)
     return subprocess.run([sys.executable, "-m", "uv", "pip", args[0], "--python", str(python), "--quiet",
-                           "--find-links", wheels, *args[1:]], capture_output=True, text=True, timeout=900)
+                           "--find-links", wheels, *args[1:]], capture_output=True, text=True, timeout=900,
+                          env={**os.environ, "TMPDIR": str(scratch)})
 
 
 @pytest.fixture(scope="module")
