@@ -6,6 +6,11 @@ other command exits 2 when interrupted (README's exit codes). Now torchrun runs 
 to that group, waits for torchrun to stop (``stop_grace`` seconds after the first signal, then SIGKILL), and
 exits 2; otherwise it exits with torchrun's code (128 + N when torchrun was killed by signal N, as a shell says).
 torchrun gets SIGTERM if the launcher itself is killed (PR_SET_PDEATHSIG), so it is never left behind.
+
+Its own process group is a background group of the terminal: a rank that read the terminal (a login prompt of
+wandb or huggingface_hub, a debugger's) would be stopped by SIGTTIN and the job would hang without a word. So when
+the launcher's stdin is a terminal, torchrun's stdin is /dev/null: such a read ends at once (EOFError in Python),
+and the rank fails with its own traceback. A pipe or a file on stdin is passed on as it is.
 """
 from __future__ import annotations
 
@@ -30,6 +35,14 @@ def _own_group_dying_with_parent() -> None:   # runs in the child between fork a
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
     except (OSError, AttributeError):  # pragma: no cover - not Linux
         pass
+
+
+def torchrun_stdin() -> int | None:
+    """/dev/null for torchrun when the launcher's stdin is a terminal (see the module's docstring), else inherit."""
+    try:
+        return subprocess.DEVNULL if os.isatty(0) else None
+    except OSError:  # pragma: no cover - no fd 0
+        return subprocess.DEVNULL
 
 
 def exit_code(returncode: int) -> int:
@@ -57,7 +70,7 @@ def run_torchrun(argv: Sequence[str], env: Mapping[str, str], stop_grace: float 
     previous = {sig: signal.signal(sig, forward) for sig in FORWARDED}
     try:
         proc = subprocess.Popen(list(argv), env=dict(env), preexec_fn=_own_group_dying_with_parent,  # noqa: PLW1509
-                                **(watch.popen_kwargs() if watch is not None else {}))
+                                stdin=torchrun_stdin(), **(watch.popen_kwargs() if watch is not None else {}))
         if watch is not None:
             watch.start(proc)
         if got:   # a signal came while it was being started

@@ -1,12 +1,15 @@
 """The gate, end to end: the real CLI runs the preflight, then a real torchrun (CPU, gloo, 2 processes) or nothing."""
+import fcntl
 import json
 import os
 import re
+import select
 import shlex
 import signal
 import socket
 import subprocess
 import sys
+import termios
 import time
 from pathlib import Path
 
@@ -19,6 +22,7 @@ from dsv3_preflight.cli import main
 DATA = Path(__file__).resolve().parents[1] / "data" / "launch"
 TRAIN = DATA / "train_allreduce.py"
 SLEEPER = DATA / "train_sleep.py"
+READER = DATA / "train_reads_stdin.py"
 TORCHRUN_MARK = "torch.distributed.run"
 
 
@@ -163,6 +167,56 @@ def test_a_failing_rank_leaves_its_error_file_beside_the_launch_log_and_the_doct
     # the root cause's time (a rank that failed too, on its peer's loss, is listed first under "Failures:")
     summary_time = re.search(r"time\s*: \d{4}-(\d\d-\d\d)_(\d\d:\d\d:\d\d)", stderr.partition("Root Cause")[2])
     assert summary_time and first["time"] == f"{summary_time[1]} {summary_time[2]}.000", (first, stderr[-2000:])
+
+
+def _on_a_terminal(argv: list[str], env: dict, timeout: float) -> tuple[int | None, str]:
+    """``argv`` as a shell runs a foreground job: a session of its own whose controlling terminal is a new pseudo
+    terminal, stdin, stdout and stderr on it. (exit code, or None when it still ran after ``timeout``; its output)."""
+    master, slave = os.openpty()
+
+    def take_the_terminal() -> None:   # in the child, after setsid: the pty becomes its controlling terminal
+        fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+    proc = subprocess.Popen(argv, env=env, stdin=slave, stdout=slave, stderr=slave, start_new_session=True,
+                            preexec_fn=take_the_terminal)  # noqa: PLW1509 - the test's own child, no threads here
+    os.close(slave)
+    out, deadline = b"", time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([master], [], [], 0.5)
+            if ready:
+                try:
+                    chunk = os.read(master, 65536)
+                except OSError:   # EIO: every process holding the terminal is gone
+                    chunk = b""
+                out += chunk
+                if chunk:
+                    continue
+            if proc.poll() is not None:
+                break
+        return proc.poll(), out.decode(errors="replace")
+    finally:
+        os.close(master)
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=30)
+
+
+@pytest.mark.slow
+def test_a_rank_that_reads_the_terminal_ends_at_once_instead_of_hanging_stopped(tmp_path, user_env):
+    # torchrun runs in a process group of its own, a background group of the terminal: a rank reading it (a login
+    # prompt) was stopped by SIGTTIN and the launch hung without a word. Now the read ends (end of file) and the
+    # rank fails with its own message
+    argv = [sys.executable, "-m", "dsv3_preflight", "launch", *common(tmp_path, free_port()), "--", str(READER)]
+    try:
+        code, out = _on_a_terminal(argv, user_env, timeout=120)
+    finally:
+        for proc in ours(tmp_path):   # a stopped rank (the hang this test is about) outlives its launcher
+            proc.kill()
+    assert code is not None, f"the launch still ran after 120 s (a rank stopped on the terminal?): {out[-3000:]}"
+    assert code == 1, out[-3000:]
+    assert "# GO: start" in (tmp_path / "launch.log").read_text()
+    assert {m for m in re.findall(r"rank (\d) stdin: end of file", out)} == {"0", "1"}, out[-3000:]
 
 
 @pytest.mark.slow
