@@ -22,6 +22,15 @@ def setting_key(facts: OutputDirFact) -> str:
     return key if key in ("output_dir", "checkpoint_dir") else "output_dir"
 
 
+#: what a node-local output dir asks of a multi-node ZeRO-3 run: by default DeepSpeed and the Trainer write a
+#: checkpoint's shared files (the ``latest`` tag, the model states) on the first node only, so the other nodes could
+#: not resume from their own disks. ``save_on_each_node`` makes every node write them (transformers then sets
+#: DeepSpeed's ``checkpoint.use_node_local_storage``: transformers/integrations/deepspeed.py)
+MULTI_NODE_LOCAL = ("# several nodes: also pass --save_on_each_node true to the trainer (LLaMA-Factory: save_on_each_node: "
+                    "true), so each node's disk holds a whole checkpoint of its ranks (DeepSpeed's "
+                    "checkpoint.use_node_local_storage), and resume on the same nodes with the same --node-rank")
+
+
 def elsewhere_fix(facts: OutputDirFact, directory: str, why: str) -> str:
     """Point the output dir at a writable node-local disk (nothing to repair where it is)."""
     key = setting_key(facts)
@@ -133,8 +142,8 @@ def node_local(facts: OutputDirFact) -> Finding | None:
     fstype, device = mount_field(facts, "fstype"), mount_field(facts, "device")
     return warning(f"{setting_key(facts)} {facts['path']} is on {fstype} ({device}): saving adapters "
                    "to a network filesystem during training stalled runs in the field",
-                   elsewhere_fix(facts, facts["path"], f"is on {fstype}; save on a local disk and copy "
-                                                       "to shared storage after the run"),
+                   "\n".join([elsewhere_fix(facts, facts["path"], f"is on {fstype}; save on a local disk and copy "
+                                                                 "to shared storage after the run"), MULTI_NODE_LOCAL]),
                    actor=Actor.JOB, cause=causes.OUTPUT_DIR_NETWORK_FS)
 
 

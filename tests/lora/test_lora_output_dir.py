@@ -265,6 +265,9 @@ def test_output_dir_rules_each_name_who_acts_and_paste(tmp_path):
         _check_finding(f)
     # /proc is a kernel filesystem: never 'chown /proc'
     assert "chown" not in od.can_be_created(cases[1][1]).fix
+    # a node-local disk for a multi-node ZeRO-3 run: every node must save its own whole checkpoint to resume from it
+    network_fix = od.node_local(cases[-1][1]).fix
+    assert "--save_on_each_node true" in network_fix and "use_node_local_storage" in network_fix, network_fix
     # the key is shown as the facts name it, and never as a masked value
     assert od.can_be_created({**base, "key": "***"}).message.startswith("output_dir /data/run/out")
 
