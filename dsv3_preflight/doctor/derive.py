@@ -121,8 +121,10 @@ def _store_clients(tl: Timeline) -> None:
         return
     sig = _DERIVED["elastic.store_clients_missing"]
     counted = [(ev, m) for ev in timeout.events if (m := sig.regex.search(ev.text))]
-    if len(counted) != len(timeout.events):
-        return   # a client's own timeout is among them: the network's case (c10d.store_timeout stays the cause)
+    if len(counted) != timeout.count:
+        # a client's own timeout is among them (the network's case: c10d.store_timeout stays the cause), or lines
+        # the finding does not list (one per file, node and rank) that could be one
+        return
     for ev, m in counted:
         joined, expected = int(m["joined"]), int(m["expected"])
         if 1 < joined < expected:

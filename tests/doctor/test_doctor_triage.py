@@ -754,6 +754,15 @@ def test_a_store_that_some_nodes_joined_is_short_of_a_node_not_unreachable(tmp_p
     assert [f["id"] for f in doc["findings"] if f["role"] == "root_cause"] == ["elastic.store_clients_missing"], roles
 
 
+def test_one_log_of_every_node_with_a_clients_connect_timeout_after_the_count_keeps_the_network_cause(tmp_path):
+    # one file, no node labels (a collector's merged output): the finding lists one line per origin, so the
+    # client's timeout after the host's count is not among its events, and nothing is derived from the count alone
+    (tmp_path / "job.log").write_text(HEAD_SHORT + WORKER_UNREACHED)
+    doc = triage([str(tmp_path)])
+    assert "elastic.store_clients_missing" not in {f["id"] for f in doc["findings"]}, doc["summary"]
+    assert doc["findings"][0]["id"] == "c10d.store_timeout" and "nc -vz" in doc["findings"][0]["fix"], doc["summary"]
+
+
 @pytest.mark.parametrize("head_line", [HEAD_SHORT, HEAD_SHORT.replace("3/4", "1/4")], ids=["some-joined", "none-joined"])
 def test_a_node_that_could_not_reach_the_store_keeps_the_network_cause(tmp_path, head_line):
     # a worker's own connect timed out (or nobody but the host joined): the store's reach is the question
