@@ -154,4 +154,6 @@ def entry() -> None:  # pragma: no cover - the console script and `python -m dsv
     from . import signals
 
     signals.become_subreaper()  # this process owns what it starts: orphans come back to it (signals.cleanup)
-    sys.exit(main())
+    code = main()
+    signals.exit_after_stop(code)   # stopped by a signal: exit without the interpreter's (and Ray's) teardown
+    sys.exit(code)

@@ -225,7 +225,10 @@ def test_probe_command_fails_naming_the_node_that_never_started(tmp_path):
     assert result["summary"].startswith("rank(s) 1 of 2 never joined the rendezvous")
     assert "rank(s) 1 of 2 never joined the rendezvous" in out and "NO-GO" in out
     assert paste_problems(result["remediation"]) == [] and result["actor"] == "job"
-    assert elapsed <= timeout + MARGIN_S + 2.5  # + interpreter start-up of the CLI itself and the route fact
+    # the probe keeps its own timeout; the command around it adds its start-up (imports, the route fact), which a
+    # loaded 2-core machine stretched to 4 s (fresh-clone run: 17.0 s in all for a 12 s timeout)
+    assert outcome["elapsed_s"] <= timeout + MARGIN_S, outcome["elapsed_s"]
+    assert elapsed <= timeout + 15.0, elapsed   # never hangs
     assert_gone(outcome)
 
 
