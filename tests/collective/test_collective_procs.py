@@ -9,6 +9,7 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import psutil
 import pytest
@@ -306,32 +307,52 @@ probe_node(master_addr="127.0.0.1", master_port=int(sys.argv[1]), world_size=3, 
 """
 
 
-def test_a_probe_whose_process_is_sigkilled_leaves_no_temp_dir_and_no_rank_behind(tmp_path):
+def _started_pids(tmp: Path) -> list[int]:
+    """The pids the ranks wrote in their status files (phase "started")."""
+    pids = []
+    for status in tmp.glob("dsv3pf-collective-*/rank*.status.jsonl"):
+        for line in status.read_text().splitlines():
+            if '"started"' in line:
+                pids.append(json.loads(line)["pid"])
+    return pids
+
+
+def _running(pids) -> list[int]:
+    alive = []
+    for pid in pids:
+        try:
+            if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+                alive.append(pid)
+        except psutil.NoSuchProcess:
+            pass
+    return alive
+
+
+@pytest.mark.parametrize("spawn", ["zygote", "exec"])
+def test_a_probe_whose_process_is_sigkilled_leaves_no_temp_dir_and_no_rank_behind(tmp_path, spawn):
     """A Ray task cancelled by force SIGKILLs the process running probe_node (no atexit): its ranks see their
-    parent gone, remove the run's temp dir and exit."""
+    parent gone (exec'd: the probe's process; forked: the zygote, which exits when its owner's pipe closes), remove
+    the run's temp dir and exit. Nothing the probe started is left: not a rank, not the zygote."""
     tmp = tmp_path / "tmp"
     tmp.mkdir()
     parent = subprocess.Popen([sys.executable, "-c", KILLED_MID_PROBE, str(free_port())],
-                              env={**os.environ, "TMPDIR": str(tmp)})
+                              env={**os.environ, "TMPDIR": str(tmp), "DSV3_PREFLIGHT_RANK_SPAWN": spawn})
     deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and not list(tmp.glob("dsv3pf-collective-*/rank1.status.jsonl")):
-        time.sleep(0.02)
-    assert list(tmp.glob("dsv3pf-collective-*/rank1.status.jsonl")), "the probe never started its ranks"
-    # the probe writes a rank's status file just before it starts the rank: wait for the second process itself
-    # (a fresh-clone CI run listed one child here, on a loaded machine)
     ranks: list[int] = []
-    while time.monotonic() < deadline and len(ranks) < 2:
-        ranks = [c.pid for c in psutil.Process(parent.pid).children()]
+    while time.monotonic() < deadline and len(ranks) < 2:   # both ranks have started (their own status line)
+        ranks = _started_pids(tmp)
         time.sleep(0.02)
-    assert len(ranks) == 2
+    assert len(ranks) == 2, "the probe never started its ranks"
+    started = {c.pid for c in psutil.Process(parent.pid).children(recursive=True)}
+    assert set(ranks) <= started
+    assert (spawn == "zygote") == any(psutil.Process(p).ppid() != parent.pid for p in ranks)
     parent.kill()
     parent.wait(timeout=10)
     end = time.monotonic() + 15     # the ranks look for their parent every 0.2 s
-    while time.monotonic() < end and (list(tmp.glob("dsv3pf-collective-*")) or any(
-            psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE for p in ranks)):
+    while time.monotonic() < end and (list(tmp.glob("dsv3pf-collective-*")) or _running(started)):
         time.sleep(0.05)
     assert list(tmp.glob("dsv3pf-collective-*")) == []
-    assert not [p for p in ranks if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]
+    assert _running(started) == []
 
 
 def test_a_slow_start_up_within_the_allowance_is_not_counted_against_the_timeout(tmp_path):

@@ -27,6 +27,11 @@ from typing import Any
 from ... import signals
 from ..decode import decode, nccl_interfaces, phase_finding
 from ..phases import PHASES
+from . import zygote
+
+#: a rank: a fresh interpreter (exec) or a fork of the zygote, both with Popen's pid, poll(), wait() and returncode
+Rank = subprocess.Popen | zygote.ForkedRank
+WORKER_MODULE = "dsv3_preflight.collective.probes.worker"
 
 LOG_TAIL_LINES = 40
 #: after a local rank failed, how long its siblings get to report their own error before being ended
@@ -41,7 +46,7 @@ _ENV_SHOWN = ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "NCCL_IB_DISABLE", "NC
 # -- nothing left behind: the runs in progress, ended at interpreter exit ------------------------------------
 # A run whose caller stops waiting (`run --timeout 1` returns while this probe's thread still works) must not
 # leave its ranks or its temp dir (/tmp/dsv3pf-collective-*) behind when the process exits.
-_ACTIVE: dict[int, tuple[list[subprocess.Popen], Path | None]] = {}
+_ACTIVE: dict[int, tuple[list[Rank], Path | None]] = {}
 _ACTIVE_LOCK = threading.Lock()
 _IDS = itertools.count()
 _EXITING = False
@@ -65,6 +70,7 @@ def end_active_runs() -> None:
                 _kill(proc)
         if workdir is not None:
             shutil.rmtree(workdir, ignore_errors=True)
+    zygote.shutdown()
 
 
 def _spawn(run_id: int, argv: list[str], **kwargs: Any) -> subprocess.Popen:
@@ -75,6 +81,23 @@ def _spawn(run_id: int, argv: list[str], **kwargs: Any) -> subprocess.Popen:
         proc = subprocess.Popen(argv, **kwargs)
         _ACTIVE[run_id][0].append(proc)
         return proc
+
+
+def _fork(run_id: int, args: list[str], env: Mapping[str, str], log: Path,
+          deadline: float) -> tuple[zygote.ForkedRank, zygote.Zygote]:
+    """Fork a rank from this process's zygote (zygote.py), registered as :func:`_spawn` registers it;
+    ZygoteUnavailable when it cannot."""
+    with _ACTIVE_LOCK:
+        if _EXITING or run_id not in _ACTIVE:
+            raise ProbeShutdown("the process is exiting")
+    log.write_bytes(b"")
+    proc, parent = zygote.spawn(args, env, str(log), os.getcwd(), deadline)
+    with _ACTIVE_LOCK:
+        if _EXITING or run_id not in _ACTIVE:   # the process began to exit while the zygote forked it
+            _kill(proc)
+            raise ProbeShutdown("the process is exiting")
+        _ACTIVE[run_id][0].append(proc)
+    return proc, parent
 
 
 def _grace(timeout_s: float) -> float:
@@ -144,7 +167,7 @@ def _descendants(pid: int) -> list[int]:
         return []
 
 
-def _kill(proc: subprocess.Popen) -> list[int]:
+def _kill(proc: Rank) -> list[int]:
     """SIGKILL the worker and whatever it started, by PID; returns the PIDs signalled."""
     pids = [proc.pid, *_descendants(proc.pid)]
     for pid in pids:
@@ -229,7 +252,7 @@ def _findings(events: _Events, text: str, master: str, env_shown: Mapping[str, s
     return findings
 
 
-def _rank_outcome(rank: int, local_rank: int, proc: subprocess.Popen, status: Path, log: Path,
+def _rank_outcome(rank: int, local_rank: int, proc: Rank, status: Path, log: Path,
                   killed: str | None, backend: str, spawned: float, master: str,
                   env_shown: Mapping[str, str], interface: str | None = None) -> dict[str, Any]:
     events = _Events.read(status)
@@ -313,8 +336,9 @@ class _Plan:
         """The workers' own deadline, moved on by each rank's start-up."""
         return self.started + self.timeout_s - _grace(self.timeout_s)
 
-    def argv(self, rank: int, local: int, status: Path) -> list[str]:
-        argv = [sys.executable, "-m", "dsv3_preflight.collective.probes.worker", "--rank", str(rank),
+    def args(self, rank: int, local: int, status: Path) -> list[str]:
+        """The worker's arguments (after ``python -m dsv3_preflight.collective.probes.worker``)."""
+        argv = ["--rank", str(rank),
                 "--local-rank", str(local), "--world-size", str(self.world_size), "--master-addr", self.master_addr,
                 "--master-port", str(self.master_port), "--backend", self.backend,
                 "--deadline", f"{self.worker_deadline:.3f}", "--status", str(status),
@@ -343,7 +367,7 @@ class _Plan:
                     MASTER_PORT=str(self.master_port), NODE_RANK=str(self.node_rank))
 
 
-def _wait(procs: Sequence[tuple[int, int, subprocess.Popen, Path, Path]], plan: _Plan) -> dict[int, str]:
+def _wait(procs: Sequence[tuple[int, int, Rank, Path, Path]], plan: _Plan) -> dict[int, str]:
     """Wait for the ranks under the hard deadline; end those still running at it, or shortly after a sibling
     failed. {rank: why it was killed}."""
     killed: dict[int, str] = {}
@@ -382,17 +406,29 @@ def _rank_offset(backend: str, world_size: int, node_rank: int, nproc_per_node: 
 
 
 def _start_ranks(run_id: int, plan: _Plan, base_env: Mapping[str, str], rank_offset: int,
-                 procs: list[tuple[int, int, subprocess.Popen, Path, Path]], spawned: dict[int, float]) -> None:
+                 procs: list[tuple[int, int, Rank, Path, Path]], spawned: dict[int, float],
+                 how: dict[str, Any]) -> None:
     """Start this node's ranks, each in its own session with its log; ``procs`` holds every rank started so far (so
-    the caller ends them whatever happens here)."""
+    the caller ends them whatever happens here). ``how`` says how they were started: forked from this process's
+    zygote (``mode`` "zygote", its pid and the seconds its imports took when it started), or exec'd ("exec", with
+    the reason the zygote could not be used as ``fallback``, or none when DSV3_PREFLIGHT_RANK_SPAWN=exec)."""
     for local in range(plan.nproc_per_node):
         rank = rank_offset + local
         status, log = plan.workdir / f"rank{rank}.status.jsonl", plan.workdir / f"rank{rank}.log"
         status.write_text("")
         spawned[rank] = time.time()
-        with open(log, "wb") as fh:
-            proc = _spawn(run_id, plan.argv(rank, local, status), stdout=fh, stderr=subprocess.STDOUT,
-                          stdin=subprocess.DEVNULL, env=plan.env(base_env, rank, local), start_new_session=True)
+        args, env = plan.args(rank, local, status), plan.env(base_env, rank, local)
+        proc: Rank | None = None
+        if how["mode"] == "zygote":
+            try:
+                proc, parent = _fork(run_id, args, env, log, plan.hard_deadline)
+                how.update(zygote_pid=parent.pid, zygote_import_s=parent.import_s)
+            except zygote.ZygoteUnavailable as exc:   # exec this rank and the rest: the probe itself goes on
+                how.update(mode="exec", fallback=str(exc))
+        if proc is None:
+            with open(log, "wb") as fh:
+                proc = _spawn(run_id, [sys.executable, "-m", WORKER_MODULE, *args], stdout=fh,
+                              stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, start_new_session=True)
         procs.append((rank, local, proc, status, log))
 
 
@@ -444,10 +480,11 @@ def probe_node(
                  sizes=tuple(sweep_sizes or DEFAULT_SWEEP_SIZES) if sweep else (), sweep_reserve_s=sweep_reserve_s,
                  iters=(("--steady-iters", steady_iters), ("--sweep-iters", sweep_iters),
                         ("--sweep-warmup", sweep_warmup)))
-    procs: list[tuple[int, int, subprocess.Popen, Path, Path]] = []
+    procs: list[tuple[int, int, Rank, Path, Path]] = []
     spawned: dict[int, float] = {}
+    how: dict[str, Any] = {"mode": "zygote" if zygote.wanted(base_env) else "exec"}
     try:
-        _start_ranks(run_id, plan, base_env, rank_offset, procs, spawned)
+        _start_ranks(run_id, plan, base_env, rank_offset, procs, spawned, how)
         killed = _wait(procs, plan)
     except ProbeShutdown:
         killed = {rank: "the process exited before this rank finished" for rank, *_ in procs}
@@ -485,6 +522,7 @@ def probe_node(
         "rank_map": rank_map,
         "sweep": sweep_rows,
         "route_interface": route,
+        "spawn": how,
         "env": {k: base_env[k] for k in _ENV_SHOWN if k in base_env},
         "log_dir": str(workdir) if log_dir else None,
         "ok": all(r["last_phase"] == "done" and r["sum_ok"] for r in ranks),

@@ -281,7 +281,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     status = _Status(args.status, t0)
     host = socket.gethostname()
-    status.reached("started", pid=os.getpid(), host=host)
+    status.reached("started", pid=os.getpid(), ppid=os.getppid(), host=host)
     if args.spawned is None:  # no start-up allowance without the spawn time to count it from
         args.startup_s = 0.0
     # until torch is imported the latest deadline holds (the whole allowance); _run then takes back what start-up
