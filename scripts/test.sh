@@ -56,6 +56,13 @@ DSV3_LINT_PYTHON="$VENV/bin/python" bash scripts/lint.sh
 # processes that imports the preflight (CLI runs, Ray workers, probes, torchrun workers) would compile its sources
 # again. Explicit compileall writes them whatever that variable says; __pycache__ is ignored by git.
 "$VENV/bin/python" -m compileall -q -j 0 dsv3_preflight checks launch reports examples benchmarks tests >/dev/null
+# pytest's assertion rewriting, cached the same way: pytest writes the rewritten test modules to __pycache__ only where
+# bytecode may be written, so each xdist worker (every one collects the whole suite) and each pytest the tests start
+# rewrote all of them again. One collection with the variable unset writes them (13 CPU-s once); each worker's
+# collection then takes 7 CPU-s instead of 13. Only for a whole run: a run of a few tests would pay more than it saves.
+if [ $# -eq 0 ]; then
+  env -u PYTHONDONTWRITEBYTECODE "$VENV/bin/python" -m pytest --collect-only -q -p no:cacheprovider tests >/dev/null 2>&1 || true   # a collection error: pytest below reports it
+fi
 # pytest's own exit codes pass through (5 = no tests collected is a failure here, not hidden).
 # Four workers on two cores: much of the suite waits (rendezvous and store timeouts, torchrun and Ray start-ups in
 # network namespaces). The Ray group is one worker's serial run and the critical path (tests/conftest.py); the other

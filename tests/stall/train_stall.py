@@ -3,7 +3,7 @@ print "step N loss=X" (a progress line the doctor knows).
 
 --steps N             steps to run (then exit 0)
 --step-s S            seconds each step sleeps before its all_reduce (a slow step)
---load-s L            seconds of CPU work before the first step, in a loop over several functions (a model loading)
+--load-s L            seconds of work before the first step (half on the CPU), in a loop over several functions (a model loading)
 --stuck-rank R        rank R stops before the all_reduce of step --stuck-at ...
 --stuck-how HOW       ... sleeping (sleep) or reading a FIFO that no one writes (fifo: the path is --fifo)
 """
@@ -37,11 +37,17 @@ def mix(data: bytes) -> bytes:
 
 
 def load(seconds: float) -> None:
-    """CPU work whose stack keeps changing, for ``seconds``."""
+    """Work whose stack keeps changing, for ``seconds``: on the CPU half the time and waiting the other half, as a
+    model's loading reads and deserialises. The watch must see it working either way (its stacks change; its CPU
+    time grows far above the watch's 5 % share). Half, not all: two ranks busy for the whole load cost the suite's
+    two cores a second test's worth of CPU."""
     end, data = time.monotonic() + seconds, b"x"
     while time.monotonic() < end:
-        for _ in range(2000):
-            data = mix(digest(data))
+        busy = time.monotonic() + 0.025
+        while time.monotonic() < busy:
+            for _ in range(200):
+                data = mix(digest(data))
+        time.sleep(0.025)
 
 
 def stuck() -> None:
