@@ -71,6 +71,7 @@ def _child(request: dict[str, Any], zygote_pid: int, wake_r: int, wake_w: int) -
     try:
         signal.set_wakeup_fd(-1)
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.default_int_handler)   # as an exec'd rank's (the zygote ignores it)
         os.close(wake_r)
         os.close(wake_w)
         os.setsid()
