@@ -19,6 +19,9 @@ def slow_line(slow: Mapping[str, Any]) -> str:
     if slow.get("progress") is not None:
         return (f"{SLOW_HEAD}no progress for {slow['at_quiet_s']:g} s, then a progress line came while the ranks were "
                 "sampled: slow, not stuck; watching on")
+    if slow.get("ended"):
+        return (f"{SLOW_HEAD}no progress for {slow['at_quiet_s']:g} s, and every rank has exited after its steps: the "
+                "run is ending (torchrun tears down, or waits for the other nodes), not stuck; watching on")
     ranks = ", ".join(slow["working"][:8]) + (" ..." if len(slow["working"]) > 8 else "")
     return (f"{SLOW_HEAD}no progress for {slow['at_quiet_s']:g} s, but {ranks} work (their stacks change, or in set-up "
             "their CPU time advances): slow, not stuck; watching on")

@@ -73,6 +73,15 @@ class StallWatch:
         came_or_went = [f"{key} (started or ended between the samples)" for key in rule.came_or_went(series, taken=2)]
         return rule.slow_not_stuck(series, setup=self.progress.phase == "setup") + came_or_went
 
+    def ended(self, first: Sample, second: Sample) -> bool:
+        """Whether every rank is gone from both samples after ranks printed steps: the run is ending (torchrun tears
+        its workers down, or waits at its exit barrier for the other nodes), not stuck. Once: a run still without a
+        rank when the watch is due again is judged (agents waiting in a rendezvous for a node that never comes back
+        after a restart). A node whose ranks never started printed no step."""
+        if not self.progress.steps or (self.slow and self.slow[-1].get("ended")):
+            return False
+        return not any(ranks for sample in (first, second) for ranks in sample.values())
+
     def _slow(self, quiet_for: float, **verdict: Any) -> None:
         """A suspicion that ended as "slow, not stuck": kept for the report, and the silence counts from now."""
         self.slow.append({"at_quiet_s": round(quiet_for, 1), **verdict})
@@ -107,6 +116,9 @@ class StallWatch:
         busy = self.working(first, second)
         if busy:
             self._slow(quiet_for, working=busy)
+            return None
+        if self.ended(first, second):
+            self._slow(quiet_for, working=[], ended=True)
             return None
         captures = list(capture())
         if refresh is not None:

@@ -91,7 +91,9 @@ def test_watch_suspects_after_stall_after_then_defers_when_a_rank_works():
     assert watch.due()
     watch.observe("[rank1]: step 1 loss=0.5")
     now[0] = 40.0
-    section = watch.judge(lambda: {}, lambda: [node(0, "n0", [in_allreduce(0), in_allreduce(1)])], sleep=lambda s: None)
+    # the ranks sampled as captured: both in the all_reduce, their stacks unchanged
+    section = watch.judge(lambda: _stuck_sample(0.0), lambda: [node(0, "n0", [in_allreduce(0), in_allreduce(1)])],
+                          sleep=lambda s: None)
     assert section["quiet_by_rank_s"] == {"rank 1": 20.0} and section["phase"] == "work"
     assert [c["id"] for c in section["causes"]] == ["stall.unresolved"] and not watch.due()   # reported once
 
@@ -141,6 +143,33 @@ def test_ranks_that_end_between_the_two_samples_are_a_run_that_moved():
     one, two = rule.RankSample(1.0, (), 0.0), rule.RankSample(1.0, (), 2.0)
     assert rule.came_or_went({"a": [one], "b": [two]}, taken=2) == ["a", "b"]
     assert rule.came_or_went({"a": [one, two]}, taken=2) == []
+
+def test_every_rank_gone_after_its_steps_is_a_run_ending_not_a_node_that_never_joined():
+    # a fresh-clone run under load: after the last step both ranks took longer than --stall-after to tear torch and
+    # Gloo down and exit while torchrun lived on; both samples found no rank, and the watch stopped the healthy run
+    # naming its own (only) node as one that "never joined"
+    now = [0.0]
+    watch = StallWatch(StallOptions(stall_after=5, sample_gap=0), clock=lambda: now[0])
+    for step in range(3):
+        now[0] += 1.0
+        watch.observe(f"[rank1]: step {step} loss=0.5")
+    now[0] += 6.0
+    assert watch.due()
+    captured = []
+    assert watch.judge(lambda: {0: {}}, lambda: captured.append(1) or [node(0, "n0", [])], sleep=lambda s: None,
+                       expected_nodes=[0]) is None
+    assert captured == [] and watch.reported is None and watch.slow[-1]["ended"] is True and not watch.due()
+    assert "every rank has exited after its steps: the run is ending" in report.slow_line(watch.slow[-1])
+    # still no rank when due again: judged (agents left waiting for a node after a restart are a stall)
+    now[0] += 6.0
+    assert watch.due()
+    section = watch.judge(lambda: {0: {}}, lambda: [node(0, "n0", [])], sleep=lambda s: None, expected_nodes=[0])
+    assert section is not None and [c["id"] for c in section["causes"]] == ["stall.node_never_joined"]
+    # before any step a node without ranks is judged as before: it never joined
+    fresh = StallWatch(StallOptions(stall_after=5, sample_gap=0), clock=lambda: 10.0)
+    section = fresh.judge(lambda: {0: {}}, lambda: [node(0, "n0", [])], sleep=lambda s: None, expected_nodes=[0])
+    assert section is not None and [c["id"] for c in section["causes"]] == ["stall.node_never_joined"]
+
 
 def test_rank_sleeping_outside_the_collective_is_the_suspect_with_its_line():
     ranks = [in_allreduce(0), in_allreduce(1, node="n1", node_rank=1),
