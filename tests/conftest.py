@@ -33,6 +33,20 @@ def clean_env(monkeypatch):
     return monkeypatch
 
 
+def live_pids(pids) -> list[int]:
+    """Those of ``pids`` still running: neither gone nor a zombie waiting for its parent to reap it."""
+    import psutil
+
+    alive = []
+    for pid in pids:
+        try:
+            if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+                alive.append(pid)
+        except psutil.NoSuchProcess:
+            pass
+    return alive
+
+
 def python_cli(*args: str) -> list[str]:
     """argv running the CLI with this interpreter (as a user's `dsv3-preflight ...`)."""
     return [sys.executable, "-m", "dsv3_preflight", *args]

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from conftest import live_pids
 from paste_lint import paste_problems
 from ports import free_port
 
@@ -317,17 +318,6 @@ def _started_pids(tmp: Path) -> list[int]:
     return pids
 
 
-def _running(pids) -> list[int]:
-    alive = []
-    for pid in pids:
-        try:
-            if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
-                alive.append(pid)
-        except psutil.NoSuchProcess:
-            pass
-    return alive
-
-
 @pytest.mark.parametrize("spawn", ["zygote", "exec"])
 def test_a_probe_whose_process_is_sigkilled_leaves_no_temp_dir_and_no_rank_behind(tmp_path, spawn):
     """A Ray task cancelled by force SIGKILLs the process running probe_node (no atexit): its ranks see their
@@ -349,10 +339,10 @@ def test_a_probe_whose_process_is_sigkilled_leaves_no_temp_dir_and_no_rank_behin
     parent.kill()
     parent.wait(timeout=10)
     end = time.monotonic() + 15     # the ranks look for their parent every 0.2 s
-    while time.monotonic() < end and (list(tmp.glob("dsv3pf-collective-*")) or _running(started)):
+    while time.monotonic() < end and (list(tmp.glob("dsv3pf-collective-*")) or live_pids(started)):
         time.sleep(0.05)
     assert list(tmp.glob("dsv3pf-collective-*")) == []
-    assert _running(started) == []
+    assert live_pids(started) == []
 
 
 def test_a_slow_start_up_within_the_allowance_is_not_counted_against_the_timeout(tmp_path):

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from conftest import live_pids
 from ports import free_port
 
 from dsv3_preflight.collective import probe_node
@@ -123,10 +124,9 @@ def test_a_zygote_killed_while_its_ranks_run_ends_the_probe_within_its_deadline(
     assert not outcome["ok"]
     ranks = [e["pid"] for e in _started(log_dir)]
     gone = time.monotonic() + 10
-    while time.monotonic() < gone and any(psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE
-                                         for p in ranks):
+    while time.monotonic() < gone and live_pids(ranks):
         time.sleep(0.05)
-    assert not [p for p in ranks if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]
+    assert live_pids(ranks) == []
 
 
 @pytest.fixture(autouse=True)

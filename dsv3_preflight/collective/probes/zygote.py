@@ -47,7 +47,12 @@ FORK_ANSWER_S = 10.0
 
 
 class ZygoteUnavailable(RuntimeError):
-    """The zygote could not start this rank (its imports failed or timed out, or it died): exec the rank instead."""
+    """The zygote could not start this rank (its imports failed or timed out, or it died): exec the rank instead.
+    ``lasting``: its imports failed, and would fail again in this process for the same environment."""
+
+    def __init__(self, message: str, *, lasting: bool = False) -> None:
+        super().__init__(message)
+        self.lasting = lasting
 
 
 def import_key(env: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
@@ -57,7 +62,7 @@ def import_key(env: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
 
 def wanted(env: Mapping[str, str]) -> bool:
     """Whether ranks are forked from a zygote (the default) rather than exec'd."""
-    return (env.get(SPAWN_ENV) or os.environ.get(SPAWN_ENV) or "zygote").strip().lower() != "exec"
+    return (env.get(SPAWN_ENV) or "zygote").strip().lower() != "exec"
 
 
 # -- the zygote itself ---------------------------------------------------------------------------------------
@@ -156,7 +161,6 @@ def serve(owner: int) -> int:
                         selector.close()
                         _child(request, os.getppid(), wake_r, wake_w)
                     _send({"event": "started", "id": request["id"], "pid": pid})
-        _reap()   # a SIGCHLD that came while a fork was answered
 
 
 # -- the owner's side ----------------------------------------------------------------------------------------
@@ -237,7 +241,7 @@ class Zygote:
             why = (ready or {}).get("error") or ("its imports outlasted the deadline" if alive
                                                 else "it exited before it was ready")
             self.close(grace_s=0.0)
-            raise ZygoteUnavailable(f"the rank zygote is unavailable: {why}")
+            raise ZygoteUnavailable(f"the rank zygote is unavailable: {why}", lasting=not alive or ready is not None)
 
     @property
     def alive(self) -> bool:
@@ -310,7 +314,7 @@ def spawn(argv: Sequence[str], env: Mapping[str, str], log: str, cwd: str, deadl
             try:
                 zygote = _CURRENT = Zygote(env, deadline)
             except ZygoteUnavailable as exc:
-                if "outlasted" not in str(exc):   # a failed import fails again: stop trying it here
+                if exc.lasting:   # a failed import fails again: stop trying it here
                     _BROKEN[key] = str(exc)
                 raise
     return zygote.spawn(argv, env, log, cwd), zygote
