@@ -144,6 +144,7 @@ def test_ranks_that_end_between_the_two_samples_are_a_run_that_moved():
     assert rule.came_or_went({"a": [one], "b": [two]}, taken=2) == ["a", "b"]
     assert rule.came_or_went({"a": [one, two]}, taken=2) == []
 
+
 def test_every_rank_gone_after_its_steps_is_a_run_ending_not_a_node_that_never_joined():
     # a fresh-clone run under load: after the last step both ranks took longer than --stall-after to tear torch and
     # Gloo down and exit while torchrun lived on; both samples found no rank, and the watch stopped the healthy run
