@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -127,6 +129,33 @@ def test_a_zygote_killed_while_its_ranks_run_ends_the_probe_within_its_deadline(
     while time.monotonic() < gone and live_pids(ranks):
         time.sleep(0.05)
     assert live_pids(ranks) == []
+
+
+def test_a_zygote_whose_owner_ends_while_it_imports_torch_exits_at_once(tmp_path):
+    """A command stopped by a signal exits (os._exit) while its probe thread may still be starting the zygote, after
+    its clean-up looked for its children: the zygote, still importing torch, sees its stdin hang up and exits then,
+    not when the import is done (a torch here that takes 60 s to import)."""
+    fake, mark = tmp_path / "fake", tmp_path / "importing"
+    (fake / "torch").mkdir(parents=True)
+    (fake / "torch" / "__init__.py").write_text(f"import time\nopen({str(mark)!r}, 'w').close()\ntime.sleep(60)\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(fake), str(Path(__file__).resolve().parents[2])])}
+    proc = subprocess.Popen([sys.executable, "-m", "dsv3_preflight.collective.probes.zygote", str(os.getpid())],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not mark.exists() and proc.poll() is None:
+            time.sleep(0.05)
+        assert mark.exists(), "the zygote never began to import torch"
+        assert proc.poll() is None
+        proc.stdin.close()   # what the owner's exit does
+        ended = time.monotonic()
+        assert proc.wait(timeout=10) == 0
+        assert time.monotonic() - ended < 3.0
+        assert proc.stdout.read() == b""   # never said ready
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
 
 
 @pytest.fixture(autouse=True)

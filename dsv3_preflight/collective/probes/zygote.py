@@ -28,6 +28,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import select
 import selectors
 import signal
 import subprocess
@@ -119,10 +120,28 @@ def _reap() -> None:
         _send({"event": "exit", "pid": pid, "code": os.waitstatus_to_exitcode(status)})
 
 
+def _exit_when_orphaned(importing: threading.Event) -> None:
+    """While the zygote imports (seconds, and it reads no request then): exit at once when its stdin hangs up.
+
+    The owner writes nothing before "ready", so a hang-up then is its end: a command stopped by a signal while its
+    probe thread was starting the zygote exits without waiting for it (``os._exit``, after its clean-up had looked
+    for its children), and the zygote would otherwise live on until torch had finished importing."""
+    poller = select.poll()
+    poller.register(0, select.POLLHUP)
+    while importing.is_set():
+        for _, events in poller.poll(100):
+            if events & (select.POLLHUP | select.POLLERR | select.POLLNVAL):
+                os._exit(0)
+
+
 def serve(owner: int) -> int:
     """The zygote's main loop (``python -m dsv3_preflight.collective.probes.zygote OWNER_PID``)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)   # a terminal's Ctrl-C is the owner's to handle
     started = time.monotonic()
+    importing = threading.Event()
+    importing.set()
+    watcher = threading.Thread(target=_exit_when_orphaned, args=(importing,), name="dsv3-zygote-orphan", daemon=True)
+    watcher.start()
     try:
         import torch  # noqa: F401 - the import every rank would repeat
         import torch.distributed  # noqa: F401
@@ -131,6 +150,9 @@ def serve(owner: int) -> int:
     except BaseException as exc:  # noqa: BLE001 - the owner execs the ranks instead, and they report the failure
         _send({"event": "ready", "ok": False, "error": f"{type(exc).__name__}: {exc}"[:2000]})
         return 1
+    finally:
+        importing.clear()   # the main loop reads stdin from here on, and forks: no thread of ours is left running
+        watcher.join()
     if os.getppid() != owner:   # the owner went while torch was imported
         return 0
     _send({"event": "ready", "ok": True, "pid": os.getpid(), "import_s": round(time.monotonic() - started, 3)})
