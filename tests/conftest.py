@@ -16,6 +16,27 @@ if str(DATA.parent) not in sys.path:
     sys.path.insert(0, str(DATA.parent))
 
 
+def pytest_configure(config):
+    """The fact cache (dsv3_preflight/factcache.py) of this pytest run: its own directory, made by the first pytest
+    (the xdist controller; its workers, and every CLI and nested pytest the tests start, inherit it) and removed when
+    it ends. So the suite computes every answer it asserts at least once in each run, repeats of the same question
+    (the same DeepSeek-V3 config and targets in dozens of CLI runs) are answered from it, and the user's own cache in
+    ~/.cache is neither read nor written."""
+    if os.environ.get("DSV3_PREFLIGHT_FACT_CACHE_DIR"):
+        return
+    import shutil
+    import tempfile
+
+    made = tempfile.mkdtemp(prefix="dsv3pf-test-factcache-")
+    os.environ["DSV3_PREFLIGHT_FACT_CACHE_DIR"] = made
+
+    def remove() -> None:
+        shutil.rmtree(made, ignore_errors=True)
+        os.environ.pop("DSV3_PREFLIGHT_FACT_CACHE_DIR", None)
+
+    config.add_cleanup(remove)
+
+
 @pytest.fixture
 def data_dir() -> Path:
     return DATA

@@ -15,12 +15,19 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from dsv3_preflight import factcache
 from dsv3_preflight.inputs import InputError, read_json, read_text
 from dsv3_preflight.registry import probe
 
 JSON_CAP = 4 * 1024 * 1024
 #: the newest adapters of the output directory are read (a resumed run starts from the newest)
 MAX_EXISTING_ADAPTERS = 8
+#: what the model's facts depend on beside the question (factcache.py): the libraries that build the model and
+#: apply peft, and this package's code that asks them
+MODEL_LIBS = ("torch", "transformers", "peft", "accelerate", "safetensors", "huggingface-hub", "tokenizers")
+MODEL_CODE = ("lora",)
+#: the Trainer's set-up (trainer_chain.py) and DeepSpeed's own config model
+TRAINER_LIBS = (*MODEL_LIBS, "deepspeed", "pydantic")
 
 
 @probe("lora_deepspeed_config", needs=["profile"], timeout=60)
@@ -38,7 +45,10 @@ def lora_deepspeed_config(profile) -> dict[str, Any]:
     if not isinstance(config, dict):
         return {**facts, "error": f"DeepSpeed config {path}: holds a JSON {type(config).__name__}, not an object"}
     facts["config"] = config
-    facts["deepspeed_check"] = _deepspeed_model_check(config)
+    zero = config.get("zero_optimization")
+    facts["deepspeed_check"] = factcache.remembered("deepspeed_zero_config", {"zero_optimization": zero},
+                                                    lambda: _deepspeed_model_check(config), dists=TRAINER_LIBS,
+                                                    code=MODEL_CODE)
     facts["trainer_save"] = trainer_save_path()
     facts["trainer_chain"] = trainer_chain(config, profile)
     return facts
@@ -68,7 +78,9 @@ def trainer_chain(config: dict[str, Any], profile: Any) -> dict[str, Any]:
     with _CHAIN_LOCK:
         if key in _CHAIN:
             return dict(_CHAIN[key])
-    answer = _run_trainer_chain(request)
+    answer = factcache.remembered("trainer_chain", request, lambda: _run_trainer_chain(request), dists=TRAINER_LIBS,
+                                  code=MODEL_CODE, env_prefixes=("ACCELERATE_",),
+                                  keep=lambda got: got.get("available") is not None)
     if answer.get("available") is not None:   # a timeout or a dead child is tried again next time
         with _CHAIN_LOCK:
             _CHAIN[key] = answer
@@ -210,7 +222,7 @@ def read_model_facts(model_path: str | os.PathLike[str]) -> dict[str, Any]:
         if why.endswith("no such file"):
             why = f"model config {cfg_file}: no such file (the model directory needs its config.json)"
         return {**facts, "error": why}
-    found = model_modules(raw)
+    found = factcache.remembered("model_modules", raw, lambda: model_modules(raw), dists=MODEL_LIBS, code=MODEL_CODE)
     if found.get("error"):
         return {**facts, **found, "error": f"model config {cfg_file}: {found['error']}"}
     return {**facts, **found}
@@ -225,7 +237,11 @@ def peft_facts(model_path: str | os.PathLike[str], targets: list[str], rank: int
         raw = _model_config(model_path)
     except InputError as exc:
         return {"available": False, "reason": str(exc)}
-    return peft_targets(raw, targets, rank, all_linear_as_string, dropout)
+    question = {"config": raw, "targets": targets, "rank": rank, "all_linear_as_string": all_linear_as_string,
+                "dropout": dropout}
+    return factcache.remembered("peft_targets", question,
+                                lambda: peft_targets(raw, targets, rank, all_linear_as_string, dropout),
+                                dists=MODEL_LIBS, code=MODEL_CODE)
 
 
 @probe("lora_model_modules", needs=["profile"], timeout=240)
@@ -283,7 +299,11 @@ def lora_base_model(profile, saved_adapters) -> dict[str, Any]:
             tensors = (a.get("header") or a.get("pickle"))["tensors"]
             key = json.dumps([config, sorted((k, list(v[1])) for k, v in tensors.items())], sort_keys=True, default=str)
             if key not in done:
-                done[key] = peft_converted_tensors(raw, config, tensors)
+                question = {"config": raw, "adapter_config": config, "tensors": tensors}
+                done[key] = factcache.remembered(
+                    "peft_converted_tensors", question,
+                    lambda config=config, tensors=tensors: peft_converted_tensors(raw, config, tensors),
+                    dists=MODEL_LIBS, code=MODEL_CODE)
             conv = done[key]
             if conv.get("converted") or conv.get("error"):
                 facts["conversions"][a.get("path", "")] = conv
