@@ -134,7 +134,26 @@ def _value_patterns() -> tuple[tuple[str, re.Pattern[str], tuple[str, ...]], ...
 
 def detect_secrets_patterns() -> list[tuple[str, re.Pattern[str]]]:
     """(plugin class name, compiled regex) for every regex-based detect-secrets plugin we use; [] when it is
-    not installed (then our own patterns and the name rules still apply)."""
+    not installed (then our own patterns and the name rules still apply). Importing detect-secrets and its plugins
+    (requests, urllib3) is a fifth of a short command's CPU, in every command that writes a document: the patterns'
+    sources are kept in the fact cache (factcache.py), keyed by the installed detect-secrets and this module."""
+    from . import factcache
+
+    kept = factcache.remembered("detect_secrets_patterns", {}, _detect_secrets_sources,
+                                dists=("detect-secrets",), code=("secrets.py",),
+                                keep=lambda got: bool(got.get("patterns")))
+    try:
+        return [(name, re.compile(source, flags)) for name, source, flags in kept.get("patterns") or []]
+    except (TypeError, ValueError, re.error):   # an entry that is not what we wrote: ask detect-secrets itself
+        return [(name, re.compile(source, flags)) for name, source, flags in _detect_secrets_sources()["patterns"]]
+
+
+def _detect_secrets_sources() -> dict[str, list[list[Any]]]:
+    """[plugin class name, regex source, flags] for every regex-based detect-secrets plugin we use."""
+    return {"patterns": [[name, rx.pattern, rx.flags] for name, rx in _detect_secrets_compiled()]}
+
+
+def _detect_secrets_compiled() -> list[tuple[str, re.Pattern[str]]]:
     try:
         from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
         from detect_secrets.plugins.base import RegexBasedDetector
