@@ -3,7 +3,8 @@
 Some facts are the answer of a library to a question about plain data: what peft adapts for these ``lora_targets``
 on the model a config.json describes, what transformers, accelerate and DeepSpeed make of a DeepSpeed config. Each
 costs seconds, nearly all of it importing those libraries (transformers and peft: 3-4 CPU-s; the Trainer's set-up
-in a child: 2-3 CPU-s more), and a node's preflight asks the same questions every time it runs until the job's
+in a child: 2-3 CPU-s more); and every command that writes a document masks it with detect-secrets' patterns, whose
+import is a fifth of a short command's CPU. A node asks the same questions every time it runs until the job's
 configuration or the node's installation changes. So the answer is kept, keyed by everything it depends on:
 
 - the question (the parsed config.json, the targets, the rank, the DeepSpeed config: the data, not a file name);
