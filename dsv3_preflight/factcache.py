@@ -13,7 +13,9 @@ configuration or the node's installation changes. So the answer is kept, keyed b
   directory's change time, so installing or removing any package (a dependency's dependency) is a new key too;
 - this package's own code that asks (a hash of its sources: an upgrade or an edit of the preflight is a new key);
 - the interpreter, the host's name and its GPU device files (a home directory shared by the nodes keeps each
-  node's own answers), and the environment variables the library reads (``ACCELERATE_*`` for the Trainer's set-up).
+  node's own answers), and the environment variables the library reads (for the Trainer's set-up ``ACCELERATE_*``,
+  ``CUDA_*``, the ranks' and world size's, ``DS_*``/``DEEPSPEED_*``, ``TRANSFORMERS_*``, ``PYTORCH_*``), their
+  values hashed (an entry on disk holds no token).
 
 Only answers are kept: a timeout, a child that died or a library that could not start is asked again next time
 (the caller's ``keep``). An entry that cannot be read or does not match its key is asked again and rewritten; a
@@ -131,7 +133,9 @@ def _material(kind: str, question: Any, dists: Iterable[str], code: Iterable[str
         "code": code_fingerprint([*code, "factcache.py"]),
         "python": [sys.executable, sys.version],
         "host": [socket.gethostname(), platform.machine(), sorted(glob.glob("/dev/nvidia*"))],
-        "env": sorted((k, v) for k, v in os.environ.items() if env_prefixes and k.startswith(env_prefixes)),
+        # values hashed: an entry on disk must not hold a token a variable carries
+        "env": sorted((k, hashlib.sha256(v.encode(errors="replace")).hexdigest()[:24])
+                      for k, v in os.environ.items() if env_prefixes and k.startswith(env_prefixes)),
     }
 
 

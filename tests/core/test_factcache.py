@@ -65,6 +65,10 @@ def test_another_question_another_library_or_environment_is_asked_again(cache, m
     monkeypatch.setenv("ACCELERATE_MIXED_PRECISION", "fp16")
     _ask({"targets": ["q_a_proj"]}, asker, env_prefixes=("ACCELERATE_",))
     assert asker.asked == 5
+    monkeypatch.setenv("ACCELERATE_HUB_TOKEN", "hf_aVeryRealLookingTokenValue1234")   # keyed by, never written
+    _ask({"targets": ["q_a_proj"]}, asker, env_prefixes=("ACCELERATE_",))
+    assert asker.asked == 6
+    assert not [p for p in cache.iterdir() if "hf_aVeryRealLookingTokenValue1234" in p.read_text()]
 
 
 def test_a_package_installed_on_the_import_path_makes_every_answer_stale(cache, tmp_path, monkeypatch):

@@ -28,6 +28,9 @@ MODEL_LIBS = ("torch", "transformers", "peft", "accelerate", "safetensors", "hug
 MODEL_CODE = ("lora",)
 #: the Trainer's set-up (trainer_chain.py) and DeepSpeed's own config model
 TRAINER_LIBS = (*MODEL_LIBS, "deepspeed", "pydantic")
+#: the variables the Trainer's set-up may read in its child (accelerate's own, the devices, the ranks, DeepSpeed's)
+TRAINER_ENV = ("ACCELERATE_", "CUDA_", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "WORLD_SIZE", "RANK", "DS_", "DEEPSPEED_",
+               "TRANSFORMERS_", "PYTORCH_")
 
 
 @probe("lora_deepspeed_config", needs=["profile"], timeout=60)
@@ -79,7 +82,7 @@ def trainer_chain(config: dict[str, Any], profile: Any) -> dict[str, Any]:
         if key in _CHAIN:
             return dict(_CHAIN[key])
     answer = factcache.remembered("trainer_chain", request, lambda: _run_trainer_chain(request), dists=TRAINER_LIBS,
-                                  code=MODEL_CODE, env_prefixes=("ACCELERATE_",),
+                                  code=MODEL_CODE, env_prefixes=TRAINER_ENV,
                                   keep=lambda got: got.get("available") is not None)
     if answer.get("available") is not None:   # a timeout or a dead child is tried again next time
         with _CHAIN_LOCK:
