@@ -16,23 +16,28 @@ if str(DATA.parent) not in sys.path:
     sys.path.insert(0, str(DATA.parent))
 
 
+#: the variable naming this pytest run's fact cache: the environment cleaners (clean_env here, netns_lab's and
+#: report_lab's) keep it, so the labs' nodes, Ray workers and CLIs use the run's cache, never ~/.cache
+HARNESS_FACT_CACHE = "DSV3_PREFLIGHT_FACT_CACHE_DIR"
+
+
 def pytest_configure(config):
     """The fact cache (dsv3_preflight/factcache.py) of this pytest run: its own directory, made by the first pytest
     (the xdist controller; its workers, and every CLI and nested pytest the tests start, inherit it) and removed when
     it ends. So the suite computes every answer it asserts at least once in each run, repeats of the same question
     (the same DeepSeek-V3 config and targets in dozens of CLI runs) are answered from it, and the user's own cache in
     ~/.cache is neither read nor written."""
-    if os.environ.get("DSV3_PREFLIGHT_FACT_CACHE_DIR"):
+    if os.environ.get(HARNESS_FACT_CACHE):
         return
     import shutil
     import tempfile
 
     made = tempfile.mkdtemp(prefix="dsv3pf-test-factcache-")
-    os.environ["DSV3_PREFLIGHT_FACT_CACHE_DIR"] = made
+    os.environ[HARNESS_FACT_CACHE] = made
 
     def remove() -> None:
         shutil.rmtree(made, ignore_errors=True)
-        os.environ.pop("DSV3_PREFLIGHT_FACT_CACHE_DIR", None)
+        os.environ.pop(HARNESS_FACT_CACHE, None)
 
     config.add_cleanup(remove)
 
@@ -46,6 +51,8 @@ def data_dir() -> Path:
 def clean_env(monkeypatch):
     """An environment without the launch variables a developer's shell may carry."""
     for var in list(os.environ):
+        if var == HARNESS_FACT_CACHE:   # the run's own fact cache (pytest_configure), not the developer's shell
+            continue
         if var.startswith(("MASTER_", "NCCL_", "GLOO_", "TORCH_NCCL", "CUDA_", "DSV3_PREFLIGHT")) or var in (
             "NNODES", "NPROC_PER_NODE", "NODE_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "RANK", "LOCAL_RANK",
             "OMP_NUM_THREADS", "RAY_ADDRESS", "MODEL_PATH", "OUTPUT_DIR", "DEEPSPEED_CONFIG",

@@ -96,7 +96,8 @@ def unavailable_reason() -> str | None:
 
 
 def _clean_environ() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if not (k.startswith(_LAUNCH_PREFIXES) or k in _LAUNCH_VARS)}
+    return {k: v for k, v in os.environ.items()
+            if k == "DSV3_PREFLIGHT_FACT_CACHE_DIR" or not (k.startswith(_LAUNCH_PREFIXES) or k in _LAUNCH_VARS)}
 
 
 class NetnsLab:

@@ -40,7 +40,8 @@ LAUNCH_VARS = ("NNODES", "NPROC_PER_NODE", "NODE_RANK", "WORLD_SIZE", "LOCAL_WOR
 
 
 def clean_environ(**more: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(LAUNCH_PREFIXES) and k not in LAUNCH_VARS}
+    env = {k: v for k, v in os.environ.items()   # the run's fact cache (tests/conftest.py) is kept
+           if k == "DSV3_PREFLIGHT_FACT_CACHE_DIR" or not k.startswith(LAUNCH_PREFIXES) and k not in LAUNCH_VARS}
     return {**env, **more}
 
 

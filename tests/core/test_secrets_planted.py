@@ -99,7 +99,7 @@ def test_a_credential_shaped_value_is_masked_under_any_name(name):
 def artifacts(tmp_path_factory):
     """Every artifact of a real run, a merged report, a dry-run launch and doctor, all under the planted env."""
     work = tmp_path_factory.mktemp("planted")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("MASTER_", "NCCL_", "GLOO_", "DSV3_PREFLIGHT"))}
+    env = {k: v for k, v in os.environ.items() if k == "DSV3_PREFLIGHT_FACT_CACHE_DIR" or not k.startswith(("MASTER_", "NCCL_", "GLOO_", "DSV3_PREFLIGHT"))}
     env.update({k: v for k, (v, _) in PLANTED_ENV.items()})
     env.update(KEPT_ENV)
     env.update({"MASTER_ADDR": "127.0.0.1", "PWD": str(work)})

@@ -86,7 +86,7 @@ def test_fm_version_is_parsed_from_command_and_package_output():
 
 def test_cli_on_a_recorded_fm_stopped_machine_reports_the_802_root_cause(tmp_path, libcuda, clean_env):
     machine = stand_up("a100_nvswitch_fm_stopped", tmp_path, libcuda)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("DSV3_PREFLIGHT", "FAKE_"))}
+    env = {k: v for k, v in os.environ.items() if k == "DSV3_PREFLIGHT_FACT_CACHE_DIR" or not k.startswith(("DSV3_PREFLIGHT", "FAKE_"))}
     env.update(machine.env)
     env["PATH"] = machine.env["PATH"]
     facts = tmp_path / "facts.json"

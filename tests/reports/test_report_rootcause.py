@@ -147,7 +147,8 @@ def test_a_bidi_override_never_reaches_the_console_of_run_doctor_report_or_launc
     import subprocess
     import sys
 
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("MASTER_", "NCCL_", "DSV3_PREFLIGHT"))}
+    env = {k: v for k, v in os.environ.items()   # the run's fact cache (tests/conftest.py) is kept
+           if k == "DSV3_PREFLIGHT_FACT_CACHE_DIR" or not k.startswith(("MASTER_", "NCCL_", "DSV3_PREFLIGHT"))}
     env.update(DSV3_PREFLIGHT_NODE_NAME="node\u202eevil", COLUMNS="250")
     log = tmp_path / "train.log"
     log.write_text("[rank0]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB \u202eevil\n",
