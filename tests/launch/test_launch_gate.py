@@ -209,7 +209,7 @@ def test_a_rank_that_reads_the_terminal_ends_at_once_instead_of_hanging_stopped(
     # rank fails with its own message
     argv = [sys.executable, "-m", "dsv3_preflight", "launch", *common(tmp_path, free_port()), "--", str(READER)]
     try:
-        code, out = _on_a_terminal(argv, user_env, timeout=120)
+        code, out = _on_a_terminal(argv, {**user_env, "READER_SYNC_DIR": str(tmp_path / "sync")}, timeout=120)
     finally:
         for proc in ours(tmp_path):   # a stopped rank (the hang this test is about) outlives its launcher
             proc.kill()
@@ -217,6 +217,7 @@ def test_a_rank_that_reads_the_terminal_ends_at_once_instead_of_hanging_stopped(
     assert code == 1, out[-3000:]
     assert "# GO: start" in (tmp_path / "launch.log").read_text()
     assert {m for m in re.findall(r"rank (\d) stdin: end of file", out)} == {"0", "1"}, out[-3000:]
+    assert sorted(p.name for p in (tmp_path / "sync").iterdir()) == ["rank0", "rank1"]
 
 
 @pytest.mark.slow
