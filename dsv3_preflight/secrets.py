@@ -145,7 +145,7 @@ def detect_secrets_patterns() -> list[tuple[str, re.Pattern[str]]]:
     try:
         return [(name, re.compile(source, flags)) for name, source, flags in kept.get("patterns") or []]
     except (TypeError, ValueError, re.error):   # an entry that is not what we wrote: ask detect-secrets itself
-        return [(name, re.compile(source, flags)) for name, source, flags in _detect_secrets_sources()["patterns"]]
+        return _detect_secrets_compiled()
 
 
 def _detect_secrets_sources() -> dict[str, list[list[Any]]]:

@@ -82,12 +82,16 @@ def trainer_chain(config: dict[str, Any], profile: Any) -> dict[str, Any]:
         if key in _CHAIN:
             return dict(_CHAIN[key])
     answer = factcache.remembered("trainer_chain", request, lambda: _run_trainer_chain(request), dists=TRAINER_LIBS,
-                                  code=MODEL_CODE, env_prefixes=TRAINER_ENV,
-                                  keep=lambda got: got.get("available") is not None)
-    if answer.get("available") is not None:   # a timeout or a dead child is tried again next time
+                                  code=MODEL_CODE, env_prefixes=TRAINER_ENV, keep=_chain_answered)
+    if _chain_answered(answer):   # a timeout or a dead child is tried again next time
         with _CHAIN_LOCK:
             _CHAIN[key] = answer
     return dict(answer)
+
+
+def _chain_answered(answer: dict[str, Any]) -> bool:
+    """The Trainer's set-up gave an answer (available or not), not a timeout or a child that died."""
+    return answer.get("available") is not None
 
 
 _CHAIN: dict[str, dict[str, Any]] = {}
