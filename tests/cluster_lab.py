@@ -4,7 +4,7 @@
 10.77.0.10-12, names lab-node0..2 in each namespace's own /etc/hosts) and starts Ray in it the way
 docs/cluster.md says: the job's environment exported before `ray start` (MASTER_ADDR, MASTER_PORT,
 NNODES, NODE_RANK, CUDA_DEVICE_ORDER, OMP_NUM_THREADS, DSV3_PREFLIGHT_NODE_NAME), `ray start --head`
-in node 0 on a non-default GCS port, `ray start --address` in the others, each on its namespace's
+in node 0 on a non-default GCS port, `ray start --address` in the others (without the log monitor: ``LEAN_NODE``), each on its namespace's
 address and in a UTS namespace of its own whose host name is the node's name (``set_hostname`` renames it). More nodes can share a namespace (a second raylet on the same address, named apart).
 
 Isolation and cleanup (issue 16.10): Ray listens only on the namespaces' addresses; each node and each
@@ -48,6 +48,10 @@ TMP_PREFIX = "d3ray-"
 #: the lab's GCS gives up on a silent raylet after 3 missed health checks, one a second
 FAST_HEALTH = {"RAY_health_check_period_ms": "1000", "RAY_health_check_timeout_ms": "1000",
                "RAY_health_check_failure_threshold": "3", "RAY_health_check_initial_delay_ms": "1000"}
+#: what the lab's `ray start` adds to docs/cluster.md's: no log monitor. It only streams the workers' log files to
+#: drivers that ask for them (``log_to_driver``), which neither the preflight nor the examples do (both connect with
+#: log_to_driver=False), and it cost 1.3 CPU-s per node over a lab's life (34 lab nodes per suite run, run V)
+LEAN_NODE = ("--include-log-monitor=false",)
 #: checks cheap enough for three raylets on two cores (no GPU, no collective probe unless a test asks)
 ONLY = "env.*,host.*,net.nic_route,net.mtu,net.port_reach,cluster.*"
 #: the command the quick start types: the console script of this environment
@@ -143,7 +147,7 @@ class RayLab:
         tmp = os.path.join(self.tmp, f"{name}-{len(self.nodes)}-{time.monotonic_ns() % 10**6}")
         env = {**env, "RAY_TMPDIR": tmp}
         common = ["--node-ip-address", self.addr(ns), "--num-cpus", "1", "--object-store-memory", OBJECT_STORE,
-                  "--disable-usage-stats", "--block"]
+                  *LEAN_NODE, "--disable-usage-stats", "--block"]
         head = not self.nodes
         if head:
             argv = ray_cli("start", "--head", "--port", str(GCS_PORT), "--include-dashboard=false", *common)

@@ -29,6 +29,7 @@ import threading
 import time
 from pathlib import Path
 
+from cluster_lab import LEAN_NODE
 from netns_lab import NetnsLab, stop_group, unavailable_reason  # noqa: F401 - re-exported for the tests
 
 REPO = Path(__file__).resolve().parent.parent
@@ -87,7 +88,7 @@ class RayNetnsLab:
         self.close()
 
     def _start_ray(self) -> None:
-        common = ["--num-cpus", "1", "--object-store-memory", OBJECT_STORE, "--disable-usage-stats", "--block"]
+        common = ["--num-cpus", "1", "--object-store-memory", OBJECT_STORE, *LEAN_NODE, "--disable-usage-stats", "--block"]
         head = self.net.popen(0, _ray_cli("start", "--head", "--node-ip-address", self.addr(0), "--port", str(RAY_PORT),
                                           "--include-dashboard=false", *common),
                               env=self._node_env(0), stderr=subprocess.STDOUT)
