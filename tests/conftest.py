@@ -15,10 +15,11 @@ DATA = Path(__file__).resolve().parent / "data"
 if str(DATA.parent) not in sys.path:
     sys.path.insert(0, str(DATA.parent))
 
+from harness_env import FACT_CACHE_VAR, LAUNCH_PREFIXES, LAUNCH_VARS, dropped, user_fact_cache, user_fact_cache_entries  # noqa: E402
 
-#: the variable naming this pytest run's fact cache: the environment cleaners (clean_env here, netns_lab's and
-#: report_lab's) keep it, so the labs' nodes, Ray workers and CLIs use the run's cache, never ~/.cache
-HARNESS_FACT_CACHE = "DSV3_PREFLIGHT_FACT_CACHE_DIR"
+#: the variable naming this pytest run's fact cache: every environment cleaner of the tests keeps it
+#: (tests/harness_env.py), so the labs' nodes, Ray workers and CLIs use the run's cache, never ~/.cache
+HARNESS_FACT_CACHE = FACT_CACHE_VAR
 
 
 def pytest_configure(config):
@@ -50,13 +51,9 @@ def data_dir() -> Path:
 @pytest.fixture
 def clean_env(monkeypatch):
     """An environment without the launch variables a developer's shell may carry."""
+    names = (*LAUNCH_VARS, "OMP_NUM_THREADS", "RAY_ADDRESS", "MODEL_PATH", "OUTPUT_DIR", "DEEPSPEED_CONFIG")
     for var in list(os.environ):
-        if var == HARNESS_FACT_CACHE:   # the run's own fact cache (pytest_configure), not the developer's shell
-            continue
-        if var.startswith(("MASTER_", "NCCL_", "GLOO_", "TORCH_NCCL", "CUDA_", "DSV3_PREFLIGHT")) or var in (
-            "NNODES", "NPROC_PER_NODE", "NODE_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "RANK", "LOCAL_RANK",
-            "OMP_NUM_THREADS", "RAY_ADDRESS", "MODEL_PATH", "OUTPUT_DIR", "DEEPSPEED_CONFIG",
-        ):
+        if dropped(var, LAUNCH_PREFIXES, names):   # the run's own fact cache (pytest_configure) is kept
             monkeypatch.delenv(var, raising=False)
     return monkeypatch
 
@@ -182,7 +179,7 @@ def pytest_sessionstart(session):
     if not hasattr(session.config, "workerinput"):  # the controller (or a run without xdist)
         import time
 
-        session.config._dsv3_before = (time.time(), _tmp_entries())
+        session.config._dsv3_before = (time.time(), _tmp_entries(), user_fact_cache_entries())
 
 
 def pytest_sessionfinish(session, exitstatus):
@@ -191,7 +188,7 @@ def pytest_sessionfinish(session, exitstatus):
         return
     import time
 
-    started, entries = before
+    started, entries, cached = before
     deadline = time.monotonic() + 10.0  # processes asked to stop get a moment to exit
     while True:
         new_entries = sorted(_tmp_entries() - entries)
@@ -199,9 +196,12 @@ def pytest_sessionfinish(session, exitstatus):
         if not processes and not new_entries or time.monotonic() > deadline:
             break
         time.sleep(0.5)
-    if new_entries or processes:
+    # a process started with an environment that lost the run's fact-cache variable (tests/harness_env.py) wrote here
+    written = sorted(user_fact_cache_entries() - cached)
+    if new_entries or processes or written:
         reporter = session.config.pluginmanager.get_plugin("terminalreporter")
-        lines = [f"left behind in /tmp: {e}" for e in new_entries] + [f"still running: pid {p}: {c}" for p, c in processes.items()]
+        lines = ([f"left behind in /tmp: {e}" for e in new_entries] + [f"still running: pid {p}: {c}" for p, c in processes.items()]
+                 + [f"written to the user's fact cache {user_fact_cache()} instead of the run's: {e}" for e in written])
         if reporter:
             reporter.write_line("\nthe tests left things behind (issue 16.10):\n  " + "\n  ".join(lines), red=True)
         if session.exitstatus == 0:

@@ -59,6 +59,8 @@ import subprocess
 import sys
 from collections.abc import Mapping, Sequence
 
+from harness_env import env_without
+
 PRIMARY_IF = "eth0"
 SECOND_IF = "eth1"
 DOCKER_IF = "docker0"
@@ -96,8 +98,7 @@ def unavailable_reason() -> str | None:
 
 
 def _clean_environ() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items()
-            if k == "DSV3_PREFLIGHT_FACT_CACHE_DIR" or not (k.startswith(_LAUNCH_PREFIXES) or k in _LAUNCH_VARS)}
+    return env_without(_LAUNCH_PREFIXES, _LAUNCH_VARS)
 
 
 class NetnsLab:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import copy
 import json
-import os
 import socket
 import subprocess
 import sys
@@ -12,6 +11,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+from harness_env import env_without
 
 from dsv3_preflight.document import build_document
 from dsv3_preflight.result import Result
@@ -40,8 +40,7 @@ LAUNCH_VARS = ("NNODES", "NPROC_PER_NODE", "NODE_RANK", "WORLD_SIZE", "LOCAL_WOR
 
 
 def clean_environ(**more: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items()   # the run's fact cache (tests/conftest.py) is kept
-           if k == "DSV3_PREFLIGHT_FACT_CACHE_DIR" or not k.startswith(LAUNCH_PREFIXES) and k not in LAUNCH_VARS}
+    env = env_without(LAUNCH_PREFIXES, LAUNCH_VARS)
     return {**env, **more}
 
 

@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
+from harness_env import env_without
 from ports import free_port
 
 pytest.importorskip("ray")
@@ -22,8 +23,7 @@ pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
 
 def _env(ray_tmp: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items()
-           if k == "DSV3_PREFLIGHT_FACT_CACHE_DIR" or not k.startswith(("RAY_", "MASTER_", "NCCL_", "DSV3_PREFLIGHT")) and k not in ("NNODES", "NODE_RANK", "WORLD_SIZE")}
+    env = env_without(("RAY_", "MASTER_", "NCCL_", "DSV3_PREFLIGHT"), ("NNODES", "NODE_RANK", "WORLD_SIZE"))
     # a private Ray temp dir: `auto` cannot find anybody else's cluster on this shared machine; a private HOME:
     # no ~/.ray/auth_token of another run turns token authentication on
     home = os.path.join(ray_tmp, "home")

@@ -4,7 +4,6 @@ naming the first run's PID, instead of blaming "a leftover process"."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
@@ -13,6 +12,7 @@ import threading
 
 import pytest
 from conftest import python_cli
+from harness_env import env_without
 from ports import free_port
 
 from dsv3_preflight import portclaim
@@ -23,7 +23,7 @@ from dsv3_preflight.registry import Registry, probe
 
 @pytest.mark.slow
 def test_five_rounds_of_two_concurrent_runs_are_all_green_with_their_own_files(tmp_path):
-    env = {k: v for k, v in os.environ.items() if k == "DSV3_PREFLIGHT_FACT_CACHE_DIR" or not k.startswith(("MASTER_", "NCCL_", "GLOO_", "DSV3_PREFLIGHT"))}
+    env = env_without(("MASTER_", "NCCL_", "GLOO_", "DSV3_PREFLIGHT"), ())
     env["MASTER_PORT"] = str(free_port())  # both runs share it, as two runs of one job on one node do
     reports = tmp_path / "reports"
     seen_files: set[str] = set()

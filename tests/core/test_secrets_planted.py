@@ -10,11 +10,11 @@ JSON "WANDB_API_KEY" inside another variable) and the usual ones.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 
 import pytest
 from conftest import python_cli
+from harness_env import env_without
 
 from dsv3_preflight.secrets import is_secret_name, leaks, mask, mask_text
 
@@ -99,7 +99,7 @@ def test_a_credential_shaped_value_is_masked_under_any_name(name):
 def artifacts(tmp_path_factory):
     """Every artifact of a real run, a merged report, a dry-run launch and doctor, all under the planted env."""
     work = tmp_path_factory.mktemp("planted")
-    env = {k: v for k, v in os.environ.items() if k == "DSV3_PREFLIGHT_FACT_CACHE_DIR" or not k.startswith(("MASTER_", "NCCL_", "GLOO_", "DSV3_PREFLIGHT"))}
+    env = env_without(("MASTER_", "NCCL_", "GLOO_", "DSV3_PREFLIGHT"), ())
     env.update({k: v for k, (v, _) in PLANTED_ENV.items()})
     env.update(KEPT_ENV)
     env.update({"MASTER_ADDR": "127.0.0.1", "PWD": str(work)})

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO
+from harness_env import env_without
 from ports import free_port
 
 pytestmark = pytest.mark.slow
@@ -84,9 +85,8 @@ class Command:
         self.cwd = Path(self.tmp) / "cwd"
         self.cwd.mkdir()
         self.work = Path(tempfile.mkdtemp(prefix="d3w", dir="/tmp"))
-        env = {k: v for k, v in os.environ.items()
-               if k == "DSV3_PREFLIGHT_FACT_CACHE_DIR" or not k.startswith(("RAY_", "MASTER_", "NCCL_", "GLOO_", "DSV3_PREFLIGHT"))
-               and k not in ("NNODES", "NODE_RANK", "WORLD_SIZE", "PYTEST_XDIST_WORKER")}
+        env = env_without(("RAY_", "MASTER_", "NCCL_", "GLOO_", "DSV3_PREFLIGHT"),
+                          ("NNODES", "NODE_RANK", "WORLD_SIZE", "PYTEST_XDIST_WORKER"))
         env.update({MARKER: self.tag, "TMPDIR": str(Path(self.tmp) / "t"), "RAY_TMPDIR": self.ray_tmp,
                     "RAY_DISABLE_USAGE_STATS": "1", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(self.port),
                     "PYTHONPATH": str(REPO)})

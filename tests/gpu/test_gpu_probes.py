@@ -3,13 +3,13 @@ CUDA error decoding, Fabric Manager log parsing, and the whole CLI on a recorded
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import time
 
 import pytest
 from conftest import python_cli
 from gpu_lab import compile_libcuda, stand_up
+from harness_env import env_without
 
 from dsv3_preflight.gpu.cuda_errors import decode, parse_torch_cuda_error
 from dsv3_preflight.gpu.fm_log import findings, parse_version
@@ -86,7 +86,7 @@ def test_fm_version_is_parsed_from_command_and_package_output():
 
 def test_cli_on_a_recorded_fm_stopped_machine_reports_the_802_root_cause(tmp_path, libcuda, clean_env):
     machine = stand_up("a100_nvswitch_fm_stopped", tmp_path, libcuda)
-    env = {k: v for k, v in os.environ.items() if k == "DSV3_PREFLIGHT_FACT_CACHE_DIR" or not k.startswith(("DSV3_PREFLIGHT", "FAKE_"))}
+    env = env_without(("DSV3_PREFLIGHT", "FAKE_"), ())
     env.update(machine.env)
     env["PATH"] = machine.env["PATH"]
     facts = tmp_path / "facts.json"

@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
+from harness_env import env_without
 from paste_lint import paste_problems
 from ports import free_port
 
@@ -49,7 +50,7 @@ def write_torchrun(env_root: Path) -> Path:
 
 
 def run_check(tmp_path: Path, *args: str, path: str | None = None) -> dict:
-    env = {k: v for k, v in os.environ.items() if k == "DSV3_PREFLIGHT_FACT_CACHE_DIR" or not k.startswith(("MASTER_", "DSV3_PREFLIGHT"))}
+    env = env_without(("MASTER_", "DSV3_PREFLIGHT"), ())
     env["PATH"] = path if path is not None else "/usr/bin:/bin"
     out = tmp_path / f"doc-{time.monotonic_ns()}.json"
     proc = subprocess.run([sys.executable, "-m", "dsv3_preflight", "run", "--profile", "cpu", "--only",
@@ -205,7 +206,7 @@ def test_launch_refuses_a_torchrun_whose_peft_was_not_checked(tmp_path, peft_env
     root, _ = peft_env
     torchrun = write_torchrun(root)
     out = tmp_path / "result.json"
-    env = {k: v for k, v in os.environ.items() if k == "DSV3_PREFLIGHT_FACT_CACHE_DIR" or not k.startswith(("MASTER_", "DSV3_PREFLIGHT", "NCCL_", "GLOO_"))}
+    env = env_without(("MASTER_", "DSV3_PREFLIGHT", "NCCL_", "GLOO_"), ())
     proc = subprocess.run([sys.executable, "-m", "dsv3_preflight", "launch", "--profile", "cpu", "--only", "env.*",
                            "--master-port", str(free_port()), "--no-report", "--torchrun", str(torchrun),
                            "--", str(TRAIN), "--out", str(out)], env=env, capture_output=True, text=True, timeout=120)
@@ -219,7 +220,7 @@ def test_launch_runs_the_named_torchrun_of_another_environment_when_its_librarie
     python = make_env(root)
     torchrun = write_torchrun(root)
     out = tmp_path / "result.json"
-    env = {k: v for k, v in os.environ.items() if k == "DSV3_PREFLIGHT_FACT_CACHE_DIR" or not k.startswith(("MASTER_", "DSV3_PREFLIGHT", "NCCL_", "GLOO_"))}
+    env = env_without(("MASTER_", "DSV3_PREFLIGHT", "NCCL_", "GLOO_"), ())
     env["TMPDIR"] = str(tmp_path)
     proc = subprocess.run([sys.executable, "-m", "dsv3_preflight", "launch", "--profile", "cpu", "--only", "env.*",
                            "--master-port", str(free_port()), "--no-report", "--launch-log", str(tmp_path / "launch.log"),

@@ -8,6 +8,7 @@ import threading
 
 import pytest
 from conftest import python_cli
+from harness_env import env_without
 from ports import free_port
 
 from dsv3_preflight.net.probes.reach import tcp_reach
@@ -15,7 +16,7 @@ from dsv3_preflight.net.probes.reach import tcp_reach
 
 def run_net(tmp_path, env, only="net.*", profile="cpu"):
     out = tmp_path / "result.json"
-    full = {k: v for k, v in os.environ.items() if k == "DSV3_PREFLIGHT_FACT_CACHE_DIR" or not k.startswith(("MASTER_", "NCCL_", "GLOO_", "DSV3_PREFLIGHT", "NNODES", "NODE_RANK"))}
+    full = env_without(("MASTER_", "NCCL_", "GLOO_", "DSV3_PREFLIGHT", "NNODES", "NODE_RANK"), ())
     full.update(env)
     proc = subprocess.run(python_cli("run", "--profile", profile, "--only", only, "--no-report", "--no-color", "-q",
                                      "--json", str(out)), capture_output=True, text=True, timeout=90, env=full)

@@ -24,6 +24,7 @@ import subprocess
 import sys
 
 import pytest
+from harness_env import env_without
 from netns_lab import NETNS_ETC, unavailable_reason
 from ports import free_port
 
@@ -59,7 +60,7 @@ print("RESULT " + json.dumps(out))
 
 
 def _env(extra: dict[str, str]) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(_DROPPED)}
+    env = env_without(_DROPPED, ())
     env.update(extra)
     return env
 

@@ -3,6 +3,7 @@ own line, every cause says who must act, and with several nodes the matrix comes
 from __future__ import annotations
 
 import pytest
+from harness_env import env_without
 
 from dsv3_preflight.document import build_document
 from dsv3_preflight.reports.console import render_console
@@ -143,12 +144,10 @@ def test_a_bidi_override_in_a_document_is_escaped_in_the_console():
 @pytest.mark.slow
 def test_a_bidi_override_never_reaches_the_console_of_run_doctor_report_or_launch(tmp_path):
     """A node name, a log line and the report's strings holding U+202E, through the real commands."""
-    import os
     import subprocess
     import sys
 
-    env = {k: v for k, v in os.environ.items()   # the run's fact cache (tests/conftest.py) is kept
-           if k == "DSV3_PREFLIGHT_FACT_CACHE_DIR" or not k.startswith(("MASTER_", "NCCL_", "DSV3_PREFLIGHT"))}
+    env = env_without(("MASTER_", "NCCL_", "DSV3_PREFLIGHT"), ())
     env.update(DSV3_PREFLIGHT_NODE_NAME="node\u202eevil", COLUMNS="250")
     log = tmp_path / "train.log"
     log.write_text("[rank0]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB \u202eevil\n",
