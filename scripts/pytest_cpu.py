@@ -5,7 +5,9 @@ call and teardown, one JSON line per test.
     PYTHONPATH=scripts .venv/bin/python -m pytest -n 0 -p pytest_cpu tests/collective/ -q
     PYTHONPATH=scripts PYTEST_CPU_OUT=/tmp/cpu.jsonl .venv/bin/python -m pytest -n 0 -p pytest_cpu tests/ -q
 
-Run it serially (-n 0) on an otherwise idle machine: the figure is the machine's, not the test's own. A module's
+Run it serially (-n 0) on an otherwise idle machine: the figure is the machine's, not the test's own. Under xdist
+(-n 4) the rows still give each test's start (epoch seconds), wall time and worker: the run's timeline, to see which
+worker ends last and what runs alone at the end (``cpu`` then counts the other workers' tests too). A module's
 module-scoped fixtures count in its first test, and their teardown in its last. Sum by module with
 ``python3 -c "import json,collections; c=collections.Counter(); [c.update({json.loads(l)['id'].split('::')[0]:
 json.loads(l)['cpu']}) for l in open('/tmp/cpu.jsonl')]; print(c.most_common(20))"``.
@@ -30,8 +32,9 @@ def _busy_s() -> float:
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
-    wall, busy = time.monotonic(), _busy_s()
+    start, wall, busy = time.time(), time.monotonic(), _busy_s()
     yield
-    row = {"id": item.nodeid, "wall": round(time.monotonic() - wall, 2), "cpu": round(_busy_s() - busy, 2)}
+    row = {"id": item.nodeid, "wall": round(time.monotonic() - wall, 2), "cpu": round(_busy_s() - busy, 2),
+           "start": round(start, 2), "worker": os.environ.get("PYTEST_XDIST_WORKER", "")}
     with open(OUT, "a", encoding="utf-8") as fh:
         fh.write(json.dumps(row) + "\n")
