@@ -29,7 +29,7 @@ import threading
 import time
 from pathlib import Path
 
-from cluster_lab import LEAN_NODE
+from cluster_lab import LEAN_HEAD, LEAN_NODE
 from netns_lab import NetnsLab, stop_group, unavailable_reason  # noqa: F401 - re-exported for the tests
 
 REPO = Path(__file__).resolve().parent.parent
@@ -91,7 +91,7 @@ class RayNetnsLab:
         common = ["--num-cpus", "1", "--object-store-memory", OBJECT_STORE, *LEAN_NODE, "--disable-usage-stats", "--block"]
         head = self.net.popen(0, _ray_cli("start", "--head", "--node-ip-address", self.addr(0), "--port", str(RAY_PORT),
                                           "--include-dashboard=false", *common),
-                              env=self._node_env(0), stderr=subprocess.STDOUT)
+                              env={**self._node_env(0), **LEAN_HEAD}, stderr=subprocess.STDOUT)
         self.procs.append(head)
         self._wait_started(head, "head")
         for n in range(1, self.nodes):
