@@ -64,6 +64,11 @@ def directory() -> Path:
     given = os.environ.get(DIR_ENV)
     if given:
         return Path(given).expanduser()
+    return default_directory()
+
+
+def default_directory() -> Path:
+    """The user's cache: ${XDG_CACHE_HOME:-~/.cache}/dsv3-preflight/facts (where a run without DIR_ENV writes)."""
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "dsv3-preflight" / "facts"
 

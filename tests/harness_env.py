@@ -38,8 +38,9 @@ def env_without(prefixes: Iterable[str] = LAUNCH_PREFIXES, names: Iterable[str] 
 
 def user_fact_cache() -> Path:
     """Where a process without the run's fact-cache variable writes: the product's default location."""
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "dsv3-preflight" / "facts"
+    from dsv3_preflight.factcache import default_directory
+
+    return default_directory()
 
 
 def user_fact_cache_entries() -> set[str]:
