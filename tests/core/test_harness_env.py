@@ -48,6 +48,8 @@ def _nested_pytest(tmp_path: Path, test_source: str) -> tuple[subprocess.Complet
     return proc, xdg / "dsv3-preflight" / "facts"
 
 
+# The nested run's leftovers check also sees the processes and /tmp entries of the tests running beside it (the
+# suite's other xdist workers), so these tests hold its words about the fact cache, not only its exit code.
 def test_a_ci_run_whose_process_wrote_the_users_fact_cache_fails_naming_the_entry(tmp_path):
     proc, user_cache = _nested_pytest(tmp_path, LEAKY)
     written = sorted(p.name for p in user_cache.iterdir())
@@ -59,5 +61,6 @@ def test_a_ci_run_whose_process_wrote_the_users_fact_cache_fails_naming_the_entr
 
 def test_a_ci_run_whose_processes_kept_the_runs_cache_leaves_the_users_alone(tmp_path):
     proc, user_cache = _nested_pytest(tmp_path, CAREFUL)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "1 passed" in proc.stdout, proc.stdout + proc.stderr
+    assert "written to the user's fact cache" not in proc.stdout
     assert not user_cache.exists()
