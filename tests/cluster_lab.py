@@ -50,7 +50,7 @@ FAST_HEALTH = {"RAY_health_check_period_ms": "1000", "RAY_health_check_timeout_m
                "RAY_health_check_failure_threshold": "3", "RAY_health_check_initial_delay_ms": "1000"}
 #: what the lab's `ray start` adds to docs/cluster.md's: no log monitor. It only streams the workers' log files to
 #: drivers that ask for them (``log_to_driver``), which neither the preflight nor the examples do (both connect with
-#: log_to_driver=False), and it cost 1.3 CPU-s per node over a lab's life (34 lab nodes per suite run, run V)
+#: log_to_driver=False), and it cost 1.3 CPU-s per node over a lab's life (22-25 lab nodes per suite run)
 LEAN_NODE = ("--include-log-monitor=false",)
 #: and on the head: no worker started ahead for the first driver, which in a lab is a probe that runs no task (the
 #: controller below, pairs_lab's node count); a job's tasks start their workers when they come (1.1 CPU-s per lab)

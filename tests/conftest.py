@@ -15,11 +15,7 @@ DATA = Path(__file__).resolve().parent / "data"
 if str(DATA.parent) not in sys.path:
     sys.path.insert(0, str(DATA.parent))
 
-from harness_env import FACT_CACHE_VAR, LAUNCH_PREFIXES, LAUNCH_VARS, dropped, user_fact_cache, user_fact_cache_entries  # noqa: E402
-
-#: the variable naming this pytest run's fact cache: every environment cleaner of the tests keeps it
-#: (tests/harness_env.py), so the labs' nodes, Ray workers and CLIs use the run's cache, never ~/.cache
-HARNESS_FACT_CACHE = FACT_CACHE_VAR
+from harness_env import FACT_CACHE_VAR, LAUNCH_PREFIXES, SHELL_VARS, dropped, user_fact_cache, user_fact_cache_entries  # noqa: E402
 
 
 def pytest_configure(config):
@@ -28,17 +24,17 @@ def pytest_configure(config):
     it ends. So the suite computes every answer it asserts at least once in each run, repeats of the same question
     (the same DeepSeek-V3 config and targets in dozens of CLI runs) are answered from it, and the user's own cache in
     ~/.cache is neither read nor written."""
-    if os.environ.get(HARNESS_FACT_CACHE):
+    if os.environ.get(FACT_CACHE_VAR):
         return
     import shutil
     import tempfile
 
     made = tempfile.mkdtemp(prefix="dsv3pf-test-factcache-")
-    os.environ[HARNESS_FACT_CACHE] = made
+    os.environ[FACT_CACHE_VAR] = made
 
     def remove() -> None:
         shutil.rmtree(made, ignore_errors=True)
-        os.environ.pop(HARNESS_FACT_CACHE, None)
+        os.environ.pop(FACT_CACHE_VAR, None)
 
     config.add_cleanup(remove)
 
@@ -51,9 +47,8 @@ def data_dir() -> Path:
 @pytest.fixture
 def clean_env(monkeypatch):
     """An environment without the launch variables a developer's shell may carry."""
-    names = (*LAUNCH_VARS, "OMP_NUM_THREADS", "RAY_ADDRESS", "MODEL_PATH", "OUTPUT_DIR", "DEEPSPEED_CONFIG")
     for var in list(os.environ):
-        if dropped(var, LAUNCH_PREFIXES, names):   # the run's own fact cache (pytest_configure) is kept
+        if dropped(var, LAUNCH_PREFIXES, SHELL_VARS):   # the run's own fact cache (pytest_configure) is kept
             monkeypatch.delenv(var, raising=False)
     return monkeypatch
 

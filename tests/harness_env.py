@@ -21,6 +21,8 @@ HARNESS_VARS = frozenset({FACT_CACHE_VAR})
 LAUNCH_PREFIXES = ("MASTER_", "NCCL_", "GLOO_", "TORCH_NCCL", "CUDA_", "DSV3_PREFLIGHT")
 #: torchrun's and the job's own variables
 LAUNCH_VARS = ("NNODES", "NPROC_PER_NODE", "NODE_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "RANK", "LOCAL_RANK")
+#: and what else a training shell exports that the preflight reads (conftest's clean_env, report_lab's CLI runs)
+SHELL_VARS = (*LAUNCH_VARS, "OMP_NUM_THREADS", "RAY_ADDRESS", "MODEL_PATH", "OUTPUT_DIR", "DEEPSPEED_CONFIG")
 
 
 def dropped(name: str, prefixes: Iterable[str] = LAUNCH_PREFIXES, names: Iterable[str] = LAUNCH_VARS) -> bool:

@@ -59,7 +59,7 @@ import subprocess
 import sys
 from collections.abc import Mapping, Sequence
 
-from harness_env import env_without
+from harness_env import LAUNCH_PREFIXES, LAUNCH_VARS, env_without
 
 PRIMARY_IF = "eth0"
 SECOND_IF = "eth1"
@@ -68,9 +68,6 @@ SUBNET = "10.77.0"
 SECOND_SUBNET = "10.77.1"
 NODES = 3
 NETNS_ETC = "/etc/netns"
-_LAUNCH_PREFIXES = ("MASTER_", "NCCL_", "GLOO_", "TORCH_NCCL", "DSV3_PREFLIGHT", "CUDA_")
-_LAUNCH_VARS = {"NNODES", "NPROC_PER_NODE", "NODE_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "RANK",
-                "LOCAL_RANK", "RAY_ADDRESS"}
 _CMD_TIMEOUT = 10.0
 
 
@@ -98,7 +95,7 @@ def unavailable_reason() -> str | None:
 
 
 def _clean_environ() -> dict[str, str]:
-    return env_without(_LAUNCH_PREFIXES, _LAUNCH_VARS)
+    return env_without(LAUNCH_PREFIXES, (*LAUNCH_VARS, "RAY_ADDRESS"))
 
 
 class NetnsLab:

@@ -11,7 +11,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from harness_env import env_without
+from harness_env import LAUNCH_PREFIXES, SHELL_VARS, env_without
 
 from dsv3_preflight.document import build_document
 from dsv3_preflight.result import Result
@@ -33,14 +33,11 @@ CLUSTER = "cluster.json"      # 3 recorded lab nodes, two export NODE_RANK=1, an
 COHOSTED = "cohosted.json"    # two Ray nodes on one recorded A100 machine: ranks 0-7 and 8-15 on the same 8 GPUs
 PYTEST_A, PYTEST_B = "pytest_gpu-a.json", "pytest_gpu-b.json"   # `pytest checks/ --preflight-json`, two nodes
 DOCUMENTS = [GREEN, RED, SWEEP, GLOO, CLUSTER, COHOSTED, PYTEST_A, PYTEST_B]
-#: the launch variables a developer's shell may carry (tests/conftest.py clean_env drops the same)
-LAUNCH_PREFIXES = ("MASTER_", "NCCL_", "GLOO_", "TORCH_NCCL", "CUDA_", "DSV3_PREFLIGHT")
-LAUNCH_VARS = ("NNODES", "NPROC_PER_NODE", "NODE_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "RANK", "LOCAL_RANK",
-               "OMP_NUM_THREADS", "RAY_ADDRESS", "MODEL_PATH", "OUTPUT_DIR", "DEEPSPEED_CONFIG")
 
 
 def clean_environ(**more: str) -> dict[str, str]:
-    env = env_without(LAUNCH_PREFIXES, LAUNCH_VARS)
+    """This environment without the launch variables a developer's shell may carry (as conftest's clean_env)."""
+    env = env_without(LAUNCH_PREFIXES, SHELL_VARS)
     return {**env, **more}
 
 

@@ -42,8 +42,8 @@ def _check(model_dir, spec: str, rank: int = 4, source: str | None = None):
     return targets_check.judge(lora_model_modules=lora_model_modules.gather(profile), profile=profile)
 
 
-def _peft(spec: str, rank: int = 4):
-    """peft on the real tiny model: its refusal, or its trainable parameter count."""
+def _peft_model(spec: str, rank: int = 4):
+    """Real peft (the installed one) on the real tiny model, given ``spec`` as LLaMA-Factory gives its lora_target."""
     import torch
     from peft import LoraConfig, get_peft_model
     from transformers import AutoModelForCausalLM, DeepseekV3Config
@@ -52,10 +52,15 @@ def _peft(spec: str, rank: int = 4):
     model = AutoModelForCausalLM.from_config(DeepseekV3Config(**TINY))
     names = [t.strip() for t in spec.split(",")]
     given = LF_ALL if names == ["all"] else "all-linear" if names == ["all-linear"] else names
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return get_peft_model(model, LoraConfig(r=rank, lora_alpha=2 * rank, target_modules=given))
+
+
+def _peft(spec: str, rank: int = 4):
+    """peft on the real tiny model: its refusal, or its trainable parameter count."""
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            pm = get_peft_model(model, LoraConfig(r=rank, lora_alpha=2 * rank, target_modules=given))
+        pm = _peft_model(spec, rank)
     except Exception as exc:  # noqa: BLE001 - the refusal is the answer
         return type(exc).__name__, None
     return None, pm.get_nb_trainable_parameters()[0]
@@ -103,13 +108,7 @@ def test_a_target_naming_one_layer_adapts_that_layer_once_and_a_missing_layer_is
 
 def _peft_adapted_linear_modules(spec: str) -> list[str]:
     """The Linear modules real peft (the installed one) adapts on the tiny model for ``spec``."""
-    from peft import LoraConfig, get_peft_model
-    from transformers import AutoModelForCausalLM, DeepseekV3Config
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        pm = get_peft_model(AutoModelForCausalLM.from_config(DeepseekV3Config(**TINY)),
-                            LoraConfig(r=4, lora_alpha=8, target_modules=spec.split(",")))
+    pm = _peft_model(spec)
     return sorted(n for n in pm.base_model.targeted_module_names if not n.endswith(".mlp.experts"))
 
 
