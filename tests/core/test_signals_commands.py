@@ -22,6 +22,7 @@ import time
 import uuid
 from pathlib import Path
 
+import psutil
 import pytest
 from conftest import REPO
 from harness_env import env_without
@@ -36,6 +37,19 @@ def _answers(port: int) -> bool:
     with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=0.2):
         return True
     return False
+
+
+def _listener_owners(port: int) -> list[int | None]:
+    """PIDs of the sockets listening on this TCP port (None where the kernel names no process)."""
+    return [c.pid for c in psutil.net_connections(kind="tcp")
+            if c.status == psutil.CONN_LISTEN and c.laddr and c.laddr.port == port]
+
+
+def _environ(pid: int) -> bytes | None:
+    try:
+        return Path(f"/proc/{pid}/environ").read_bytes()
+    except OSError:
+        return None
 
 
 def _wait_for(predicate, deadline_s: float, what: str, proc: subprocess.Popen) -> None:
@@ -94,6 +108,7 @@ class Command:
         self.env = env
         self.argv = [sys.executable, "-m", "dsv3_preflight", *[a.format(port=self.port, work=self.work) for a in argv]]
         self.proc: subprocess.Popen | None = None
+        self.foreign_listeners: dict[int, str] = {}
 
     def start(self) -> subprocess.Popen:
         self.proc = subprocess.Popen(self.argv, env=self.env, cwd=self.cwd, stdout=subprocess.PIPE,
@@ -129,13 +144,31 @@ class Command:
         """What the command left: live marked processes (after up to 3 s: the kernel reaps a killed process's
         children), listening ports of this test, entries of the private TMPDIR, Ray session dirs."""
         end = time.monotonic() + 3.0
-        procs = _marked(self.tag)
-        while procs and time.monotonic() < end:
+        procs, listening = _marked(self.tag), _answers(self.port)
+        while (procs or listening) and time.monotonic() < end:
             time.sleep(0.05)
-            procs = _marked(self.tag)
+            procs, listening = _marked(self.tag), _answers(self.port)
         sessions = [str(p) for p in Path(self.ray_tmp).rglob("session_*")]
-        return {"processes": procs, "port_listening": _answers(self.port), "tempdirs": self.temp_entries(),
-                "ray_sessions": sessions}
+        return {"processes": procs, "port_listening": listening and not self._held_by_another(),
+                "tempdirs": self.temp_entries(), "ray_sessions": sessions}
+
+    def _held_by_another(self) -> bool:
+        """Whether every listener on the port is a live process of someone else: one whose environment, read
+        whole, lacks this command's marker (another test on another xdist worker may draw the same free port).
+        A listener without a PID, or one whose environment reads empty (a process of ours in the middle of
+        exiting: the kernel drops its memory, environment included, before its sockets) is the command's."""
+        owners = _listener_owners(self.port)
+        needle = f"{MARKER}={self.tag}".encode()
+        foreign = []
+        for pid in owners:
+            env = _environ(pid) if pid is not None else None
+            if not env or needle in env:
+                return False
+            foreign.append(pid)
+        for pid in foreign:
+            with contextlib.suppress(psutil.Error):
+                self.foreign_listeners[pid] = " ".join(psutil.Process(pid).cmdline())[:160]
+        return bool(foreign)
 
     def close(self) -> None:
         for pid in _marked(self.tag):  # never leave a test's process behind, whatever the assertion said
@@ -168,7 +201,7 @@ def _stopped_cleanly(cmd: Command, how: str, *, stop_within: float = 30.0) -> No
     left = cmd.leftovers()
     assert code == 2, f"exit {code} after {how}: {err[-3000:]}"
     assert f"interrupted by {how}" in err, err[-2000:]
-    assert left == {"processes": {}, "port_listening": False, "tempdirs": [], "ray_sessions": []}, (left, cmd.temp_files())
+    assert left == {"processes": {}, "port_listening": False, "tempdirs": [], "ray_sessions": []}, (left, cmd.temp_files(), cmd.foreign_listeners)
     assert took < stop_within, f"stopping took {took:.1f} s"
 
 
@@ -270,3 +303,24 @@ def test_a_run_that_ends_at_its_deadline_while_the_collective_probe_works_leaves
     code, err = cmd.finish(timeout=60)
     assert code == 1, err[-2000:]  # checks that could not finish in 1 s are ERROR, never PASS
     assert cmd.leftovers() == {"processes": {}, "port_listening": False, "tempdirs": [], "ray_sessions": []}
+
+
+def test_the_leftovers_check_counts_the_commands_own_listener_and_not_another_processs(command):
+    """The port check tells the command's listener (its environment carries the marker) from one another test
+    bound to the same free port: a listener of the command is a leftover, another process's is not."""
+    cmd = command("listen")
+    code = "import socket,sys,time; s=socket.create_server(('127.0.0.1', int(sys.argv[1]))); print(1, flush=True); time.sleep(60)"
+    own = subprocess.Popen([sys.executable, "-c", code, str(cmd.port)], env=cmd.env, stdout=subprocess.PIPE, text=True,
+                           start_new_session=True)
+    try:
+        assert own.stdout.readline().strip() == "1"
+        left = cmd.leftovers()
+        assert left["port_listening"] is True and own.pid in left["processes"], left
+    finally:
+        own.kill()
+        own.wait()
+    with socket.create_server(("127.0.0.1", cmd.port)):   # this pytest process: no marker in its environment
+        left = cmd.leftovers()
+        assert left["port_listening"] is False, left
+        assert list(cmd.foreign_listeners) == [os.getpid()], cmd.foreign_listeners
+    assert cmd.leftovers()["port_listening"] is False
