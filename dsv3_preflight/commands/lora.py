@@ -64,7 +64,26 @@ def _common(p) -> None:
     p.add_argument("--json", dest="as_json", action="store_true", help="print JSON (watch: one JSON object per line)")
     p.add_argument("--header-cap-mib", type=_number(positive=True, what="a size in MiB"), default=64.0,
                    help="refuse a declared safetensors header length above this (default 64 MiB)")
+    p.add_argument("--peft-version", type=_peft_version, default=None, metavar="VERSION",
+                   help="judge for this peft release, the one that will load the adapters (default: the peft installed "
+                   "here; releases differ, e.g. 0.22 refuses fan_in_fan_out with target_parameters where 0.21 loads it)")
     p.add_argument("--no-color", action="store_true")
+
+
+def _peft_version(text: str) -> str:
+    import argparse
+
+    from ..lora.peft_versions import release
+
+    if release(text) is None:
+        raise argparse.ArgumentTypeError(f"expected a peft version such as 0.22.0, got {text!r}")
+    return text.strip()
+
+
+def _judged_for(args) -> str | None:
+    from ..lora.probes.scan import INSTALLED
+
+    return args.peft_version or INSTALLED
 
 
 def _cap(args) -> int:
@@ -105,7 +124,7 @@ def _scan(args) -> int:
     from ..preflight import UsageError
     from ..reports.lora_text import plain, render_scan
 
-    doc, missing = scan_paths(args.paths, cap=_cap(args), deep=args.deep)
+    doc, missing = scan_paths(args.paths, cap=_cap(args), deep=args.deep, peft_version=_judged_for(args))
     if missing:
         raise UsageError(f"lora scan: {plain(_missing_message(missing))}: nothing scanned")
     if args.as_json:
@@ -131,7 +150,7 @@ def _watch(args) -> int:
         raise UsageError(f"lora watch: {plain(args.dir)}: not a directory")
     if not args.as_json:
         print(render_watch_start(str(root), args.interval), flush=True)
-    watcher = Watcher(root, settle=args.settle, cap=_cap(args), deep=args.deep)
+    watcher = Watcher(root, settle=args.settle, cap=_cap(args), deep=args.deep, peft_version=_judged_for(args))
     judged: list[dict] = []
     try:
         for verdict in follow(watcher, interval=args.interval, max_seconds=args.max_seconds):

@@ -280,6 +280,12 @@ def modules_to_save(case: AdapterCase) -> Finding | None:
     if c is None or c.get("modules_to_save") is None:
         return None
     value = c["modules_to_save"]
+    if isinstance(value, str):
+        # peft iterates it (measured on the tiny DeepSeek-V3 with "lm_head": peft 0.22.0 wraps no module and loads the
+        # adapter without it; peft 0.21.2 wraps the decoder, its norms and lm_head, and refuses to load it)
+        return _fail(case, f"modules_to_save is the string {_show(value)}, not a list of module names: peft matches "
+                     f"modules against its characters, not against {_show(value)} (peft 0.22 wraps no module for it, "
+                     "so it is neither trained nor saved; peft 0.21 wraps whatever modules a character names)")
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         return _fail(case, f"modules_to_save is {_show(value)}, not a list of module names")
     for name in value:

@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..result import Actor, Finding, failure, warning
-from . import causes, fixes, patterns, selection
+from . import causes, fixes, patterns, peft_versions, selection
 from .case import CONFIG_NAME, AdapterCase
 from .layout import PREFIX, Layout, template
 
@@ -396,19 +396,32 @@ WRAPPER_REFUSES = (("lora_dropout", bool, 0.0), ("fan_in_fan_out", bool, False),
 
 
 def wrapper_options(case: AdapterCase) -> Finding | None:
-    """peft builds a target_parameters wrapper only without dropout, fan_in_fan_out, lora_bias, DoRA, VeLoRA, KaSA."""
+    """peft builds a target_parameters wrapper only without dropout, fan_in_fan_out, lora_bias, DoRA, VeLoRA, KaSA.
+
+    fan_in_fan_out depends on the release: peft before 0.22 builds the modules' LoRA first, and a Linear's resets it to
+    False; peft 0.22 builds the wrappers first. With no version known, the scan judges as the stricter release does."""
     built, lay = peft_layers(case), case.layout
     if not built or not built[1].wrappers or lay is None:
         return None
     config = case.config or {}
     bad = [(field, value) for field, refused, value in WRAPPER_REFUSES if field in config and refused(config[field])]
-    if any(m not in lay.embedding_modules for m in built[1].modules(selection.TARGETED)):
+    version = case.facts.get("peft_version")
+    first = peft_versions.wrappers_built_first(version)
+    linear_first = any(m not in lay.embedding_modules for m in built[1].modules(selection.TARGETED))
+    if linear_first and first is False:
         bad = [b for b in bad if b[0] != "fan_in_fan_out"]  # a Linear's LoRA, built first, resets it to False
     if not bad:
         return None
     shown = ", ".join(f"{field}={json.dumps(config[field], default=str)[:40]}" for field, _ in bad)
+    why = ""
+    if linear_first and any(b[0] == "fan_in_fan_out" for b in bad):
+        why = (f" ({peft_versions.named(version)} builds the wrappers before any module's LoRA, so no Linear resets "
+               "fan_in_fan_out first)" if first else
+               " (peft 0.22 and later build the wrappers first and refuse it; before 0.22 a Linear's LoRA, built "
+               "first, resets it to False: no peft is installed here to say which release loads it, "
+               "`lora scan --peft-version` names it)")
     return failure(f"{CONFIG_NAME} sets {shown}, which peft's ParamWrapper refuses: it cannot build the "
-                   f"target_parameters wrappers ({named(sorted(built[1].wrappers), 2)}) and raises at load",
+                   f"target_parameters wrappers ({named(sorted(built[1].wrappers), 2)}) and raises at load{why}",
                    fixes.json_edit(case.config_file, [([field], value) for field, value in bad],
                                    "what peft builds a target_parameters wrapper with"),
                    actor=Actor.JOB, cause=causes.ADAPTER_CONFIG_INVALID)

@@ -18,7 +18,7 @@ from typing import Any
 from ..engine import judged
 from .case import AdapterCase
 from .probes.adapter_files import DEFAULT_HEADER_CAP, find_adapters
-from .probes.scan import adapter_facts, add_deep_facts
+from .probes.scan import INSTALLED, adapter_facts, add_deep_facts
 from .probes.watch import SaveWatch
 from .verdict import RULES, UNREADABLE_RULES, adapter_result, scan_document, unreadable_facts, verdict_of
 
@@ -40,12 +40,13 @@ def judge_unreadable(entry: Mapping[str, str]) -> dict[str, Any]:
 
 
 def judge_path(path: str | os.PathLike[str], *, cap: int = DEFAULT_HEADER_CAP, deep: bool = False,
-               rule_set: Iterable[Any] = RULES) -> dict[str, Any]:
+               rule_set: Iterable[Any] = RULES, peft_version: str | None = INSTALLED) -> dict[str, Any]:
     """The verdict on one adapter path (weights file, or a directory holding only a config).
 
-    ``deep``: an adapter whose files are sound is judged again with its tensor data streamed."""
+    ``deep``: an adapter whose files are sound is judged again with its tensor data streamed. ``peft_version``: the
+    peft release that will load it (by default the one installed here)."""
     rules = tuple(rule_set)
-    facts = adapter_facts(path, cap=cap)
+    facts = adapter_facts(path, cap=cap, peft_version=peft_version)
     verdict = judge_facts(facts, rule_set=rules)
     if deep and verdict["status"] not in ("fail", "error") and facts.get("format") in ("safetensors", "pickle"):
         verdict = judge_facts(add_deep_facts(facts), rule_set=rules)
@@ -53,14 +54,15 @@ def judge_path(path: str | os.PathLike[str], *, cap: int = DEFAULT_HEADER_CAP, d
 
 
 def scan_paths(paths: Iterable[str | os.PathLike[str]], *, cap: int = DEFAULT_HEADER_CAP, deep: bool = False,
-               rule_set: Iterable[Any] = RULES) -> tuple[dict[str, Any] | None, list[str]]:
+               rule_set: Iterable[Any] = RULES,
+               peft_version: str | None = INSTALLED) -> tuple[dict[str, Any] | None, list[str]]:
     """(the scan document, []) or (None, the paths that are neither a file nor a directory)."""
     names = [str(p) for p in paths]
     rules = tuple(rule_set)
     found, missing, unreadable = find_adapters(names)
     if missing:
         return None, missing
-    adapters = [judge_path(f, cap=cap, deep=deep, rule_set=rules) for f in found]
+    adapters = [judge_path(f, cap=cap, deep=deep, rule_set=rules, peft_version=peft_version) for f in found]
     adapters += [judge_unreadable(u) for u in unreadable]
     adapters.sort(key=lambda a: (a["step"] is None, a["step"] or 0, a["path"]))
     return scan_document(adapters, paths=names), []
@@ -76,6 +78,7 @@ class Watcher:
     deep: bool = False
     clock: Callable[[], float] = time.monotonic
     rule_set: tuple[Any, ...] = RULES
+    peft_version: str | None = INSTALLED
     _saves: SaveWatch = field(init=False)
 
     def __post_init__(self) -> None:
@@ -84,7 +87,8 @@ class Watcher:
     def poll(self) -> list[dict[str, Any]]:
         unreadable, finished = self._saves.finished()
         return ([judge_unreadable(entry) for entry in unreadable]
-                + [judge_path(path, cap=self.cap, deep=self.deep, rule_set=self.rule_set) for path in finished])
+                + [judge_path(path, cap=self.cap, deep=self.deep, rule_set=self.rule_set, peft_version=self.peft_version)
+                   for path in finished])
 
     def pending(self) -> list[dict[str, str]]:
         """Saves seen but not finished (never judged), with why: what the watch reports when it stops."""

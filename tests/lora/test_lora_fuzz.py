@@ -57,6 +57,13 @@ EXPECTED_DIVERGENCE = {
     # know the model type and FAILs: peft-written configs always list their targets
     "config_null_targets": "fail",
 }
+#: single mutations where the scan differs from some peft release on purpose: {label: the scan's status there}
+EXPECTED_DIVERGENCE_LABELS = {
+    # a string, not a list: peft matches modules against its characters. peft 0.21 wraps the decoder and lm_head and
+    # refuses the adapter (agreement); peft 0.22 wraps no module and loads it, so lm_head was never trained or saved
+    # as the config says: the scan FAILs
+    'config:{"modules_to_save": "lm_head"}': "fail",
+}
 
 pytestmark = pytest.mark.slow
 
@@ -434,7 +441,7 @@ def test_every_verdict_agrees_with_what_peft_loads(corpus):
         seen[cls] = seen.get(cls, 0) + 1
         if (verdict["status"] == "fail") != sound:
             continue  # agreement
-        if verdict["status"] == EXPECTED_DIVERGENCE.get(cls):
+        if verdict["status"] in (EXPECTED_DIVERGENCE.get(cls), EXPECTED_DIVERGENCE_LABELS.get(label)):
             continue  # a class where the scan differs from peft on purpose, with the status it must have there
         disagreements.append(f"{d.name} [{name} {label}] scan={verdict['status']}: {verdict['summary'][:150]} | "
                              f"peft: {'sound' if sound else why}")

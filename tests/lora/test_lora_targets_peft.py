@@ -112,6 +112,16 @@ def _peft_adapted_linear_modules(spec: str) -> list[str]:
     return sorted(n for n in pm.base_model.targeted_module_names if not n.endswith(".mlp.experts"))
 
 
+def dense_mlp_params(rank: int) -> int:
+    """What the installed peft adds to full-size DeepSeek-V3's gate_proj,up_proj,down_proj beyond the fused routed
+    experts: nothing (peft 0.21), or the dense layers' and shared experts' Linear modules of those names (peft 0.22.0,
+    measured: 183 modules and 7,570,702,336 at r=16): 3 dense layers x 3r(7168+18432) + 58 shared experts x
+    3r(7168+2048). Which one, real peft on the tiny model says."""
+    if not _peft_adapted_linear_modules("gate_proj,up_proj,down_proj"):
+        return 0
+    return 3 * 3 * rank * (7168 + 18432) + 58 * 3 * rank * (7168 + 2048)
+
+
 def test_moe_mlp_names_adapt_the_routed_experts_and_say_what_peft_does_with_the_dense_modules(tiny_dir):
     # peft 0.21 (the lock) leaves the dense layers' and shared experts' gate/up/down_proj alone once it turns the
     # names into target_parameters; peft 0.22 adapts them too. The summary says what the installed peft does.
@@ -182,10 +192,8 @@ def test_a_named_target_matching_no_module_fails_unless_the_profile_lowers_it_to
     ("gate_proj,up_proj,down_proj", 16, 7_541_358_592),
 ])
 def test_full_size_deepseek_v3_counts(tmp_path, spec, rank, count):
-    if spec == "gate_proj,up_proj,down_proj" and _peft_adapted_linear_modules(spec):
-        # a peft that also adapts the dense layers' and shared experts' Linear modules of those names (0.22.0, measured:
-        # 183 modules and 7,570,702,336): 3 dense layers x 3r(7168+18432) + 58 shared experts x 3r(7168+2048)
-        count += 3 * 3 * rank * (7168 + 18432) + 58 * 3 * rank * (7168 + 2048)
+    if spec == "gate_proj,up_proj,down_proj":
+        count += dense_mlp_params(rank)
     (tmp_path / "config.json").write_text((DATA / "deepseek_v3_config.json").read_text())
     r = _check(tmp_path, spec, rank)
     assert r.status.value == "pass" and r.evidence["trainable_params"] == count, r.summary

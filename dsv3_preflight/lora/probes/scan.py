@@ -6,19 +6,38 @@ damage (a corrupt header, a FIFO where the weights should be) is data in its fac
 """
 from __future__ import annotations
 
+import functools
 import os
 from typing import Any
 
 from .adapter_files import DEFAULT_HEADER_CAP, read_adapter, read_trainer_step
 
+#: ``peft_version=INSTALLED``: judge for the peft installed in this environment
+INSTALLED = "installed"
 
-def adapter_facts(path: str | os.PathLike[str], *, cap: int = DEFAULT_HEADER_CAP) -> dict[str, Any]:
-    """read_adapter, never raising: an OS error nobody foresaw is this adapter's unreadable weights."""
+
+@functools.lru_cache(maxsize=1)
+def installed_peft() -> str | None:
+    """The version of the peft installed here, from its package metadata (peft is not imported); None without it."""
+    import importlib.metadata
+
     try:
-        return read_adapter(path, cap=cap)
+        return importlib.metadata.version("peft")
+    except (importlib.metadata.PackageNotFoundError, ValueError):
+        return None
+
+
+def adapter_facts(path: str | os.PathLike[str], *, cap: int = DEFAULT_HEADER_CAP,
+                  peft_version: str | None = INSTALLED) -> dict[str, Any]:
+    """read_adapter, never raising: an OS error nobody foresaw is this adapter's unreadable weights. ``peft_version``:
+    the peft release that will load the adapter (the rules follow its behaviour), by default the one installed here."""
+    version = installed_peft() if peft_version == INSTALLED else peft_version
+    try:
+        return {**read_adapter(path, cap=cap), "peft_version": version}
     except OSError as exc:
         return {"path": str(path), "dir": os.path.dirname(str(path)), "format": "safetensors", "name": os.path.basename(str(path)),
-                "header": {"kind": "unreadable", "error": f"{path}: {exc.strerror or exc}", "tensors": {}}}
+                "header": {"kind": "unreadable", "error": f"{path}: {exc.strerror or exc}", "tensors": {}},
+                "peft_version": version}
 
 
 def add_deep_facts(facts: dict[str, Any]) -> dict[str, Any]:
