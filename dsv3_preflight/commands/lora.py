@@ -139,6 +139,7 @@ def _scan(args) -> int:
 def _watch(args) -> int:
     from pathlib import Path
 
+    from ..lora.probes.scan import judged_for
     from ..lora.run import Watcher, follow
     from ..lora.verdict import watch_summary
     from ..preflight import UsageError
@@ -160,7 +161,7 @@ def _watch(args) -> int:
                 break
     except KeyboardInterrupt:
         pass
-    doc = watch_summary(judged, watcher.pending())
+    doc = watch_summary(judged, watcher.pending(), peft_version=judged_for(watcher.peft_version))
     if not args.as_json:
         print(render_watch_summary(doc), flush=True)
     return doc["exit_code"]

@@ -24,8 +24,3 @@ def wrappers_built_first(version: object) -> bool | None:
     """Whether this peft builds the target_parameters wrappers before the modules' LoRA; None: no version known."""
     r = release(version)
     return None if r is None else r >= WRAPPERS_FIRST
-
-
-def named(version: object) -> str:
-    """How a message names the peft it judges for."""
-    return f"peft {version}" if release(version) else "the peft that loads it (none installed here to ask)"

@@ -415,7 +415,7 @@ def wrapper_options(case: AdapterCase) -> Finding | None:
     shown = ", ".join(f"{field}={json.dumps(config[field], default=str)[:40]}" for field, _ in bad)
     why = ""
     if linear_first and any(b[0] == "fan_in_fan_out" for b in bad):
-        why = (f" ({peft_versions.named(version)} builds the wrappers before any module's LoRA, so no Linear resets "
+        why = (f" (peft {version} builds the wrappers before any module's LoRA, so no Linear resets "
                "fan_in_fan_out first)" if first else
                " (peft 0.22 and later build the wrappers first and refuse it; before 0.22 a Linear's LoRA, built "
                "first, resets it to False: no peft is installed here to say which release loads it, "

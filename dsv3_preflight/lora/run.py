@@ -18,7 +18,7 @@ from typing import Any
 from ..engine import judged
 from .case import AdapterCase
 from .probes.adapter_files import DEFAULT_HEADER_CAP, find_adapters
-from .probes.scan import INSTALLED, adapter_facts, add_deep_facts
+from .probes.scan import INSTALLED, adapter_facts, add_deep_facts, judged_for
 from .probes.watch import SaveWatch
 from .verdict import RULES, UNREADABLE_RULES, adapter_result, scan_document, unreadable_facts, verdict_of
 
@@ -65,7 +65,7 @@ def scan_paths(paths: Iterable[str | os.PathLike[str]], *, cap: int = DEFAULT_HE
     adapters = [judge_path(f, cap=cap, deep=deep, rule_set=rules, peft_version=peft_version) for f in found]
     adapters += [judge_unreadable(u) for u in unreadable]
     adapters.sort(key=lambda a: (a["step"] is None, a["step"] or 0, a["path"]))
-    return scan_document(adapters, paths=names), []
+    return scan_document(adapters, paths=names, peft_version=judged_for(peft_version)), []
 
 
 @dataclass

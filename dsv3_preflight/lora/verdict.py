@@ -72,6 +72,7 @@ def verdict_of(case: AdapterCase, result: Result, step: Any = None) -> dict[str,
         else tm if isinstance(tm, str) else None,
         "size": weights.get("size"),
         "bytes_read": weights.get("bytes_read", 0),
+        "peft_version": case.facts.get("peft_version"),   # the release judged for (None: none known)
     }
 
 
@@ -99,18 +100,20 @@ def unreadable_dir(entry: Mapping[str, str]) -> dict[str, Any]:
     return judge_adapter(unreadable_facts(entry), rule_set=UNREADABLE_RULES)
 
 
-def scan_document(adapters: list[dict[str, Any]], *, paths: Iterable[str] = ()) -> dict[str, Any]:
-    """What ``lora scan`` reports: every adapter's verdict, the counts, and the verdict of the scan."""
+def scan_document(adapters: list[dict[str, Any]], *, paths: Iterable[str] = (),
+                  peft_version: str | None = None) -> dict[str, Any]:
+    """What ``lora scan`` reports: every adapter's verdict, the counts, the verdict of the scan, and the peft release
+    it judged for (None: none known)."""
     statuses = [a["status"] for a in adapters]
     verdict = decide(statuses)
     return {"format": "dsv3-preflight/lora-scan", "paths": [str(p) for p in paths], "adapters": adapters,
             "counts": counts(statuses), "verdict": verdict.label, "exit_code": int(verdict.exit_code),
-            "reason": verdict.reason}
+            "reason": verdict.reason, "peft_version": peft_version}
 
 
-def watch_summary(adapters: list[dict[str, Any]], pending: list[str]) -> dict[str, Any]:
+def watch_summary(adapters: list[dict[str, Any]], pending: list[str], *, peft_version: str | None = None) -> dict[str, Any]:
     """What ``lora watch`` reports when it stops: the verdicts it printed, and the saves still incomplete."""
-    doc = scan_document(adapters)
+    doc = scan_document(adapters, peft_version=peft_version)
     doc.update(format="dsv3-preflight/lora-watch", pending=list(pending))
     return doc
 

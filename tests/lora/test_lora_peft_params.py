@@ -521,6 +521,7 @@ def test_lora_scan_judges_for_the_peft_release_it_is_told_and_for_the_stricter_o
 
     p = scan("--peft-version", "0.22.0")
     assert p.returncode == 1, p.stdout + p.stderr
+    assert json.loads(p.stdout)["peft_version"] == "0.22.0"
     [f] = json.loads(p.stdout)["adapters"][0]["findings"]
     assert f["rule"] == "wrapper_options" and "(peft 0.22.0 builds the wrappers before any module's LoRA" in f["message"]
     assert paste_problems(f["fix"]) == []
@@ -532,5 +533,10 @@ def test_lora_scan_judges_for_the_peft_release_it_is_told_and_for_the_stricter_o
     watcher = Watcher(tmp_path, settle=0.0, peft_version="0.22.0")   # lora watch judges for the release it is told
     verdicts = watcher.poll() or watcher.poll()
     assert [(v["status"], v["findings"][0]["rule"]) for v in verdicts] == [("fail", "wrapper_options")], verdicts
+    w = subprocess.run([sys.executable, "-m", "dsv3_preflight", "lora", "watch", str(tmp_path), "--json", "--settle", "0",
+                        "--interval", "0.2", "--max-seconds", "1", "--peft-version", "0.22.0"],
+                       capture_output=True, text=True, timeout=120, cwd=REPO)
+    [line] = [json.loads(x) for x in w.stdout.splitlines()]
+    assert w.returncode == 1 and (line["status"], line["peft_version"]) == ("fail", "0.22.0"), w.stdout + w.stderr
     p = scan("--peft-version", "latest")
     assert p.returncode == 4 and "expected a peft version such as 0.22.0, got 'latest'" in p.stderr, p.stderr

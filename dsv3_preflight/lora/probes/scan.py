@@ -27,11 +27,16 @@ def installed_peft() -> str | None:
         return None
 
 
+def judged_for(peft_version: str | None) -> str | None:
+    """The peft version ``peft_version`` stands for: the installed one for INSTALLED."""
+    return installed_peft() if peft_version == INSTALLED else peft_version
+
+
 def adapter_facts(path: str | os.PathLike[str], *, cap: int = DEFAULT_HEADER_CAP,
                   peft_version: str | None = INSTALLED) -> dict[str, Any]:
     """read_adapter, never raising: an OS error nobody foresaw is this adapter's unreadable weights. ``peft_version``:
     the peft release that will load the adapter (the rules follow its behaviour), by default the one installed here."""
-    version = installed_peft() if peft_version == INSTALLED else peft_version
+    version = judged_for(peft_version)
     try:
         return {**read_adapter(path, cap=cap), "peft_version": version}
     except OSError as exc:
