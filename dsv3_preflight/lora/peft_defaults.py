@@ -1,7 +1,7 @@
 """peft's default LoRA targets by model type: what ``PeftModel.from_pretrained`` fills in when an adapter's
 ``target_modules`` is null (``TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING``, peft/utils/constants.py).
 
-Data, copied from peft 0.21.2 (the lock's pin); tests/lora/test_lora_scan.py holds it equal to the installed peft's
+Data, copied from peft 0.21.2 and unchanged in 0.22.0 (the lock's pin); tests/lora/test_lora_scan.py holds it equal to the installed peft's
 table, so a peft upgrade that changes it fails a test rather than a verdict. One model type a line.
 """
 from __future__ import annotations

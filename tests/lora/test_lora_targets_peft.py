@@ -123,7 +123,7 @@ def dense_mlp_params(rank: int) -> int:
 
 
 def test_moe_mlp_names_adapt_the_routed_experts_and_say_what_peft_does_with_the_dense_modules(tiny_dir):
-    # peft 0.21 (the lock) leaves the dense layers' and shared experts' gate/up/down_proj alone once it turns the
+    # peft 0.21 leaves the dense layers' and shared experts' gate/up/down_proj alone once it turns the
     # names into target_parameters; peft 0.22 adapts them too. The summary says what the installed peft does.
     r = _check(tiny_dir, "gate_proj,up_proj,down_proj")
     dense = _peft_adapted_linear_modules("gate_proj,up_proj,down_proj")
