@@ -81,9 +81,10 @@ def _peft_version(text: str) -> str:
 
 
 def _judged_for(args) -> str | None:
-    from ..lora.probes.scan import INSTALLED
+    """The peft release to judge for: the one named, else the one installed here (None: none)."""
+    from ..lora.probes.scan import installed_peft
 
-    return args.peft_version or INSTALLED
+    return args.peft_version or installed_peft()
 
 
 def _cap(args) -> int:
@@ -139,7 +140,6 @@ def _scan(args) -> int:
 def _watch(args) -> int:
     from pathlib import Path
 
-    from ..lora.probes.scan import judged_for
     from ..lora.run import Watcher, follow
     from ..lora.verdict import watch_summary
     from ..preflight import UsageError
@@ -161,7 +161,7 @@ def _watch(args) -> int:
                 break
     except KeyboardInterrupt:
         pass
-    doc = watch_summary(judged, watcher.pending(), peft_version=judged_for(watcher.peft_version))
+    doc = watch_summary(judged, watcher.pending(), peft_version=watcher.peft_version)
     if not args.as_json:
         print(render_watch_summary(doc), flush=True)
     return doc["exit_code"]

@@ -59,13 +59,14 @@ def scan_paths(paths: Iterable[str | os.PathLike[str]], *, cap: int = DEFAULT_HE
     """(the scan document, []) or (None, the paths that are neither a file nor a directory)."""
     names = [str(p) for p in paths]
     rules = tuple(rule_set)
+    version = judged_for(peft_version)
     found, missing, unreadable = find_adapters(names)
     if missing:
         return None, missing
-    adapters = [judge_path(f, cap=cap, deep=deep, rule_set=rules, peft_version=peft_version) for f in found]
+    adapters = [judge_path(f, cap=cap, deep=deep, rule_set=rules, peft_version=version) for f in found]
     adapters += [judge_unreadable(u) for u in unreadable]
     adapters.sort(key=lambda a: (a["step"] is None, a["step"] or 0, a["path"]))
-    return scan_document(adapters, paths=names, peft_version=judged_for(peft_version)), []
+    return scan_document(adapters, paths=names, peft_version=version), []
 
 
 @dataclass
@@ -82,6 +83,7 @@ class Watcher:
     _saves: SaveWatch = field(init=False)
 
     def __post_init__(self) -> None:
+        self.peft_version = judged_for(self.peft_version)   # resolved once: the version the watch judges for
         self._saves = SaveWatch(Path(self.root), settle=self.settle, cap=self.cap, clock=self.clock)
 
     def poll(self) -> list[dict[str, Any]]:

@@ -78,13 +78,14 @@ def _marked(tag: str) -> dict[int, str]:
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
+        env = _environ(int(entry))
+        if not env or needle not in env or not _alive(int(entry)):
+            continue
         try:
-            env = Path(f"/proc/{entry}/environ").read_bytes()
             cmd = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
         except OSError:
             continue
-        if needle in env and _alive(int(entry)):
-            found[int(entry)] = cmd[:160]
+        found[int(entry)] = cmd[:160]
     return found
 
 

@@ -36,13 +36,12 @@ def adapter_facts(path: str | os.PathLike[str], *, cap: int = DEFAULT_HEADER_CAP
                   peft_version: str | None = INSTALLED) -> dict[str, Any]:
     """read_adapter, never raising: an OS error nobody foresaw is this adapter's unreadable weights. ``peft_version``:
     the peft release that will load the adapter (the rules follow its behaviour), by default the one installed here."""
-    version = judged_for(peft_version)
     try:
-        return {**read_adapter(path, cap=cap), "peft_version": version}
+        facts = read_adapter(path, cap=cap)
     except OSError as exc:
-        return {"path": str(path), "dir": os.path.dirname(str(path)), "format": "safetensors", "name": os.path.basename(str(path)),
-                "header": {"kind": "unreadable", "error": f"{path}: {exc.strerror or exc}", "tensors": {}},
-                "peft_version": version}
+        facts = {"path": str(path), "dir": os.path.dirname(str(path)), "format": "safetensors", "name": os.path.basename(str(path)),
+                 "header": {"kind": "unreadable", "error": f"{path}: {exc.strerror or exc}", "tensors": {}}}
+    return {**facts, "peft_version": judged_for(peft_version)}
 
 
 def add_deep_facts(facts: dict[str, Any]) -> dict[str, Any]:
